@@ -1,0 +1,30 @@
+// The desktop window: entry point used by main() when kiln runs with a
+// display. Called on the main thread; returns when the window closes (or
+// after the screenshot is written in --screenshot mode).
+#pragma once
+
+#include <string>
+
+namespace kiln::storage {
+class Store;
+}
+namespace kiln::ingest {
+class OtlpReceiver;
+}
+
+namespace kiln::app {
+
+struct GuiOptions {
+  std::string data_dir;         // shown in the status line
+  std::string tab;              // initial tab: flamegraph|top|executables|log ("" = flamegraph)
+  int width = 1600;             // initial window size in screen coordinates
+  int height = 1000;
+  std::string screenshot_path;  // non-empty: wait until the view is drawn, write PNG, exit
+  bool demo = false;            // the store was filled with the built-in synthetic profile
+};
+
+// Returns the process exit code. `receiver` may be null (no listener, e.g.
+// offline captures). Both outlive the call.
+int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const GuiOptions& options);
+
+}  // namespace kiln::app

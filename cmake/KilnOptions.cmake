@@ -1,0 +1,7 @@
+# All of Kiln's build switches, in one place.
+option(KILN_BUILD_TESTS "Build doctest unit and integration tests" ON)
+option(KILN_BUILD_GUI "Build the desktop window (Dear ImGui + GLFW + OpenGL)" ON)
+option(KILN_BUILD_AGENT "Build kiln-agent (Linux, needs libbpf, bpftool, clang)" ON)
+option(KILN_BUILD_BENCHMARKS "Build the benchmarks in tests/bench" ON)
+option(KILN_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+option(KILN_WERROR "Treat compiler warnings as errors" OFF)

@@ -1,0 +1,64 @@
+// OtlpReceiver: the gRPC server that accepts OTLP profiles
+// (opentelemetry.proto.collector.profiles.v1development.ProfilesService/
+// Export) and writes them into a Store.
+//
+// Threads: Start() and Stop() from one owning thread; stats() from any
+// thread at any time. The Store must outlive the receiver.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "storage/store.h"
+
+namespace kiln::ingest {
+
+struct ReceiverOptions {
+  std::string listen_address = "0.0.0.0:11000";
+  // Largest accepted request after decompression; larger ones are answered
+  // RESOURCE_EXHAUSTED.
+  int max_message_bytes = 64 << 20;
+  // Decoded requests waiting for or inside a store write, in bytes. Past
+  // this, new requests get UNAVAILABLE (agents retry later) instead of
+  // growing memory without bound.
+  int64_t max_inflight_bytes = 256 << 20;
+};
+
+// One sending peer (an agent), as seen recently.
+struct PeerStats {
+  std::string peer;           // gRPC peer string, e.g. "ipv4:127.0.0.1:53412"
+  int64_t last_seen_ns = 0;   // Unix ns of its last request
+  uint64_t requests = 0;
+  uint64_t samples = 0;
+  double samples_per_second = 0;  // over the last ~10 s
+};
+
+struct ReceiverStats {
+  std::string listen_address;   // the address actually bound (port resolved)
+  uint64_t requests = 0;
+  uint64_t requests_failed = 0;     // INVALID_ARGUMENT, RESOURCE_EXHAUSTED, ...
+  uint64_t profiles_accepted = 0;
+  uint64_t profiles_rejected = 0;
+  uint64_t samples_accepted = 0;
+  std::vector<PeerStats> peers;     // seen in the last 60 s, most recent first
+};
+
+class OtlpReceiver {
+ public:
+  // Binds and starts serving. Fails with a clear message when the address
+  // cannot be bound (e.g. port in use).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<OtlpReceiver>> Start(
+      storage::Store* store, const ReceiverOptions& options);
+  virtual ~OtlpReceiver() = default;
+
+  // Stops accepting, answers in-flight requests, then returns. Idempotent.
+  virtual void Stop() = 0;
+  // The bound port (useful with port 0 in tests).
+  virtual int port() const = 0;
+  virtual ReceiverStats stats() const = 0;
+};
+
+}  // namespace kiln::ingest

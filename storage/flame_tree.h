@@ -1,0 +1,71 @@
+// FlameTree: the call tree of a ProfileSlice, built by a pure function and
+// shared immutable between the aggregation worker and the views.
+//
+// Layout: nodes in one vector, node 0 is the root ("all"). The children of
+// a node are contiguous (first_child .. first_child + child_count) and
+// sorted by label, so drawing and hit testing walk it without maps.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/profile_model.h"
+
+namespace kiln::storage {
+
+enum class GroupBy : uint8_t {
+  kNone,     // frames directly under the root
+  kProcess,  // root -> process (executable name) -> frames
+  kThread,   // root -> process -> thread name -> frames
+};
+bool ParseGroupBy(std::string_view name, GroupBy* group_by);
+
+enum class NodeKind : uint8_t { kRoot, kProcess, kThread, kFrame };
+
+struct FlameTreeOptions {
+  GroupBy group_by = GroupBy::kProcess;
+  bool show_inline = true;  // false: drop frames marked inlined
+};
+
+struct FlameNode {
+  uint32_t parent = 0;       // root's parent is 0 (itself)
+  uint32_t first_child = 0;
+  uint32_t child_count = 0;
+  uint32_t label = 0;        // index into FlameTree::labels
+  uint32_t frame = 0;        // representative frame (slice dict index), 0 for non-frame nodes
+  uint16_t depth = 0;        // root = 0
+  NodeKind kind = NodeKind::kFrame;
+  FrameType type = FrameType::kUnknown;
+  int64_t total = 0;  // weight of this node and everything under it
+  int64_t self = 0;   // weight of stacks ending here
+};
+static_assert(sizeof(FlameNode) <= 48, "FlameNode is per node of million-node trees");
+
+struct FlameTree {
+  std::vector<FlameNode> nodes;    // nodes[0] is the root
+  std::vector<std::string> labels; // deduplicated node labels
+  std::shared_ptr<const ProfileSlice> slice;  // what it was built from
+  uint16_t max_depth = 0;
+
+  const std::string& Label(uint32_t node) const { return labels[nodes[node].label]; }
+};
+
+// Builds the tree from a slice's weights: each distinct stack is walked
+// once. Frames with the same label and type under the same parent merge.
+FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options);
+
+// The process and thread labels used for grouping: process.executable.name,
+// else the basename of process.executable.path, else service.name, else
+// "pid <process.pid>", else "unknown"; thread.name, else "tid <thread.id>",
+// else "unknown thread".
+std::string ProcessLabel(const ProfileDictionary& dict, uint32_t attribute_set);
+std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set);
+
+// Renders the tree as indented text, one node per line: two spaces per
+// depth, the label, a space, total weight (and " self=N" when non-zero).
+// Children in tree order. Used by tests and for debugging.
+std::string PrintFlameTree(const FlameTree& tree);
+
+}  // namespace kiln::storage

@@ -1,0 +1,144 @@
+#include "storage/flame_tree.h"
+
+#include <doctest/doctest.h>
+
+#include "storage/folded.h"
+#include "storage/test_fixtures.h"
+
+namespace kiln::storage {
+namespace {
+
+// A slice with the fixture's samples aggregated per (stack, attribute
+// set), the way Store::Run returns them.
+std::shared_ptr<const ProfileSlice> SliceOf(const ProfileBatch& batch) {
+  auto slice = std::make_shared<ProfileSlice>();
+  slice->dict = batch.dict;
+  for (const Sample& s : batch.samples) {
+    bool found = false;
+    for (StackWeight& w : slice->weights) {
+      if (w.stack == s.stack && w.attribute_set == s.attribute_set) {
+        w.weight += s.value;
+        w.events++;
+        found = true;
+      }
+    }
+    if (!found) slice->weights.push_back({s.stack, s.attribute_set, s.value, 1});
+    slice->total_weight += s.value;
+  }
+  return slice;
+}
+
+std::string Tree(const ProfileBatch& batch, FlameTreeOptions options = {}) {
+  return PrintFlameTree(BuildFlameTree(SliceOf(batch), options));
+}
+
+}  // namespace
+
+TEST_CASE("flame tree merges common prefixes and sorts children by label") {
+  auto batch = testing::BatchFromFolded(R"(
+main;work;leaf_b 1
+main;work;leaf_a 3
+main;idle 2
+main 1
+)", {.process = "app"});
+  CHECK(Tree(batch) ==
+        "all 7\n"
+        "  app 7\n"
+        "    main 7 self=1\n"
+        "      idle 2 self=2\n"
+        "      work 4\n"
+        "        leaf_a 3 self=3\n"
+        "        leaf_b 1 self=1\n");
+}
+
+TEST_CASE("group by none, process and thread") {
+  auto batch = testing::BatchFromFolded("main;f 2", {.process = "app", .thread = "worker-1"});
+  testing::AppendBatch(&batch, testing::BatchFromFolded("main;g 1", {.process = "db", .thread = "io"}));
+  CHECK(Tree(batch, {.group_by = GroupBy::kNone}) ==
+        "all 3\n"
+        "  main 3\n"
+        "    f 2 self=2\n"
+        "    g 1 self=1\n");
+  CHECK(Tree(batch, {.group_by = GroupBy::kThread}) ==
+        "all 3\n"
+        "  app 2\n"
+        "    worker-1 2\n"
+        "      main 2\n"
+        "        f 2 self=2\n"
+        "  db 1\n"
+        "    io 1\n"
+        "      main 1\n"
+        "        g 1 self=1\n");
+}
+
+TEST_CASE("process label falls back from name to path to service to pid") {
+  ProfileDictionary d;
+  uint32_t s1 = d.AddAttributeSet({{d.AddString("process.executable.path"), d.AddString("/usr/bin/python3")}});
+  uint32_t s2 = d.AddAttributeSet({{d.AddString("service.name"), d.AddString("checkout")}});
+  uint32_t s3 = d.AddAttributeSet({{d.AddString("process.pid"), d.AddString("42")}});
+  CHECK(ProcessLabel(d, s1) == "python3");
+  CHECK(ProcessLabel(d, s2) == "checkout");
+  CHECK(ProcessLabel(d, s3) == "pid 42");
+  CHECK(ProcessLabel(d, 0) == "unknown");
+  CHECK(ThreadLabel(d, 0) == "unknown thread");
+}
+
+TEST_CASE("inline frames can be hidden; the outer function keeps the weight") {
+  auto batch = testing::BatchFromFolded("main;parse@i;read 2\nmain;parse@i 1");
+  CHECK(Tree(batch, {.group_by = GroupBy::kNone, .show_inline = false}) ==
+        "all 3\n"
+        "  main 3 self=1\n"
+        "    read 2 self=2\n");
+}
+
+TEST_CASE("weights are values, not event counts (off-CPU nanoseconds)") {
+  auto batch = testing::BatchFromFolded("main;sleep 2\nmain;read 1",
+                                        {.kind = SampleKind::kOffCpu, .value = 1500});
+  CHECK(Tree(batch, {.group_by = GroupBy::kNone}) ==
+        "all 4500\n"
+        "  main 4500\n"
+        "    read 1500 self=1500\n"
+        "    sleep 3000 self=3000\n");
+}
+
+TEST_CASE("folded lines: root first, sorted, self weights, annotations") {
+  auto batch = testing::BatchFromFolded(R"(
+main;read;sys_read@k 4
+main;libc.so.6+0x1f2a 2
+main 1
+)", {.process = "app"});
+  FlameTree tree = BuildFlameTree(SliceOf(batch), {});
+  CHECK(FoldedLines(tree, {}) == std::vector<std::string>{
+                                     "app;main 1",
+                                     "app;main;libc.so.6+0x1f2a 2",
+                                     "app;main;read;sys_read 4",
+                                 });
+  CHECK(FoldedLines(tree, {.annotate = true})[2] == "app;main;read;sys_read_[k] 4");
+}
+
+TEST_CASE("deep recursion builds without stack overflow") {
+  std::string line;
+  for (int i = 0; i < 5000; ++i) line += "recurse;";
+  line += "leaf 1";
+  FlameTree tree = BuildFlameTree(SliceOf(testing::BatchFromFolded(line)), {.group_by = GroupBy::kNone});
+  CHECK(tree.nodes.size() == 5002);
+  CHECK(tree.max_depth == 5001);
+  CHECK(FoldedLines(tree, {}).size() == 1);
+}
+
+TEST_CASE("children are contiguous and parents are consistent") {
+  auto batch = testing::BatchFromFolded("a;b;c 1\na;b;d 2\na;e 3\nf 4\nf;g 5");
+  FlameTree tree = BuildFlameTree(SliceOf(batch), {.group_by = GroupBy::kNone});
+  for (uint32_t i = 0; i < tree.nodes.size(); ++i) {
+    const FlameNode& n = tree.nodes[i];
+    int64_t child_total = 0;
+    for (uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) {
+      CHECK(tree.nodes[c].parent == i);
+      CHECK(tree.nodes[c].depth == n.depth + 1);
+      child_total += tree.nodes[c].total;
+    }
+    CHECK(n.total == n.self + child_total);
+  }
+}
+
+}  // namespace kiln::storage

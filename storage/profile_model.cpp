@@ -1,0 +1,103 @@
+#include "storage/profile_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+
+namespace kiln::storage {
+
+namespace {
+// Indexed by FrameType; these are the OTLP `profile.frame.type` values.
+constexpr std::array<std::string_view, kFrameTypeCount> kFrameTypeNames = {
+    "unknown", "native", "kernel", "go",     "cpython",     "php", "jvm", "ruby",
+    "perl",    "v8js",   "dotnet", "beam",   "luajit", "abort-marker", "jit",
+};
+constexpr std::array<std::string_view, kSampleKindCount> kSampleKindNames = {
+    "on-cpu", "off-cpu", "probe", "other"};
+}  // namespace
+
+std::string_view FrameTypeName(FrameType type) {
+  auto i = static_cast<size_t>(type);
+  return i < kFrameTypeNames.size() ? kFrameTypeNames[i] : "unknown";
+}
+
+FrameType FrameTypeFromName(std::string_view name) {
+  if (name == "phpjit") return FrameType::kPhp;
+  if (name == "python") return FrameType::kPython;
+  for (size_t i = 0; i < kFrameTypeNames.size(); ++i) {
+    if (kFrameTypeNames[i] == name) return static_cast<FrameType>(i);
+  }
+  return FrameType::kUnknown;
+}
+
+std::string_view SampleKindName(SampleKind kind) {
+  auto i = static_cast<size_t>(kind);
+  return i < kSampleKindNames.size() ? kSampleKindNames[i] : "other";
+}
+
+bool ParseSampleKind(std::string_view name, SampleKind* kind) {
+  for (size_t i = 0; i < kSampleKindNames.size(); ++i) {
+    if (kSampleKindNames[i] == name) {
+      *kind = static_cast<SampleKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view ProfileDictionary::AttributeValue(uint32_t set, std::string_view key) const {
+  for (const Attribute& a : AttributeSet(set)) {
+    if (strings[a.key] == key) return strings[a.value];
+  }
+  return {};
+}
+
+uint32_t ProfileDictionary::AddString(std::string_view s) {
+  if (s.empty()) return 0;
+  strings.emplace_back(s);
+  return static_cast<uint32_t>(strings.size() - 1);
+}
+
+uint32_t ProfileDictionary::AddStack(const std::vector<uint32_t>& root_first_frames) {
+  stack_frames.insert(stack_frames.end(), root_first_frames.begin(), root_first_frames.end());
+  stack_offsets.push_back(static_cast<uint32_t>(stack_frames.size()));
+  return static_cast<uint32_t>(StackCount() - 1);
+}
+
+uint32_t ProfileDictionary::AddAttributeSet(std::vector<Attribute> attrs) {
+  // Stable sort keeps insertion order among equal keys, so the last one is
+  // the value that wins.
+  std::stable_sort(attrs.begin(), attrs.end(), [this](const Attribute& a, const Attribute& b) {
+    return strings[a.key] < strings[b.key];
+  });
+  std::vector<Attribute> unique;
+  unique.reserve(attrs.size());
+  for (const Attribute& a : attrs) {
+    if (!unique.empty() && strings[unique.back().key] == strings[a.key]) {
+      unique.back() = a;
+    } else {
+      unique.push_back(a);
+    }
+  }
+  attributes.insert(attributes.end(), unique.begin(), unique.end());
+  attribute_set_offsets.push_back(static_cast<uint32_t>(attributes.size()));
+  return static_cast<uint32_t>(AttributeSetCount() - 1);
+}
+
+std::string FrameLabel(const ProfileDictionary& dict, uint32_t frame_index) {
+  const Frame& frame = dict.frames[frame_index];
+  if (frame.function != 0) return dict.strings[frame.function];
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(frame.address));
+  if (frame.executable == 0) return hex;
+  std::string_view file = dict.strings[dict.executables[frame.executable].file_name];
+  size_t slash = file.find_last_of('/');
+  if (slash != std::string_view::npos) file.remove_prefix(slash + 1);
+  if (file.empty()) return hex;
+  std::string label(file);
+  label += '+';
+  label += hex;
+  return label;
+}
+
+}  // namespace kiln::storage

@@ -1,0 +1,1089 @@
+// RocksStore: the Store implementation on RocksDB.
+//
+// Index
+//   [SECTION] Keys and value encodings
+//   [SECTION] In-memory dictionary
+//   [SECTION] Open
+//   [SECTION] Write
+//   [SECTION] Queries
+//   [SECTION] Log, stats, maintenance
+//
+// Column families and keys (all integers big-endian so keys sort
+// numerically):
+//
+//   default  "meta:schema"                 -> u32 schema version
+//            "meta:stats"                  -> varint counters (see EncodeStats)
+//            's' u32 id                    -> string bytes
+//            'e' u32 id                    -> executable (varints)
+//            'f' u32 id                    -> frame (varints, u8 type, u8 inlined)
+//            'k' u32 id                    -> stack: varint n, n varint frame ids (root first)
+//            'a' u32 id                    -> attribute set: varint n, n (key, value) string ids
+//            'l' u32 id                    -> link: varint len, trace id, span id
+//   blocks   u8 kind | u64 bucket^sign | u64 seq -> SampleBlock (zstd by RocksDB)
+//   log      u64 seq                       -> zigzag time, u8 level, message
+//
+// The dictionary is small next to the samples, so it is loaded into memory
+// on open and every id is resolved there; sample blocks are only read by
+// queries.
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "storage/sample_block.h"
+#include "storage/store.h"
+#include "storage/varint.h"
+
+namespace kiln::storage {
+
+// ============================================================================
+// [SECTION] Keys and value encodings
+// ============================================================================
+namespace {
+
+// Samples are grouped into blocks per kind and per 10 s of time: wide
+// enough that an agent's 5 s batch makes one or two blocks, narrow enough
+// that a "last 15 minutes" query skips most of a long-lived store.
+constexpr int64_t kBucketNs = 10'000'000'000;
+constexpr char kSchemaKey[] = "meta:schema";
+constexpr char kStatsKey[] = "meta:stats";
+constexpr char kTagString = 's', kTagExecutable = 'e', kTagFrame = 'f', kTagStack = 'k',
+               kTagAttributeSet = 'a', kTagLink = 'l';
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+std::string DictKey(char tag, uint32_t id) {
+  std::string key(1, tag);
+  PutBigEndian32(&key, id);
+  return key;
+}
+
+std::string BlockKeyPrefix(SampleKind kind, int64_t bucket) {
+  std::string key(1, static_cast<char>(kind));
+  // Flipping the sign bit makes negative buckets sort before positive ones.
+  PutBigEndian64(&key, static_cast<uint64_t>(bucket) ^ (uint64_t{1} << 63));
+  return key;
+}
+
+std::string EncodeExecutable(const Executable& e) {
+  std::string v;
+  PutVarint(&v, e.file_name);
+  PutVarint(&v, e.htlhash);
+  PutVarint(&v, e.gnu_build_id);
+  PutVarint(&v, e.go_build_id);
+  return v;
+}
+
+std::string EncodeFrame(const Frame& f) {
+  std::string v;
+  PutVarint(&v, f.function);
+  PutVarint(&v, f.file);
+  PutVarint(&v, f.executable);
+  PutVarint(&v, ZigZag(f.line));
+  PutVarint(&v, f.address);
+  v.push_back(static_cast<char>(f.type));
+  v.push_back(static_cast<char>(f.inlined ? 1 : 0));
+  return v;
+}
+
+std::string EncodeIds(const uint32_t* begin, const uint32_t* end) {
+  std::string v;
+  PutVarint(&v, static_cast<uint64_t>(end - begin));
+  for (const uint32_t* p = begin; p != end; ++p) PutVarint(&v, *p);
+  return v;
+}
+
+std::string EncodeAttributes(const Attribute* begin, const Attribute* end) {
+  std::string v;
+  PutVarint(&v, static_cast<uint64_t>(end - begin));
+  for (const Attribute* a = begin; a != end; ++a) {
+    PutVarint(&v, a->key);
+    PutVarint(&v, a->value);
+  }
+  return v;
+}
+
+std::string EncodeLink(const Link& l) {
+  std::string v;
+  PutVarint(&v, l.trace_id.size());
+  v += l.trace_id;
+  v += l.span_id;
+  return v;
+}
+
+struct ValueReader {
+  const char* p;
+  const char* end;
+  bool ok = true;
+  uint64_t Next() {
+    uint64_t v = 0;
+    if (ok && !GetVarint(&p, end, &v)) ok = false;
+    return v;
+  }
+  uint8_t Byte() {
+    if (!ok || p >= end) {
+      ok = false;
+      return 0;
+    }
+    return static_cast<uint8_t>(*p++);
+  }
+};
+
+absl::Status Corrupt(std::string_view what, uint32_t id) {
+  return absl::DataLossError(absl::StrCat("store dictionary: ", std::string(what), " ", id, " is corrupt"));
+}
+
+absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(std::string(context), ": ", s.ToString()));
+}
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+struct ExecutableHash {
+  size_t operator()(const Executable& e) const {
+    return absl::HashOf(e.file_name, e.htlhash, e.gnu_build_id, e.go_build_id);
+  }
+};
+struct FrameHash {
+  size_t operator()(const Frame& f) const {
+    return absl::HashOf(f.function, f.file, f.executable, f.line, f.address,
+                        static_cast<uint8_t>(f.type), f.inlined);
+  }
+};
+
+}  // namespace
+
+std::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarning: return "warning";
+    case LogLevel::kError: return "error";
+  }
+  return "info";
+}
+
+std::string DefaultDataDirectory() {
+  const char* home = std::getenv("HOME");
+  std::string base = home ? home : ".";
+#ifdef __APPLE__
+  return base + "/Library/Application Support/kiln";
+#else
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return std::string(xdg) + "/kiln";
+  return base + "/.local/share/kiln";
+#endif
+}
+
+namespace {
+
+// ============================================================================
+// [SECTION] In-memory dictionary
+// ============================================================================
+
+// The store-global dictionary plus the hash indexes that deduplicate new
+// entries. Guarded by RocksStore::dict_mutex_.
+struct GlobalDictionary {
+  ProfileDictionary dict;
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> string_ids;
+  std::unordered_map<Executable, uint32_t, ExecutableHash> executable_ids;
+  std::unordered_map<Frame, uint32_t, FrameHash> frame_ids;
+  std::unordered_map<std::string, uint32_t> stack_ids;          // key: EncodeIds bytes
+  std::unordered_map<std::string, uint32_t> attribute_set_ids;  // key: EncodeAttributes bytes
+  std::unordered_map<std::string, uint32_t> link_ids;           // key: EncodeLink bytes
+
+  GlobalDictionary() {
+    string_ids.emplace("", 0);
+    executable_ids.emplace(Executable{}, 0);
+    frame_ids.emplace(Frame{}, 0);
+    stack_ids.emplace(EncodeIds(nullptr, nullptr), 0);
+    attribute_set_ids.emplace(EncodeAttributes(nullptr, nullptr), 0);
+    link_ids.emplace(EncodeLink(Link{}), 0);
+  }
+
+  // Sizes of every table, to roll back a failed write.
+  struct Mark {
+    size_t strings, executables, frames, stacks, stack_frames, attribute_sets, attributes, links;
+  };
+  Mark Snapshot() const {
+    return {dict.strings.size(), dict.executables.size(), dict.frames.size(),
+            dict.stack_offsets.size(), dict.stack_frames.size(),
+            dict.attribute_set_offsets.size(), dict.attributes.size(), dict.links.size()};
+  }
+};
+
+struct Counters {
+  uint64_t samples_by_kind[kSampleKindCount] = {};
+  uint64_t blocks = 0;
+  int64_t first_sample_ns = 0;
+  int64_t last_sample_ns = 0;
+  uint64_t next_block_seq = 1;
+
+  uint64_t samples() const {
+    uint64_t n = 0;
+    for (uint64_t k : samples_by_kind) n += k;
+    return n;
+  }
+  std::string Encode() const {
+    std::string v;
+    for (uint64_t k : samples_by_kind) PutVarint(&v, k);
+    PutVarint(&v, blocks);
+    PutVarint(&v, ZigZag(first_sample_ns));
+    PutVarint(&v, ZigZag(last_sample_ns));
+    PutVarint(&v, next_block_seq);
+    return v;
+  }
+  bool Decode(std::string_view bytes) {
+    ValueReader r{bytes.data(), bytes.data() + bytes.size()};
+    for (uint64_t& k : samples_by_kind) k = r.Next();
+    blocks = r.Next();
+    first_sample_ns = UnZigZag(r.Next());
+    last_sample_ns = UnZigZag(r.Next());
+    next_block_seq = r.Next();
+    return r.ok;
+  }
+};
+
+class RocksStore final : public Store {
+ public:
+  RocksStore(std::string dir, bool read_only) : dir_(std::move(dir)), read_only_(read_only) {}
+  ~RocksStore() override {
+    if (db_ != nullptr) {
+      for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
+      db_->Close();
+      delete db_;
+    }
+  }
+
+  absl::Status OpenDb();
+  absl::Status Write(const ProfileBatch& batch) override;
+  absl::StatusOr<std::shared_ptr<const ProfileSlice>> Run(const Query& query) const override;
+  absl::StatusOr<Timeline> RunTimeline(const Query& query, int bucket_count) const override;
+  StoreStats Stats() const override;
+  std::vector<std::string> AttributeKeys() const override;
+  std::vector<std::string> AttributeValues(std::string_view key, size_t max) const override;
+  absl::Status AppendLog(LogLevel level, std::string_view message) override;
+  std::vector<LogEntry> ReadLog(size_t max) const override;
+  absl::Status Flush() override;
+  absl::Status Compact() override;
+  const std::string& directory() const override { return dir_; }
+  bool read_only() const override { return read_only_; }
+
+ private:
+  absl::Status LoadDictionary();
+  absl::Status LoadMeta();
+  // Calls `visit(sample)` for every stored sample of the query's kind in
+  // its time range that passes its filters. Also returns the dictionary
+  // sizes valid for every id seen.
+  template <typename Visit>
+  absl::Status Scan(const Query& query, Visit&& visit) const;
+  // The attribute sets (by id < limit) that pass `filters`.
+  std::vector<uint8_t> MatchAttributeSets(const std::vector<AttributeFilter>& filters) const;
+
+  rocksdb::ColumnFamilyHandle* meta_cf() const { return handles_[0]; }
+  rocksdb::ColumnFamilyHandle* blocks_cf() const { return handles_[1]; }
+  rocksdb::ColumnFamilyHandle* log_cf() const { return handles_[2]; }
+
+  const std::string dir_;
+  const bool read_only_;
+  rocksdb::DB* db_ = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+
+  std::mutex write_mutex_;                // serializes Write()
+  mutable std::shared_mutex dict_mutex_;  // guards dict_ and counters_
+  GlobalDictionary dict_;
+  Counters counters_;
+  std::atomic<uint64_t> next_log_seq_{1};
+  std::mutex log_mutex_;
+};
+
+// ============================================================================
+// [SECTION] Open
+// ============================================================================
+
+absl::Status RocksStore::OpenDb() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (read_only_) {
+    if (!fs::exists(fs::path(dir_) / "CURRENT", ec)) {
+      return absl::NotFoundError(absl::StrCat("no kiln store in ", dir_,
+                                              " (start kiln with --data-dir ", dir_,
+                                              " or import a capture first)"));
+    }
+  } else {
+    fs::create_directories(dir_, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create data directory ", dir_, ": ", ec.message()));
+    }
+  }
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = !read_only_;
+  db_options.create_missing_column_families = !read_only_;
+  db_options.max_background_jobs = 2;
+  db_options.keep_log_file_num = 3;
+
+  rocksdb::ColumnFamilyOptions meta_options;
+  meta_options.compression = rocksdb::kLZ4Compression;
+  rocksdb::ColumnFamilyOptions block_options;
+  // Blocks are written once and read in order: zstd at a high-ish level
+  // pays for itself in disk bytes per sample.
+  block_options.compression = rocksdb::kZSTD;
+  block_options.bottommost_compression = rocksdb::kZSTD;
+  block_options.compression_opts.level = 6;
+  block_options.bottommost_compression_opts.level = 9;
+  block_options.bottommost_compression_opts.enabled = true;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_size = 64 * 1024;
+  block_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  rocksdb::ColumnFamilyOptions log_options;
+  log_options.compression = rocksdb::kLZ4Compression;
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, meta_options},
+      {"blocks", block_options},
+      {"log", log_options},
+  };
+  rocksdb::Status s;
+  if (read_only_) {
+    s = rocksdb::DB::OpenForReadOnly(db_options, dir_, cfs, &handles_, &db_);
+  } else {
+    s = rocksdb::DB::Open(db_options, dir_, cfs, &handles_, &db_);
+  }
+  if (!s.ok()) {
+    std::string text = s.ToString();
+    if (s.IsIOError() && text.find("lock") != std::string::npos) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "data directory ", dir_,
+          " is in use by another kiln process; stop it, or read it with `kiln export`/`kiln "
+          "stats` (they open it read-only), or choose another --data-dir"));
+    }
+    return absl::InternalError(absl::StrCat("cannot open kiln store in ", dir_, ": ", text));
+  }
+
+  std::string version;
+  s = db_->Get(rocksdb::ReadOptions(), meta_cf(), kSchemaKey, &version);
+  if (s.IsNotFound()) {
+    if (read_only_) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(dir_, " is not a kiln store (no schema version key)"));
+    }
+    std::string v;
+    PutBigEndian32(&v, kSchemaVersion);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (auto st = FromRocks(db_->Put(wo, meta_cf(), kSchemaKey, v), "writing schema version");
+        !st.ok()) {
+      return st;
+    }
+  } else if (!s.ok()) {
+    return FromRocks(s, "reading schema version");
+  } else {
+    uint32_t found = version.size() == 4 ? GetBigEndian32(version.data()) : 0;
+    if (found != kSchemaVersion) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "kiln store in ", dir_, " has schema version ", found, "; this kiln reads version ",
+          kSchemaVersion, ". Use a kiln that matches, or a new --data-dir."));
+    }
+  }
+  if (auto st = LoadMeta(); !st.ok()) return st;
+  return LoadDictionary();
+}
+
+absl::Status RocksStore::LoadMeta() {
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf(), kStatsKey, &v);
+  if (s.ok()) {
+    if (!counters_.Decode(v)) return absl::DataLossError("store statistics key is corrupt");
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "reading statistics");
+  }
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), log_cf()));
+  it->SeekToLast();
+  if (it->Valid() && it->key().size() == 8) next_log_seq_ = GetBigEndian64(it->key().data()) + 1;
+  return absl::OkStatus();
+}
+
+absl::Status RocksStore::LoadDictionary() {
+  GlobalDictionary& g = dict_;
+  ProfileDictionary& d = g.dict;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_cf()));
+  // Entries of each table are written with consecutive ids, so they load in
+  // id order; a gap means a damaged store.
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    rocksdb::Slice key = it->key();
+    if (key.size() != 5) continue;  // meta:* keys
+    char tag = key[0];
+    uint32_t id = GetBigEndian32(key.data() + 1);
+    rocksdb::Slice val = it->value();
+    ValueReader r{val.data(), val.data() + val.size()};
+    switch (tag) {
+      case kTagString: {
+        if (id != d.strings.size()) return Corrupt("string", id);
+        d.strings.emplace_back(val.data(), val.size());
+        g.string_ids.emplace(d.strings.back(), id);
+        break;
+      }
+      case kTagExecutable: {
+        if (id != d.executables.size()) return Corrupt("executable", id);
+        Executable e;
+        e.file_name = static_cast<uint32_t>(r.Next());
+        e.htlhash = static_cast<uint32_t>(r.Next());
+        e.gnu_build_id = static_cast<uint32_t>(r.Next());
+        e.go_build_id = static_cast<uint32_t>(r.Next());
+        if (!r.ok) return Corrupt("executable", id);
+        d.executables.push_back(e);
+        g.executable_ids.emplace(e, id);
+        break;
+      }
+      case kTagFrame: {
+        if (id != d.frames.size()) return Corrupt("frame", id);
+        Frame f;
+        f.function = static_cast<uint32_t>(r.Next());
+        f.file = static_cast<uint32_t>(r.Next());
+        f.executable = static_cast<uint32_t>(r.Next());
+        f.line = UnZigZag(r.Next());
+        f.address = r.Next();
+        f.type = static_cast<FrameType>(r.Byte());
+        f.inlined = r.Byte() != 0;
+        if (!r.ok) return Corrupt("frame", id);
+        d.frames.push_back(f);
+        g.frame_ids.emplace(f, id);
+        break;
+      }
+      case kTagStack: {
+        if (id != d.StackCount()) return Corrupt("stack", id);
+        uint64_t n = r.Next();
+        if (n > val.size()) return Corrupt("stack", id);
+        for (uint64_t i = 0; i < n; ++i) d.stack_frames.push_back(static_cast<uint32_t>(r.Next()));
+        if (!r.ok) return Corrupt("stack", id);
+        d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
+        g.stack_ids.emplace(std::string(val.data(), val.size()), id);
+        break;
+      }
+      case kTagAttributeSet: {
+        if (id != d.AttributeSetCount()) return Corrupt("attribute set", id);
+        uint64_t n = r.Next();
+        if (n > val.size()) return Corrupt("attribute set", id);
+        for (uint64_t i = 0; i < n; ++i) {
+          Attribute a;
+          a.key = static_cast<uint32_t>(r.Next());
+          a.value = static_cast<uint32_t>(r.Next());
+          d.attributes.push_back(a);
+        }
+        if (!r.ok) return Corrupt("attribute set", id);
+        d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
+        g.attribute_set_ids.emplace(std::string(val.data(), val.size()), id);
+        break;
+      }
+      case kTagLink: {
+        if (id != d.links.size()) return Corrupt("link", id);
+        uint64_t n = r.Next();
+        if (!r.ok || n > static_cast<uint64_t>(r.end - r.p)) return Corrupt("link", id);
+        Link l;
+        l.trace_id.assign(r.p, n);
+        l.span_id.assign(r.p + n, r.end);
+        d.links.push_back(l);
+        g.link_ids.emplace(std::string(val.data(), val.size()), id);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "loading dictionary");
+  // Every reference must point at an entry that exists.
+  for (size_t i = 0; i < d.frames.size(); ++i) {
+    const Frame& f = d.frames[i];
+    if (f.function >= d.strings.size() || f.file >= d.strings.size() ||
+        f.executable >= d.executables.size()) {
+      return Corrupt("frame", static_cast<uint32_t>(i));
+    }
+  }
+  for (uint32_t f : d.stack_frames) {
+    if (f >= d.frames.size()) return absl::DataLossError("store dictionary: stack refers to a missing frame");
+  }
+  for (const Attribute& a : d.attributes) {
+    if (a.key >= d.strings.size() || a.value >= d.strings.size()) {
+      return absl::DataLossError("store dictionary: attribute refers to a missing string");
+    }
+  }
+  for (const Executable& e : d.executables) {
+    uint32_t n = static_cast<uint32_t>(d.strings.size());
+    if (e.file_name >= n || e.htlhash >= n || e.gnu_build_id >= n || e.go_build_id >= n) {
+      return absl::DataLossError("store dictionary: executable refers to a missing string");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Mode mode) {
+  auto store = std::make_unique<RocksStore>(dir, mode == Mode::kReadOnly);
+  if (auto s = store->OpenDb(); !s.ok()) return s;
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+namespace {
+
+// ============================================================================
+// [SECTION] Write
+// ============================================================================
+
+// Interns one batch into the global dictionary, queuing the new entries in
+// `wb`, and remembers what it added so a failed write can be undone.
+class BatchInterner {
+ public:
+  BatchInterner(GlobalDictionary* g, rocksdb::WriteBatch* wb, rocksdb::ColumnFamilyHandle* cf)
+      : g_(*g), wb_(*wb), cf_(cf) {}
+
+  absl::Status Intern(const ProfileDictionary& local) {
+    const ProfileDictionary& l = local;
+    ProfileDictionary& d = g_.dict;
+    strings_.resize(l.strings.size());
+    for (size_t i = 0; i < l.strings.size(); ++i) strings_[i] = InternString(l.strings[i]);
+
+    executables_.resize(l.executables.size());
+    for (size_t i = 0; i < l.executables.size(); ++i) {
+      Executable e = l.executables[i];
+      if (!MapString(&e.file_name) || !MapString(&e.htlhash) || !MapString(&e.gnu_build_id) ||
+          !MapString(&e.go_build_id)) {
+        return Bad("executable", i, "string index out of range");
+      }
+      auto [it, added] = g_.executable_ids.try_emplace(e, static_cast<uint32_t>(d.executables.size()));
+      if (added) {
+        d.executables.push_back(e);
+        new_executables_.push_back(e);
+        wb_.Put(cf_, DictKey(kTagExecutable, it->second), EncodeExecutable(e));
+      }
+      executables_[i] = it->second;
+    }
+
+    frames_.resize(l.frames.size());
+    for (size_t i = 0; i < l.frames.size(); ++i) {
+      Frame f = l.frames[i];
+      if (!MapString(&f.function) || !MapString(&f.file)) return Bad("frame", i, "string index out of range");
+      if (f.executable >= executables_.size()) return Bad("frame", i, "executable index out of range");
+      f.executable = executables_[f.executable];
+      auto [it, added] = g_.frame_ids.try_emplace(f, static_cast<uint32_t>(d.frames.size()));
+      if (added) {
+        d.frames.push_back(f);
+        new_frames_.push_back(f);
+        wb_.Put(cf_, DictKey(kTagFrame, it->second), EncodeFrame(f));
+      }
+      frames_[i] = it->second;
+    }
+
+    if (l.stack_offsets.size() < 2 || l.stack_offsets.back() != l.stack_frames.size()) {
+      return absl::InvalidArgumentError("batch stack table is malformed");
+    }
+    stacks_.resize(l.StackCount());
+    std::vector<uint32_t> ids;
+    for (uint32_t i = 0; i < l.StackCount(); ++i) {
+      if (l.stack_offsets[i] > l.stack_offsets[i + 1]) return Bad("stack", i, "offsets decrease");
+      ids.clear();
+      for (uint32_t f : l.Stack(i)) {
+        if (f >= frames_.size()) return Bad("stack", i, "frame index out of range");
+        ids.push_back(frames_[f]);
+      }
+      std::string key = EncodeIds(ids.data(), ids.data() + ids.size());
+      auto [it, added] = g_.stack_ids.try_emplace(std::move(key), static_cast<uint32_t>(d.StackCount()));
+      if (added) {
+        d.stack_frames.insert(d.stack_frames.end(), ids.begin(), ids.end());
+        d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
+        new_stacks_.push_back(&it->first);
+        wb_.Put(cf_, DictKey(kTagStack, it->second), it->first);
+      }
+      stacks_[i] = it->second;
+    }
+
+    if (l.attribute_set_offsets.size() < 2 || l.attribute_set_offsets.back() != l.attributes.size()) {
+      return absl::InvalidArgumentError("batch attribute set table is malformed");
+    }
+    attribute_sets_.resize(l.AttributeSetCount());
+    std::vector<Attribute> attrs;
+    for (uint32_t i = 0; i < l.AttributeSetCount(); ++i) {
+      if (l.attribute_set_offsets[i] > l.attribute_set_offsets[i + 1]) {
+        return Bad("attribute set", i, "offsets decrease");
+      }
+      attrs.clear();
+      for (const Attribute& a : l.AttributeSet(i)) {
+        Attribute g = a;
+        if (!MapString(&g.key) || !MapString(&g.value)) return Bad("attribute set", i, "string index out of range");
+        attrs.push_back(g);
+      }
+      // Global ids sort differently from the producer's strings; key order by
+      // id keeps the encoding canonical so equal sets dedupe.
+      std::sort(attrs.begin(), attrs.end(),
+                [](const Attribute& a, const Attribute& b) { return a.key < b.key; });
+      std::string key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
+      auto [it, added] =
+          g_.attribute_set_ids.try_emplace(std::move(key), static_cast<uint32_t>(d.AttributeSetCount()));
+      if (added) {
+        d.attributes.insert(d.attributes.end(), attrs.begin(), attrs.end());
+        d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
+        new_attribute_sets_.push_back(&it->first);
+        wb_.Put(cf_, DictKey(kTagAttributeSet, it->second), it->first);
+      }
+      attribute_sets_[i] = it->second;
+    }
+
+    links_.resize(l.links.size());
+    for (size_t i = 0; i < l.links.size(); ++i) {
+      std::string key = EncodeLink(l.links[i]);
+      auto [it, added] = g_.link_ids.try_emplace(std::move(key), static_cast<uint32_t>(d.links.size()));
+      if (added) {
+        d.links.push_back(l.links[i]);
+        new_links_.push_back(&it->first);
+        wb_.Put(cf_, DictKey(kTagLink, it->second), it->first);
+      }
+      links_[i] = it->second;
+    }
+    return absl::OkStatus();
+  }
+
+  // Removes everything Intern() added (after a failed RocksDB write).
+  void Undo(const GlobalDictionary::Mark& mark) {
+    ProfileDictionary& d = g_.dict;
+    for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_ids.erase(d.strings[i]);
+    for (const Executable& e : new_executables_) g_.executable_ids.erase(e);
+    for (const Frame& f : new_frames_) g_.frame_ids.erase(f);
+    // Copy each key first: it lives inside the node being erased.
+    for (const std::string* k : new_stacks_) g_.stack_ids.erase(std::string(*k));
+    for (const std::string* k : new_attribute_sets_) g_.attribute_set_ids.erase(std::string(*k));
+    for (const std::string* k : new_links_) g_.link_ids.erase(std::string(*k));
+    d.strings.resize(mark.strings);
+    d.executables.resize(mark.executables);
+    d.frames.resize(mark.frames);
+    d.stack_offsets.resize(mark.stacks);
+    d.stack_frames.resize(mark.stack_frames);
+    d.attribute_set_offsets.resize(mark.attribute_sets);
+    d.attributes.resize(mark.attributes);
+    d.links.resize(mark.links);
+  }
+
+  // Batch-local to global id maps, valid after Intern().
+  std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_;
+
+ private:
+  uint32_t InternString(const std::string& s) {
+    auto it = g_.string_ids.find(std::string_view(s));
+    if (it != g_.string_ids.end()) return it->second;
+    auto id = static_cast<uint32_t>(g_.dict.strings.size());
+    g_.dict.strings.push_back(s);
+    g_.string_ids.emplace(s, id);
+    wb_.Put(cf_, DictKey(kTagString, id), s);
+    return id;
+  }
+  bool MapString(uint32_t* index) {
+    if (*index >= strings_.size()) return false;
+    *index = strings_[*index];
+    return true;
+  }
+  static absl::Status Bad(std::string_view table, size_t i, std::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("batch ", std::string(table), " ", i, ": ", std::string(what)));
+  }
+
+  GlobalDictionary& g_;
+  rocksdb::WriteBatch& wb_;
+  rocksdb::ColumnFamilyHandle* cf_;
+  std::vector<Executable> new_executables_;
+  std::vector<Frame> new_frames_;
+  std::vector<const std::string*> new_stacks_, new_attribute_sets_, new_links_;
+};
+
+absl::Status RocksStore::Write(const ProfileBatch& batch) {
+  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+  std::lock_guard write_lock(write_mutex_);
+  const ProfileDictionary& l = batch.dict;
+  // Check the samples before touching anything shared.
+  for (size_t i = 0; i < batch.samples.size(); ++i) {
+    const Sample& s = batch.samples[i];
+    if (s.stack >= l.StackCount() || s.attribute_set >= l.AttributeSetCount() ||
+        s.link >= l.links.size() || static_cast<int>(s.kind) >= kSampleKindCount) {
+      return absl::InvalidArgumentError(absl::StrCat("batch sample ", i, " has an index out of range"));
+    }
+  }
+
+  rocksdb::WriteBatch wb;
+  // Queries hold dict_mutex_ shared while they pin a RocksDB snapshot and
+  // read the dictionary, so holding it here across the RocksDB write means a
+  // query never sees a block whose ids are not yet in memory.
+  std::unique_lock dict_lock(dict_mutex_);
+  GlobalDictionary::Mark mark = dict_.Snapshot();
+  BatchInterner interner(&dict_, &wb, meta_cf());
+  if (auto s = interner.Intern(l); !s.ok()) {
+    interner.Undo(mark);
+    return s;
+  }
+
+  // Group samples by (kind, bucket) and sort each group by time.
+  struct Keyed {
+    uint8_t kind;
+    int64_t bucket;
+    BlockSample sample;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(batch.samples.size());
+  for (const Sample& s : batch.samples) {
+    keyed.push_back({static_cast<uint8_t>(s.kind), FloorDiv(s.time_ns, kBucketNs),
+                     BlockSample{s.time_ns, interner.stacks_[s.stack],
+                                 interner.attribute_sets_[s.attribute_set], interner.links_[s.link],
+                                 s.value}});
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    if (a.kind != b.kind) return a.kind < b.kind;
+    if (a.bucket != b.bucket) return a.bucket < b.bucket;
+    return a.sample.time_ns < b.sample.time_ns;
+  });
+  Counters counters = counters_;
+  std::vector<BlockSample> run;
+  for (size_t i = 0; i < keyed.size();) {
+    size_t j = i;
+    run.clear();
+    while (j < keyed.size() && keyed[j].kind == keyed[i].kind && keyed[j].bucket == keyed[i].bucket) {
+      run.push_back(keyed[j].sample);
+      ++j;
+    }
+    std::string key = BlockKeyPrefix(static_cast<SampleKind>(keyed[i].kind), keyed[i].bucket);
+    PutBigEndian64(&key, counters.next_block_seq++);
+    wb.Put(blocks_cf(), key, EncodeSampleBlock(run));
+    counters.blocks++;
+    counters.samples_by_kind[keyed[i].kind] += run.size();
+    int64_t first = run.front().time_ns, last = run.back().time_ns;
+    if (counters.samples() == run.size() || first < counters.first_sample_ns) counters.first_sample_ns = first;
+    if (counters.samples() == run.size() || last > counters.last_sample_ns) counters.last_sample_ns = last;
+    i = j;
+  }
+  wb.Put(meta_cf(), kStatsKey, counters.Encode());
+
+  // sync=false: the WAL write reaches the OS before Write() returns, which
+  // survives a crash (even kill -9) of this process; only a power loss or
+  // kernel crash could lose the last writes.
+  rocksdb::WriteOptions wo;
+  rocksdb::Status s = db_->Write(wo, &wb);
+  if (!s.ok()) {
+    interner.Undo(mark);
+    return FromRocks(s, "writing samples");
+  }
+  counters_ = counters;
+  return absl::OkStatus();
+}
+
+// ============================================================================
+// [SECTION] Queries
+// ============================================================================
+
+std::vector<uint8_t> RocksStore::MatchAttributeSets(const std::vector<AttributeFilter>& filters) const {
+  // Caller holds dict_mutex_ (shared).
+  const ProfileDictionary& d = dict_.dict;
+  std::vector<uint8_t> match(d.AttributeSetCount(), 1);
+  for (const AttributeFilter& f : filters) {
+    auto key_it = dict_.string_ids.find(std::string_view(f.key));
+    std::vector<uint32_t> value_ids;
+    for (const std::string& v : f.values) {
+      if (auto it = dict_.string_ids.find(std::string_view(v)); it != dict_.string_ids.end()) {
+        value_ids.push_back(it->second);
+      }
+    }
+    for (uint32_t set = 0; set < match.size(); ++set) {
+      if (!match[set]) continue;
+      bool ok = false;
+      if (key_it != dict_.string_ids.end()) {
+        for (const Attribute& a : d.AttributeSet(set)) {
+          if (a.key == key_it->second &&
+              std::find(value_ids.begin(), value_ids.end(), a.value) != value_ids.end()) {
+            ok = true;
+            break;
+          }
+        }
+      }
+      match[set] = ok;
+    }
+  }
+  return match;
+}
+
+template <typename Visit>
+absl::Status RocksStore::Scan(const Query& query, Visit&& visit) const {
+  std::vector<uint8_t> match;
+  std::unique_ptr<rocksdb::Iterator> it;
+  if (query.to_ns <= query.from_ns) return absl::OkStatus();
+  std::string lower = BlockKeyPrefix(query.kind, FloorDiv(query.from_ns, kBucketNs));
+  // Upper bound: the first block key past the bucket holding to_ns - 1, or
+  // the end of this kind's keys for an open-ended range.
+  std::string upper =
+      query.to_ns == std::numeric_limits<int64_t>::max()
+          ? std::string(1, static_cast<char>(static_cast<uint8_t>(query.kind) + 1))
+          : BlockKeyPrefix(query.kind, FloorDiv(query.to_ns - 1, kBucketNs) + 1);
+  rocksdb::Slice upper_slice(upper);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper_slice;
+  ro.fill_cache = false;  // a scan reads each block once
+  {
+    std::shared_lock lock(dict_mutex_);
+    match = MatchAttributeSets(query.filters);
+    it.reset(db_->NewIterator(ro, blocks_cf()));
+  }
+  std::vector<BlockSample> samples;
+  for (it->Seek(lower); it->Valid(); it->Next()) {
+    rocksdb::Slice key = it->key();
+    if (key.size() != 17 || static_cast<uint8_t>(key[0]) != static_cast<uint8_t>(query.kind)) break;
+    if (auto s = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
+        !s.ok()) {
+      return s;
+    }
+    for (const BlockSample& s : samples) {
+      if (s.time_ns < query.from_ns || s.time_ns >= query.to_ns) continue;
+      if (s.attribute_set >= match.size()) {
+        return absl::DataLossError("sample block refers to an attribute set that does not exist");
+      }
+      if (!match[s.attribute_set]) continue;
+      visit(s);
+    }
+  }
+  return FromRocks(it->status(), "reading sample blocks");
+}
+
+absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query& query) const {
+  auto slice = std::make_shared<ProfileSlice>();
+  slice->kind = query.kind;
+  slice->from_ns = query.from_ns;
+  slice->to_ns = query.to_ns;
+
+  // Aggregate by (stack, attribute set) first: the tree is then built from
+  // distinct stacks, not from samples.
+  absl::flat_hash_map<uint64_t, uint32_t> index;
+  std::vector<StackWeight>& weights = slice->weights;
+  bool any = false;
+  absl::Status s = Scan(query, [&](const BlockSample& b) {
+    uint64_t k = (uint64_t{b.stack} << 32) | b.attribute_set;
+    auto [it, added] = index.try_emplace(k, static_cast<uint32_t>(weights.size()));
+    if (added) weights.push_back({b.stack, b.attribute_set, 0, 0});
+    StackWeight& w = weights[it->second];
+    w.weight += b.value;
+    w.events += 1;
+    slice->total_weight += b.value;
+    slice->total_events += 1;
+    if (!any || b.time_ns < slice->first_sample_ns) slice->first_sample_ns = b.time_ns;
+    if (!any || b.time_ns > slice->last_sample_ns) slice->last_sample_ns = b.time_ns;
+    any = true;
+  });
+  if (!s.ok()) return s;
+
+  // Copy the referenced dictionary entries, renumbered densely.
+  std::shared_lock lock(dict_mutex_);
+  const ProfileDictionary& g = dict_.dict;
+  ProfileDictionary& out = slice->dict;
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> string_map(g.strings.size(), kNone), exec_map(g.executables.size(), kNone),
+      frame_map(g.frames.size(), kNone), stack_map(g.StackCount(), kNone),
+      set_map(g.AttributeSetCount(), kNone);
+  string_map[0] = 0;
+  exec_map[0] = 0;
+  frame_map[0] = 0;
+  stack_map[0] = 0;
+  set_map[0] = 0;
+  auto map_string = [&](uint32_t id) {
+    if (string_map[id] == kNone) {
+      string_map[id] = static_cast<uint32_t>(out.strings.size());
+      out.strings.push_back(g.strings[id]);
+    }
+    return string_map[id];
+  };
+  auto map_exec = [&](uint32_t id) {
+    if (exec_map[id] == kNone) {
+      const Executable& e = g.executables[id];
+      exec_map[id] = static_cast<uint32_t>(out.executables.size());
+      out.executables.push_back({map_string(e.file_name), map_string(e.htlhash),
+                                 map_string(e.gnu_build_id), map_string(e.go_build_id)});
+    }
+    return exec_map[id];
+  };
+  auto map_frame = [&](uint32_t id) {
+    if (frame_map[id] == kNone) {
+      Frame f = g.frames[id];
+      f.function = map_string(f.function);
+      f.file = map_string(f.file);
+      f.executable = map_exec(f.executable);
+      frame_map[id] = static_cast<uint32_t>(out.frames.size());
+      out.frames.push_back(f);
+    }
+    return frame_map[id];
+  };
+  std::vector<uint32_t> frames;
+  for (StackWeight& w : weights) {
+    if (w.stack >= stack_map.size() || w.attribute_set >= set_map.size()) {
+      return absl::DataLossError("sample block refers to a stack that does not exist");
+    }
+    if (stack_map[w.stack] == kNone) {
+      frames.clear();
+      for (uint32_t f : g.Stack(w.stack)) frames.push_back(map_frame(f));
+      stack_map[w.stack] = out.AddStack(frames);
+    }
+    if (set_map[w.attribute_set] == kNone) {
+      std::vector<Attribute> attrs;
+      for (const Attribute& a : g.AttributeSet(w.attribute_set)) {
+        attrs.push_back({map_string(a.key), map_string(a.value)});
+      }
+      set_map[w.attribute_set] = out.AddAttributeSet(std::move(attrs));
+    }
+    w.stack = stack_map[w.stack];
+    w.attribute_set = set_map[w.attribute_set];
+  }
+  return std::shared_ptr<const ProfileSlice>(std::move(slice));
+}
+
+absl::StatusOr<Timeline> RocksStore::RunTimeline(const Query& query, int bucket_count) const {
+  Timeline t;
+  if (bucket_count <= 0) return absl::InvalidArgumentError("timeline needs at least one bucket");
+  int64_t from = query.from_ns, to = query.to_ns;
+  {
+    std::shared_lock lock(dict_mutex_);
+    if (from == std::numeric_limits<int64_t>::min()) from = counters_.first_sample_ns;
+    if (to == std::numeric_limits<int64_t>::max()) to = counters_.last_sample_ns + 1;
+  }
+  if (to <= from) to = from + 1;
+  t.start_ns = from;
+  t.bucket_ns = std::max<int64_t>(1, (to - from + bucket_count - 1) / bucket_count);
+  t.weights.assign(bucket_count, 0);
+  t.events.assign(bucket_count, 0);
+  Query q = query;
+  q.from_ns = from;
+  q.to_ns = to;
+  absl::Status s = Scan(q, [&](const BlockSample& b) {
+    int64_t i = (b.time_ns - from) / t.bucket_ns;
+    if (i < 0 || i >= bucket_count) return;
+    t.weights[i] += b.value;
+    t.events[i] += 1;
+  });
+  if (!s.ok()) return s;
+  return t;
+}
+
+// ============================================================================
+// [SECTION] Log, stats, maintenance
+// ============================================================================
+
+StoreStats RocksStore::Stats() const {
+  StoreStats st;
+  {
+    std::shared_lock lock(dict_mutex_);
+    for (int k = 0; k < kSampleKindCount; ++k) st.samples_by_kind[k] = counters_.samples_by_kind[k];
+    st.samples = counters_.samples();
+    st.blocks = counters_.blocks;
+    st.first_sample_ns = counters_.first_sample_ns;
+    st.last_sample_ns = counters_.last_sample_ns;
+    st.stacks = dict_.dict.StackCount() - 1;
+    st.frames = dict_.dict.frames.size() - 1;
+    st.strings = dict_.dict.strings.size() - 1;
+    st.attribute_sets = dict_.dict.AttributeSetCount() - 1;
+  }
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir_, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) st.disk_bytes += it->file_size(ec);
+  }
+  return st;
+}
+
+std::vector<std::string> RocksStore::AttributeKeys() const {
+  std::shared_lock lock(dict_mutex_);
+  const ProfileDictionary& d = dict_.dict;
+  std::vector<uint32_t> ids;
+  for (const Attribute& a : d.attributes) ids.push_back(a.key);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::string> keys;
+  for (uint32_t id : ids) keys.push_back(d.strings[id]);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::vector<std::string> RocksStore::AttributeValues(std::string_view key, size_t max) const {
+  std::shared_lock lock(dict_mutex_);
+  const ProfileDictionary& d = dict_.dict;
+  auto key_it = dict_.string_ids.find(key);
+  if (key_it == dict_.string_ids.end()) return {};
+  std::vector<uint32_t> ids;
+  for (const Attribute& a : d.attributes) {
+    if (a.key == key_it->second) ids.push_back(a.value);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::string> values;
+  for (uint32_t id : ids) values.push_back(d.strings[id]);
+  std::sort(values.begin(), values.end());
+  if (values.size() > max) values.resize(max);
+  return values;
+}
+
+absl::Status RocksStore::AppendLog(LogLevel level, std::string_view message) {
+  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+  int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  std::string key, value;
+  PutBigEndian64(&key, next_log_seq_.fetch_add(1));
+  PutVarint(&value, ZigZag(now));
+  value.push_back(static_cast<char>(level));
+  value.append(message);
+  return FromRocks(db_->Put(rocksdb::WriteOptions(), log_cf(), key, value), "writing log");
+}
+
+std::vector<LogEntry> RocksStore::ReadLog(size_t max) const {
+  std::vector<LogEntry> entries;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), log_cf()));
+  for (it->SeekToLast(); it->Valid() && entries.size() < max; it->Prev()) {
+    if (it->key().size() != 8) continue;
+    LogEntry e;
+    e.sequence = GetBigEndian64(it->key().data());
+    ValueReader r{it->value().data(), it->value().data() + it->value().size()};
+    e.time_ns = UnZigZag(r.Next());
+    e.level = static_cast<LogLevel>(std::min<uint8_t>(r.Byte(), 3));
+    if (!r.ok) continue;
+    e.message.assign(r.p, r.end);
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+absl::Status RocksStore::Flush() {
+  if (read_only_) return absl::OkStatus();
+  rocksdb::FlushOptions fo;
+  return FromRocks(db_->Flush(fo, handles_), "flushing");
+}
+
+absl::Status RocksStore::Compact() {
+  if (auto s = Flush(); !s.ok()) return s;
+  if (read_only_) return absl::OkStatus();
+  rocksdb::CompactRangeOptions co;
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (auto* h : handles_) {
+    if (auto s = FromRocks(db_->CompactRange(co, h, nullptr, nullptr), "compacting"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace kiln::storage

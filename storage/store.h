@@ -1,0 +1,130 @@
+// Store: Kiln's embedded profile database (RocksDB underneath, invisible to
+// callers). One Store object per data directory per process.
+//
+// Threads: every method is safe to call from any thread at the same time.
+// Write() is serialized internally; queries run concurrently with writes
+// and see every write that returned before they started.
+// Lifetime: results are values or shared immutable objects that stay valid
+// after the Store is destroyed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/profile_model.h"
+
+namespace kiln::storage {
+
+// The on-disk format version. Bump on any incompatible change; Open() of a
+// store written with another version fails with both versions named.
+inline constexpr uint32_t kSchemaVersion = 1;
+
+// Samples match a filter when their attribute set has `key` with any of
+// `values`. Filters with different keys must all match (AND).
+struct AttributeFilter {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+struct Query {
+  SampleKind kind = SampleKind::kOnCpu;
+  int64_t from_ns = std::numeric_limits<int64_t>::min();  // inclusive
+  int64_t to_ns = std::numeric_limits<int64_t>::max();    // exclusive
+  std::vector<AttributeFilter> filters;
+};
+
+// Sample weight per fixed-width time bucket, for the timeline.
+struct Timeline {
+  int64_t start_ns = 0;   // start of bucket 0
+  int64_t bucket_ns = 1;  // width of every bucket
+  std::vector<int64_t> weights;
+  std::vector<uint64_t> events;
+};
+
+struct StoreStats {
+  uint64_t samples = 0;  // stored sample entries (events), all kinds
+  uint64_t samples_by_kind[kSampleKindCount] = {};
+  uint64_t stacks = 0;
+  uint64_t frames = 0;
+  uint64_t strings = 0;
+  uint64_t attribute_sets = 0;
+  uint64_t blocks = 0;
+  int64_t first_sample_ns = 0;  // 0 when empty
+  int64_t last_sample_ns = 0;
+  uint64_t disk_bytes = 0;      // all files in the data directory
+};
+
+enum class LogLevel : uint8_t { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
+std::string_view LogLevelName(LogLevel level);
+
+struct LogEntry {
+  uint64_t sequence = 0;
+  int64_t time_ns = 0;
+  LogLevel level = LogLevel::kInfo;
+  std::string message;
+};
+
+class Store {
+ public:
+  enum class Mode {
+    kReadWrite,  // takes the directory's lock; fails clearly if in use
+    kReadOnly,   // never writes; works while another process writes
+  };
+
+  // Opens (creating in kReadWrite mode) the store in `dir`.
+  // Errors: directory in use (FailedPrecondition, naming the directory),
+  // schema version mismatch (FailedPrecondition, both versions), corruption.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir,
+                                                                    Mode mode);
+  virtual ~Store() = default;
+
+  // Interns the batch's dictionary and appends its samples in compact
+  // time-ordered blocks, in one atomic RocksDB write. On OK the data is in
+  // the write-ahead log: a crash of this process after the call loses
+  // nothing. Samples with out-of-range indices are a programming error of
+  // the producer and make the whole call fail (InvalidArgument).
+  [[nodiscard]] virtual absl::Status Write(const ProfileBatch& batch) = 0;
+
+  // Weights per (stack, attribute set) for the query, with the dictionary
+  // entries they reference.
+  [[nodiscard]] virtual absl::StatusOr<std::shared_ptr<const ProfileSlice>> Run(
+      const Query& query) const = 0;
+
+  // Weight over time for the query's kind and filters, `bucket_count`
+  // buckets evenly covering [query.from_ns, query.to_ns) (clamped to the
+  // stored data's range when open-ended).
+  [[nodiscard]] virtual absl::StatusOr<Timeline> RunTimeline(const Query& query,
+                                                             int bucket_count) const = 0;
+
+  virtual StoreStats Stats() const = 0;
+
+  // Every attribute key seen, sorted; and up to `max` values seen for a key,
+  // sorted (for filter suggestions).
+  virtual std::vector<std::string> AttributeKeys() const = 0;
+  virtual std::vector<std::string> AttributeValues(std::string_view key, size_t max) const = 0;
+
+  // Kiln's own event log, kept in the store. Append is durable like Write.
+  virtual absl::Status AppendLog(LogLevel level, std::string_view message) = 0;
+  // The newest `max` entries, newest first.
+  virtual std::vector<LogEntry> ReadLog(size_t max) const = 0;
+
+  // Flushes memtables to SST files (for stats and benchmarks; not needed
+  // for durability).
+  virtual absl::Status Flush() = 0;
+  // Flush plus full compaction (benchmarks measure settled disk size).
+  virtual absl::Status Compact() = 0;
+
+  virtual const std::string& directory() const = 0;
+  virtual bool read_only() const = 0;
+};
+
+// The default data directory: $XDG_DATA_HOME/kiln, ~/.local/share/kiln, or
+// on macOS ~/Library/Application Support/kiln.
+std::string DefaultDataDirectory();
+
+}  // namespace kiln::storage

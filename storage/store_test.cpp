@@ -1,0 +1,192 @@
+#include "storage/store.h"
+
+#include <doctest/doctest.h>
+#include <rocksdb/db.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "storage/flame_tree.h"
+#include "storage/folded.h"
+#include "storage/test_fixtures.h"
+
+namespace kiln::storage {
+namespace {
+
+// A fresh directory under the system temp dir, removed at scope exit.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-store-test-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+std::unique_ptr<Store> OpenOrDie(const std::string& dir, Store::Mode mode = Store::Mode::kReadWrite) {
+  auto store = Store::Open(dir, mode);
+  REQUIRE_MESSAGE(store.ok(), store.status().ToString());
+  return std::move(*store);
+}
+
+std::vector<std::string> Folded(const Store& store, Query q = {}, GroupBy g = GroupBy::kNone) {
+  auto slice = store.Run(q);
+  REQUIRE_MESSAGE(slice.ok(), slice.status().ToString());
+  return FoldedLines(BuildFlameTree(*slice, {.group_by = g}), {});
+}
+
+}  // namespace
+
+TEST_CASE("written samples come back from a query, after a restart too") {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(dir.path);
+    REQUIRE(store->Write(testing::BatchFromFolded("main;a 3\nmain;b 1", {.process = "app"})).ok());
+    REQUIRE(store->Write(testing::BatchFromFolded("main;a 2", {.process = "app"})).ok());
+    CHECK(Folded(*store) == std::vector<std::string>{"main;a 5", "main;b 1"});
+  }
+  auto store = OpenOrDie(dir.path);
+  CHECK(Folded(*store, {}, GroupBy::kProcess) == std::vector<std::string>{"app;main;a 5", "app;main;b 1"});
+  StoreStats st = store->Stats();
+  CHECK(st.samples == 6);
+  CHECK(st.stacks == 2);
+  CHECK(st.disk_bytes > 0);
+  CHECK(st.first_sample_ns == 1'700'000'000'000'000'000);
+  // Dictionary entries were deduplicated across writes.
+  CHECK(st.frames == 3);
+}
+
+TEST_CASE("queries select kind and half-open time range") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  int64_t t0 = 1'700'000'000'000'000'000;
+  REQUIRE(store->Write(testing::BatchFromFolded("cpu 4", {.first_time_ns = t0})).ok());
+  REQUIRE(store->Write(testing::BatchFromFolded("wait 2", {.kind = SampleKind::kOffCpu,
+                                                           .first_time_ns = t0, .value = 1000})).ok());
+  // Samples at t0, t0+1ms, t0+2ms, t0+3ms; a window across a 10 s bucket edge too.
+  REQUIRE(store->Write(testing::BatchFromFolded("later 1", {.first_time_ns = t0 + 25'000'000'000})).ok());
+  CHECK(Folded(*store) == std::vector<std::string>{"cpu 4", "later 1"});
+  CHECK(Folded(*store, {.kind = SampleKind::kOffCpu}) == std::vector<std::string>{"wait 2000"});
+  CHECK(Folded(*store, {.from_ns = t0 + 1'000'000, .to_ns = t0 + 3'000'000}) ==
+        std::vector<std::string>{"cpu 2"});
+  CHECK(Folded(*store, {.from_ns = t0 + 20'000'000'000}) == std::vector<std::string>{"later 1"});
+  CHECK(Folded(*store, {.from_ns = t0, .to_ns = t0}).empty());
+  auto slice = store->Run({.from_ns = t0 + 1'000'000});
+  REQUIRE(slice.ok());
+  CHECK((*slice)->first_sample_ns == t0 + 1'000'000);
+  CHECK((*slice)->last_sample_ns == t0 + 25'000'000'000);
+  CHECK((*slice)->total_events == 4);
+}
+
+TEST_CASE("filters match any resource or sample attribute, AND across keys") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  REQUIRE(store->Write(testing::BatchFromFolded("a 1", {.process = "app", .thread = "main"})).ok());
+  REQUIRE(store->Write(testing::BatchFromFolded("b 2", {.process = "app", .thread = "io"})).ok());
+  REQUIRE(store->Write(testing::BatchFromFolded("c 4", {.process = "db", .thread = "io"})).ok());
+  CHECK(Folded(*store, {.filters = {{"thread.name", {"io"}}}}) == std::vector<std::string>{"b 2", "c 4"});
+  CHECK(Folded(*store, {.filters = {{"thread.name", {"io"}}, {"process.executable.name", {"app"}}}}) ==
+        std::vector<std::string>{"b 2"});
+  CHECK(Folded(*store, {.filters = {{"process.executable.name", {"db", "app"}}}}).size() == 3);
+  CHECK(Folded(*store, {.filters = {{"no.such.key", {"x"}}}}).empty());
+  CHECK(store->AttributeValues("thread.name", 10) == std::vector<std::string>{"io", "main"});
+  CHECK(store->AttributeKeys() == std::vector<std::string>{"process.executable.name", "thread.name"});
+}
+
+TEST_CASE("timeline buckets weight over time") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  int64_t t0 = 1'700'000'000'000'000'000;
+  REQUIRE(store->Write(testing::BatchFromFolded("a 10", {.first_time_ns = t0})).ok());
+  auto timeline = store->RunTimeline({.from_ns = t0, .to_ns = t0 + 10'000'000}, 2);
+  REQUIRE(timeline.ok());
+  CHECK(timeline->weights == std::vector<int64_t>{5, 5});
+  CHECK(timeline->bucket_ns == 5'000'000);
+}
+
+TEST_CASE("a data dir in use is reported clearly; read-only opens work beside a writer") {
+  TempDir dir;
+  auto writer = OpenOrDie(dir.path);
+  REQUIRE(writer->Write(testing::BatchFromFolded("a 2")).ok());
+  auto second = Store::Open(dir.path, Store::Mode::kReadWrite);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(second.status().message().find("in use") != std::string_view::npos);
+  auto reader = OpenOrDie(dir.path, Store::Mode::kReadOnly);
+  CHECK(Folded(*reader) == std::vector<std::string>{"a 2"});
+  CHECK_FALSE(reader->Write(testing::BatchFromFolded("b 1")).ok());
+}
+
+TEST_CASE("read-only open of a missing store says so") {
+  TempDir dir;
+  auto store = Store::Open(dir.path + "/nothing", Store::Mode::kReadOnly);
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().message().find("no kiln store") != std::string_view::npos);
+}
+
+TEST_CASE("schema version mismatch names both versions") {
+  TempDir dir;
+  { OpenOrDie(dir.path); }
+  {
+    // Patch the version key the way an older or newer kiln would have
+    // written it.
+    rocksdb::DB* raw = nullptr;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+        {rocksdb::kDefaultColumnFamilyName, {}}, {"blocks", {}}, {"log", {}}};
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path, cfs, &handles, &raw).ok());
+    REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x07", 4)).ok());
+    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+  }
+  auto store = Store::Open(dir.path, Store::Mode::kReadWrite);
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(store.status().message().find("schema version 7") != std::string_view::npos);
+  CHECK(store.status().message().find("reads version 1") != std::string_view::npos);
+}
+
+TEST_CASE("bad batches are rejected whole and change nothing") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  ProfileBatch bad = testing::BatchFromFolded("x;y 1");
+  bad.samples[0].stack = 99;
+  CHECK(store->Write(bad).code() == absl::StatusCode::kInvalidArgument);
+  ProfileBatch bad_frame = testing::BatchFromFolded("x;y 1");
+  bad_frame.dict.stack_frames[0] = 1000;
+  CHECK(store->Write(bad_frame).code() == absl::StatusCode::kInvalidArgument);
+  CHECK(store->Stats().samples == 0);
+  CHECK(store->Stats().strings == 0);
+  REQUIRE(store->Write(testing::BatchFromFolded("x;y 1")).ok());
+  CHECK(Folded(*store) == std::vector<std::string>{"x;y 1"});
+}
+
+TEST_CASE("the event log keeps entries newest first across restarts") {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(dir.path);
+    REQUIRE(store->AppendLog(LogLevel::kInfo, "listening").ok());
+    REQUIRE(store->AppendLog(LogLevel::kWarning, "rejected 1 profile").ok());
+  }
+  auto store = OpenOrDie(dir.path);
+  REQUIRE(store->AppendLog(LogLevel::kError, "third").ok());
+  auto log = store->ReadLog(10);
+  REQUIRE(log.size() == 3);
+  CHECK(log[0].message == "third");
+  CHECK(log[1].level == LogLevel::kWarning);
+  CHECK(log[2].message == "listening");
+  CHECK(log[0].sequence > log[1].sequence);
+  CHECK(store->ReadLog(1).size() == 1);
+}
+
+TEST_CASE("links and unsymbolized frames survive storage") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  ProfileBatch batch = testing::BatchFromFolded("main;libfoo.so+0x1a2b 1");
+  batch.dict.links.push_back({std::string(16, '\x01'), std::string(8, '\x02')});
+  batch.samples[0].link = 1;
+  REQUIRE(store->Write(batch).ok());
+  CHECK(Folded(*store) == std::vector<std::string>{"main;libfoo.so+0x1a2b 1"});
+}
+
+}  // namespace kiln::storage

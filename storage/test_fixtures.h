@@ -1,0 +1,32 @@
+// Test fixtures: profile batches from folded-stack text, so tests read like
+// the trees they build ("main;work;leaf 3"). For tests and benchmarks only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/profile_model.h"
+
+namespace kiln::storage::testing {
+
+struct FoldedFixtureOptions {
+  SampleKind kind = SampleKind::kOnCpu;
+  int64_t first_time_ns = 1'700'000'000'000'000'000;  // samples are 1 ms apart from here
+  std::string process;  // process.executable.name of every sample ("" = none)
+  std::string thread;   // thread.name of every sample ("" = none)
+  // The value per event; a line's count N makes N samples of this value.
+  int64_t value = 1;
+};
+
+// Each non-empty line is "frame;frame;...;leaf COUNT", root first. A frame
+// written "name@k" is a kernel frame, "name@i" an inlined native frame,
+// "exe+0x1f" an unsymbolized native frame of executable "exe"; any other
+// frame is a native frame with that function name.
+ProfileBatch BatchFromFolded(std::string_view text, const FoldedFixtureOptions& options = {});
+
+// Appends `more` to `batch` (dictionaries concatenated, indices shifted).
+void AppendBatch(ProfileBatch* batch, const ProfileBatch& more);
+
+}  // namespace kiln::storage::testing

@@ -1,0 +1,40 @@
+// Top functions and executables tables: pure aggregations of a ProfileSlice.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/profile_model.h"
+
+namespace kiln::storage {
+
+struct TopFunctionRow {
+  std::string function;    // frame label (see FrameLabel)
+  std::string file;        // source file, may be empty
+  std::string executable;  // executable file name, may be empty
+  FrameType type = FrameType::kUnknown;
+  int64_t self = 0;   // weight of stacks whose leaf is this function
+  int64_t total = 0;  // weight of stacks containing it (counted once per stack)
+};
+
+// One row per distinct (label, executable, type), sorted by self weight
+// descending, then total, then name. Inlined frames count as functions of
+// their own when `show_inline`.
+std::vector<TopFunctionRow> BuildTopFunctions(const ProfileSlice& slice, bool show_inline = true);
+
+struct ExecutableRow {
+  std::string file_name;
+  std::string htlhash;
+  std::string gnu_build_id;
+  std::string go_build_id;
+  int64_t weight = 0;       // weight of stacks with at least one frame in it
+  uint64_t frames = 0;      // distinct frames seen in it
+  uint64_t unsymbolized_frames = 0;  // of those, frames without a function name
+};
+
+// Every executable referenced by a frame of the slice, heaviest first.
+std::vector<ExecutableRow> BuildExecutableTable(const ProfileSlice& slice);
+
+}  // namespace kiln::storage

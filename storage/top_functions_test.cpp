@@ -1,0 +1,62 @@
+#include "storage/top_functions.h"
+
+#include <doctest/doctest.h>
+
+#include "storage/test_fixtures.h"
+
+namespace kiln::storage {
+
+namespace {
+ProfileSlice SliceOf(const ProfileBatch& batch) {
+  ProfileSlice slice;
+  slice.dict = batch.dict;
+  for (const Sample& s : batch.samples) slice.weights.push_back({s.stack, s.attribute_set, s.value, 1});
+  return slice;
+}
+const TopFunctionRow* Find(const std::vector<TopFunctionRow>& rows, std::string_view name) {
+  for (const auto& r : rows) {
+    if (r.function == name) return &r;
+  }
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("self is leaf weight, total counts recursion once per stack") {
+  auto rows = BuildTopFunctions(SliceOf(testing::BatchFromFolded(R"(
+main;fib;fib;fib 3
+main;fib;print 1
+main;sys_write@k 2
+)")));
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].function == "fib");
+  CHECK(rows[0].self == 3);
+  CHECK(rows[0].total == 4);
+  CHECK(Find(rows, "main")->total == 6);
+  CHECK(Find(rows, "main")->self == 0);
+  CHECK(Find(rows, "sys_write")->type == FrameType::kKernel);
+  CHECK(Find(rows, "sys_write")->self == 2);
+}
+
+TEST_CASE("hiding inline frames moves self weight to the outer function") {
+  auto slice = SliceOf(testing::BatchFromFolded("main;helper@i 5"));
+  CHECK(Find(BuildTopFunctions(slice, true), "helper")->self == 5);
+  auto rows = BuildTopFunctions(slice, false);
+  CHECK(Find(rows, "helper") == nullptr);
+  CHECK(Find(rows, "main")->self == 5);
+}
+
+TEST_CASE("executables table: weight per executable once per stack, unsymbolized frames") {
+  auto rows = BuildExecutableTable(SliceOf(testing::BatchFromFolded(R"(
+main;libc.so.6+0x10;libc.so.6+0x20 3
+main;app+0x5 1
+)")));
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].file_name == "libc.so.6");
+  CHECK(rows[0].weight == 3);  // two frames in one stack count once
+  CHECK(rows[0].frames == 2);
+  CHECK(rows[0].unsymbolized_frames == 2);
+  CHECK(rows.back().file_name == "app");
+  CHECK(rows.back().weight == 1);
+}
+
+}  // namespace kiln::storage
