@@ -1,0 +1,717 @@
+// OTLP Export request -> ProfileBatch.
+//
+// [SECTION] Helpers: bounds, stringified attribute values
+// [SECTION] Normalizer: validation (memoized per dictionary entry)
+// [SECTION] Normalizer: emission (dictionary entries mapped once, cached)
+// [SECTION] Entry point
+//
+// Two passes per profile. Validation walks every index the profile reaches
+// and memoizes the verdict per dictionary entry, so a stack shared by 1,000
+// samples is checked once. Only a profile that passed is emitted; emission
+// maps each OTLP dictionary entry (string, mapping, location -> frames,
+// stack, attribute combination) to batch indices the first time it is used
+// and reuses the mapping afterwards, so a sample costs a few array lookups
+// and one small hash probe, and no allocation. Because emission happens only
+// for accepted profiles, entries used only by rejected profiles never reach
+// the batch.
+#include "ingest/otlp_normalizer.h"
+
+#include "ingest/message_text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace kiln::ingest {
+
+namespace {
+
+namespace collector = opentelemetry::proto::collector::profiles::v1development;
+namespace otlp = opentelemetry::proto::profiles::v1development;
+namespace common = opentelemetry::proto::common::v1;
+using storage::Attribute;
+
+constexpr uint32_t kUnmapped = UINT32_MAX;
+// Keep the response readable: the first few reasons, then a count.
+constexpr int kMaxReportedErrors = 5;
+
+constexpr std::string_view kFrameTypeKey = "profile.frame.type";
+constexpr std::string_view kHtlhashKey = "process.executable.build_id.htlhash";
+constexpr std::string_view kGnuBuildIdKey = "process.executable.build_id.gnu";
+constexpr std::string_view kGoBuildIdKey = "process.executable.build_id.go";
+
+// ============================================================================
+// [SECTION] Helpers: bounds, stringified attribute values
+// ============================================================================
+
+// Index 0 of every OTLP table is the empty element by convention, so 0 is
+// valid even when a sender leaves the table empty.
+inline bool InRange(int64_t index, int size) { return index == 0 || (index > 0 && index < size); }
+
+// The entry at a checked index, or the default (empty) element for 0 in an
+// empty table.
+template <typename T>
+const T& At(const google::protobuf::RepeatedPtrField<T>& table, int64_t index) {
+  return index < table.size() ? table.Get(static_cast<int>(index)) : T::default_instance();
+}
+
+std::string OutOfRange(std::string_view field, int64_t index, std::string_view table, int size) {
+  return Cat(field, " ", index, " out of range (", table, " has ", size, " entries)");
+}
+
+void AppendHex(std::string_view bytes, std::string* out) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (unsigned char c : bytes) {
+    out->push_back(kDigits[c >> 4]);
+    out->push_back(kDigits[c & 15]);
+  }
+}
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  out->push_back('"');
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+      out->append(buf);
+    } else {
+      out->push_back(c);
+    }
+  }
+  out->push_back('"');
+}
+
+// Scalars as plain text; arrays and kvlists as JSON-ish text where nested
+// strings are quoted. Recursion depth is bounded by protobuf's parse depth.
+void AppendAnyValue(const common::AnyValue& v, bool quote_strings, std::string* out) {
+  switch (v.value_case()) {
+    case common::AnyValue::kStringValue:
+      if (quote_strings) {
+        AppendJsonString(v.string_value(), out);
+      } else {
+        out->append(v.string_value());
+      }
+      break;
+    case common::AnyValue::kBoolValue:
+      out->append(v.bool_value() ? "true" : "false");
+      break;
+    case common::AnyValue::kIntValue:
+      CatAppend(out, v.int_value());
+      break;
+    case common::AnyValue::kDoubleValue: {
+      char buf[32];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v.double_value());
+      if (ec == std::errc()) out->append(buf, end);
+      break;
+    }
+    case common::AnyValue::kBytesValue:
+      if (quote_strings) out->push_back('"');
+      AppendHex(v.bytes_value(), out);
+      if (quote_strings) out->push_back('"');
+      break;
+    case common::AnyValue::kArrayValue: {
+      out->push_back('[');
+      bool first = true;
+      for (const common::AnyValue& e : v.array_value().values()) {
+        if (!first) out->push_back(',');
+        first = false;
+        AppendAnyValue(e, true, out);
+      }
+      out->push_back(']');
+      break;
+    }
+    case common::AnyValue::kKvlistValue: {
+      out->push_back('{');
+      bool first = true;
+      for (const common::KeyValue& kv : v.kvlist_value().values()) {
+        if (!first) out->push_back(',');
+        first = false;
+        AppendJsonString(kv.key(), out);
+        out->push_back(':');
+        AppendAnyValue(kv.value(), true, out);
+      }
+      out->push_back('}');
+      break;
+    }
+    case common::AnyValue::VALUE_NOT_SET:
+      if (quote_strings) out->append("null");
+      break;
+  }
+}
+
+// Text view of a value without copying for the common string case.
+std::string_view AnyValueText(const common::AnyValue& v, std::string* scratch) {
+  if (v.value_case() == common::AnyValue::kStringValue) return v.string_value();
+  scratch->clear();
+  AppendAnyValue(v, false, scratch);
+  return *scratch;
+}
+
+storage::SampleKind KindOf(std::string_view type, std::string_view unit,
+                           std::string_view period_type, std::string_view period_unit) {
+  if (type == "samples" && unit == "count" &&
+      ((period_type == "cpu" && period_unit == "nanoseconds") ||
+       (period_type.empty() && period_unit.empty()))) {
+    return storage::SampleKind::kOnCpu;
+  }
+  if ((type == "off_cpu" && unit == "nanoseconds") ||
+      type.find("off_cpu") != std::string_view::npos) {
+    return storage::SampleKind::kOffCpu;
+  }
+  if (type == "events" && unit == "count") return storage::SampleKind::kProbe;
+  return storage::SampleKind::kOther;
+}
+
+// A v1.9 sample decoded with the v1.10 layout shows up as a wire-type
+// mismatch on one of Sample's own field numbers (its packed
+// attribute_indices land on our singular link_index): protobuf keeps that as
+// an unknown field. Unknown fields with numbers we do not use are a newer
+// sender and are ignored, as protobuf intends.
+bool HasMisnumberedFields(const otlp::Sample& sample) {
+  const google::protobuf::UnknownFieldSet& unknown =
+      sample.GetReflection()->GetUnknownFields(sample);
+  if (unknown.empty()) return false;
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    int number = unknown.field(i).number();
+    if (number >= 1 && number <= 5) return true;
+  }
+  return false;
+}
+
+// ============================================================================
+// [SECTION] Normalizer: validation (memoized per dictionary entry)
+// ============================================================================
+
+class Normalizer {
+ public:
+  explicit Normalizer(const collector::ExportProfilesServiceRequest& request)
+      : request_(request),
+        dict_(request.dictionary()),
+        out_(result_.batch.dict),
+        string_count_(dict_.string_table_size()) {
+    stack_state_.assign(dict_.stack_table_size(), kUnchecked);
+    location_state_.assign(dict_.location_table_size(), kUnchecked);
+    mapping_state_.assign(dict_.mapping_table_size(), kUnchecked);
+    function_state_.assign(dict_.function_table_size(), kUnchecked);
+    attribute_state_.assign(dict_.attribute_table_size(), kUnchecked);
+    string_map_.assign(dict_.string_table_size(), kUnmapped);
+    stack_map_.assign(dict_.stack_table_size(), kUnmapped);
+    location_first_.assign(dict_.location_table_size(), kUnmapped);
+    location_count_.assign(dict_.location_table_size(), 0);
+    mapping_map_.assign(dict_.mapping_table_size(), kUnmapped);
+    attribute_map_.assign(dict_.attribute_table_size(), Attribute{kUnmapped, kUnmapped});
+    link_map_.assign(dict_.link_table_size(), kUnmapped);
+  }
+
+  NormalizeResult Run();
+
+ private:
+  enum : uint8_t { kUnchecked = 0, kValid = 1, kInvalid = 2 };
+
+  // Each Check* returns "" when the entry and everything it references is
+  // in range, else a description relative to the dictionary.
+  // The string at an index, "" when out of range (validation ran first).
+  std::string_view Str(int32_t i) const {
+    return i > 0 && i < string_count_ ? std::string_view(dict_.string_table(i)) : std::string_view();
+  }
+  std::string CheckString(std::string_view field, int64_t index) const {
+    if (InRange(index, string_count_)) return {};
+    return OutOfRange(field, index, "string_table", string_count_);
+  }
+  std::string CheckAttribute(int32_t index);
+  std::string CheckAttributeList(std::string_view owner,
+                                 const google::protobuf::RepeatedField<int32_t>& indices);
+  std::string CheckMapping(int32_t index);
+  std::string CheckFunction(int32_t index);
+  std::string CheckLocation(int32_t index);
+  std::string CheckStack(int32_t index);
+  // Memoizes `check` for entry `index` of a table. Only the verdict is
+  // kept; the message of an invalid entry is rebuilt when needed (rare).
+  template <typename F>
+  std::string Memo(std::vector<uint8_t>& state, int32_t index, F check) {
+    if (index >= 0 && static_cast<size_t>(index) < state.size()) {
+      if (state[index] == kValid) return {};
+      std::string error = check();
+      state[index] = error.empty() ? kValid : kInvalid;
+      return error;
+    }
+    return check();
+  }
+
+  std::string ValidateProfile(const otlp::Profile& profile, size_t* event_count);
+
+  // Emission (only for validated profiles).
+  uint32_t MapString(int32_t index);
+  uint32_t Intern(std::string_view s);
+  Attribute MapAttribute(int32_t index);
+  uint32_t MapMapping(int32_t index);
+  void MapLocation(int32_t index);
+  uint32_t MapStack(int32_t index);
+  uint32_t MapLink(int32_t index);
+  uint32_t MapAttributeSet(const otlp::Sample& sample);
+  void PrepareResource(int resource_index);
+  void EmitProfile(const otlp::Profile& profile, size_t event_count);
+
+  void Reject(std::string message) {
+    ++result_.rejected_profiles;
+    if (result_.rejected_profiles <= kMaxReportedErrors) {
+      if (!result_.error_message.empty()) result_.error_message += "; ";
+      result_.error_message += message;
+    }
+  }
+
+  const collector::ExportProfilesServiceRequest& request_;
+  const otlp::ProfilesDictionary& dict_;
+  NormalizeResult result_;
+  storage::ProfileDictionary& out_;
+  const int string_count_;
+
+  std::vector<uint8_t> stack_state_, location_state_, mapping_state_, function_state_,
+      attribute_state_;
+
+  // OTLP index -> batch index, kUnmapped until first use.
+  std::vector<uint32_t> string_map_;
+  std::vector<uint32_t> stack_map_;
+  std::vector<uint32_t> location_first_;  // first of the location's frames
+  std::vector<uint32_t> location_count_;
+  std::vector<uint32_t> mapping_map_;  // -> executable
+  std::vector<Attribute> attribute_map_;
+  std::vector<uint32_t> link_map_;
+  // Batch strings by content, so a name shared by many tables (or sent
+  // twice) is one batch string.
+  absl::flat_hash_map<std::string, uint32_t> interned_;
+  // (profile base id, sample attribute indices) as raw bytes -> attribute set.
+  absl::flat_hash_map<std::string, uint32_t> attribute_sets_;
+  std::string key_scratch_;
+  std::string text_scratch_;
+  std::vector<uint32_t> frame_scratch_;
+
+  // Current resource / profile context for emission.
+  int prepared_resource_ = -1;
+  std::vector<Attribute> resource_attributes_;
+  std::vector<Attribute> base_attributes_;  // resource + profile attributes
+  uint32_t base_id_ = 0;
+};
+
+std::string Normalizer::CheckAttribute(int32_t index) {
+  const int size = dict_.attribute_table_size();
+  if (!InRange(index, size)) return OutOfRange("", index, "attribute_table", size);
+  return Memo(attribute_state_, index, [&]() -> std::string {
+    const otlp::KeyValueAndUnit& a = At(dict_.attribute_table(), index);
+    std::string e = CheckString(".key_strindex", a.key_strindex());
+    if (e.empty()) e = CheckString(".unit_strindex", a.unit_strindex());
+    if (!e.empty()) return Cat(": dictionary.attribute_table[", index, "]", e);
+    return {};
+  });
+}
+
+// `owner` names the field holding the list, e.g. "dictionary.mapping_table[3]".
+std::string Normalizer::CheckAttributeList(std::string_view owner,
+                                           const google::protobuf::RepeatedField<int32_t>& indices) {
+  for (int i = 0; i < indices.size(); ++i) {
+    std::string e = CheckAttribute(indices[i]);
+    if (!e.empty()) {
+      if (e[0] == ':') return Cat(owner, ".attribute_indices[", i, "] ", indices[i], e);
+      return Cat(owner, ".attribute_indices[", i, "]", e);
+    }
+  }
+  return {};
+}
+
+std::string Normalizer::CheckMapping(int32_t index) {
+  return Memo(mapping_state_, index, [&]() -> std::string {
+    const otlp::Mapping& m = At(dict_.mapping_table(), index);
+    std::string owner = Cat("dictionary.mapping_table[", index, "]");
+    std::string e = CheckString(".filename_strindex", m.filename_strindex());
+    if (!e.empty()) return owner + e;
+    return CheckAttributeList(owner, m.attribute_indices());
+  });
+}
+
+std::string Normalizer::CheckFunction(int32_t index) {
+  return Memo(function_state_, index, [&]() -> std::string {
+    const otlp::Function& f = At(dict_.function_table(), index);
+    std::string e = CheckString(".name_strindex", f.name_strindex());
+    if (e.empty()) e = CheckString(".system_name_strindex", f.system_name_strindex());
+    if (e.empty()) e = CheckString(".filename_strindex", f.filename_strindex());
+    if (!e.empty()) return Cat("dictionary.function_table[", index, "]", e);
+    return {};
+  });
+}
+
+std::string Normalizer::CheckLocation(int32_t index) {
+  return Memo(location_state_, index, [&]() -> std::string {
+    const otlp::Location& loc = At(dict_.location_table(), index);
+    std::string owner = Cat("dictionary.location_table[", index, "]");
+    if (!InRange(loc.mapping_index(), dict_.mapping_table_size())) {
+      return owner + OutOfRange(".mapping_index", loc.mapping_index(), "mapping_table",
+                                dict_.mapping_table_size());
+    }
+    std::string e = CheckMapping(loc.mapping_index());
+    if (!e.empty()) return Cat(owner, ".mapping_index ", loc.mapping_index(), ": ", e);
+    for (int i = 0; i < loc.lines_size(); ++i) {
+      int32_t f = loc.lines(i).function_index();
+      if (!InRange(f, dict_.function_table_size())) {
+        return owner + OutOfRange(Cat(".lines[", i, "].function_index"), f,
+                                  "function_table", dict_.function_table_size());
+      }
+      e = CheckFunction(f);
+      if (!e.empty()) return Cat(owner, ".lines[", i, "].function_index ", f, ": ", e);
+    }
+    return CheckAttributeList(owner, loc.attribute_indices());
+  });
+}
+
+std::string Normalizer::CheckStack(int32_t index) {
+  return Memo(stack_state_, index, [&]() -> std::string {
+    const otlp::Stack& stack = At(dict_.stack_table(), index);
+    for (int i = 0; i < stack.location_indices_size(); ++i) {
+      int32_t l = stack.location_indices(i);
+      std::string owner = Cat("dictionary.stack_table[", index, "].location_indices[", i, "]");
+      if (!InRange(l, dict_.location_table_size())) {
+        return owner + OutOfRange("", l, "location_table", dict_.location_table_size());
+      }
+      std::string e = CheckLocation(l);
+      if (!e.empty()) return Cat(owner, " ", l, ": ", e);
+    }
+    return {};
+  });
+}
+
+// Returns "" when the profile can be emitted, else why not (relative to the
+// profile's path). `event_count` gets the number of batch samples it yields.
+std::string Normalizer::ValidateProfile(const otlp::Profile& profile, size_t* event_count) {
+  std::string e = CheckString("sample_type.type_strindex", profile.sample_type().type_strindex());
+  if (e.empty()) e = CheckString("sample_type.unit_strindex", profile.sample_type().unit_strindex());
+  if (e.empty()) e = CheckString("period_type.type_strindex", profile.period_type().type_strindex());
+  if (e.empty()) e = CheckString("period_type.unit_strindex", profile.period_type().unit_strindex());
+  if (!e.empty()) return e;
+  for (int i = 0; i < profile.attribute_indices_size(); ++i) {
+    int32_t a = profile.attribute_indices(i);
+    e = CheckAttribute(a);
+    if (!e.empty()) {
+      return Cat("attribute_indices[", i, "]", e[0] == ':' ? Cat(" ", a) : "", e);
+    }
+  }
+
+  const int stack_count = dict_.stack_table_size();
+  const int attribute_count = dict_.attribute_table_size();
+  const int link_count = dict_.link_table_size();
+  size_t events = 0;
+  for (int j = 0; j < profile.samples_size(); ++j) {
+    const otlp::Sample& s = profile.samples(j);
+    // Everything below is the exception path, so the sample's path is only
+    // formatted there.
+    auto where = [j](std::string_view field) { return Cat("samples[", j, "]", field); };
+    if (HasMisnumberedFields(s)) {
+      return Cat(where(""),
+                          " has fields with wire types the v1.10 layout does not use: ",
+                          kOlderLayoutHint);
+    }
+    const int32_t stack = s.stack_index();
+    if (!InRange(stack, stack_count)) {
+      return OutOfRange(where(".stack_index"), stack, "stack_table", stack_count);
+    }
+    if (stack_state_.empty() || stack_state_[stack] != kValid) {
+      e = CheckStack(stack);
+      if (!e.empty()) return Cat(where(".stack_index"), " ", stack, ": ", e);
+    }
+    for (int k = 0; k < s.attribute_indices_size(); ++k) {
+      const int32_t a = s.attribute_indices(k);
+      if (!InRange(a, attribute_count)) {
+        return Cat(
+            OutOfRange(where(Cat(".attribute_indices[", k, "]")), a, "attribute_table",
+                       attribute_count),
+            ": ", kOlderLayoutHint);
+      }
+      if (attribute_state_.empty() || attribute_state_[a] != kValid) {
+        e = CheckAttribute(a);
+        if (!e.empty()) return Cat(where(Cat(".attribute_indices[", k, "] ")), a, e);
+      }
+    }
+    if (!InRange(s.link_index(), link_count)) {
+      return OutOfRange(where(".link_index"), s.link_index(), "link_table", link_count);
+    }
+    const int values = s.values_size();
+    const int timestamps = s.timestamps_unix_nano_size();
+    if (values == 0 && timestamps == 0) {
+      return where(" has neither values nor timestamps_unix_nano");
+    }
+    if ((values > 0 && timestamps > 0 && values != timestamps) || (values > 1 && timestamps == 0)) {
+      return Cat(where(""), " has ", values, " values but ", timestamps,
+                          " timestamps_unix_nano (expected one value, or a value per timestamp)");
+    }
+    events += timestamps > 0 ? static_cast<size_t>(timestamps) : 1;
+  }
+  *event_count = events;
+  return {};
+}
+
+// ============================================================================
+// [SECTION] Normalizer: emission (dictionary entries mapped once, cached)
+// ============================================================================
+
+uint32_t Normalizer::Intern(std::string_view s) {
+  if (s.empty()) return 0;
+  auto it = interned_.find(absl::string_view(s.data(), s.size()));
+  if (it != interned_.end()) return it->second;
+  uint32_t index = static_cast<uint32_t>(out_.strings.size());
+  out_.strings.emplace_back(s);
+  interned_.emplace(std::string(s), index);
+  return index;
+}
+
+uint32_t Normalizer::MapString(int32_t index) {
+  if (index <= 0 || index >= string_count_) return 0;  // 0, or validated away
+  uint32_t& slot = string_map_[index];
+  if (slot == kUnmapped) slot = Intern(dict_.string_table(index));
+  return slot;
+}
+
+Attribute Normalizer::MapAttribute(int32_t index) {
+  if (index < 0 || index >= dict_.attribute_table_size()) return {};
+  Attribute& slot = attribute_map_[index];
+  if (slot.key == kUnmapped) {
+    const otlp::KeyValueAndUnit& a = dict_.attribute_table(index);
+    slot.key = MapString(a.key_strindex());
+    slot.value = Intern(AnyValueText(a.value(), &text_scratch_));
+  }
+  return slot;
+}
+
+uint32_t Normalizer::MapMapping(int32_t index) {
+  if (index < 0 || index >= dict_.mapping_table_size()) return 0;
+  uint32_t& slot = mapping_map_[index];
+  if (slot != kUnmapped) return slot;
+  const otlp::Mapping& m = dict_.mapping_table(index);
+  storage::Executable exe;
+  exe.file_name = MapString(m.filename_strindex());
+  for (int32_t a : m.attribute_indices()) {
+    if (a <= 0 || a >= dict_.attribute_table_size()) continue;
+    const otlp::KeyValueAndUnit& kv = dict_.attribute_table(a);
+    std::string_view key = Str(kv.key_strindex());
+    uint32_t* target = key == kHtlhashKey      ? &exe.htlhash
+                       : key == kGnuBuildIdKey ? &exe.gnu_build_id
+                       : key == kGoBuildIdKey  ? &exe.go_build_id
+                                               : nullptr;
+    if (target == nullptr) continue;
+    std::string text(AnyValueText(kv.value(), &text_scratch_));
+    // htlhash and GNU build ids are hex; normalize case so one file is one
+    // executable whichever way the sender printed it.
+    if (target != &exe.go_build_id) {
+      for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    *target = Intern(text);
+  }
+  if (exe == storage::Executable{}) {
+    slot = 0;
+  } else {
+    slot = static_cast<uint32_t>(out_.executables.size());
+    out_.executables.push_back(exe);
+  }
+  return slot;
+}
+
+// Appends the location's frames to out_.frames (outermost line first) once.
+void Normalizer::MapLocation(int32_t index) {
+  if (location_first_[index] != kUnmapped) return;
+  const otlp::Location& loc = dict_.location_table(index);
+  storage::Frame base;
+  base.address = loc.address();
+  base.executable = MapMapping(loc.mapping_index());
+  for (int32_t a : loc.attribute_indices()) {
+    if (a <= 0 || a >= dict_.attribute_table_size()) continue;
+    const otlp::KeyValueAndUnit& kv = dict_.attribute_table(a);
+    if (Str(kv.key_strindex()) == kFrameTypeKey) {
+      base.type = storage::FrameTypeFromName(AnyValueText(kv.value(), &text_scratch_));
+    }
+  }
+  location_first_[index] = static_cast<uint32_t>(out_.frames.size());
+  const int lines = loc.lines_size();
+  if (lines == 0) {
+    out_.frames.push_back(base);
+    location_count_[index] = 1;
+    return;
+  }
+  // OTLP lists a location's lines innermost first (the last line is the
+  // caller the others were inlined into); stacks here are root first.
+  for (int i = lines - 1; i >= 0; --i) {
+    const otlp::Line& line = loc.lines(i);
+    storage::Frame frame = base;
+    const otlp::Function& f = At(dict_.function_table(), line.function_index());
+    frame.function = MapString(f.name_strindex());
+    if (frame.function == 0) frame.function = MapString(f.system_name_strindex());
+    frame.file = MapString(f.filename_strindex());
+    frame.line = line.line();
+    frame.inlined = i != lines - 1;
+    out_.frames.push_back(frame);
+  }
+  location_count_[index] = static_cast<uint32_t>(lines);
+}
+
+uint32_t Normalizer::MapStack(int32_t index) {
+  if (index <= 0 && dict_.stack_table_size() == 0) return 0;
+  uint32_t& slot = stack_map_[index];
+  if (slot != kUnmapped) return slot;
+  const otlp::Stack& stack = dict_.stack_table(index);
+  frame_scratch_.clear();
+  // OTLP stacks are leaf first; ours are root first.
+  for (int i = stack.location_indices_size() - 1; i >= 0; --i) {
+    int32_t l = stack.location_indices(i);
+    if (l <= 0 && dict_.location_table_size() == 0) continue;  // empty element
+    MapLocation(l);
+    for (uint32_t f = 0; f < location_count_[l]; ++f) {
+      frame_scratch_.push_back(location_first_[l] + f);
+    }
+  }
+  slot = frame_scratch_.empty() ? 0 : out_.AddStack(frame_scratch_);
+  return slot;
+}
+
+uint32_t Normalizer::MapLink(int32_t index) {
+  if (index <= 0 || index >= dict_.link_table_size()) return 0;
+  uint32_t& slot = link_map_[index];
+  if (slot == kUnmapped) {
+    const otlp::Link& link = dict_.link_table(index);
+    if (link.trace_id().empty() && link.span_id().empty()) {
+      slot = 0;
+    } else {
+      slot = static_cast<uint32_t>(out_.links.size());
+      out_.links.push_back(storage::Link{link.trace_id(), link.span_id()});
+    }
+  }
+  return slot;
+}
+
+void Normalizer::PrepareResource(int resource_index) {
+  if (prepared_resource_ == resource_index) return;
+  prepared_resource_ = resource_index;
+  resource_attributes_.clear();
+  for (const common::KeyValue& kv : request_.resource_profiles(resource_index).resource().attributes()) {
+    if (kv.key().empty()) continue;
+    resource_attributes_.push_back(
+        Attribute{Intern(kv.key()), Intern(AnyValueText(kv.value(), &text_scratch_))});
+  }
+}
+
+uint32_t Normalizer::MapAttributeSet(const otlp::Sample& sample) {
+  // The key is raw bytes: the profile's base id, then the indices.
+  key_scratch_.resize(sizeof(uint32_t) * (1 + sample.attribute_indices_size()));
+  char* p = key_scratch_.data();
+  std::memcpy(p, &base_id_, sizeof base_id_);
+  if (sample.attribute_indices_size() > 0) {
+    std::memcpy(p + sizeof base_id_, sample.attribute_indices().data(),
+                sizeof(int32_t) * sample.attribute_indices_size());
+  }
+  auto it = attribute_sets_.find(absl::string_view(key_scratch_));
+  if (it != attribute_sets_.end()) return it->second;
+
+  std::vector<Attribute> attrs = base_attributes_;
+  for (int32_t a : sample.attribute_indices()) {
+    Attribute attr = MapAttribute(a);
+    if (attr.key != 0) attrs.push_back(attr);
+  }
+  uint32_t set = attrs.empty() ? 0 : out_.AddAttributeSet(std::move(attrs));
+  attribute_sets_.emplace(key_scratch_, set);
+  return set;
+}
+
+void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
+  auto str = [this](int32_t i) { return Str(i); };
+  const storage::SampleKind kind =
+      KindOf(str(profile.sample_type().type_strindex()), str(profile.sample_type().unit_strindex()),
+             str(profile.period_type().type_strindex()), str(profile.period_type().unit_strindex()));
+
+  // Resource then profile attributes; AddAttributeSet keeps the last of a
+  // repeated key, so later sources win.
+  ++base_id_;
+  base_attributes_ = resource_attributes_;
+  for (int32_t a : profile.attribute_indices()) {
+    Attribute attr = MapAttribute(a);
+    if (attr.key != 0) base_attributes_.push_back(attr);
+  }
+
+  std::vector<storage::Sample>& samples = result_.batch.samples;
+  const size_t needed = samples.size() + event_count;
+  if (needed > samples.capacity()) samples.reserve(std::max(needed, samples.capacity() * 2));
+  const int64_t profile_time = static_cast<int64_t>(profile.time_unix_nano());
+  int32_t last_stack = -1;
+  uint32_t stack = 0;
+  for (const otlp::Sample& s : profile.samples()) {
+    if (s.stack_index() != last_stack) {
+      last_stack = s.stack_index();
+      stack = MapStack(last_stack);
+    }
+    storage::Sample out;
+    out.stack = stack;
+    out.attribute_set = MapAttributeSet(s);
+    out.link = MapLink(s.link_index());
+    out.kind = kind;
+    const int timestamps = s.timestamps_unix_nano_size();
+    if (timestamps == 0) {
+      out.time_ns = profile_time;
+      out.value = s.values(0);
+      samples.push_back(out);
+    } else if (s.values_size() == 0) {
+      out.value = 1;
+      for (uint64_t t : s.timestamps_unix_nano()) {
+        out.time_ns = static_cast<int64_t>(t);
+        samples.push_back(out);
+      }
+    } else {
+      for (int k = 0; k < timestamps; ++k) {
+        out.time_ns = static_cast<int64_t>(s.timestamps_unix_nano(k));
+        out.value = s.values(k);
+        samples.push_back(out);
+      }
+    }
+  }
+}
+
+NormalizeResult Normalizer::Run() {
+  for (int r = 0; r < request_.resource_profiles_size(); ++r) {
+    const otlp::ResourceProfiles& rp = request_.resource_profiles(r);
+    for (int s = 0; s < rp.scope_profiles_size(); ++s) {
+      const otlp::ScopeProfiles& sp = rp.scope_profiles(s);
+      for (int p = 0; p < sp.profiles_size(); ++p) {
+        size_t events = 0;
+        std::string error = ValidateProfile(sp.profiles(p), &events);
+        if (!error.empty()) {
+          Reject(Cat("resource_profiles[", r, "].scope_profiles[", s, "].profiles[", p,
+                              "].", error));
+          continue;
+        }
+        PrepareResource(r);
+        EmitProfile(sp.profiles(p), events);
+        ++result_.accepted_profiles;
+      }
+    }
+  }
+  if (result_.rejected_profiles > kMaxReportedErrors) {
+    CatAppend(&result_.error_message, "; and ",
+                    result_.rejected_profiles - kMaxReportedErrors, " more rejected profiles");
+  }
+  return std::move(result_);
+}
+
+}  // namespace
+
+// ============================================================================
+// [SECTION] Entry point
+// ============================================================================
+
+NormalizeResult NormalizeExportRequest(
+    const collector::ExportProfilesServiceRequest& request) {
+  return Normalizer(request).Run();
+}
+
+}  // namespace kiln::ingest

@@ -1,0 +1,47 @@
+// OTLP profiles (opentelemetry-proto v1.10.0 wire layout) -> Kiln's
+// normalized ProfileBatch. Every index of the request is bounds-checked; a
+// profile with a bad index, a bad sample shape or signs of an older layout is
+// rejected with a message naming the field path and the numbers, while the
+// good profiles of the same request are kept.
+//
+// Threads: a pure function of its input; call it from any number of threads
+// at once. Lifetime: the result owns all its data (it does not point into
+// the request).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
+#include "storage/profile_model.h"
+
+namespace kiln::ingest {
+
+struct NormalizeResult {
+  storage::ProfileBatch batch;  // samples of the accepted profiles only
+  int64_t accepted_profiles = 0;
+  int64_t rejected_profiles = 0;
+  std::string error_message;  // why profiles were rejected, "" when none
+};
+
+// Normalizes one Export request:
+// - stacks become root first, each OTLP Location expands to one frame per
+//   Line (outermost first; all but the outermost frame are `inlined`);
+// - resource, profile and sample attributes merge into one attribute set per
+//   sample (sample wins over profile wins over resource on a key clash),
+//   values stringified;
+// - sample kind from Profile.sample_type / period_type;
+// - sample shapes: timestamps only (weight 1 each), one value without
+//   timestamps (at Profile.time_unix_nano), or a value per timestamp.
+// Dictionary entries referenced only by rejected profiles (or by nothing)
+// neither cause rejections nor end up in the batch.
+NormalizeResult NormalizeExportRequest(
+    const opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest&
+        request);
+
+// The hint appended to rejections that look like an older sender.
+inline constexpr const char* kOlderLayoutHint =
+    "probably an older OTLP profiles version (v1.9 or earlier numbered Sample fields "
+    "differently)";
+
+}  // namespace kiln::ingest

@@ -1,0 +1,435 @@
+// Tests for NormalizeExportRequest: shapes, inline expansion, attribute
+// merging, frame types, and every validation error with its message.
+#include "ingest/otlp_normalizer.h"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+
+#include "ingest/message_text.h"
+#include "ingest/otlp_request_builder.h"
+
+namespace kiln::ingest {
+namespace {
+
+using storage::FrameType;
+using storage::SampleKind;
+
+// One line per sample: "<kind> t=<ns> v=<value> <root;...;leaf> {k=v,...}".
+// Inlined frames carry a trailing '*'.
+std::string Print(const NormalizeResult& r) {
+  const storage::ProfileDictionary& d = r.batch.dict;
+  std::string out;
+  for (const storage::Sample& s : r.batch.samples) {
+    CatAppend(&out, storage::SampleKindName(s.kind), " t=", s.time_ns, " v=", s.value, " ");
+    bool first = true;
+    for (uint32_t f : d.Stack(s.stack)) {
+      if (!first) out += ';';
+      first = false;
+      out += storage::FrameLabel(d, f);
+      if (d.frames[f].inlined) out += '*';
+    }
+    out += " {";
+    first = true;
+    for (const storage::Attribute& a : d.AttributeSet(s.attribute_set)) {
+      if (!first) out += ',';
+      first = false;
+      CatAppend(&out, d.strings[a.key], "=", d.strings[a.value]);
+    }
+    out += "}\n";
+  }
+  return out;
+}
+
+// A small agent-like request: one process, one on-CPU profile, two stacks.
+struct Fixture {
+  OtlpRequestBuilder b;
+  int32_t exe, libc, vmlinux;
+  int32_t loc_main, loc_work, loc_kernel, loc_py;
+  int32_t stack_a, stack_b;
+  int32_t thread_name, thread_id;
+
+  Fixture() {
+    exe = b.Mapping("/usr/bin/app", "0123456789ABCDEF0123456789abcdef");
+    libc = b.Mapping("/lib/libc.so.6");
+    vmlinux = b.Mapping("vmlinux");
+    loc_main = b.Location(exe, 0x1000, {{"main", "app.c", 10}});
+    loc_work = b.Location(libc, 0x2000, {});
+    loc_kernel = b.Location(vmlinux, 0xffff0000, {{"do_syscall_64"}}, "kernel");
+    loc_py = b.Location(0, 0, {{"handler", "app.py", 42}}, "cpython");
+    stack_a = b.Stack({loc_kernel, loc_work, loc_main});
+    stack_b = b.Stack({loc_py, loc_main});
+    thread_name = b.StringAttribute("thread.name", "worker");
+    thread_id = b.IntAttribute("thread.id", 77);
+  }
+};
+
+TEST_CASE("agent-shaped on-CPU request: root-first stacks, merged attributes, executables") {
+  Fixture f;
+  auto* rp = f.b.Resource({{"process.pid", "1234"}, {"service.name", "svc"}});
+  auto* p = f.b.AddProfile(rp);
+  OtlpRequestBuilder::AddSample(p, f.stack_a, {f.thread_name, f.thread_id}, {100, 200});
+  OtlpRequestBuilder::AddSample(p, f.stack_b, {f.thread_name}, {300});
+
+  NormalizeResult r = NormalizeExportRequest(f.b.request);
+  CHECK(r.accepted_profiles == 1);
+  CHECK(r.rejected_profiles == 0);
+  CHECK(r.error_message.empty());
+  CHECK(Print(r) ==
+        "on-cpu t=100 v=1 main;libc.so.6+0x2000;do_syscall_64 "
+        "{process.pid=1234,service.name=svc,thread.id=77,thread.name=worker}\n"
+        "on-cpu t=200 v=1 main;libc.so.6+0x2000;do_syscall_64 "
+        "{process.pid=1234,service.name=svc,thread.id=77,thread.name=worker}\n"
+        "on-cpu t=300 v=1 main;handler {process.pid=1234,service.name=svc,thread.name=worker}\n");
+
+  const storage::ProfileDictionary& d = r.batch.dict;
+  auto frames = d.Stack(r.batch.samples[0].stack);
+  REQUIRE(frames.size() == 3);
+  const storage::Frame& main_frame = d.frames[frames[0]];
+  CHECK(main_frame.type == FrameType::kNative);
+  CHECK(main_frame.address == 0x1000);
+  CHECK(d.strings[main_frame.file] == "app.c");
+  CHECK(main_frame.line == 10);
+  const storage::Executable& exe = d.executables[main_frame.executable];
+  CHECK(d.strings[exe.file_name] == "/usr/bin/app");
+  CHECK(d.strings[exe.htlhash] == "0123456789abcdef0123456789abcdef");  // lowercased
+  CHECK(d.frames[frames[2]].type == FrameType::kKernel);
+  auto py = d.Stack(r.batch.samples[2].stack);
+  CHECK(d.frames[py[1]].type == FrameType::kPython);
+  CHECK(d.frames[py[1]].executable == 0);
+  // Same stack and attributes: one batch stack, one attribute set.
+  CHECK(r.batch.samples[0].stack == r.batch.samples[1].stack);
+  CHECK(r.batch.samples[0].attribute_set == r.batch.samples[1].attribute_set);
+  CHECK(d.StackCount() == 3);  // empty + 2
+}
+
+TEST_CASE("inline expansion: outermost line first, inner lines marked inlined") {
+  OtlpRequestBuilder b;
+  int32_t m = b.Mapping("/bin/x");
+  // OTLP: lines innermost first; `outer` is the real function.
+  int32_t loc = b.Location(m, 0x42, {{"inner", "x.h", 3}, {"middle", "x.h", 7}, {"outer", "x.c", 9}});
+  int32_t root = b.Location(m, 0x10, {{"start"}});
+  int32_t stack = b.Stack({loc, root});
+  auto* p = b.AddProfile(b.Resource({}));
+  OtlpRequestBuilder::AddSample(p, stack, {}, {5});
+  NormalizeResult r = NormalizeExportRequest(b.request);
+  CHECK(Print(r) == "on-cpu t=5 v=1 start;outer;middle*;inner* {}\n");
+  auto frames = r.batch.dict.Stack(r.batch.samples[0].stack);
+  CHECK(r.batch.dict.frames[frames[1]].line == 9);
+  CHECK(r.batch.dict.frames[frames[3]].line == 3);
+  CHECK(r.batch.dict.frames[frames[3]].address == 0x42);
+}
+
+TEST_CASE("the three sample shapes") {
+  Fixture f;
+  auto* rp = f.b.Resource({});
+  auto* on = f.b.AddProfile(rp);
+  OtlpRequestBuilder::AddSample(on, f.stack_b, {}, {10, 20, 30});  // timestamps only
+  auto* agg = f.b.AddProfile(rp, "samples", "count", "", "", 5000);
+  OtlpRequestBuilder::AddSample(agg, f.stack_b, {}, {}, {17});  // one value, profile time
+  auto* off = f.b.AddProfile(rp, "off_cpu", "nanoseconds", "", "");
+  OtlpRequestBuilder::AddSample(off, f.stack_b, {}, {40, 50}, {1000, 2000});  // value per ts
+  NormalizeResult r = NormalizeExportRequest(f.b.request);
+  CHECK(r.accepted_profiles == 3);
+  CHECK(Print(r) ==
+        "on-cpu t=10 v=1 main;handler {}\n"
+        "on-cpu t=20 v=1 main;handler {}\n"
+        "on-cpu t=30 v=1 main;handler {}\n"
+        "on-cpu t=5000 v=17 main;handler {}\n"
+        "off-cpu t=40 v=1000 main;handler {}\n"
+        "off-cpu t=50 v=2000 main;handler {}\n");
+}
+
+TEST_CASE("sample kinds from sample_type and period_type") {
+  struct Case {
+    const char *type, *unit, *ptype, *punit;
+    SampleKind kind;
+  };
+  const Case cases[] = {
+      {"samples", "count", "cpu", "nanoseconds", SampleKind::kOnCpu},
+      {"samples", "count", "", "", SampleKind::kOnCpu},
+      {"samples", "count", "wall", "nanoseconds", SampleKind::kOther},
+      {"off_cpu", "nanoseconds", "", "", SampleKind::kOffCpu},
+      {"sched_off_cpu", "count", "", "", SampleKind::kOffCpu},
+      {"events", "count", "", "", SampleKind::kProbe},
+      {"alloc_space", "bytes", "", "", SampleKind::kOther},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.type);
+    Fixture f;
+    auto* p = f.b.AddProfile(f.b.Resource({}), c.type, c.unit, c.ptype, c.punit);
+    OtlpRequestBuilder::AddSample(p, f.stack_a, {}, {1});
+    NormalizeResult r = NormalizeExportRequest(f.b.request);
+    REQUIRE(r.batch.samples.size() == 1);
+    CHECK(r.batch.samples[0].kind == c.kind);
+  }
+}
+
+TEST_CASE("attributes: resource < profile < sample on key clash; values stringified") {
+  OtlpRequestBuilder b;
+  using AnyValue = OtlpRequestBuilder::AnyValue;
+  AnyValue bytes, arr, kv, dbl, boolean;
+  bytes.set_bytes_value(std::string("\x01\xab", 2));
+  arr.mutable_array_value()->add_values()->set_string_value("a");
+  arr.mutable_array_value()->add_values()->set_int_value(2);
+  auto* e = kv.mutable_kvlist_value()->add_values();
+  e->set_key("k");
+  e->mutable_value()->set_bool_value(true);
+  dbl.set_double_value(0.5);
+  boolean.set_bool_value(false);
+  int32_t a_bytes = b.Attribute("b", bytes);
+  int32_t a_arr = b.Attribute("arr", arr);
+  int32_t a_kv = b.Attribute("kv", kv);
+  int32_t a_dbl = b.Attribute("d", dbl);
+  int32_t a_bool = b.Attribute("flag", boolean);
+  int32_t sample_host = b.StringAttribute("host.name", "from-sample");
+  int32_t profile_host = b.StringAttribute("host.name", "from-profile");
+  int32_t profile_env = b.StringAttribute("env", "from-profile");
+  int32_t label = b.StringAttribute("process.context.label.user", "alice");
+  int32_t stack = b.Stack({b.Location(0, 0, {{"f"}})});
+  auto* rp = b.Resource({{"host.name", "from-resource"}, {"env", "from-resource"}, {"cpu", "x"}});
+  auto* p = b.AddProfile(rp);
+  p->add_attribute_indices(profile_host);
+  p->add_attribute_indices(profile_env);
+  OtlpRequestBuilder::AddSample(p, stack, {sample_host, a_bytes, a_arr, a_kv, a_dbl, a_bool, label},
+                                {1});
+  OtlpRequestBuilder::AddSample(p, stack, {}, {2});
+  NormalizeResult r = NormalizeExportRequest(b.request);
+  CHECK(Print(r) ==
+        "on-cpu t=1 v=1 f {arr=[\"a\",2],b=01ab,cpu=x,d=0.5,env=from-profile,flag=false,"
+        "host.name=from-sample,kv={\"k\":true},process.context.label.user=alice}\n"
+        "on-cpu t=2 v=1 f {cpu=x,env=from-profile,host.name=from-profile}\n");
+}
+
+TEST_CASE("unknown frame type is kUnknown, not a rejection; links are kept") {
+  OtlpRequestBuilder b;
+  int32_t loc = b.Location(0, 0, {{"f"}}, "brainfuck");
+  int32_t link = b.Link(std::string(16, '\x11'), std::string(8, '\x22'));
+  auto* p = b.AddProfile(b.Resource({}));
+  auto* s = OtlpRequestBuilder::AddSample(p, b.Stack({loc}), {}, {1});
+  s->set_link_index(link);
+  NormalizeResult r = NormalizeExportRequest(b.request);
+  REQUIRE(r.accepted_profiles == 1);
+  const auto& d = r.batch.dict;
+  CHECK(d.frames[d.Stack(r.batch.samples[0].stack)[0]].type == FrameType::kUnknown);
+  REQUIRE(r.batch.samples[0].link != 0);
+  CHECK(d.links[r.batch.samples[0].link].trace_id == std::string(16, '\x11'));
+  CHECK(d.links[r.batch.samples[0].link].span_id == std::string(8, '\x22'));
+}
+
+TEST_CASE("empty tables: index 0 is the empty element") {
+  opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest req;
+  auto* p = req.add_resource_profiles()->add_scope_profiles()->add_profiles();
+  p->add_samples()->add_timestamps_unix_nano(9);
+  NormalizeResult r = NormalizeExportRequest(req);
+  CHECK(r.accepted_profiles == 1);
+  REQUIRE(r.batch.samples.size() == 1);
+  CHECK(r.batch.samples[0].stack == 0);
+  CHECK(r.batch.samples[0].kind == SampleKind::kOther);
+}
+
+// Builds a request whose profile 0 is broken by `breaker` and profile 1 is
+// fine; checks profile 1 survives and the message contains `expected`.
+void CheckRejected(const std::function<void(Fixture&, OtlpRequestBuilder::Profile*)>& breaker,
+                   const std::string& expected, bool hint = false) {
+  Fixture f;
+  auto* rp = f.b.Resource({{"process.pid", "1"}});
+  auto* bad = f.b.AddProfile(rp);
+  OtlpRequestBuilder::AddSample(bad, f.stack_a, {f.thread_name}, {1});
+  breaker(f, bad);
+  auto* good = f.b.AddProfile(rp);
+  OtlpRequestBuilder::AddSample(good, f.stack_b, {f.thread_id}, {2, 3});
+  NormalizeResult r = NormalizeExportRequest(f.b.request);
+  CAPTURE(r.error_message);
+  CHECK(r.rejected_profiles == 1);
+  CHECK(r.accepted_profiles == 1);
+  CHECK(r.error_message.find(expected) != std::string::npos);
+  CHECK((r.error_message.find(kOlderLayoutHint) != std::string::npos) == hint);
+  CHECK(r.batch.samples.size() == 2);
+  for (const auto& s : r.batch.samples) CHECK(s.time_ns >= 2);
+}
+
+TEST_CASE("validation errors name the field path and the numbers") {
+  using P = OtlpRequestBuilder::Profile;
+  SUBCASE("sample stack_index") {
+    CheckRejected([](Fixture&, P* p) { p->mutable_samples(0)->set_stack_index(4711); },
+                  "resource_profiles[0].scope_profiles[0].profiles[0].samples[0].stack_index 4711 "
+                  "out of range (stack_table has 3 entries)");
+  }
+  SUBCASE("negative stack_index") {
+    CheckRejected([](Fixture&, P* p) { p->mutable_samples(0)->set_stack_index(-1); },
+                  "samples[0].stack_index -1 out of range");
+  }
+  SUBCASE("stack location_indices") {
+    CheckRejected(
+        [](Fixture& f, P*) {
+          f.b.request.mutable_dictionary()->mutable_stack_table(f.stack_a)->set_location_indices(1, 99);
+        },
+        "samples[0].stack_index 1: dictionary.stack_table[1].location_indices[1] 99 out of range "
+        "(location_table has 5 entries)");
+  }
+  SUBCASE("location mapping_index") {
+    CheckRejected(
+        [](Fixture& f, P*) {
+          f.b.request.mutable_dictionary()->mutable_location_table(f.loc_work)->set_mapping_index(8);
+        },
+        "dictionary.location_table[2].mapping_index 8 out of range (mapping_table has 4 entries)");
+  }
+  SUBCASE("line function_index") {
+    CheckRejected(
+        [](Fixture& f, P*) {
+          f.b.request.mutable_dictionary()
+              ->mutable_location_table(f.loc_kernel)
+              ->mutable_lines(0)
+              ->set_function_index(50);
+        },
+        "dictionary.location_table[3].lines[0].function_index 50 out of range (function_table has");
+  }
+  SUBCASE("function name_strindex") {
+    CheckRejected(
+        [](Fixture& f, P*) {
+          int32_t fn = f.b.request.dictionary().location_table(f.loc_kernel).lines(0).function_index();
+          f.b.request.mutable_dictionary()->mutable_function_table(fn)->set_name_strindex(100000);
+        },
+        ".name_strindex 100000 out of range (string_table has");
+  }
+  SUBCASE("mapping filename_strindex") {
+    CheckRejected(
+        [](Fixture& f, P*) {
+          f.b.request.mutable_dictionary()->mutable_mapping_table(f.libc)->set_filename_strindex(-3);
+        },
+        "dictionary.mapping_table[2].filename_strindex -3 out of range");
+  }
+  SUBCASE("mapping attribute_indices") {
+    CheckRejected(
+        [](Fixture& f, P*) {
+          f.b.request.mutable_dictionary()->mutable_mapping_table(f.vmlinux)->add_attribute_indices(777);
+        },
+        "dictionary.mapping_table[3].attribute_indices[0] 777 out of range (attribute_table has");
+  }
+  SUBCASE("location attribute_indices") {
+    CheckRejected(
+        [](Fixture& f, P*) {
+          f.b.request.mutable_dictionary()->mutable_location_table(f.loc_work)->add_attribute_indices(555);
+        },
+        "dictionary.location_table[2].attribute_indices[1] 555 out of range");
+  }
+  SUBCASE("attribute key_strindex") {
+    CheckRejected(
+        [](Fixture& f, P*) {
+          f.b.request.mutable_dictionary()->mutable_attribute_table(f.thread_name)->set_key_strindex(9999);
+        },
+        "samples[0].attribute_indices[0] 5: dictionary.attribute_table[5].key_strindex 9999 out of "
+        "range");
+  }
+  SUBCASE("profile attribute_indices") {
+    CheckRejected([](Fixture&, P* p) { p->add_attribute_indices(31337); },
+                  "profiles[0].attribute_indices[0] 31337 out of range (attribute_table has");
+  }
+  SUBCASE("sample_type strindex") {
+    CheckRejected([](Fixture&, P* p) { p->mutable_sample_type()->set_type_strindex(123456); },
+                  "profiles[0].sample_type.type_strindex 123456 out of range");
+  }
+  SUBCASE("period_type strindex") {
+    CheckRejected([](Fixture&, P* p) { p->mutable_period_type()->set_unit_strindex(-7); },
+                  "profiles[0].period_type.unit_strindex -7 out of range");
+  }
+  SUBCASE("link_index") {
+    CheckRejected([](Fixture&, P* p) { p->mutable_samples(0)->set_link_index(3); },
+                  "samples[0].link_index 3 out of range (link_table has 1 entries)");
+  }
+  SUBCASE("value count differs from timestamp count") {
+    CheckRejected(
+        [](Fixture&, P* p) {
+          p->mutable_samples(0)->add_values(1);
+          p->mutable_samples(0)->add_values(2);
+          p->mutable_samples(0)->add_timestamps_unix_nano(5);
+          p->mutable_samples(0)->add_timestamps_unix_nano(6);
+        },
+        "samples[0] has 2 values but 3 timestamps_unix_nano");
+  }
+  SUBCASE("several values without timestamps") {
+    CheckRejected(
+        [](Fixture&, P* p) {
+          p->mutable_samples(0)->clear_timestamps_unix_nano();
+          p->mutable_samples(0)->add_values(1);
+          p->mutable_samples(0)->add_values(2);
+        },
+        "samples[0] has 2 values but 0 timestamps_unix_nano");
+  }
+  SUBCASE("neither values nor timestamps") {
+    CheckRejected([](Fixture&, P* p) { p->mutable_samples(0)->clear_timestamps_unix_nano(); },
+                  "samples[0] has neither values nor timestamps_unix_nano");
+  }
+  SUBCASE("sample attribute index out of range: older layout hint") {
+    CheckRejected([](Fixture&, P* p) { p->mutable_samples(0)->add_attribute_indices(5000); },
+                  "samples[0].attribute_indices[1] 5000 out of range (attribute_table has 7 entries): "
+                  "probably an older OTLP profiles version",
+                  /*hint=*/true);
+  }
+}
+
+TEST_CASE("a v1.9 sender decoded with the v1.10 layout is rejected with the hint") {
+  // v1.9 Sample: stack_index=1, values=2, attribute_indices=3 (packed),
+  // link_index=4, timestamps=5. Encode one by hand.
+  Fixture f;
+  auto* p = f.b.AddProfile(f.b.Resource({}));
+  std::string v19;
+  v19 += '\x08';  // field 1 varint: stack_index
+  v19 += static_cast<char>(f.stack_a);
+  v19 += "\x12\x01\x05";  // field 2 packed: values [5] (read as attribute_indices)
+  v19 += "\x1a\x02\x01\x02";  // field 3 packed: attribute_indices [1,2]
+  v19 += "\x29";  // field 5 fixed64
+  v19.append("\x01\0\0\0\0\0\0\0", 8);
+  REQUIRE(p->add_samples()->ParseFromString(v19));
+  NormalizeResult r = NormalizeExportRequest(f.b.request);
+  CHECK(r.rejected_profiles == 1);
+  CHECK(r.error_message.find("samples[0] has fields with wire types the v1.10 layout does not use") !=
+        std::string::npos);
+  CHECK(r.error_message.find(kOlderLayoutHint) != std::string::npos);
+}
+
+TEST_CASE("unknown fields with new numbers are ignored (forward compatibility)") {
+  Fixture f;
+  auto* p = f.b.AddProfile(f.b.Resource({}));
+  auto* s = OtlpRequestBuilder::AddSample(p, f.stack_a, {}, {1});
+  s->GetReflection()->MutableUnknownFields(s)->AddVarint(9, 1);
+  NormalizeResult r = NormalizeExportRequest(f.b.request);
+  CHECK(r.accepted_profiles == 1);
+}
+
+TEST_CASE("dictionary entries only used by rejected profiles do not matter") {
+  Fixture f;
+  // A broken location nobody references.
+  f.b.request.mutable_dictionary()->mutable_location_table(f.loc_py)->set_mapping_index(9999);
+  // A stack and a string only the rejected profile uses.
+  int32_t only_bad = f.b.Stack({f.b.Location(0, 0, {{"only_in_bad_profile"}})});
+  auto* rp = f.b.Resource({});
+  auto* bad = f.b.AddProfile(rp);
+  OtlpRequestBuilder::AddSample(bad, only_bad, {}, {1});
+  OtlpRequestBuilder::AddSample(bad, 9999, {}, {1});
+  auto* good = f.b.AddProfile(rp);
+  OtlpRequestBuilder::AddSample(good, f.stack_a, {}, {2});
+  NormalizeResult r = NormalizeExportRequest(f.b.request);
+  CHECK(r.accepted_profiles == 1);
+  CHECK(r.rejected_profiles == 1);
+  for (const std::string& s : r.batch.dict.strings) CHECK(s != "only_in_bad_profile");
+  CHECK(r.batch.dict.StackCount() == 2);
+}
+
+TEST_CASE("many rejections: the first few reasons, then a count") {
+  Fixture f;
+  auto* rp = f.b.Resource({});
+  for (int i = 0; i < 8; ++i) {
+    OtlpRequestBuilder::AddSample(f.b.AddProfile(rp), 100 + i, {}, {1});
+  }
+  NormalizeResult r = NormalizeExportRequest(f.b.request);
+  CHECK(r.rejected_profiles == 8);
+  CHECK(r.error_message.find("profiles[4].samples[0].stack_index 104") != std::string::npos);
+  CHECK(r.error_message.find("profiles[5]") == std::string::npos);
+  CHECK(r.error_message.find("and 3 more rejected profiles") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::ingest
