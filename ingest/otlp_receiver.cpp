@@ -1,0 +1,479 @@
+// OtlpReceiver implementation: a gRPC callback server whose Export method is
+// registered raw (ByteBuffer in, ByteBuffer out) so that this file decodes
+// the request itself and can say where undecodable bytes went wrong.
+//
+// [SECTION] Path of a request
+// [SECTION] Peer statistics and the log summary
+// [SECTION] Receiver
+//
+// [SECTION] Path of a request
+//
+//   gRPC poller thread                     worker thread (N of them)
+//   ------------------                     -------------------------
+//   Export(ctx, bytes)                     pop job
+//     size > limit?   -> RESOURCE_EXHAUSTED  parse (arena)  -> INVALID_ARGUMENT
+//     in-flight over? -> UNAVAILABLE         NormalizeExportRequest
+//     queue job ----------------------->     Store::Write   -> OK only after it
+//   return reactor                           response (partial_success)
+//                                            reactor->Finish
+//
+// The poller never blocks: Store::Write can take milliseconds (it waits for
+// the WAL) and gRPC's callback threads must not be held that long. The
+// in-flight byte budget bounds memory: requests queued or being written
+// count their wire size until answered.
+#include "ingest/otlp_receiver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "google/protobuf/arena.h"
+#include "google/protobuf/stubs/logging.h"
+#include "ingest/message_text.h"
+#include "ingest/otlp_normalizer.h"
+#include "ingest/wire_diagnostics.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+
+namespace kiln::ingest {
+
+namespace {
+
+namespace collector = opentelemetry::proto::collector::profiles::v1development;
+using storage::LogLevel;
+
+// How often the info-level traffic summary is written to the store's log.
+constexpr auto kSummaryInterval = std::chrono::seconds(10);
+// Peers not heard from for this long leave ReceiverStats.
+constexpr int64_t kPeerWindowNs = 60'000'000'000;
+// Per-peer rate window.
+constexpr int kRateSeconds = 10;
+// Time Stop() gives in-flight requests before gRPC cancels them.
+constexpr auto kShutdownGrace = std::chrono::seconds(5);
+// Long rejection reasons are cut in the log (the full text went to the
+// client).
+constexpr size_t kMaxLogMessage = 2000;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Truncate(std::string s) {
+  if (s.size() > kMaxLogMessage) {
+    s.resize(kMaxLogMessage);
+    s += "...";
+  }
+  return s;
+}
+
+// ============================================================================
+// [SECTION] Peer statistics and the log summary
+// ============================================================================
+
+struct PeerState {
+  int64_t first_seen_ns = 0;
+  int64_t last_seen_ns = 0;
+  uint64_t requests = 0;
+  uint64_t samples = 0;
+  // samples per whole second, ring indexed by (second % kRateSeconds)
+  int64_t second_[kRateSeconds] = {};
+  uint64_t second_samples_[kRateSeconds] = {};
+};
+
+// Counters since the last summary line.
+struct SummaryWindow {
+  uint64_t requests = 0;
+  uint64_t failed = 0;
+  uint64_t samples = 0;
+  uint64_t profiles = 0;
+  uint64_t rejected_profiles = 0;
+  std::map<std::string, uint64_t> peers;  // peer -> requests
+};
+
+// ============================================================================
+// [SECTION] Receiver
+// ============================================================================
+
+class Receiver;
+
+class ExportService final
+    : public collector::ProfilesService::WithRawCallbackMethod_Export<collector::ProfilesService::Service> {
+ public:
+  explicit ExportService(Receiver* owner) : owner_(owner) {}
+  grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
+
+ private:
+  Receiver* owner_;
+};
+
+struct Job {
+  grpc::CallbackServerContext* context;
+  grpc::ServerUnaryReactor* reactor;
+  const grpc::ByteBuffer* request;
+  grpc::ByteBuffer* response;
+  std::string peer;
+  size_t bytes;
+};
+
+class Receiver final : public OtlpReceiver {
+ public:
+  Receiver(storage::Store* store, const ReceiverOptions& options)
+      : store_(store), options_(options), service_(this) {}
+  ~Receiver() override { Stop(); }
+
+  absl::Status Start();
+  void Stop() override;
+  int port() const override { return port_; }
+  ReceiverStats stats() const override;
+
+  grpc::ServerUnaryReactor* Accept(grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request, grpc::ByteBuffer* response);
+
+ private:
+  void WorkerLoop();
+  void SummaryLoop();
+  // Decodes, normalizes and stores one request; fills `response` on OK.
+  grpc::Status Process(const Job& job, grpc::ByteBuffer* response);
+  void NotePeer(const std::string& peer);
+  void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
+             int64_t rejected);
+  void Log(LogLevel level, std::string message) {
+    // The log is diagnostics: a failing log write must not fail ingest.
+    (void)store_->AppendLog(level, Truncate(std::move(message)));
+  }
+  void FlushSummary();
+
+  storage::Store* const store_;
+  const ReceiverOptions options_;
+  ExportService service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string bound_address_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;  // guarded by queue_mu_
+  std::vector<std::thread> workers_;
+  std::atomic<int64_t> inflight_bytes_{0};
+
+  std::mutex summary_mu_;
+  std::condition_variable summary_cv_;
+  bool summary_stop_ = false;  // guarded by summary_mu_
+  std::thread summary_thread_;
+
+  mutable std::mutex stats_mu_;
+  ReceiverStats totals_;  // peers unused; built in stats()
+  std::map<std::string, PeerState> peers_;
+  SummaryWindow window_;
+
+  std::once_flag stop_once_;
+};
+
+grpc::ServerUnaryReactor* ExportService::Export(grpc::CallbackServerContext* context,
+                                                const grpc::ByteBuffer* request,
+                                                grpc::ByteBuffer* response) {
+  return owner_->Accept(context, request, response);
+}
+
+absl::Status Receiver::Start() {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
+  // gRPC enforces this on the decompressed message (checked by the gzip
+  // test); Accept() checks again so the limit holds whatever gRPC does.
+  builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  // gRPC sets SO_REUSEPORT by default, which would let a second kiln bind
+  // the same port silently and steal half the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(&service_);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(
+        Cat("cannot listen on ", options_.listen_address,
+            " for OTLP (address in use, or not an address of this machine)"));
+  }
+  bound_address_ = options_.listen_address;
+  size_t colon = bound_address_.rfind(':');
+  if (colon != std::string::npos) bound_address_ = Cat(bound_address_.substr(0, colon + 1), port_);
+  totals_.listen_address = bound_address_;
+
+  int workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 8u));
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  summary_thread_ = std::thread([this] { SummaryLoop(); });
+  Log(LogLevel::kInfo, Cat("OTLP receiver listening on ", bound_address_));
+  return absl::OkStatus();
+}
+
+void Receiver::Stop() {
+  std::call_once(stop_once_, [this] {
+    if (server_ != nullptr) {
+      // Blocks until every accepted call is answered; the workers keep
+      // running meanwhile. After the grace period gRPC cancels what is
+      // left (workers still Finish those calls).
+      server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+    }
+    {
+      std::lock_guard lock(queue_mu_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+    if (server_ != nullptr) server_->Wait();
+    {
+      std::lock_guard lock(summary_mu_);
+      summary_stop_ = true;
+    }
+    summary_cv_.notify_all();
+    if (summary_thread_.joinable()) summary_thread_.join();
+    if (server_ != nullptr) {
+      FlushSummary();
+      Log(LogLevel::kInfo, Cat("OTLP receiver on ", bound_address_, " stopped"));
+    }
+    server_.reset();
+  });
+}
+
+grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::string peer = context->peer();
+  NotePeer(peer);
+  const size_t bytes = request->Length();
+  if (bytes > static_cast<size_t>(options_.max_message_bytes)) {
+    std::string message = Cat("request of ", bytes, " bytes (decompressed) exceeds the limit of ",
+                              options_.max_message_bytes, " bytes");
+    Count(peer, true, 0, 0, 0);
+    Log(LogLevel::kWarning, Cat("rejected request from ", peer, ": ", message));
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message));
+    return reactor;
+  }
+  const int64_t inflight = inflight_bytes_.fetch_add(static_cast<int64_t>(bytes)) +
+                           static_cast<int64_t>(bytes);
+  // A single request larger than the budget still goes through when nothing
+  // else is in flight, or it could never be accepted.
+  if (inflight > options_.max_inflight_bytes && inflight != static_cast<int64_t>(bytes)) {
+    inflight_bytes_.fetch_sub(static_cast<int64_t>(bytes));
+    Count(peer, true, 0, 0, 0);
+    reactor->Finish(grpc::Status(
+        grpc::StatusCode::UNAVAILABLE,
+        Cat("kiln's writer is behind (", inflight - static_cast<int64_t>(bytes),
+            " bytes of requests in flight, limit ", options_.max_inflight_bytes, "); retry later")));
+    return reactor;
+  }
+  {
+    std::lock_guard lock(queue_mu_);
+    queue_.push_back(Job{context, reactor, request, response, std::move(peer), bytes});
+  }
+  queue_cv_.notify_one();
+  return reactor;
+}
+
+void Receiver::WorkerLoop() {
+  // One arena-sized scratch per worker would be nicer, but Arena::Reset()
+  // keeps only the first block; a fresh arena with a large first block is
+  // as cheap and simpler.
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock lock(queue_mu_);
+      queue_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    grpc::Status status;
+    if (job.context->IsCancelled()) {
+      status = grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it was processed");
+    } else {
+      status = Process(job, job.response);
+    }
+    inflight_bytes_.fetch_sub(static_cast<int64_t>(job.bytes));
+    job.reactor->Finish(status);
+  }
+}
+
+grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response) {
+  grpc::Slice slice;
+  if (!job.request->TrySingleSlice(&slice).ok() && !job.request->DumpToSingleSlice(&slice).ok()) {
+    Count(job.peer, true, 0, 0, 0);
+    return grpc::Status(grpc::StatusCode::INTERNAL, "could not read the request bytes");
+  }
+  const std::string_view bytes(reinterpret_cast<const char*>(slice.begin()), slice.size());
+
+  google::protobuf::ArenaOptions arena_options;
+  arena_options.start_block_size = std::clamp<size_t>(bytes.size() * 2, 4096, 64 << 20);
+  arena_options.max_block_size = 64 << 20;
+  google::protobuf::Arena arena(arena_options);
+  auto* request = google::protobuf::Arena::CreateMessage<collector::ExportProfilesServiceRequest>(&arena);
+  bool parsed;
+  {
+    // Bad input is answered to the client and logged in the store; keep
+    // protobuf from also printing each bad string to stderr.
+    google::protobuf::LogSilencer quiet;
+    parsed = request->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  if (!parsed) {
+    std::string where = LocateDecodeError(bytes, request->GetDescriptor());
+    std::string message =
+        Cat("cannot decode ExportProfilesServiceRequest (", bytes.size(), " bytes, OTLP v1.10 layout)",
+            where.empty() ? std::string() : Cat(": ", where));
+    Count(job.peer, true, 0, 0, 0);
+    Log(LogLevel::kWarning, Cat("rejected request from ", job.peer, ": ", message));
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+  }
+
+  NormalizeResult result = NormalizeExportRequest(*request);
+  if (!result.batch.samples.empty()) {
+    absl::Status written = store_->Write(result.batch);
+    if (!written.ok()) {
+      Count(job.peer, true, 0, 0, 0);
+      Log(LogLevel::kError, Cat("could not store a request from ", job.peer, ": ",
+                                std::string(written.message())));
+      // The data is not durable, so the agent must not drop it: a
+      // retryable code unless the batch itself is wrong (a bug here).
+      auto code = written.code() == absl::StatusCode::kInvalidArgument
+                      ? grpc::StatusCode::INTERNAL
+                      : grpc::StatusCode::UNAVAILABLE;
+      return grpc::Status(code, Cat("storing failed: ", std::string(written.message())));
+    }
+  }
+  Count(job.peer, false, result.batch.samples.size(), result.accepted_profiles,
+        result.rejected_profiles);
+  collector::ExportProfilesServiceResponse answer;
+  if (result.rejected_profiles > 0) {
+    answer.mutable_partial_success()->set_rejected_profiles(result.rejected_profiles);
+    answer.mutable_partial_success()->set_error_message(result.error_message);
+    Log(LogLevel::kWarning,
+        Cat("rejected ", result.rejected_profiles, " of ",
+            result.rejected_profiles + result.accepted_profiles, " profiles from ", job.peer, ": ",
+            result.error_message));
+  }
+  std::string serialized = answer.SerializeAsString();
+  grpc::Slice out(serialized);
+  *response = grpc::ByteBuffer(&out, 1);
+  return grpc::Status::OK;
+}
+
+void Receiver::NotePeer(const std::string& peer) {
+  bool is_new = false;
+  {
+    std::lock_guard lock(stats_mu_);
+    const int64_t now = NowNs();
+    auto [it, inserted] = peers_.try_emplace(peer);
+    if (inserted) {
+      it->second.first_seen_ns = now;
+      is_new = true;
+    }
+    it->second.last_seen_ns = now;
+    ++it->second.requests;
+  }
+  if (is_new) Log(LogLevel::kInfo, Cat("first OTLP request from ", peer));
+}
+
+void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
+                     int64_t rejected) {
+  std::lock_guard lock(stats_mu_);
+  ++totals_.requests;
+  if (failed) ++totals_.requests_failed;
+  totals_.profiles_accepted += static_cast<uint64_t>(accepted);
+  totals_.profiles_rejected += static_cast<uint64_t>(rejected);
+  totals_.samples_accepted += samples;
+  ++window_.requests;
+  if (failed) ++window_.failed;
+  window_.samples += samples;
+  window_.profiles += static_cast<uint64_t>(accepted + rejected);
+  window_.rejected_profiles += static_cast<uint64_t>(rejected);
+  ++window_.peers[peer];
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return;
+  PeerState& p = it->second;
+  p.samples += samples;
+  const int64_t second = NowNs() / 1'000'000'000;
+  const int slot = static_cast<int>(second % kRateSeconds);
+  if (p.second_[slot] != second) {
+    p.second_[slot] = second;
+    p.second_samples_[slot] = 0;
+  }
+  p.second_samples_[slot] += samples;
+}
+
+ReceiverStats Receiver::stats() const {
+  std::lock_guard lock(stats_mu_);
+  ReceiverStats out = totals_;
+  const int64_t now = NowNs();
+  const int64_t second = now / 1'000'000'000;
+  for (const auto& [peer, p] : peers_) {
+    if (now - p.last_seen_ns > kPeerWindowNs) continue;
+    PeerStats s;
+    s.peer = peer;
+    s.last_seen_ns = p.last_seen_ns;
+    s.requests = p.requests;
+    s.samples = p.samples;
+    uint64_t recent = 0;
+    for (int i = 0; i < kRateSeconds; ++i) {
+      if (second - p.second_[i] < kRateSeconds) recent += p.second_samples_[i];
+    }
+    // A peer seen for 2 s has 2 s of history, not 10.
+    const double span = std::clamp<double>((now - p.first_seen_ns) / 1e9, 1.0, kRateSeconds);
+    s.samples_per_second = recent / span;
+    out.peers.push_back(std::move(s));
+  }
+  std::sort(out.peers.begin(), out.peers.end(),
+            [](const PeerStats& a, const PeerStats& b) { return a.last_seen_ns > b.last_seen_ns; });
+  return out;
+}
+
+void Receiver::SummaryLoop() {
+  std::unique_lock lock(summary_mu_);
+  while (!summary_stop_) {
+    summary_cv_.wait_for(lock, kSummaryInterval, [this] { return summary_stop_; });
+    if (summary_stop_) break;
+    lock.unlock();
+    FlushSummary();
+    lock.lock();
+  }
+}
+
+void Receiver::FlushSummary() {
+  SummaryWindow w;
+  {
+    std::lock_guard lock(stats_mu_);
+    std::swap(w, window_);
+    // Forget peers that went quiet so the map does not grow forever.
+    const int64_t now = NowNs();
+    for (auto it = peers_.begin(); it != peers_.end();) {
+      it = now - it->second.last_seen_ns > kPeerWindowNs ? peers_.erase(it) : std::next(it);
+    }
+  }
+  if (w.requests == 0) return;
+  Log(LogLevel::kInfo,
+      Cat("OTLP: ", w.requests, " requests (", w.failed, " failed), ", w.profiles, " profiles (",
+          w.rejected_profiles, " rejected), ", w.samples, " samples from ", w.peers.size(),
+          w.peers.size() == 1 ? " peer" : " peers"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<OtlpReceiver>> OtlpReceiver::Start(storage::Store* store,
+                                                                 const ReceiverOptions& options) {
+  if (store == nullptr) return absl::InvalidArgumentError("OtlpReceiver::Start needs a store");
+  auto receiver = std::make_unique<Receiver>(store, options);
+  absl::Status started = receiver->Start();
+  if (!started.ok()) return started;
+  return std::unique_ptr<OtlpReceiver>(std::move(receiver));
+}
+
+}  // namespace kiln::ingest

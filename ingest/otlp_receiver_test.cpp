@@ -1,0 +1,270 @@
+// OtlpReceiver end to end: the real gRPC server on 127.0.0.1 (port 0), a
+// real Store in a temporary directory, and a real gRPC client.
+#include "ingest/otlp_receiver.h"
+
+#include <doctest/doctest.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <random>
+#include <string>
+
+#include "ingest/message_text.h"
+#include "ingest/otlp_normalizer.h"
+#include "ingest/otlp_request_builder.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+
+namespace kiln::ingest {
+namespace {
+
+namespace collector = opentelemetry::proto::collector::profiles::v1development;
+constexpr const char* kExportMethod =
+    "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export";
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-receiver-XXXXXX").string();
+    path = mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+// A store, a receiver on a loopback port, and a channel to it.
+struct Server {
+  TempDir dir;
+  std::unique_ptr<storage::Store> store;
+  std::unique_ptr<OtlpReceiver> receiver;
+  std::shared_ptr<grpc::Channel> channel;
+
+  explicit Server(ReceiverOptions options = {}) {
+    auto opened = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
+    REQUIRE(opened.ok());
+    store = std::move(*opened);
+    options.listen_address = "127.0.0.1:0";
+    auto started = OtlpReceiver::Start(store.get(), options);
+    REQUIRE_MESSAGE(started.ok(), started.status().ToString());
+    receiver = std::move(*started);
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(-1);
+    args.SetMaxReceiveMessageSize(-1);
+    channel = grpc::CreateCustomChannel(Cat("127.0.0.1:", receiver->port()),
+                                        grpc::InsecureChannelCredentials(), args);
+  }
+  ~Server() {
+    receiver->Stop();
+    receiver.reset();
+    store.reset();
+  }
+
+  grpc::Status Export(const collector::ExportProfilesServiceRequest& request,
+                      collector::ExportProfilesServiceResponse* response,
+                      grpc_compression_algorithm compression = GRPC_COMPRESS_NONE) {
+    auto stub = collector::ProfilesService::NewStub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    context.set_compression_algorithm(compression);
+    return stub->Export(&context, request, response);
+  }
+
+  // Sends arbitrary bytes as the Export request.
+  grpc::Status ExportRaw(const std::string& bytes) {
+    grpc::GenericStub stub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer request(&slice, 1);
+    grpc::ByteBuffer response;
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&context, kExportMethod, grpc::StubOptions(), &request, &response,
+                   [&done](grpc::Status s) { done.set_value(std::move(s)); });
+    return done.get_future().get();
+  }
+
+  std::shared_ptr<const storage::ProfileSlice> Run(storage::SampleKind kind) {
+    storage::Query query;
+    query.kind = kind;
+    auto slice = store->Run(query);
+    REQUIRE(slice.ok());
+    return *slice;
+  }
+
+  bool LogContains(std::string_view text) {
+    for (const storage::LogEntry& e : store->ReadLog(1000)) {
+      if (e.message.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+// One process, on-CPU samples at 1 ms steps from t0, and (optionally) a
+// second, broken profile.
+collector::ExportProfilesServiceRequest MakeRequest(int samples, bool with_bad_profile,
+                                                    uint64_t t0 = 1'700'000'000'000'000'000) {
+  OtlpRequestBuilder b;
+  int32_t exe = b.Mapping("/usr/bin/app", "00112233445566778899aabbccddeeff");
+  int32_t leaf = b.Location(exe, 0x1234, {});
+  int32_t root = b.Location(exe, 0x10, {{"main", "app.c", 3}});
+  int32_t kernel = b.Location(b.Mapping("vmlinux"), 0xffffffff81000000, {{"schedule"}}, "kernel");
+  int32_t s1 = b.Stack({leaf, root});
+  int32_t s2 = b.Stack({kernel, leaf, root});
+  int32_t thread = b.StringAttribute("thread.name", "worker-1");
+  auto* rp = b.Resource({{"process.pid", "42"}, {"process.executable.name", "app"}});
+  auto* p = b.AddProfile(rp);
+  for (int i = 0; i < samples; ++i) {
+    OtlpRequestBuilder::AddSample(p, i % 3 == 0 ? s2 : s1, {thread}, {t0 + i * 1'000'000ull});
+  }
+  if (with_bad_profile) {
+    auto* bad = b.AddProfile(rp);
+    OtlpRequestBuilder::AddSample(bad, 4711, {}, {t0});
+  }
+  return std::move(b.request);
+}
+
+TEST_CASE("OK path: empty response, data in the store, stats and log") {
+  Server server;
+  collector::ExportProfilesServiceResponse response;
+  grpc::Status status = server.Export(MakeRequest(30, false), &response);
+  REQUIRE_MESSAGE(status.ok(), status.error_message());
+  CHECK_FALSE(response.has_partial_success());
+
+  auto slice = server.Run(storage::SampleKind::kOnCpu);
+  CHECK(slice->total_events == 30);
+  CHECK(slice->weights.size() == 2);  // two stacks, one attribute set
+
+  ReceiverStats stats = server.receiver->stats();
+  CHECK(stats.requests == 1);
+  CHECK(stats.samples_accepted == 30);
+  CHECK(stats.profiles_accepted == 1);
+  REQUIRE(stats.peers.size() == 1);
+  CHECK(stats.peers[0].peer.find("127.0.0.1") != std::string::npos);
+  CHECK(stats.peers[0].samples == 30);
+  CHECK(stats.peers[0].samples_per_second > 0);
+  CHECK(stats.listen_address == Cat("127.0.0.1:", server.receiver->port()));
+  CHECK(server.LogContains("first OTLP request from ipv4:127.0.0.1"));
+}
+
+TEST_CASE("partial success: the good profile is stored, the bad one explained") {
+  Server server;
+  collector::ExportProfilesServiceResponse response;
+  grpc::Status status = server.Export(MakeRequest(10, true), &response);
+  REQUIRE(status.ok());
+  REQUIRE(response.has_partial_success());
+  CHECK(response.partial_success().rejected_profiles() == 1);
+  CHECK(response.partial_success().error_message() ==
+        "resource_profiles[0].scope_profiles[0].profiles[1].samples[0].stack_index 4711 out of "
+        "range (stack_table has 3 entries)");
+  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 10);
+  CHECK(server.receiver->stats().profiles_rejected == 1);
+  CHECK(server.LogContains("rejected 1 of 2 profiles"));
+}
+
+TEST_CASE("undecodable bytes: INVALID_ARGUMENT naming where decoding failed") {
+  Server server;
+  grpc::Status status = server.ExportRaw(std::string("\x0a\xff\xff\x01garbage", 11));
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message() ==
+        "cannot decode ExportProfilesServiceRequest (11 bytes, OTLP v1.10 layout): "
+        "resource_profiles[0] at byte offset 0: length 32767 exceeds the 7 bytes left");
+  // A truncated real request.
+  std::string bytes = MakeRequest(5, false).SerializeAsString();
+  status = server.ExportRaw(bytes.substr(0, bytes.size() - 5));
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message().find("dictionary at byte offset") != std::string::npos);
+  CHECK(server.receiver->stats().requests_failed == 2);
+  CHECK(server.LogContains("cannot decode ExportProfilesServiceRequest"));
+  // The server still works.
+  collector::ExportProfilesServiceResponse response;
+  CHECK(server.Export(MakeRequest(1, false), &response).ok());
+}
+
+TEST_CASE("too large: RESOURCE_EXHAUSTED, also when gzip hides the size") {
+  ReceiverOptions options;
+  options.max_message_bytes = 64 << 10;
+  Server server(options);
+  collector::ExportProfilesServiceRequest big = MakeRequest(20'000, false);  // ~250 KB
+  REQUIRE(big.ByteSizeLong() > (64u << 10));
+  collector::ExportProfilesServiceResponse response;
+  grpc::Status status = server.Export(big, &response);
+  CHECK(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // Compressed it is far below the limit; decompressed it is not.
+  status = server.Export(big, &response, GRPC_COMPRESS_GZIP);
+  CHECK(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 0);
+  // A request under the limit still goes through.
+  CHECK(server.Export(MakeRequest(100, false), &response).ok());
+}
+
+TEST_CASE("gzip-compressed requests are accepted") {
+  Server server;
+  collector::ExportProfilesServiceResponse response;
+  grpc::Status status = server.Export(MakeRequest(5'000, false), &response, GRPC_COMPRESS_GZIP);
+  REQUIRE_MESSAGE(status.ok(), status.error_message());
+  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 5'000);
+}
+
+TEST_CASE("a port in use is a clear error") {
+  Server server;
+  TempDir dir;
+  ReceiverOptions options;
+  options.listen_address = Cat("127.0.0.1:", server.receiver->port());
+  auto started = OtlpReceiver::Start(server.store.get(), options);
+  REQUIRE_FALSE(started.ok());
+  CHECK(std::string(started.status().message()).find(options.listen_address) != std::string::npos);
+}
+
+TEST_CASE("random and mutated bytes never crash the receiver") {
+  Server server;
+  std::mt19937_64 rng(12345);
+  const std::string valid = MakeRequest(20, true).SerializeAsString();
+  int ok = 0, invalid = 0;
+  for (int i = 0; i < 150; ++i) {
+    std::string bytes;
+    if (i % 2 == 0) {
+      bytes.resize(rng() % 600);
+      for (char& c : bytes) c = static_cast<char>(rng());
+    } else {
+      bytes = valid;
+      for (int flips = 1 + rng() % 4; flips > 0; --flips) {
+        bytes[rng() % bytes.size()] = static_cast<char>(rng());
+      }
+      if (rng() % 3 == 0) bytes.resize(rng() % bytes.size());
+    }
+    grpc::Status status = server.ExportRaw(bytes);
+    CAPTURE(status.error_message());
+    CHECK((status.ok() || status.error_code() == grpc::StatusCode::INVALID_ARGUMENT));
+    (status.ok() ? ok : invalid)++;
+  }
+  MESSAGE("random inputs: ", ok, " decoded, ", invalid, " INVALID_ARGUMENT");
+  collector::ExportProfilesServiceResponse response;
+  CHECK(server.Export(MakeRequest(1, false), &response).ok());
+}
+
+TEST_CASE("Stop answers in-flight requests and is idempotent") {
+  Server server;
+  std::vector<std::future<grpc::Status>> calls;
+  for (int i = 0; i < 8; ++i) {
+    calls.push_back(std::async(std::launch::async, [&server, i] {
+      collector::ExportProfilesServiceResponse response;
+      return server.Export(MakeRequest(2'000, false, 1'700'000'000'000'000'000 + i * 10'000'000'000ull),
+                           &response);
+    }));
+  }
+  // Let some calls arrive, then stop while others may be queued.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  server.receiver->Stop();
+  server.receiver->Stop();
+  uint64_t acknowledged = 0;
+  for (auto& c : calls) {
+    grpc::Status s = c.get();
+    if (s.ok()) acknowledged += 2'000;
+  }
+  // Everything acknowledged is stored.
+  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == acknowledged);
+}
+
+}  // namespace
+}  // namespace kiln::ingest
