@@ -1,0 +1,232 @@
+// Entry points of capture import: read, decompress, sniff, dispatch.
+#include "ingest/capture/capture.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "ingest/capture/importers.h"
+
+namespace kiln::capture {
+namespace {
+
+constexpr uint64_t kTickBytes = 4 << 20;
+constexpr size_t kMaxKeptMessages = 20;
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool IsHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// True when the first few KB look like text (no NUL, few control bytes).
+bool LooksLikeText(std::string_view data) {
+  size_t n = std::min<size_t>(data.size(), 4096);
+  if (n == 0) return false;
+  size_t control = 0;
+  for (size_t i = 0; i < n; ++i) {
+    auto c = static_cast<uint8_t>(data[i]);
+    if (c == 0) return false;
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') ++control;
+  }
+  return control * 50 < n;
+}
+
+// A perf script stack line: whitespace, a hex address, a symbol, " (dso)".
+bool LooksLikePerfStackLine(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  if (i == 0) return false;
+  size_t start = i;
+  while (i < line.size() && IsHex(line[i])) ++i;
+  if (i == start) return false;
+  return line.find(" (") != std::string_view::npos && line.back() == ')';
+}
+
+// Protobuf: distinguishes pprof's Profile from OTLP's request/ProfilesData.
+// Both begin with field 1 (length-delimited); OTLP has only fields 1 and 2
+// at the top level and field 1 holds a ResourceProfiles (a message with a
+// nested message), while pprof's field 1 is a ValueType of two varints.
+CaptureFormat SniffProtobuf(std::string_view data) {
+  size_t pos = 0;
+  auto varint = [&](uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64 && pos < data.size(); shift += 7) {
+      auto b = static_cast<uint8_t>(data[pos++]);
+      *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  for (int fields = 0; fields < 64 && pos < data.size(); ++fields) {
+    uint64_t tag;
+    if (!varint(&tag)) return CaptureFormat::kPprof;
+    uint64_t field = tag >> 3, wire = tag & 7;
+    if (field > 2) return CaptureFormat::kPprof;
+    if (wire != 2) return CaptureFormat::kPprof;
+    uint64_t len;
+    if (!varint(&len) || len > data.size() - pos) return CaptureFormat::kPprof;
+    std::string_view payload = data.substr(pos, len);
+    pos += len;
+    if (field == 1) {
+      // Look at the first tag inside: OTLP ResourceProfiles starts with a
+      // message or string (wire type 2); pprof ValueType with varints.
+      if (payload.empty()) continue;
+      auto first = static_cast<uint8_t>(payload[0]);
+      return (first & 7) == 2 ? CaptureFormat::kOtlpProtobuf : CaptureFormat::kPprof;
+    }
+  }
+  return CaptureFormat::kOtlpProtobuf;
+}
+
+int64_t FileMtimeNs(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return 0;
+  return int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+}  // namespace
+
+std::string_view CaptureFormatName(CaptureFormat format) {
+  switch (format) {
+    case CaptureFormat::kUnknown: return "unknown";
+    case CaptureFormat::kOtlpProtobuf: return "otlp";
+    case CaptureFormat::kOtlpJson: return "otlp-json";
+    case CaptureFormat::kPprof: return "pprof";
+    case CaptureFormat::kFolded: return "folded";
+    case CaptureFormat::kPerfScript: return "perf-script";
+  }
+  return "unknown";
+}
+
+absl::Status ParseContext::Tick(uint64_t bytes_done, uint64_t bytes_total) {
+  if (bytes_done < next_tick_) return absl::OkStatus();
+  next_tick_ = bytes_done + kTickBytes;
+  if (options_.cancel != nullptr && options_.cancel->load(std::memory_order_relaxed)) {
+    return absl::CancelledError(absl::StrCat(name_, ": import cancelled"));
+  }
+  if (options_.progress) {
+    ImportProgress p{bytes_done, bytes_total, out_->batch.samples.size()};
+    if (!options_.progress(p)) return absl::CancelledError(absl::StrCat(name_, ": import cancelled"));
+  }
+  return absl::OkStatus();
+}
+
+void ParseContext::Skip(std::string message) {
+  ++out_->skipped_records;
+  if (out_->warnings.size() < kMaxKeptMessages) out_->warnings.push_back(std::move(message));
+}
+
+void ParseContext::Warn(std::string message) {
+  if (out_->warnings.size() < kMaxKeptMessages) out_->warnings.push_back(std::move(message));
+}
+
+absl::Status ParseContext::ErrorAtByte(uint64_t offset, std::string_view what) const {
+  return absl::InvalidArgumentError(absl::StrCat(name_, ": byte ", offset, ": ", Av(what)));
+}
+
+absl::Status ParseContext::ErrorAtLine(uint64_t line, std::string_view what) const {
+  return absl::InvalidArgumentError(absl::StrCat(name_, ":", line, ": ", Av(what)));
+}
+
+CaptureFormat SniffFormat(std::string_view data) {
+  size_t i = 0;
+  while (i < data.size() && IsSpace(data[i])) ++i;
+  if (i == data.size()) return CaptureFormat::kUnknown;
+  if (data[i] == '{') return CaptureFormat::kOtlpJson;
+  if (LooksLikeText(data)) {
+    // Look at up to 200 lines: any perf stack line or perf header wins.
+    size_t pos = 0;
+    int lines = 0;
+    while (pos < data.size() && lines < 200) {
+      size_t end = data.find('\n', pos);
+      if (end == std::string_view::npos) end = data.size();
+      std::string_view line = data.substr(pos, end - pos);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      pos = end + 1;
+      ++lines;
+      if (line.substr(0, 9) == "# ========" || line.substr(0, 10) == "# cmdline ") {
+        return CaptureFormat::kPerfScript;
+      }
+      if (LooksLikePerfStackLine(line)) return CaptureFormat::kPerfScript;
+    }
+    return CaptureFormat::kFolded;
+  }
+  return SniffProtobuf(data);
+}
+
+absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_view name,
+                                            const ImportOptions& options) {
+  ImportedCapture out;
+  out.file_bytes = bytes.size();
+  out.compression = SniffCompression(bytes);
+  std::string decompressed;
+  std::string_view data = bytes;
+  if (out.compression != Compression::kNone) {
+    auto d = Decompress(bytes, out.compression, options.max_decompressed_bytes, name);
+    if (!d.ok()) return d.status();
+    decompressed = std::move(*d);
+    data = decompressed;
+  }
+  std::string text;
+  if (DecodeTextBom(data, &text)) data = text;
+  out.decompressed_bytes = data.size();
+  out.format = SniffFormat(data);
+
+  ParseContext ctx(name, options, &out);
+  absl::Status status;
+  switch (out.format) {
+    case CaptureFormat::kUnknown:
+      return absl::InvalidArgumentError(
+          absl::StrCat(Av(name), ": byte 0: empty file, nothing to import"));
+    case CaptureFormat::kOtlpProtobuf: status = ImportOtlpProtobuf(data, ctx); break;
+    case CaptureFormat::kOtlpJson: status = ImportOtlpJson(data, ctx); break;
+    case CaptureFormat::kPprof: status = ImportPprof(data, ctx); break;
+    case CaptureFormat::kFolded: status = ImportFolded(data, ctx); break;
+    case CaptureFormat::kPerfScript: status = ImportPerfScript(data, ctx); break;
+  }
+  if (!status.ok()) return status;
+
+  // Data range and the kind to show first.
+  int64_t weight_by_kind[storage::kSampleKindCount] = {};
+  int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
+  for (const storage::Sample& s : out.batch.samples) {
+    first = std::min(first, s.time_ns);
+    last = std::max(last, s.time_ns);
+    auto k = static_cast<size_t>(s.kind);
+    if (k < storage::kSampleKindCount) weight_by_kind[k] += s.value < 0 ? -s.value : s.value;
+  }
+  if (!out.batch.samples.empty()) {
+    out.first_time_ns = first;
+    out.last_time_ns = last;
+    int best = 0;
+    for (int k = 1; k < storage::kSampleKindCount; ++k) {
+      if (weight_by_kind[k] > weight_by_kind[best]) best = k;
+    }
+    out.dominant_kind = static_cast<storage::SampleKind>(best);
+  }
+  return out;
+}
+
+absl::StatusOr<ImportedCapture> ImportFile(const std::string& path, const ImportOptions& options) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  std::string bytes;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.append(buf, n);
+  bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  ImportOptions opts = options;
+  if (opts.anchor_time_ns == 0) opts.anchor_time_ns = FileMtimeNs(path);
+  return ImportBytes(bytes, path, opts);
+}
+
+}  // namespace kiln::capture

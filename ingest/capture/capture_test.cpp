@@ -1,0 +1,221 @@
+// Unit tests of the capture importers on small inline fixtures. Corpus
+// conformance lives in tests/import/.
+#include <zlib.h>
+
+#include <doctest/doctest.h>
+
+#include "ingest/capture/capture.h"
+#include "ingest/capture/importers.h"
+#include "ingest/capture/slice_builder.h"
+#include "pprof/profile.pb.h"
+#include "storage/flame_tree.h"
+#include "storage/folded.h"
+
+namespace kiln::capture {
+namespace {
+
+std::string Folded(const ImportedCapture& c, storage::GroupBy group_by, bool annotate,
+                   storage::SampleKind kind) {
+  storage::Query q;
+  q.kind = kind;
+  auto slice = SliceFromBatch(c.batch, q);
+  storage::FlameTreeOptions to;
+  to.group_by = group_by;
+  auto tree = storage::BuildFlameTree(slice, to);
+  std::string text;
+  for (const std::string& l : storage::FoldedLines(tree, {annotate})) text += l + "\n";
+  return text;
+}
+
+std::string Gzip(std::string_view data) {
+  z_stream zs{};
+  deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+TEST_CASE("folded: CRLF, comments and invalid lines are skipped and counted") {
+  auto c = ImportBytes("# comment\r\na;b;c 1\r\na;b;c 2\r\ninvalid line\r\na;b 5\r\n", "t.txt");
+  REQUIRE(c.ok());
+  CHECK(c->format == CaptureFormat::kFolded);
+  CHECK(c->skipped_records == 2);
+  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+        "a;b 5\na;b;c 3\n");
+}
+
+TEST_CASE("folded: UTF-16 LE with BOM and kernel/JIT suffixes round trip") {
+  std::string utf8 = "x;y_[k] 2\nx;z_[j] 1\n";
+  std::string utf16 = "\xFF\xFE";
+  for (char ch : utf8) {
+    utf16.push_back(ch);
+    utf16.push_back('\0');
+  }
+  auto c = ImportBytes(utf16, "t16.txt");
+  REQUIRE(c.ok());
+  CHECK(Folded(*c, storage::GroupBy::kNone, true, storage::SampleKind::kOnCpu) == utf8);
+  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+        "x;y 2\nx;z 1\n");
+}
+
+TEST_CASE("perf script: header variants, kernel/JIT frames, event filter, period") {
+  const char* text =
+      "# captured on: Thu Jul  7 20:48:39 2016\n"
+      "java 12688/12764 [002] 100.000001:   250 cycles: \n"
+      "\t    ffffffff8103ce3b native_safe_halt+0x1 ([kernel.kallsyms])\n"
+      "\t    7f722d142778 Ljava/io/PrintStream;::print (/tmp/perf-19982.map)\n"
+      "\t    400577 main(int, char**) (/root/a.out)\n"
+      "\n"
+      "V8 WorkerThread 25607 101.5: 100 instructions: \n"
+      "\t    400577 main (/root/a.out)\n"
+      "\n"
+      "java 12688/12764 [002] 102.000001:   250 cycles: \n"
+      "\t    0 [unknown] ([unknown])\n";
+  auto c = ImportBytes(text, "perf.txt");
+  REQUIRE(c.ok());
+  CHECK(c->format == CaptureFormat::kPerfScript);
+  CHECK(c->batch.samples.size() == 2);
+  CHECK(Folded(*c, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu) ==
+        "java;[unknown] 250\n"
+        "java;main;java/io/PrintStream:::print_[j];native_safe_halt_[k] 250\n");
+  // Last sample anchored at "captured on" (2016-07-07T20:48:39Z).
+  CHECK(c->last_time_ns == int64_t{1467924519} * 1000000000);
+  CHECK(c->first_time_ns == c->last_time_ns - 2000000000);
+
+  ImportOptions o;
+  o.perf_event = "instructions";
+  auto d = ImportBytes(text, "perf.txt", o);
+  REQUIRE(d.ok());
+  CHECK(Folded(*d, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu) ==
+        "V8_WorkerThread;main 100\n");
+}
+
+perftools::profiles::Profile SmallPprof() {
+  perftools::profiles::Profile p;
+  for (const char* s : {"", "samples", "count", "cpu", "nanoseconds", "main", "work", "inl",
+                        "/bin/app", "a.c", "thread.name", "t1"})
+    p.add_string_table(s);
+  auto* st = p.add_sample_type();
+  st->set_type(1);
+  st->set_unit(2);
+  st = p.add_sample_type();
+  st->set_type(3);
+  st->set_unit(4);
+  auto* m = p.add_mapping();
+  m->set_id(1);
+  m->set_filename(8);
+  for (int i = 1; i <= 3; ++i) {
+    auto* f = p.add_function();
+    f->set_id(i);
+    f->set_name(4 + i);
+    f->set_filename(9);
+  }
+  auto* l1 = p.add_location();  // main
+  l1->set_id(1);
+  l1->set_mapping_id(1);
+  l1->set_address(0x1000);
+  l1->add_line()->set_function_id(1);
+  auto* l2 = p.add_location();  // work with inl inlined into it
+  l2->set_id(2);
+  l2->set_mapping_id(1);
+  l2->set_address(0x2000);
+  l2->add_line()->set_function_id(3);  // innermost first
+  l2->add_line()->set_function_id(2);  // caller last
+  auto* s = p.add_sample();
+  s->add_location_id(2);
+  s->add_location_id(1);
+  s->add_value(3);
+  s->add_value(30);
+  auto* lab = s->add_label();
+  lab->set_key(10);
+  lab->set_str(11);
+  s = p.add_sample();
+  s->add_location_id(1);
+  s->add_value(1);
+  s->add_value(10);
+  p.set_time_nanos(1000);
+  return p;
+}
+
+TEST_CASE("pprof: default sample type is the last, inlined lines expand caller first") {
+  std::string bytes = Gzip(SmallPprof().SerializeAsString());
+  auto c = ImportBytes(bytes, "p.pb.gz");
+  REQUIRE(c.ok());
+  CHECK(c->compression == Compression::kGzip);
+  CHECK(c->format == CaptureFormat::kPprof);
+  CHECK(c->value_description == "cpu/nanoseconds");
+  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+        "main 10\nmain;work;inl 30\n");
+  CHECK(c->first_time_ns == 1000);
+
+  ImportOptions o;
+  o.sample_type = "samples";
+  auto d = ImportBytes(bytes, "p.pb.gz", o);
+  REQUIRE(d.ok());
+  CHECK(Folded(*d, storage::GroupBy::kThread, false, storage::SampleKind::kOnCpu) ==
+        "unknown;t1;main;work;inl 3\nunknown;unknown thread;main 1\n");
+
+  o.sample_type = "nope";
+  auto e = ImportBytes(bytes, "p.pb.gz", o);
+  REQUIRE(!e.ok());
+  CHECK(std::string(e.status().message()).find("samples/count, cpu/nanoseconds") !=
+        std::string::npos);
+}
+
+TEST_CASE("pprof: malformed input names the file and the byte") {
+  std::string good = SmallPprof().SerializeAsString();
+  // Truncated in the middle.
+  auto c = ImportBytes(std::string_view(good).substr(0, good.size() - 5), "cut.pb");
+  REQUIRE(!c.ok());
+  CHECK(std::string(c.status().message()).rfind("cut.pb: byte ", 0) == 0);
+  // A huge declared length.
+  std::string huge = "\x12\xff\xff\xff\xff\x0f";
+  auto h = ImportBytes(huge, "huge.pb");
+  REQUIRE(!h.ok());
+  INFO(h.status().message());
+  CHECK(std::string(h.status().message()).find("huge.pb: byte 1:") == 0);
+  // A dangling location id.
+  auto p = SmallPprof();
+  p.mutable_sample(0)->set_location_id(0, 99);
+  auto d = ImportBytes(p.SerializeAsString(), "dangling.pb");
+  REQUIRE(!d.ok());
+  CHECK(std::string(d.status().message()).find("location_id 99 does not exist") !=
+        std::string::npos);
+  // Truncated gzip.
+  std::string gz = Gzip(good);
+  auto g = ImportBytes(std::string_view(gz).substr(0, gz.size() / 2), "cut.pb.gz");
+  REQUIRE(!g.ok());
+  CHECK(std::string(g.status().message()).find("cut.pb.gz: byte ") == 0);
+}
+
+TEST_CASE("sniffing ignores names and recognises each format") {
+  CHECK(SniffFormat("{\"resourceProfiles\":[]}") == CaptureFormat::kOtlpJson);
+  CHECK(SniffFormat("a;b 1\n") == CaptureFormat::kFolded);
+  CHECK(SniffFormat("x 1 cpu-clock:\n\t 1234 main (/bin/x)\n") == CaptureFormat::kPerfScript);
+  CHECK(SniffFormat(SmallPprof().SerializeAsString()) == CaptureFormat::kPprof);
+  CHECK(SniffCompression("\x28\xb5\x2f\xfd") == Compression::kZstd);
+  auto e = ImportBytes("", "empty.pb.gz");
+  CHECK(!e.ok());
+}
+
+TEST_CASE("OTLP JSON: hex ids become bytes, syntax errors have line:column") {
+  auto ok = PrepareOtlpJson("{\"traceId\": \"0a0b\", \"x\": [1, 2]}", "j.json");
+  REQUIRE(ok.ok());
+  CHECK(*ok == "{\"traceId\": \"Cgs=\", \"x\": [1, 2]}");
+  auto bad = PrepareOtlpJson("{\n  \"a\": [1, 2,\n}", "j.json");
+  REQUIRE(!bad.ok());
+  CHECK(std::string(bad.status().message()).find("j.json:3:1:") == 0);
+  std::string deep(200, '[');
+  auto d = PrepareOtlpJson(deep, "deep.json");
+  REQUIRE(!d.ok());
+  CHECK(std::string(d.status().message()).find("deeper than 64") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::capture

@@ -1,0 +1,200 @@
+// Decompression and text decoding for capture files. Sizes are checked
+// while inflating so a small bomb cannot take the machine's memory.
+#include <zlib.h>
+#include <zstd.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "ingest/capture/importers.h"
+
+namespace kiln::capture {
+namespace {
+
+absl::StatusOr<std::string> Gunzip(std::string_view data, uint64_t max_bytes,
+                                   std::string_view name) {
+  std::string out;
+  out.reserve(std::min<uint64_t>(max_bytes, data.size() * 4 + 1024));
+  z_stream zs{};
+  // 16 + MAX_WBITS: gzip header and trailer, no zlib wrapper.
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return absl::InternalError("zlib init failed");
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(std::min<size_t>(data.size(), UINT32_MAX));
+  char buf[1 << 16];
+  absl::Status status;
+  while (true) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof(buf);
+    int rc = inflate(&zs, Z_NO_FLUSH);
+    size_t produced = sizeof(buf) - zs.avail_out;
+    if (out.size() + produced > max_bytes) {
+      status = absl::ResourceExhaustedError(absl::StrCat(Av(name), ": gzip content is larger than the limit of ", max_bytes, " bytes"));
+      break;
+    }
+    out.append(buf, produced);
+    size_t offset = static_cast<size_t>(reinterpret_cast<const char*>(zs.next_in) - data.data());
+    if (rc == Z_STREAM_END) {
+      // Concatenated gzip members are one stream (gzip(1) semantics).
+      if (offset < data.size() && data.size() - offset >= 2 &&
+          static_cast<uint8_t>(data[offset]) == 0x1f &&
+          static_cast<uint8_t>(data[offset + 1]) == 0x8b) {
+        inflateReset(&zs);
+        continue;
+      }
+      break;
+    }
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
+      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", offset, ": gzip data is truncated (", out.size(),
+          " bytes decompressed so far)"));
+      break;
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", offset,
+                                                       ": corrupt gzip data (",
+                                                       zs.msg ? zs.msg : "zlib error", ")"));
+      break;
+    }
+    if (zs.avail_in == 0 && zs.avail_out != 0 && rc == Z_OK) {
+      // No more input and zlib did not finish: truncated.
+      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", offset, ": gzip data is truncated (", out.size(),
+          " bytes decompressed so far)"));
+      break;
+    }
+  }
+  inflateEnd(&zs);
+  if (!status.ok()) return status;
+  return out;
+}
+
+absl::StatusOr<std::string> Unzstd(std::string_view data, uint64_t max_bytes,
+                                   std::string_view name) {
+  ZSTD_DStream* ds = ZSTD_createDStream();
+  if (ds == nullptr) return absl::InternalError("zstd init failed");
+  std::string out;
+  ZSTD_inBuffer in{data.data(), data.size(), 0};
+  char buf[1 << 16];
+  absl::Status status;
+  size_t last = 1;
+  while (in.pos < in.size) {
+    ZSTD_outBuffer ob{buf, sizeof(buf), 0};
+    last = ZSTD_decompressStream(ds, &ob, &in);
+    if (ZSTD_isError(last)) {
+      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", in.pos,
+                                                       ": corrupt zstd data (",
+                                                       ZSTD_getErrorName(last), ")"));
+      break;
+    }
+    if (out.size() + ob.pos > max_bytes) {
+      status = absl::ResourceExhaustedError(absl::StrCat(Av(name), ": zstd content is larger than the limit of ", max_bytes, " bytes"));
+      break;
+    }
+    out.append(buf, ob.pos);
+  }
+  // Drain what zstd still holds once the input is consumed.
+  while (status.ok() && last != 0) {
+    ZSTD_outBuffer ob{buf, sizeof(buf), 0};
+    last = ZSTD_decompressStream(ds, &ob, &in);
+    if (ZSTD_isError(last)) {
+      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", in.pos,
+                                                       ": corrupt zstd data (",
+                                                       ZSTD_getErrorName(last), ")"));
+      break;
+    }
+    if (out.size() + ob.pos > max_bytes) {
+      status = absl::ResourceExhaustedError(absl::StrCat(Av(name), ": zstd content is larger than the limit of ", max_bytes, " bytes"));
+      break;
+    }
+    out.append(buf, ob.pos);
+    if (ob.pos == 0 && last != 0) {
+      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", data.size(), ": zstd data is truncated (", out.size(),
+          " bytes decompressed so far)"));
+    }
+  }
+  ZSTD_freeDStream(ds);
+  if (!status.ok()) return status;
+  return out;
+}
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+}  // namespace
+
+Compression SniffCompression(std::string_view head) {
+  if (head.size() >= 2 && static_cast<uint8_t>(head[0]) == 0x1f &&
+      static_cast<uint8_t>(head[1]) == 0x8b)
+    return Compression::kGzip;
+  if (head.size() >= 4 && static_cast<uint8_t>(head[0]) == 0x28 &&
+      static_cast<uint8_t>(head[1]) == 0xb5 && static_cast<uint8_t>(head[2]) == 0x2f &&
+      static_cast<uint8_t>(head[3]) == 0xfd)
+    return Compression::kZstd;
+  return Compression::kNone;
+}
+
+std::string_view CompressionName(Compression compression) {
+  switch (compression) {
+    case Compression::kNone: return "none";
+    case Compression::kGzip: return "gzip";
+    case Compression::kZstd: return "zstd";
+  }
+  return "none";
+}
+
+absl::StatusOr<std::string> Decompress(std::string_view data, Compression compression,
+                                       uint64_t max_bytes, std::string_view name) {
+  switch (compression) {
+    case Compression::kGzip: return Gunzip(data, max_bytes, name);
+    case Compression::kZstd: return Unzstd(data, max_bytes, name);
+    case Compression::kNone: break;
+  }
+  return std::string(data);
+}
+
+bool DecodeTextBom(std::string_view data, std::string* out) {
+  auto b = [&](size_t i) { return static_cast<uint8_t>(data[i]); };
+  if (data.size() >= 3 && b(0) == 0xEF && b(1) == 0xBB && b(2) == 0xBF) {
+    *out = std::string(data.substr(3));
+    return true;
+  }
+  if (data.size() < 2) return false;
+  bool le = b(0) == 0xFF && b(1) == 0xFE;
+  bool be = b(0) == 0xFE && b(1) == 0xFF;
+  if (!le && !be) return false;
+  std::string result;
+  result.reserve(data.size());
+  size_t n = (data.size() - 2) / 2;
+  for (size_t i = 0; i < n; ++i) {
+    size_t p = 2 + 2 * i;
+    uint32_t u = le ? (b(p) | (b(p + 1) << 8)) : ((b(p) << 8) | b(p + 1));
+    if (u >= 0xD800 && u < 0xDC00 && i + 1 < n) {
+      size_t q = p + 2;
+      uint32_t u2 = le ? (b(q) | (b(q + 1) << 8)) : ((b(q) << 8) | b(q + 1));
+      if (u2 >= 0xDC00 && u2 < 0xE000) {
+        AppendUtf8(0x10000 + ((u - 0xD800) << 10) + (u2 - 0xDC00), &result);
+        ++i;
+        continue;
+      }
+    }
+    if (u >= 0xD800 && u < 0xE000) u = 0xFFFD;  // lone surrogate
+    AppendUtf8(u, &result);
+  }
+  *out = std::move(result);
+  return true;
+}
+
+}  // namespace kiln::capture

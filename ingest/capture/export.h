@@ -1,0 +1,65 @@
+// Capture files out: a ProfileSlice (a store query or a capture opened
+// without a store) written as OTLP (gzip protobuf), pprof (gzip), folded
+// stacks or a standalone flamegraph SVG.
+//
+// Threads: pure functions of their inputs; call from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
+#include "pprof/profile.pb.h"
+#include "storage/flame_tree.h"
+#include "storage/profile_model.h"
+
+namespace kiln::capture {
+
+enum class ExportFormat : uint8_t { kOtlp, kPprof, kFolded, kSvg };
+bool ParseExportFormat(std::string_view name, ExportFormat* format);  // "otlp", "pprof", ...
+
+struct ExportOptions {
+  ExportFormat format = ExportFormat::kFolded;
+  // folded and svg: how the tree is rooted, and inline frames.
+  storage::GroupBy group_by = storage::GroupBy::kProcess;
+  bool show_inline = true;
+  // folded: "_[k]" / "_[j]" suffixes (stackcollapse-perf.pl --all).
+  bool annotate = false;
+  // pprof: the sample type to write as "type/unit" (e.g. "cpu/nanoseconds"
+  // when converting a pprof file). Empty: derived from the slice's kind.
+  std::string pprof_sample_type;
+  // svg: the title line at the top.
+  std::string title = "Flame Graph";
+  int svg_width = 1200;
+};
+
+// The whole file content (gzip-compressed for otlp and pprof).
+[[nodiscard]] absl::StatusOr<std::string> ExportSlice(
+    const std::shared_ptr<const storage::ProfileSlice>& slice, const ExportOptions& options);
+
+// The messages behind the otlp and pprof formats (for tests and callers that
+// want to send or inspect rather than write a file).
+//
+// OTLP: process-level attributes (process.*, container.*, service.*,
+// host.*, os.*, k8s.*) become resource attributes, one ResourceProfiles per
+// distinct set; the rest are sample attributes; one sample per stack weight
+// with a single value (the weight) at the slice's first sample time.
+opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest
+BuildOtlpRequest(const storage::ProfileSlice& slice);
+perftools::profiles::Profile BuildPprofProfile(const storage::ProfileSlice& slice,
+                                               std::string_view sample_type = {});
+
+// Folded lines (via storage::FoldedLines) joined with '\n'.
+std::string FoldedText(const std::shared_ptr<const storage::ProfileSlice>& slice,
+                       const ExportOptions& options);
+
+// A standalone SVG flame graph (icicle: roots at the top, as in the app),
+// colours from frame_palette.h, a <title> tooltip per frame.
+std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& options);
+
+// gzip with the default level (also used by tests and the benchmark).
+std::string GzipCompress(std::string_view data);
+
+}  // namespace kiln::capture

@@ -1,0 +1,69 @@
+// The per-format importers behind ImportBytes (capture.h), exposed for
+// unit tests and fuzz targets. Each one parses decompressed content and
+// fills ctx.out; errors carry the capture's name and a position.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ingest/capture/capture.h"
+
+namespace kiln::capture {
+
+// Debian's abseil is built without std::string_view aliasing, so
+// absl::StrCat and absl's string-keyed hash maps need absl::string_view.
+inline absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+// Shared state of one import: name for messages, options, the result, and
+// the progress/cancel plumbing.
+class ParseContext {
+ public:
+  ParseContext(std::string_view name, const ImportOptions& options, ImportedCapture* out)
+      : name_(name), options_(options), out_(out) {}
+
+  const std::string& name() const { return name_; }
+  const ImportOptions& options() const { return options_; }
+  ImportedCapture* out() { return out_; }
+
+  // Reports progress at most every few MB; Cancelled when the caller asked.
+  [[nodiscard]] absl::Status Tick(uint64_t bytes_done, uint64_t bytes_total);
+  // Records a skipped record with a message (the first ~20 are kept).
+  void Skip(std::string message);
+  void Warn(std::string message);
+
+  // "NAME: byte 123: what" and "NAME:17: what".
+  absl::Status ErrorAtByte(uint64_t offset, std::string_view what) const;
+  absl::Status ErrorAtLine(uint64_t line, std::string_view what) const;
+
+ private:
+  std::string name_;
+  const ImportOptions& options_;
+  ImportedCapture* out_;
+  uint64_t next_tick_ = 0;
+};
+
+[[nodiscard]] absl::Status ImportFolded(std::string_view text, ParseContext& ctx);
+[[nodiscard]] absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx);
+[[nodiscard]] absl::Status ImportPprof(std::string_view data, ParseContext& ctx);
+[[nodiscard]] absl::Status ImportOtlpProtobuf(std::string_view data, ParseContext& ctx);
+[[nodiscard]] absl::Status ImportOtlpJson(std::string_view text, ParseContext& ctx);
+
+// gzip (all members) or zstd (all frames); fails beyond `max_bytes`.
+[[nodiscard]] absl::StatusOr<std::string> Decompress(std::string_view data,
+                                                     Compression compression, uint64_t max_bytes,
+                                                     std::string_view name);
+
+// Text with a UTF-8 BOM, or UTF-16 LE/BE with a BOM, as UTF-8 without BOM.
+// Returns false (and leaves `out` alone) when `data` is already plain.
+bool DecodeTextBom(std::string_view data, std::string* out);
+
+// OTLP JSON: rewrites hex ids (traceId, spanId, profileId) as base64 so
+// protobuf's JSON parser accepts them, and checks syntax and nesting depth
+// with line:column positions. Exposed for tests.
+[[nodiscard]] absl::StatusOr<std::string> PrepareOtlpJson(std::string_view text,
+                                                          std::string_view name);
+
+}  // namespace kiln::capture

@@ -1,0 +1,18 @@
+// SliceFromBatch: runs a storage::Query over an in-memory ProfileBatch, so
+// a capture file can be viewed and exported without a store (`kiln export
+// --input FILE`, the app's "open capture" source). Weights aggregate exactly
+// as the store's queries do: weight = sum of values, events = sample count.
+#pragma once
+
+#include <memory>
+
+#include "storage/profile_model.h"
+#include "storage/store.h"
+
+namespace kiln::capture {
+
+// Pure; the slice copies the batch's dictionary (indices stay valid).
+std::shared_ptr<const storage::ProfileSlice> SliceFromBatch(const storage::ProfileBatch& batch,
+                                                            const storage::Query& query);
+
+}  // namespace kiln::capture
