@@ -1,0 +1,231 @@
+#include "elf_file.h"
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "file_id.h"
+
+#ifdef KILN_HAVE_LZMA
+#include <lzma.h>
+#endif
+
+namespace kiln::agent {
+namespace {
+
+constexpr std::uint32_t kNoteGnuBuildId = 3;  // NT_GNU_BUILD_ID
+constexpr std::size_t kMaxDebugDataBytes = 256u << 20;
+
+void InitLibelf() {
+  static std::once_flag once;
+  std::call_once(once, [] { elf_version(EV_CURRENT); });
+}
+
+// Owns an Elf* so every early return releases it.
+class ElfHandle {
+ public:
+  explicit ElfHandle(Elf* elf) : elf_(elf) {}
+  ~ElfHandle() {
+    if (elf_) elf_end(elf_);
+  }
+  ElfHandle(const ElfHandle&) = delete;
+  ElfHandle& operator=(const ElfHandle&) = delete;
+  Elf* get() const { return elf_; }
+
+ private:
+  Elf* elf_;
+};
+
+std::string ElfError() { return elf_errmsg(-1); }
+
+std::string BuildIdFromNotes(Elf_Data* data) {
+  std::size_t offset = 0;
+  GElf_Nhdr nhdr;
+  std::size_t name_off = 0, desc_off = 0;
+  while ((offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
+    if (nhdr.n_type == kNoteGnuBuildId && nhdr.n_namesz == 4 &&
+        std::memcmp(static_cast<const char*>(data->d_buf) + name_off, "GNU", 4) == 0) {
+      auto* desc = static_cast<const std::uint8_t*>(data->d_buf) + desc_off;
+      return HexLower(std::span(desc, nhdr.n_descsz));
+    }
+  }
+  return {};
+}
+
+Elf_Scn* FindSection(Elf* elf, std::string_view name, GElf_Shdr* shdr_out) {
+  std::size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr)) continue;
+    const char* sname = elf_strptr(elf, shstrndx, shdr.sh_name);
+    if (sname && name == sname) {
+      if (shdr_out) *shdr_out = shdr;
+      return scn;
+    }
+  }
+  return nullptr;
+}
+
+// Adds the function symbols of every SHT_SYMTAB / SHT_DYNSYM section of `elf`
+// whose type is `section_type`. Returns how many were added.
+std::size_t AddFunctionSymbols(Elf* elf, std::uint32_t section_type, SymbolTable& table) {
+  std::size_t added = 0;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != section_type || shdr.sh_entsize == 0)
+      continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data) continue;
+    std::size_t count = shdr.sh_size / shdr.sh_entsize;
+    for (std::size_t i = 0; i < count; ++i) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
+      int type = GELF_ST_TYPE(sym.st_info);
+      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 ||
+          sym.st_shndx == SHN_UNDEF)
+        continue;
+      const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+      if (!name || !*name) continue;
+      table.Add(sym.st_value, sym.st_size, name);
+      ++added;
+    }
+  }
+  return added;
+}
+
+#ifdef KILN_HAVE_LZMA
+// .gnu_debugdata is a complete .xz stream; its size after decompression is
+// unknown up front, so decode in steps into a growing buffer.
+bool XzDecode(const std::uint8_t* in, std::size_t in_size, std::vector<std::uint8_t>& out) {
+  lzma_stream strm = LZMA_STREAM_INIT;
+  if (lzma_stream_decoder(&strm, UINT64_MAX, 0) != LZMA_OK) return false;
+  out.resize(in_size * 4 + 4096);
+  strm.next_in = in;
+  strm.avail_in = in_size;
+  strm.next_out = out.data();
+  strm.avail_out = out.size();
+  lzma_ret ret;
+  while ((ret = lzma_code(&strm, LZMA_FINISH)) == LZMA_OK || ret == LZMA_BUF_ERROR) {
+    if (strm.avail_out != 0 && ret == LZMA_BUF_ERROR) break;
+    if (out.size() >= kMaxDebugDataBytes) break;
+    std::size_t used = out.size() - strm.avail_out;
+    out.resize(out.size() * 2);
+    strm.next_out = out.data() + used;
+    strm.avail_out = out.size() - used;
+  }
+  bool ok = ret == LZMA_STREAM_END;
+  if (ok) out.resize(out.size() - strm.avail_out);
+  lzma_end(&strm);
+  return ok;
+}
+#endif
+
+std::size_t AddDebugDataSymbols(Elf* elf, SymbolTable& table) {
+#ifdef KILN_HAVE_LZMA
+  Elf_Scn* scn = FindSection(elf, ".gnu_debugdata", nullptr);
+  if (!scn) return 0;
+  Elf_Data* data = elf_rawdata(scn, nullptr);
+  if (!data || !data->d_buf || data->d_size == 0) return 0;
+  std::vector<std::uint8_t> inner;
+  if (!XzDecode(static_cast<const std::uint8_t*>(data->d_buf), data->d_size, inner)) return 0;
+  ElfHandle mini(elf_memory(reinterpret_cast<char*>(inner.data()), inner.size()));
+  if (!mini.get()) return 0;
+  return AddFunctionSymbols(mini.get(), SHT_SYMTAB, table);
+#else
+  (void)elf;
+  (void)table;
+  return 0;
+#endif
+}
+
+}  // namespace
+
+std::uint64_t ElfInfo::FileOffsetToVaddr(std::uint64_t file_offset) const {
+  for (const ElfLoadSegment& s : loads) {
+    if (file_offset >= s.file_offset && file_offset < s.file_offset + std::max(s.file_size, s.mem_size))
+      return file_offset - s.file_offset + s.vaddr;
+  }
+  return file_offset;
+}
+
+Result<ElfInfo> ReadElfInfo(int fd) {
+  InitLibelf();
+  ElfHandle elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+  if (!elf.get() || elf_kind(elf.get()) != ELF_K_ELF)
+    return Result<ElfInfo>::Error("not an ELF file: " + ElfError());
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf.get(), &ehdr)) return Result<ElfInfo>::Error("bad ELF header: " + ElfError());
+  ElfInfo info;
+  info.is_shared = ehdr.e_type == ET_DYN;
+  std::size_t phnum = 0;
+  if (elf_getphdrnum(elf.get(), &phnum) != 0) return Result<ElfInfo>::Error("bad program headers");
+  for (std::size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf.get(), static_cast<int>(i), &ph)) continue;
+    if (ph.p_type == PT_LOAD) {
+      info.loads.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz, (ph.p_flags & PF_X) != 0});
+    } else if (ph.p_type == PT_NOTE && info.gnu_build_id.empty()) {
+      Elf_Data* data = elf_getdata_rawchunk(elf.get(), static_cast<off_t>(ph.p_offset), ph.p_filesz,
+                                            ELF_T_NHDR);
+      if (data) info.gnu_build_id = BuildIdFromNotes(data);
+    }
+  }
+  if (info.gnu_build_id.empty()) {  // files without PT_NOTE still may have the section
+    if (Elf_Scn* scn = FindSection(elf.get(), ".note.gnu.build-id", nullptr)) {
+      if (Elf_Data* data = elf_getdata(scn, nullptr)) info.gnu_build_id = BuildIdFromNotes(data);
+    }
+  }
+  return info;
+}
+
+void SymbolTable::Add(std::uint64_t start, std::uint64_t size, std::string_view name) {
+  auto offset = static_cast<std::uint32_t>(names_.size());
+  names_.append(name);
+  names_.push_back('\0');
+  symbols_.push_back({start, static_cast<std::uint32_t>(std::min<std::uint64_t>(size, UINT32_MAX)), offset});
+}
+
+void SymbolTable::Finish() {
+  // Sort by address; among aliases at one address keep the one with a size
+  // (and the first seen, i.e. .symtab before .dynsym).
+  std::stable_sort(symbols_.begin(), symbols_.end(),
+                   [](const Symbol& a, const Symbol& b) { return a.start < b.start; });
+  std::vector<Symbol> unique;
+  unique.reserve(symbols_.size());
+  for (const Symbol& s : symbols_) {
+    if (!unique.empty() && unique.back().start == s.start) {
+      if (unique.back().size == 0 && s.size != 0) unique.back() = s;
+      continue;
+    }
+    unique.push_back(s);
+  }
+  symbols_ = std::move(unique);
+  symbols_.shrink_to_fit();
+}
+
+std::string_view SymbolTable::Lookup(std::uint64_t address) const {
+  auto it = std::upper_bound(symbols_.begin(), symbols_.end(), address,
+                             [](std::uint64_t a, const Symbol& s) { return a < s.start; });
+  if (it == symbols_.begin()) return {};
+  const Symbol& s = *std::prev(it);
+  if (s.size != 0 && address >= s.start + s.size) return {};
+  return std::string_view(names_.data() + s.name_offset);
+}
+
+Result<ElfSymbolsReport> AddElfSymbols(int fd, SymbolTable& table) {
+  InitLibelf();
+  ElfHandle elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+  if (!elf.get() || elf_kind(elf.get()) != ELF_K_ELF)
+    return Result<ElfSymbolsReport>::Error("not an ELF file: " + ElfError());
+  ElfSymbolsReport r;
+  r.from_symtab = AddFunctionSymbols(elf.get(), SHT_SYMTAB, table);
+  r.from_dynsym = AddFunctionSymbols(elf.get(), SHT_DYNSYM, table);
+  if (r.from_symtab == 0) r.from_debugdata = AddDebugDataSymbols(elf.get(), table);
+  return r;
+}
+
+}  // namespace kiln::agent

@@ -1,0 +1,177 @@
+// kiln-agent: samples every CPU with eBPF and sends OTLP profiles.
+//
+//   BPF (perf_event cpu-clock, per CPU) --ring buffer--> BpfSampler::Poll
+//     -> SampleCollector (resolve: ProcessTracker, ExecutableCache, Symbolizer,
+//                         KernelSymbols)
+//     -> every reporter interval: BuildExportRequest -> OtlpExporter (thread)
+//
+// The main thread does everything but the gRPC calls.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "agent_flags.h"
+#include "bpf_sampler.h"
+#include "executable_cache.h"
+#include "exporter.h"
+#include "kernel_symbols.h"
+#include "otlp_builder.h"
+#include "process_tracker.h"
+#include "sample_collector.h"
+#include "symbolizer.h"
+
+#ifndef KILN_AGENT_VERSION
+#define KILN_AGENT_VERSION "0.0.0"
+#endif
+
+namespace {
+
+using namespace kiln::agent;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kPollPeriod = std::chrono::milliseconds(200);
+constexpr auto kReachableWait = std::chrono::seconds(2);
+constexpr auto kFinalFlushWait = std::chrono::seconds(5);
+
+volatile sig_atomic_t g_stop = 0;
+
+void OnSignal(int) { g_stop = 1; }
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: epoll_wait must return EINTR
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return {};
+  return buf;
+}
+
+std::string CpuListText(const std::vector<int>& cpus) {
+  if (cpus.empty()) return "";
+  return std::to_string(cpus.front()) + (cpus.size() > 1 ? "-" + std::to_string(cpus.back()) : "");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string_view> args(argv + 1, argv + argc);
+  auto parsed = ParseAgentFlags(args, [](const char* name) { return std::getenv(name); });
+  if (!parsed) {
+    std::fprintf(stderr, "kiln-agent: %s\nRun kiln-agent -help for the flags.\n", parsed.error().c_str());
+    return 2;
+  }
+  const AgentOptions& options = *parsed;
+  if (options.show_help) {
+    std::fputs(AgentUsage().c_str(), stdout);
+    return 0;
+  }
+  if (options.show_version) {
+    std::printf("kiln-agent %s\n", KILN_AGENT_VERSION);
+    return 0;
+  }
+  if (options.collection_agent.empty()) {
+    std::fprintf(stderr,
+                 "kiln-agent: no receiver given. Pass -collection-agent=HOST:PORT (kiln listens on\n"
+                 "  11000: -collection-agent=127.0.0.1:11000 -disable-tls) or set\n"
+                 "  OTEL_EXPORTER_OTLP_ENDPOINT.\n");
+    return 2;
+  }
+  InstallSignalHandlers();
+
+  KernelSymbols kernel_symbols;
+  if (auto loaded = kernel_symbols.Load(); !loaded)
+    std::fprintf(stderr, "kiln-agent: kernel frames will have no names: %s\n", loaded.error().c_str());
+
+  ExecutableCache executables;
+  ProcessTracker processes(executables);
+  Symbolizer symbolizer(options.symbolize);
+  SampleCollector collector(processes, symbolizer, kernel_symbols, options.samples_per_second);
+
+  auto sampler = BpfSampler::Start(options.samples_per_second,
+                                   [&](const void* data, std::size_t size) { collector.OnRecord(data, size); });
+  if (!sampler) {
+    std::fprintf(stderr, "kiln-agent: %s\n", sampler.error().c_str());
+    return 1;
+  }
+
+  OtlpExporter exporter({.target = options.collection_agent,
+                         .disable_tls = options.disable_tls,
+                         .max_unsent_bytes = options.max_unsent_bytes,
+                         .verbose = options.verbose});
+  std::printf("kiln-agent %s: sampling CPUs %s at %d Hz (perf_event cpu-clock + BPF, %zu KiB ring buffer),\n"
+              "  sending OTLP profiles to %s (%s) every %.1fs%s\n",
+              KILN_AGENT_VERSION, CpuListText((*sampler)->cpus()).c_str(), options.samples_per_second,
+              (*sampler)->ring_buffer_bytes() >> 10, options.collection_agent.c_str(),
+              options.disable_tls ? "plain text" : "TLS",
+              std::chrono::duration<double>(options.reporter_interval).count(),
+              options.symbolize ? "" : ", no host symbolization");
+  std::fflush(stdout);
+  if (std::string why = exporter.CheckReachable(kReachableWait); !why.empty())
+    std::fprintf(stderr, "kiln-agent: %s\n", why.c_str());
+
+  const std::string host_name = HostName();
+  auto report = [&](bool final) {
+    ProfileBatch batch = collector.TakeBatch(host_name, options.resource_attributes);
+    std::size_t samples = batch.SampleCount();
+    std::size_t process_count = batch.processes.size();
+    if (samples > 0) exporter.Enqueue(BuildExportRequest(batch, KILN_AGENT_VERSION), samples);
+    batch = {};  // release mappings before the sweep
+    processes.Sweep();
+    symbolizer.Sweep();
+    ExporterStats es = exporter.stats();
+    std::printf("kiln-agent: %s%zu samples, %zu processes, dropped %llu (ring buffer) %llu (unsent), "
+                "queued %zu, sent %llu requests\n",
+                final ? "final: " : "", samples, process_count,
+                static_cast<unsigned long long>((*sampler)->dropped_events()),
+                static_cast<unsigned long long>(es.dropped_samples), es.queued_requests,
+                static_cast<unsigned long long>(es.sent_requests));
+    std::fflush(stdout);
+  };
+
+  auto next_report = Clock::now() + options.reporter_interval;
+  while (!g_stop) {
+    int n = (*sampler)->Poll(kPollPeriod);
+    if (n < 0 && n != -EINTR) {
+      std::fprintf(stderr, "kiln-agent: reading the ring buffer failed: %d\n", n);
+      break;
+    }
+    if (Clock::now() >= next_report) {
+      report(false);
+      next_report += options.reporter_interval;
+      if (next_report < Clock::now()) next_report = Clock::now() + options.reporter_interval;
+    }
+  }
+
+  // Detach first so nothing new arrives, then drain what is buffered.
+  std::printf("kiln-agent: stopping, sending the last batch\n");
+  std::fflush(stdout);
+  (*sampler)->Poll(std::chrono::milliseconds(0));
+  std::uint64_t dropped = (*sampler)->dropped_events();
+  sampler = Result<std::unique_ptr<BpfSampler>>(nullptr);
+  (void)dropped;
+  {
+    ProfileBatch batch = collector.TakeBatch(host_name, options.resource_attributes);
+    std::size_t samples = batch.SampleCount();
+    if (samples > 0) exporter.Enqueue(BuildExportRequest(batch, KILN_AGENT_VERSION), samples);
+  }
+  bool flushed = exporter.Flush(kFinalFlushWait);
+  ExporterStats es = exporter.stats();
+  std::printf("kiln-agent: done: sent %llu requests (%llu samples), dropped %llu samples (ring buffer %llu)%s\n",
+              static_cast<unsigned long long>(es.sent_requests), static_cast<unsigned long long>(es.sent_samples),
+              static_cast<unsigned long long>(es.dropped_samples), static_cast<unsigned long long>(dropped),
+              flushed ? "" : "; the receiver did not take the last batch in time");
+  return 0;
+}

@@ -1,0 +1,196 @@
+#include "process_tracker.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+namespace kiln::agent {
+namespace {
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return {};
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string ReadLink(const std::string& path) {
+  char buf[4096];
+  ssize_t n = readlink(path.c_str(), buf, sizeof(buf) - 1);
+  if (n <= 0) return {};
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+std::string Basename(std::string_view path) {
+  std::size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+bool IsHex64(std::string_view s) {
+  if (s.size() != 64) return false;
+  for (char c : s)
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string ContainerIdFromCgroup(std::string_view text) {
+  // Lines look like "0::/system.slice/docker-<64 hex>.scope" or
+  // "12:cpu:/kubepods/burstable/pod.../<64 hex>". Take the last 64-hex run in
+  // any path component, after stripping known prefixes and ".scope".
+  std::string found;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t end = text.find_first_of("/\n", i);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view part = text.substr(i, end - i);
+    if (part.ends_with(".scope")) part.remove_suffix(6);
+    if (std::size_t dash = part.rfind('-'); dash != std::string_view::npos && part.size() - dash - 1 == 64)
+      part = part.substr(dash + 1);
+    if (std::size_t colon = part.rfind(':'); colon != std::string_view::npos && part.size() - colon - 1 == 64)
+      part = part.substr(colon + 1);
+    if (IsHex64(part)) found = std::string(part);
+    i = end + 1;
+  }
+  return found;
+}
+
+ProcessTracker::ProcessTracker(ExecutableCache& cache, std::string proc_root)
+    : cache_(cache), proc_root_(std::move(proc_root)) {}
+
+void ProcessTracker::ReadIdentity(ProcessInfo& p, std::string_view comm) {
+  std::string base = proc_root_ + "/" + std::to_string(p.pid);
+  p.executable_path = ReadLink(base + "/exe");
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (p.executable_path.ends_with(kDeleted)) p.executable_path.resize(p.executable_path.size() - kDeleted.size());
+  if (p.executable_path.empty()) {
+    // Kernel threads have no exe link; so do processes that already exited,
+    // which the maps read below tells apart.
+    p.kernel_thread = true;
+    p.executable_name = std::string(comm);
+  } else {
+    p.kernel_thread = false;
+    p.executable_name = Basename(p.executable_path);
+  }
+  p.container_id = ContainerIdFromCgroup(ReadWholeFile(base + "/cgroup"));
+}
+
+void ProcessTracker::ReadMaps(ProcessInfo& p) {
+  ++maps_reads_;
+  p.maps_read_at = std::chrono::steady_clock::now();
+  std::string path = proc_root_ + "/" + std::to_string(p.pid) + "/maps";
+  auto parsed = ParseProcMaps(ReadWholeFile(path), path);
+  if (!parsed) return;  // gone, or unreadable: keep what we had
+  // Keep already-resolved mappings whose range and file did not change.
+  std::vector<std::shared_ptr<const Mapping>> mappings(parsed->size());
+  std::vector<std::shared_ptr<const ExecutableEntry>> executables(parsed->size());
+  for (std::size_t i = 0; i < parsed->size(); ++i) {
+    const MapsEntry& e = (*parsed)[i];
+    const MapsEntry* old = FindMapping(p.maps, e.start);
+    if (old && old->start == e.start && old->end == e.end && old->inode == e.inode &&
+        old->file_offset == e.file_offset) {
+      std::size_t j = static_cast<std::size_t>(old - p.maps.data());
+      mappings[i] = p.mappings[j];
+      executables[i] = p.executables[j];
+    }
+  }
+  if (!parsed->empty() && p.kernel_thread && !p.executable_path.empty()) p.kernel_thread = false;
+  p.maps = std::move(parsed).value();
+  p.mappings = std::move(mappings);
+  p.executables = std::move(executables);
+}
+
+ProcessInfo& ProcessTracker::Get(std::uint32_t pid, std::string_view comm) {
+  auto [it, inserted] = processes_.try_emplace(pid);
+  ProcessInfo& p = it->second;
+  if (inserted) {
+    p.pid = pid;
+    ReadIdentity(p, comm);
+    if (!p.kernel_thread) ReadMaps(p);
+  }
+  return p;
+}
+
+UserAddress ProcessTracker::ResolveUserAddress(ProcessInfo& p, std::uint64_t address) {
+  UserAddress out;
+  out.elf_vaddr = address;
+  const MapsEntry* e = FindMapping(p.maps, address);
+  if (!e && !p.exited && std::chrono::steady_clock::now() - p.maps_read_at >= kMapsRereadInterval) {
+    ReadMaps(p);
+    e = FindMapping(p.maps, address);
+  }
+  if (!e) return out;
+  std::size_t i = static_cast<std::size_t>(e - p.maps.data());
+  if (e->path == "[vdso]") {
+    // The vDSO is an ELF image linked at 0 with no file behind it: name the
+    // mapping so viewers show "[vdso]+offset" rather than a raw address.
+    static const auto kVdso = std::make_shared<const ExecutableFile>(ExecutableFile{"[vdso]", "[vdso]", "", ""});
+    if (!p.mappings[i]) {
+      auto mapping = std::make_shared<Mapping>();
+      mapping->start = e->start;
+      mapping->limit = e->end;
+      mapping->file = kVdso;
+      p.mappings[i] = std::move(mapping);
+    }
+    out.mapping = p.mappings[i];
+    out.elf_vaddr = address - e->start;
+    return out;
+  }
+  if (!e->IsFile()) return out;
+  if (!p.mappings[i]) {
+    // Open through the process's root so container files resolve; fall back
+    // to map_files, which also reaches deleted files.
+    std::string base = proc_root_ + "/" + std::to_string(p.pid);
+    auto entry = cache_.Identify(base + "/root" + e->path, e->path);
+    if (!entry) {
+      char range[64];
+      std::snprintf(range, sizeof(range), "/map_files/%llx-%llx", static_cast<unsigned long long>(e->start),
+                    static_cast<unsigned long long>(e->end));
+      entry = cache_.Identify(base + range, e->path);
+    }
+    if (!entry) return out;
+    auto mapping = std::make_shared<Mapping>();
+    mapping->start = e->start;
+    mapping->limit = e->end;
+    mapping->file_offset = e->file_offset;
+    mapping->file = (*entry)->file;
+    p.mappings[i] = std::move(mapping);
+    p.executables[i] = *entry;
+  }
+  out.mapping = p.mappings[i];
+  out.executable = p.executables[i];
+  out.elf_vaddr = out.executable->elf.FileOffsetToVaddr(address - e->start + e->file_offset);
+  return out;
+}
+
+void ProcessTracker::OnExec(std::uint32_t pid) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) return;
+  // The old image's samples were resolved already (events are in order), so
+  // forget everything and read the new image on its first sample.
+  processes_.erase(it);
+}
+
+void ProcessTracker::OnExit(std::uint32_t pid) {
+  if (auto it = processes_.find(pid); it != processes_.end()) it->second.exited = true;
+}
+
+void ProcessTracker::Sweep() {
+  for (auto it = processes_.begin(); it != processes_.end();) {
+    // An exit event can be lost when the ring buffer is full; the /proc check
+    // catches those too.
+    bool gone = it->second.exited ||
+                access((proc_root_ + "/" + std::to_string(it->first)).c_str(), F_OK) != 0;
+    if (gone)
+      it = processes_.erase(it);
+    else
+      ++it;
+  }
+  cache_.Sweep();
+}
+
+}  // namespace kiln::agent

@@ -1,0 +1,83 @@
+#pragma once
+// Live processes the sampler has seen: their executable, container, and
+// memory map, so user addresses become (file, ELF virtual address).
+//
+// Lifecycle: a process is read from /proc the first time one of its samples
+// arrives (within a poll period of the sample, so short-lived processes are
+// caught); an exec event drops its map; an exit event marks it exited, and
+// Sweep() (after each report) forgets exited ones. /proc/PID/maps is re-read
+// when an address falls outside every known mapping (dlopen), at most once
+// per kMapsRereadInterval per process.
+//
+// Stage 2 hook: OnNewExecutable is where .eh_frame tables will be extracted
+// and pushed to BPF maps.
+//
+// Main thread only.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "executable_cache.h"
+#include "proc_maps.h"
+#include "profile_batch.h"
+
+namespace kiln::agent {
+
+struct ProcessInfo {
+  std::uint32_t pid = 0;
+  bool kernel_thread = false;  // no /proc/PID/exe: a kworker and friends
+  bool exited = false;
+  std::string executable_path;
+  std::string executable_name;
+  std::string container_id;
+  std::vector<MapsEntry> maps;
+  // Parallel to maps: filled on first use of an entry (null = not yet, or
+  // the file could not be opened).
+  std::vector<std::shared_ptr<const Mapping>> mappings;
+  std::vector<std::shared_ptr<const ExecutableEntry>> executables;
+  std::chrono::steady_clock::time_point maps_read_at{};
+};
+
+struct UserAddress {
+  std::shared_ptr<const Mapping> mapping;           // null: in no file mapping
+  std::shared_ptr<const ExecutableEntry> executable;  // null with mapping
+  std::uint64_t elf_vaddr = 0;                      // the raw address when no mapping
+};
+
+// The container id in /proc/PID/cgroup text (docker, containerd, cri-o,
+// podman: a 64-hex-digit path component), or "".
+std::string ContainerIdFromCgroup(std::string_view cgroup_text);
+
+class ProcessTracker {
+ public:
+  static constexpr auto kMapsRereadInterval = std::chrono::seconds(1);
+
+  // `proc_root` is "/proc" except in tests.
+  explicit ProcessTracker(ExecutableCache& cache, std::string proc_root = "/proc");
+
+  // The process, read from /proc on first sight; `comm` names kernel threads.
+  ProcessInfo& Get(std::uint32_t pid, std::string_view comm);
+  UserAddress ResolveUserAddress(ProcessInfo& process, std::uint64_t address);
+
+  void OnExec(std::uint32_t pid);
+  void OnExit(std::uint32_t pid);
+  // Forgets exited processes; call after their samples were reported.
+  void Sweep();
+  std::size_t size() const { return processes_.size(); }
+  std::size_t maps_reads() const { return maps_reads_; }
+
+ private:
+  void ReadIdentity(ProcessInfo& p, std::string_view comm);
+  void ReadMaps(ProcessInfo& p);
+
+  ExecutableCache& cache_;
+  std::string proc_root_;
+  std::unordered_map<std::uint32_t, ProcessInfo> processes_;
+  std::size_t maps_reads_ = 0;
+};
+
+}  // namespace kiln::agent

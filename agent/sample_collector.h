@@ -1,0 +1,73 @@
+#pragma once
+// Turns ring buffer records into the current interval's ProfileBatch.
+//
+// Each sample is resolved when it arrives (while its process still exists):
+// kernel addresses get kallsyms names, user addresses become (mapping, ELF
+// vaddr, symbol). Resolution is done once per distinct raw stack per process
+// per interval; later samples with the same stack only append a timestamp.
+//
+// Main thread only. TakeBatch() hands over the interval and starts a new one.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kernel_symbols.h"
+#include "process_tracker.h"
+#include "profile_batch.h"
+#include "symbolizer.h"
+
+struct kiln_sample_event;
+
+namespace kiln::agent {
+
+struct CollectorStats {
+  std::uint64_t samples = 0;
+  std::uint64_t bad_records = 0;  // too short or unknown kind
+  std::uint64_t exec_events = 0;
+  std::uint64_t exit_events = 0;
+};
+
+class SampleCollector {
+ public:
+  SampleCollector(ProcessTracker& processes, Symbolizer& symbolizer, const KernelSymbols& kernel,
+                  int samples_per_second);
+
+  // One ring buffer record (any kind); malformed ones are counted, not fatal.
+  void OnRecord(const void* data, std::size_t size);
+
+  // Everything since the last call; `host_name` and `resource_attributes`
+  // are copied into the batch.
+  ProfileBatch TakeBatch(const std::string& host_name,
+                         const std::vector<std::pair<std::string, std::string>>& resource_attributes);
+
+  const CollectorStats& stats() const { return stats_; }
+  std::size_t pending_samples() const { return pending_samples_; }
+
+ private:
+  struct ProcessState {
+    ProcessProfile profile;
+    std::unordered_map<std::string, std::int32_t> stack_by_raw;  // raw addresses -> stack
+    std::unordered_map<std::string, std::size_t> group_by_key;   // stack,tid,cpu,name -> group
+  };
+
+  void OnSample(const kiln_sample_event& ev, std::size_t frames_present);
+  Stack ResolveStack(ProcessInfo& process, const kiln_sample_event& ev);
+  std::uint64_t ToUnixNs(std::uint64_t monotonic_ns) const;
+  void ResetClockOffset();
+
+  ProcessTracker& processes_;
+  Symbolizer& symbolizer_;
+  const KernelSymbols& kernel_;
+  int samples_per_second_;
+  std::unordered_map<std::uint32_t, ProcessState> current_;
+  std::unordered_map<std::string, std::shared_ptr<const Mapping>> kernel_mappings_;  // per module
+  std::int64_t unix_minus_monotonic_ns_ = 0;
+  std::uint64_t batch_start_unix_ns_ = 0;
+  std::size_t pending_samples_ = 0;
+  CollectorStats stats_;
+};
+
+}  // namespace kiln::agent
