@@ -41,104 +41,27 @@ std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set) {
 
 namespace {
 
-// Builds the tree in insertion order with a hash map for child lookup,
-// then renumbers it breadth first so children end up contiguous.
-class TreeBuilder {
+// The tree is built without per-step hashing: every distinct (stack,
+// attribute set) becomes a key sequence [process, thread, frame...] where a
+// key is (label rank << 4 | frame type). Sorting the sequences puts equal
+// prefixes next to each other and siblings in label order, so one pass
+// creates the nodes (preorder) and a breadth-first renumbering makes
+// children contiguous without further sorting.
+constexpr int kTypeBits = 4;
+static_assert(kFrameTypeCount <= (1 << kTypeBits), "frame type must fit in the key's low bits");
+
+class LabelTable {
  public:
-  explicit TreeBuilder(FlameTree* tree) : tree_(*tree) {
-    nodes_.push_back({});
-    nodes_[0].kind = NodeKind::kRoot;
-    nodes_[0].label = Label("all");
-  }
-
-  uint32_t Label(std::string_view text) {
-    if (auto it = label_ids_.find(std::string(text)); it != label_ids_.end()) return it->second;
-    auto id = static_cast<uint32_t>(tree_.labels.size());
-    tree_.labels.emplace_back(text);
-    label_ids_.emplace(std::string(text), id);
-    return id;
-  }
-
-  uint32_t Child(uint32_t parent, uint32_t label, NodeKind kind, FrameType type, uint32_t frame) {
-    uint64_t key = (uint64_t{parent} << 32) | label;
-    // Same label with another frame type is another node (a Go and a C
-    // function may share a name); type goes into a second-level check.
-    auto [it, added] = children_.try_emplace(Key{key, static_cast<uint8_t>(type)},
-                                             static_cast<uint32_t>(nodes_.size()));
-    if (added) {
-      FlameNode n;
-      n.parent = parent;
-      n.label = label;
-      n.kind = kind;
-      n.type = type;
-      n.frame = frame;
-      n.depth = static_cast<uint16_t>(std::min<int>(nodes_[parent].depth + 1, UINT16_MAX));
-      nodes_.push_back(n);
-    }
+  explicit LabelTable(std::vector<std::string>* labels) : labels_(*labels) {}
+  uint32_t Intern(std::string text) {
+    auto [it, added] = ids_.try_emplace(std::move(text), static_cast<uint32_t>(labels_.size()));
+    if (added) labels_.push_back(it->first);
     return it->second;
   }
 
-  std::vector<FlameNode>& nodes() { return nodes_; }
-
-  // Renumbers breadth first with children sorted by label text, then type.
-  void Finish() {
-    const size_t n = nodes_.size();
-    std::vector<uint32_t> label_rank(tree_.labels.size());
-    {
-      std::vector<uint32_t> order(tree_.labels.size());
-      std::iota(order.begin(), order.end(), 0);
-      std::sort(order.begin(), order.end(),
-                [&](uint32_t a, uint32_t b) { return tree_.labels[a] < tree_.labels[b]; });
-      for (uint32_t r = 0; r < order.size(); ++r) label_rank[order[r]] = r;
-    }
-    // Children of each node as a CSR array.
-    std::vector<uint32_t> start(n + 1, 0);
-    for (size_t i = 1; i < n; ++i) start[nodes_[i].parent + 1]++;
-    for (size_t i = 0; i < n; ++i) start[i + 1] += start[i];
-    std::vector<uint32_t> children(n > 0 ? n - 1 : 0);
-    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 1; i < n; ++i) children[fill[nodes_[i].parent]++] = static_cast<uint32_t>(i);
-
-    std::vector<FlameNode>& out = tree_.nodes;
-    out.clear();
-    out.reserve(n);
-    std::vector<uint32_t> old_of_new;
-    old_of_new.reserve(n);
-    out.push_back(nodes_[0]);
-    old_of_new.push_back(0);
-    for (size_t i = 0; i < out.size(); ++i) {
-      uint32_t old = old_of_new[i];
-      auto begin = children.begin() + start[old], end = children.begin() + start[old + 1];
-      std::sort(begin, end, [&](uint32_t a, uint32_t b) {
-        if (nodes_[a].label != nodes_[b].label) return label_rank[nodes_[a].label] < label_rank[nodes_[b].label];
-        return nodes_[a].type < nodes_[b].type;
-      });
-      out[i].first_child = static_cast<uint32_t>(out.size());
-      out[i].child_count = static_cast<uint32_t>(end - begin);
-      for (auto c = begin; c != end; ++c) {
-        FlameNode child = nodes_[*c];
-        child.parent = static_cast<uint32_t>(i);
-        out.push_back(child);
-        old_of_new.push_back(*c);
-        tree_.max_depth = std::max(tree_.max_depth, child.depth);
-      }
-    }
-  }
-
  private:
-  struct Key {
-    uint64_t parent_label;
-    uint8_t type;
-    bool operator==(const Key&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.parent_label, k.type);
-    }
-  };
-  FlameTree& tree_;
-  std::vector<FlameNode> nodes_;
-  absl::flat_hash_map<Key, uint32_t> children_;
-  absl::flat_hash_map<std::string, uint32_t> label_ids_;
+  std::vector<std::string>& labels_;
+  absl::flat_hash_map<std::string, uint32_t> ids_;
 };
 
 }  // namespace
@@ -146,46 +69,144 @@ class TreeBuilder {
 FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options) {
   FlameTree tree;
   tree.slice = slice;
-  TreeBuilder builder(&tree);
+  LabelTable labels(&tree.labels);
+  FlameNode root;
+  root.kind = NodeKind::kRoot;
+  root.label = labels.Intern("all");
   if (!slice) {
-    builder.Finish();
+    tree.nodes.push_back(root);
     return tree;
   }
   const ProfileDictionary& dict = slice->dict;
+  const std::vector<StackWeight>& weights = slice->weights;
+
+  // 1. Label ids per frame and per attribute set, computed once each.
   constexpr uint32_t kUnset = UINT32_MAX;
   std::vector<uint32_t> frame_label(dict.frames.size(), kUnset);
   std::vector<uint32_t> process_label(dict.AttributeSetCount(), kUnset);
   std::vector<uint32_t> thread_label(dict.AttributeSetCount(), kUnset);
-  std::vector<uint32_t> path;
-  for (const StackWeight& w : slice->weights) {
-    path.clear();
-    uint32_t node = 0;
-    if (options.group_by != GroupBy::kNone) {
+  const int group_levels = options.group_by == GroupBy::kNone ? 0 : options.group_by == GroupBy::kProcess ? 1 : 2;
+  std::vector<uint32_t> seq_offsets;
+  seq_offsets.reserve(weights.size() + 1);
+  seq_offsets.push_back(0);
+  std::vector<uint32_t> seq;  // label ids first, turned into keys below
+  std::vector<uint32_t> seq_frame;  // representative frame per sequence element
+  for (const StackWeight& w : weights) {
+    if (group_levels >= 1) {
       uint32_t& pl = process_label[w.attribute_set];
-      if (pl == kUnset) pl = builder.Label(ProcessLabel(dict, w.attribute_set));
-      node = builder.Child(node, pl, NodeKind::kProcess, FrameType::kUnknown, 0);
-      path.push_back(node);
-      if (options.group_by == GroupBy::kThread) {
-        uint32_t& tl = thread_label[w.attribute_set];
-        if (tl == kUnset) tl = builder.Label(ThreadLabel(dict, w.attribute_set));
-        node = builder.Child(node, tl, NodeKind::kThread, FrameType::kUnknown, 0);
-        path.push_back(node);
-      }
+      if (pl == kUnset) pl = labels.Intern(ProcessLabel(dict, w.attribute_set));
+      seq.push_back(pl << kTypeBits);
+      seq_frame.push_back(0);
+    }
+    if (group_levels >= 2) {
+      uint32_t& tl = thread_label[w.attribute_set];
+      if (tl == kUnset) tl = labels.Intern(ThreadLabel(dict, w.attribute_set));
+      seq.push_back(tl << kTypeBits);
+      seq_frame.push_back(0);
     }
     for (uint32_t f : dict.Stack(w.stack)) {
       const Frame& frame = dict.frames[f];
       if (!options.show_inline && frame.inlined) continue;
       uint32_t& fl = frame_label[f];
-      if (fl == kUnset) fl = builder.Label(FrameLabel(dict, f));
-      node = builder.Child(node, fl, NodeKind::kFrame, frame.type, f);
-      path.push_back(node);
+      if (fl == kUnset) fl = labels.Intern(FrameLabel(dict, f));
+      seq.push_back((fl << kTypeBits) | static_cast<uint32_t>(frame.type));
+      seq_frame.push_back(f);
     }
-    std::vector<FlameNode>& nodes = builder.nodes();
-    nodes[0].total += w.weight;
-    for (uint32_t n : path) nodes[n].total += w.weight;
-    nodes[node].self += w.weight;
+    seq_offsets.push_back(static_cast<uint32_t>(seq.size()));
   }
-  builder.Finish();
+
+  // 2. Replace label ids by their rank in text order, so sorting keys sorts
+  // siblings alphabetically (as flame graph tools do).
+  std::vector<uint32_t> rank(tree.labels.size());
+  {
+    std::vector<uint32_t> order(tree.labels.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return tree.labels[a] < tree.labels[b]; });
+    for (uint32_t r = 0; r < order.size(); ++r) rank[order[r]] = r;
+  }
+  for (uint32_t& k : seq) k = (rank[k >> kTypeBits] << kTypeBits) | (k & ((1u << kTypeBits) - 1));
+  std::vector<uint32_t> label_of_rank(rank.size());
+  for (uint32_t id = 0; id < rank.size(); ++id) label_of_rank[rank[id]] = id;
+
+  std::vector<uint32_t> order(weights.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return std::lexicographical_compare(seq.begin() + seq_offsets[a], seq.begin() + seq_offsets[a + 1],
+                                        seq.begin() + seq_offsets[b], seq.begin() + seq_offsets[b + 1]);
+  });
+
+  // 3. One pass in sorted order creates nodes in preorder.
+  std::vector<FlameNode> pre;
+  pre.reserve(seq.size() + 1);
+  pre.push_back(root);
+  std::vector<uint32_t> path;  // node per depth below the root
+  uint32_t prev = UINT32_MAX;
+  for (uint32_t e : order) {
+    const uint32_t* s = seq.data() + seq_offsets[e];
+    const size_t n = seq_offsets[e + 1] - seq_offsets[e];
+    size_t common = 0;
+    if (prev != UINT32_MAX) {
+      const uint32_t* p = seq.data() + seq_offsets[prev];
+      const size_t pn = seq_offsets[prev + 1] - seq_offsets[prev];
+      while (common < n && common < pn && common < path.size() && p[common] == s[common]) ++common;
+    }
+    path.resize(common);
+    for (size_t i = common; i < n; ++i) {
+      FlameNode node;
+      node.parent = path.empty() ? 0 : path.back();
+      node.label = label_of_rank[s[i] >> kTypeBits];
+      node.type = static_cast<FrameType>(s[i] & ((1u << kTypeBits) - 1));
+      node.kind = static_cast<int>(i) < group_levels ? (i == 0 ? NodeKind::kProcess : NodeKind::kThread)
+                                                     : NodeKind::kFrame;
+      node.frame = seq_frame[seq_offsets[e] + i];
+      node.depth = static_cast<uint16_t>(std::min<size_t>(i + 1, UINT16_MAX));
+      pre.push_back(node);
+      path.push_back(static_cast<uint32_t>(pre.size() - 1));
+    }
+    const int64_t weight = weights[e].weight;
+    pre[0].total += weight;
+    for (uint32_t node : path) pre[node].total += weight;
+    pre[path.empty() ? 0 : path.back()].self += weight;
+    prev = e;
+  }
+
+  // 4. Breadth-first renumbering: children become contiguous, and they are
+  // already in label order because preorder visited them that way.
+  const size_t count = pre.size();
+  std::vector<uint32_t> start(count + 1, 0);
+  for (size_t i = 1; i < count; ++i) start[pre[i].parent + 1]++;
+  for (size_t i = 0; i < count; ++i) start[i + 1] += start[i];
+  std::vector<uint32_t> children(count > 0 ? count - 1 : 0);
+  {
+    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+    for (size_t i = 1; i < count; ++i) children[fill[pre[i].parent]++] = static_cast<uint32_t>(i);
+  }
+  // Walk the small integer arrays first to get the new order, then copy the
+  // nodes in one sequential read: copying in breadth-first order directly
+  // would read 40-byte nodes at random and dominate the build.
+  std::vector<uint32_t> bfs;  // old ids in breadth-first order
+  bfs.reserve(count);
+  std::vector<uint32_t> first_child(count);
+  bfs.push_back(0);
+  for (size_t k = 0; k < bfs.size(); ++k) {
+    uint32_t old = bfs[k];
+    first_child[k] = static_cast<uint32_t>(bfs.size());
+    bfs.insert(bfs.end(), children.begin() + start[old], children.begin() + start[old + 1]);
+  }
+  std::vector<uint32_t> new_of_old(count);
+  for (uint32_t k = 0; k < count; ++k) new_of_old[bfs[k]] = k;
+  std::vector<FlameNode>& out = tree.nodes;
+  out.resize(count);
+  for (uint32_t old = 0; old < count; ++old) {
+    uint32_t k = new_of_old[old];
+    FlameNode& node = out[k];
+    node = pre[old];
+    node.parent = new_of_old[pre[old].parent];
+    node.first_child = first_child[k];
+    node.child_count = start[old + 1] - start[old];
+    tree.max_depth = std::max(tree.max_depth, node.depth);
+  }
   return tree;
 }
 

@@ -4,15 +4,23 @@
 //
 // Layout (version 1), columnar so each column compresses on its own:
 //
-//   +---------+-----------+----------------+--------------------------+
-//   | u8 ver  | varint n  | zigzag t[0]    | varint t[i]-t[i-1] (n-1) |
-//   +---------+-----------+----------------+--------------------------+
-//   | varint stack (n) | varint attribute_set (n) | varint link (n)    |
-//   +------------------+---------------------------+--------------------+
-//   | zigzag value (n) |
-//   +------------------+
+//   +--------+----------+---------------+
+//   | u8 ver | varint n | zigzag t[0]   |   header
+//   +--------+----------+---------------+
+//   | column: t[i] - t[i-1], i = 1..n-1 |   time deltas (>= 0, sorted input)
+//   | column: stack id            (n)   |
+//   | column: attribute set id    (n)   |
+//   | column: link id             (n)   |
+//   | column: zigzag value        (n)   |
+//   +-----------------------------------+
 //
-// Samples are sorted by time before encoding, so time deltas are >= 0.
+// A column is one tag byte, then:
+//   tag 0      varint v          every value equals v
+//   tag w=1..8 w planes of count bytes: plane j holds byte j (little end
+//              first) of every value
+// Byte planes put the slowly changing high bytes of time deltas and ids
+// next to each other, which zstd (applied by RocksDB) compresses far
+// better than interleaved varints.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +33,9 @@
 namespace kiln::storage {
 
 inline constexpr uint8_t kSampleBlockVersion = 1;
+// Writers split longer runs; readers reject larger counts as corrupt, which
+// bounds what a damaged block can make a reader allocate.
+inline constexpr uint64_t kMaxBlockSamples = uint64_t{1} << 20;
 
 // One sample with store-global dictionary ids.
 struct BlockSample {
@@ -36,7 +47,8 @@ struct BlockSample {
   bool operator==(const BlockSample&) const = default;
 };
 
-// Encodes `samples`, which must be sorted by time_ns ascending.
+// Encodes `samples`, which must be sorted by time_ns ascending and number
+// at most kMaxBlockSamples.
 std::string EncodeSampleBlock(const std::vector<BlockSample>& samples);
 
 // Decodes a block into `out` (cleared first). Corrupt or truncated input

@@ -294,7 +294,7 @@ class RocksStore final : public Store {
   // its time range that passes its filters. Also returns the dictionary
   // sizes valid for every id seen.
   template <typename Visit>
-  absl::Status Scan(const Query& query, Visit&& visit) const;
+  absl::Status Scan(const Query& query, size_t* stack_count, Visit&& visit) const;
   // The attribute sets (by id < limit) that pass `filters`.
   std::vector<uint8_t> MatchAttributeSets(const std::vector<AttributeFilter>& filters) const;
 
@@ -761,7 +761,8 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   for (size_t i = 0; i < keyed.size();) {
     size_t j = i;
     run.clear();
-    while (j < keyed.size() && keyed[j].kind == keyed[i].kind && keyed[j].bucket == keyed[i].bucket) {
+    while (j < keyed.size() && keyed[j].kind == keyed[i].kind && keyed[j].bucket == keyed[i].bucket &&
+           run.size() < kMaxBlockSamples) {
       run.push_back(keyed[j].sample);
       ++j;
     }
@@ -825,7 +826,7 @@ std::vector<uint8_t> RocksStore::MatchAttributeSets(const std::vector<AttributeF
 }
 
 template <typename Visit>
-absl::Status RocksStore::Scan(const Query& query, Visit&& visit) const {
+absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& visit) const {
   std::vector<uint8_t> match;
   std::unique_ptr<rocksdb::Iterator> it;
   if (query.to_ns <= query.from_ns) return absl::OkStatus();
@@ -843,6 +844,7 @@ absl::Status RocksStore::Scan(const Query& query, Visit&& visit) const {
   {
     std::shared_lock lock(dict_mutex_);
     match = MatchAttributeSets(query.filters);
+    *stack_count = dict_.dict.StackCount();
     it.reset(db_->NewIterator(ro, blocks_cf()));
   }
   std::vector<BlockSample> samples;
@@ -855,8 +857,8 @@ absl::Status RocksStore::Scan(const Query& query, Visit&& visit) const {
     }
     for (const BlockSample& s : samples) {
       if (s.time_ns < query.from_ns || s.time_ns >= query.to_ns) continue;
-      if (s.attribute_set >= match.size()) {
-        return absl::DataLossError("sample block refers to an attribute set that does not exist");
+      if (s.attribute_set >= match.size() || s.stack >= *stack_count) {
+        return absl::DataLossError("sample block refers to a stack or attribute set that does not exist");
       }
       if (!match[s.attribute_set]) continue;
       visit(s);
@@ -872,15 +874,26 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
   slice->to_ns = query.to_ns;
 
   // Aggregate by (stack, attribute set) first: the tree is then built from
-  // distinct stacks, not from samples.
-  absl::flat_hash_map<uint64_t, uint32_t> index;
+  // distinct stacks, not from samples. Stack ids are dense, so the first
+  // entry of each stack is found by array index; a stack seen with several
+  // attribute sets chains its entries (usually one or two).
+  constexpr uint32_t kNoEntry = UINT32_MAX;
+  std::vector<uint32_t> first_entry;
+  std::vector<uint32_t> next_entry;
   std::vector<StackWeight>& weights = slice->weights;
   bool any = false;
-  absl::Status s = Scan(query, [&](const BlockSample& b) {
-    uint64_t k = (uint64_t{b.stack} << 32) | b.attribute_set;
-    auto [it, added] = index.try_emplace(k, static_cast<uint32_t>(weights.size()));
-    if (added) weights.push_back({b.stack, b.attribute_set, 0, 0});
-    StackWeight& w = weights[it->second];
+  size_t stack_count = 0;
+  absl::Status s = Scan(query, &stack_count, [&](const BlockSample& b) {
+    if (first_entry.empty()) first_entry.assign(stack_count, kNoEntry);
+    uint32_t e = first_entry[b.stack];
+    while (e != kNoEntry && weights[e].attribute_set != b.attribute_set) e = next_entry[e];
+    if (e == kNoEntry) {
+      e = static_cast<uint32_t>(weights.size());
+      weights.push_back({b.stack, b.attribute_set, 0, 0});
+      next_entry.push_back(first_entry[b.stack]);
+      first_entry[b.stack] = e;
+    }
+    StackWeight& w = weights[e];
     w.weight += b.value;
     w.events += 1;
     slice->total_weight += b.value;
@@ -971,7 +984,8 @@ absl::StatusOr<Timeline> RocksStore::RunTimeline(const Query& query, int bucket_
   Query q = query;
   q.from_ns = from;
   q.to_ns = to;
-  absl::Status s = Scan(q, [&](const BlockSample& b) {
+  size_t stack_count = 0;
+  absl::Status s = Scan(q, &stack_count, [&](const BlockSample& b) {
     int64_t i = (b.time_ns - from) / t.bucket_ns;
     if (i < 0 || i >= bucket_count) return;
     t.weights[i] += b.value;

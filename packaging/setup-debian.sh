@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the packages Kiln builds, runs and tests with (listed in
+# packaging/debian-packages.txt) when any is missing. Debian 12 / Ubuntu
+# 22.04+; on macOS it installs the Homebrew formulas instead.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+
+if [[ "$(uname -s)" == Darwin ]]; then
+  brew install cmake ninja pkg-config grpc protobuf rocksdb doctest cli11 glfw abseil zstd
+  exit 0
+fi
+
+mapfile -t wanted < <(grep -v '^\s*#' "$here/debian-packages.txt" | grep -v '^\s*$')
+missing=()
+for p in "${wanted[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if (( ${#missing[@]} )); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+echo "setup: all packages present"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds Kiln and runs every test (unit, integration, GUI under Xvfb, agent
+# with BPF when root). The README's test command; CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash packaging/setup-debian.sh
+build="${KILN_BUILD_DIR:-build}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${KILN_CMAKE_ARGS:-}
+cmake --build "$build" -j"$(nproc)"
+ctest --test-dir "$build" --output-on-failure --timeout 900

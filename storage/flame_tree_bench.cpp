@@ -1,0 +1,151 @@
+// Benchmark: 10 M samples over 100 k distinct stacks (15-45 frames, 8
+// processes) written to a store, then the query and the flame tree the
+// views need. Prints figures; asserts nothing (see README for the latest).
+//
+//   flame_tree_bench [samples] [stacks]
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "storage/flame_tree.h"
+#include "storage/store.h"
+#include "storage/top_functions.h"
+
+using namespace kiln::storage;
+
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+long PeakRssMiB() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024;
+}
+
+// Distinct stacks that share prefixes the way real call trees do: each
+// stack extends a random earlier stack's prefix with fresh frames.
+ProfileDictionary MakeDictionary(int stacks, std::mt19937_64& rng) {
+  ProfileDictionary d;
+  const int kFunctions = 20000;
+  for (int i = 0; i < kFunctions; ++i) {
+    Frame f;
+    f.function = d.AddString("ns::module" + std::to_string(i % 97) + "::Function" + std::to_string(i) +
+                             "(std::vector<int> const&)");
+    f.type = i % 10 == 0 ? FrameType::kKernel : FrameType::kNative;
+    d.frames.push_back(f);
+  }
+  std::vector<std::vector<uint32_t>> made;
+  made.reserve(stacks);
+  std::uniform_int_distribution<int> depth(15, 45);
+  std::uniform_int_distribution<uint32_t> func(1, kFunctions);
+  for (int i = 0; i < stacks; ++i) {
+    std::vector<uint32_t> s;
+    int n = depth(rng);
+    if (!made.empty()) {
+      const auto& base = made[rng() % made.size()];
+      size_t keep = std::min<size_t>(base.size(), rng() % (n - 1) + 1);
+      s.assign(base.begin(), base.begin() + keep);
+    }
+    while (static_cast<int>(s.size()) < n) s.push_back(func(rng));
+    made.push_back(s);
+    d.AddStack(s);
+  }
+  for (int p = 0; p < 8; ++p) {
+    for (int t = 0; t < 4; ++t) {
+      d.AddAttributeSet({{d.AddString("process.executable.name"), d.AddString("service-" + std::to_string(p))},
+                         {d.AddString("process.pid"), d.AddString(std::to_string(1000 + p))},
+                         {d.AddString("thread.name"), d.AddString("worker-" + std::to_string(t))}});
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int64_t samples = argc > 1 ? std::atoll(argv[1]) : 10'000'000;
+  const int stacks = argc > 2 ? std::atoi(argv[2]) : 100'000;
+  std::string dir = (std::filesystem::temp_directory_path() / "kiln-flame-bench-XXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) return 1;
+  std::mt19937_64 rng(1);
+
+  auto store_or = Store::Open(dir, Store::Mode::kReadWrite);
+  if (!store_or.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(store_or.status().message()).c_str());
+    return 1;
+  }
+  auto& store = *store_or;
+  ProfileBatch batch;
+  batch.dict = MakeDictionary(stacks, rng);
+  const uint32_t sets = static_cast<uint32_t>(batch.dict.AttributeSetCount() - 1);
+  // Zipf-like: a few hot stacks, a long tail; every stack appears.
+  std::vector<double> w(stacks);
+  for (int i = 0; i < stacks; ++i) w[i] = 1.0 / (1 + i % 5000);
+  std::discrete_distribution<uint32_t> pick(w.begin(), w.end());
+  int64_t tick = 1'700'000'000'000'000'000;
+  int cpu = 0;
+  auto write_start = std::chrono::steady_clock::now();
+  int64_t written = 0;
+  const int64_t kBatch = 200'000;
+  uint32_t next_stack = 0;
+  while (written < samples) {
+    batch.samples.clear();
+    for (int64_t i = 0; i < kBatch && written + i < samples; ++i) {
+      uint32_t s = next_stack < static_cast<uint32_t>(stacks) ? next_stack++ : pick(rng);
+      // Agent-like timing: 16 CPUs ticking at 20 Hz with a few us of jitter.
+      if (++cpu == 16) {
+        cpu = 0;
+        tick += 50'000'000;
+      }
+      int64_t time = tick + cpu * 3'125'000 + static_cast<int64_t>(rng() % 4096);
+      // A stack belongs to one process and thread, as real stacks do.
+      uint32_t set = 1 + (s % 8) * 4 + (s / 8) % 4;
+      batch.samples.push_back({time, s + 1, std::min(set, sets), 0, SampleKind::kOnCpu, 1});
+    }
+    written += static_cast<int64_t>(batch.samples.size());
+    if (auto s = store->Write(batch); !s.ok()) {
+      std::fprintf(stderr, "write: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+  }
+  double write_s = Seconds(write_start);
+  (void)store->Compact();
+  StoreStats st = store->Stats();
+
+  auto query_start = std::chrono::steady_clock::now();
+  auto slice = store->Run({});
+  if (!slice.ok()) return 1;
+  double query_s = Seconds(query_start);
+
+  auto tree_start = std::chrono::steady_clock::now();
+  FlameTree tree = BuildFlameTree(*slice, {.group_by = GroupBy::kThread});
+  double tree_s = Seconds(tree_start);
+
+  auto top_start = std::chrono::steady_clock::now();
+  auto top = BuildTopFunctions(**slice);
+  double top_s = Seconds(top_start);
+
+  std::printf("samples:              %lld over %d distinct stacks (%zu (stack, thread) pairs)\n",
+              static_cast<long long>(samples), stacks, (*slice)->weights.size());
+  std::printf("store write:          %.2f s (%.2f M samples/s, direct Store::Write, 200k per batch)\n", write_s,
+              samples / write_s / 1e6);
+  std::printf("disk after compaction: %.2f bytes/sample (%llu bytes)\n",
+              static_cast<double>(st.disk_bytes) / samples, static_cast<unsigned long long>(st.disk_bytes));
+  std::printf("query (scan+aggregate): %.0f ms\n", query_s * 1e3);
+  std::printf("flame tree build:     %.0f ms (%zu nodes, depth %d)\n", tree_s * 1e3, tree.nodes.size(),
+              tree.max_depth);
+  std::printf("top functions:        %.0f ms (%zu rows)\n", top_s * 1e3, top.size());
+  std::printf("query + tree:         %.0f ms (budget 200 ms for the tree)\n", (query_s + tree_s) * 1e3);
+  std::printf("peak RSS:             %ld MiB\n", PeakRssMiB());
+  store.reset();
+  std::filesystem::remove_all(dir);
+  return 0;
+}
