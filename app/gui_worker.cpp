@@ -1,0 +1,251 @@
+#include "app/gui_worker.h"
+
+#include <chrono>
+
+#include "ingest/otlp_receiver.h"
+#include "storage/store.h"
+#include "storage/top_functions.h"
+#include "ui/flame_layout.h"
+#include "ui/header_bar.h"
+
+namespace kiln::app {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool SameQuery(const storage::Query& a, const storage::Query& b) {
+  if (a.kind != b.kind || a.from_ns != b.from_ns || a.to_ns != b.to_ns ||
+      a.filters.size() != b.filters.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.filters.size(); ++i) {
+    if (a.filters[i].key != b.filters[i].key || a.filters[i].values != b.filters[i].values) return false;
+  }
+  return true;
+}
+
+constexpr size_t kLogEntries = 5000;
+constexpr size_t kValuesPerKey = 500;
+constexpr size_t kMaxFilterKeys = 24;
+
+}  // namespace
+
+GuiWorker::GuiWorker(storage::Store& store, const ingest::OtlpReceiver* receiver, std::string data_dir,
+                     std::function<void()> wake_ui)
+    : store_(store), receiver_(receiver), data_dir_(std::move(data_dir)), wake_ui_(std::move(wake_ui)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+GuiWorker::~GuiWorker() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+uint64_t GuiWorker::Submit(const ui::AnalysisRequest& request) {
+  uint64_t generation;
+  {
+    std::lock_guard lock(mutex_);
+    generation = ++next_generation_;
+    pending_generation_ = generation;
+    pending_ = request;
+    latest_generation_submitted_ = generation;
+  }
+  wake_.notify_all();
+  return generation;
+}
+
+void GuiWorker::RefreshStatus() {
+  {
+    std::lock_guard lock(mutex_);
+    status_requested_ = true;
+  }
+  wake_.notify_all();
+}
+
+std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::LatestAnalysis() const {
+  std::lock_guard lock(mutex_);
+  return analysis_;
+}
+
+std::shared_ptr<const ui::StatusSnapshot> GuiWorker::LatestStatus() const {
+  std::lock_guard lock(mutex_);
+  return status_;
+}
+
+bool GuiWorker::Busy() const {
+  std::lock_guard lock(mutex_);
+  return latest_generation_submitted_ != 0 &&
+         (!analysis_ || analysis_->generation != latest_generation_submitted_);
+}
+
+void GuiWorker::Run() {
+  auto next_status = Clock::now();
+  while (true) {
+    uint64_t generation = 0;
+    ui::AnalysisRequest request;
+    bool do_status = false;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_until(lock, next_status, [this] {
+        return stop_ || pending_generation_ != 0 || status_requested_;
+      });
+      if (stop_) return;
+      // Status first when due: it is cheap and the header needs it to pick
+      // the time window of the first analysis.
+      if (status_requested_ || Clock::now() >= next_status) {
+        do_status = true;
+        status_requested_ = false;
+      } else if (pending_generation_ != 0) {
+        generation = pending_generation_;
+        request = pending_;
+        pending_generation_ = 0;
+      }
+    }
+    if (do_status) {
+      auto status = PollStatus();
+      {
+        std::lock_guard lock(mutex_);
+        status_ = std::move(status);
+      }
+      next_status = Clock::now() + std::chrono::seconds(1);
+      if (wake_ui_) wake_ui_();
+      continue;
+    }
+    if (generation != 0) {
+      auto snapshot = Analyze(generation, request);
+      previous_ = snapshot;
+      {
+        std::lock_guard lock(mutex_);
+        analysis_ = std::move(snapshot);
+      }
+      if (wake_ui_) wake_ui_();
+    }
+  }
+}
+
+std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generation,
+                                                               const ui::AnalysisRequest& request) {
+  auto out = std::make_shared<ui::AnalysisSnapshot>();
+  out->generation = generation;
+  out->request = request;
+  const bool same_query = previous_ && previous_->slice && previous_->error.empty() &&
+                          previous_->request.data_version == request.data_version &&
+                          SameQuery(previous_->request.query, request.query);
+  const auto query_start = Clock::now();
+  if (same_query) {
+    out->slice = previous_->slice;
+  } else {
+    auto slice = store_.Run(request.query);
+    if (!slice.ok()) {
+      out->error = std::string(slice.status().message());
+      if (previous_) {
+        out->slice = previous_->slice;
+        out->tree = previous_->tree;
+        out->left_offsets = previous_->left_offsets;
+        out->top_functions = previous_->top_functions;
+        out->executables = previous_->executables;
+        out->timeline = previous_->timeline;
+      }
+      return out;
+    }
+    out->slice = *std::move(slice);
+  }
+
+  // The timeline covers the window, not the selection, with the same kind
+  // and filters.
+  const bool same_timeline = previous_ && previous_->timeline && same_query &&
+                             previous_->request.timeline_window == request.timeline_window &&
+                             previous_->request.timeline_buckets == request.timeline_buckets;
+  if (same_timeline) {
+    out->timeline = previous_->timeline;
+  } else if (!request.timeline_window.Empty()) {
+    storage::Query tq = request.query;
+    tq.from_ns = request.timeline_window.from_ns;
+    tq.to_ns = request.timeline_window.to_ns;
+    auto timeline = store_.RunTimeline(tq, request.timeline_buckets);
+    if (timeline.ok()) out->timeline = std::make_shared<const storage::Timeline>(*std::move(timeline));
+  }
+  out->query_ms = MsSince(query_start);
+
+  const auto build_start = Clock::now();
+  const bool same_tree = same_query && previous_->tree &&
+                         previous_->request.tree_options.group_by == request.tree_options.group_by &&
+                         previous_->request.tree_options.show_inline == request.tree_options.show_inline;
+  if (same_tree) {
+    out->tree = previous_->tree;
+    out->left_offsets = previous_->left_offsets;
+  } else {
+    auto tree = std::make_shared<storage::FlameTree>(storage::BuildFlameTree(out->slice, request.tree_options));
+    out->left_offsets = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*tree));
+    out->tree = std::move(tree);
+  }
+  if (same_query && previous_->top_functions &&
+      previous_->request.tree_options.show_inline == request.tree_options.show_inline) {
+    out->top_functions = previous_->top_functions;
+  } else {
+    out->top_functions = std::make_shared<const std::vector<storage::TopFunctionRow>>(
+        storage::BuildTopFunctions(*out->slice, request.tree_options.show_inline));
+  }
+  if (same_query && previous_->executables) {
+    out->executables = previous_->executables;
+  } else {
+    out->executables = std::make_shared<const std::vector<storage::ExecutableRow>>(
+        storage::BuildExecutableTable(*out->slice));
+  }
+  out->build_ms = MsSince(build_start);
+  return out;
+}
+
+std::shared_ptr<const ui::StatusSnapshot> GuiWorker::PollStatus() {
+  auto out = std::make_shared<ui::StatusSnapshot>();
+  out->taken_ns = NowNs();
+  out->data_dir = data_dir_;
+  out->stats = store_.Stats();
+  if (receiver_) out->receiver = receiver_->stats();
+  out->log = store_.ReadLog(kLogEntries);
+  // Attribute scans walk the whole dictionary: redo them only when the set
+  // of attribute sets changed since the last poll.
+  std::shared_ptr<const ui::StatusSnapshot> previous;
+  {
+    std::lock_guard lock(mutex_);
+    previous = status_;
+  }
+  if (previous && previous->stats.attribute_sets == out->stats.attribute_sets) {
+    out->attribute_keys = previous->attribute_keys;
+    out->attribute_values = previous->attribute_values;
+    return out;
+  }
+  out->attribute_keys = store_.AttributeKeys();
+  // Values for the keys the filter bar offers: the well-known ones first,
+  // then others up to a limit (attribute values are bounded per key).
+  size_t fetched = 0;
+  auto fetch = [&](const std::string& key) {
+    if (fetched >= kMaxFilterKeys || out->attribute_values.count(key)) return;
+    out->attribute_values[key] = store_.AttributeValues(key, kValuesPerKey);
+    ++fetched;
+  };
+  for (const auto& k : ui::WellKnownFilterKeys()) {
+    for (const auto& seen : out->attribute_keys) {
+      if (seen == k.key) fetch(seen);
+    }
+  }
+  for (const auto& k : out->attribute_keys) fetch(k);
+  return out;
+}
+
+}  // namespace kiln::app

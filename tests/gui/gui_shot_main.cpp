@@ -1,0 +1,78 @@
+// kiln_gui_shot: opens the Kiln window over a data directory without the
+// receiver, for smoke tests and the benchmark.
+//
+//   kiln_gui_shot --data-dir DIR [--demo] [--tab T] [--size WxH] [--screenshot FILE.png]
+//
+// --demo writes the synthetic demo profile (ending now) into DIR first.
+// With KILN_REPORT_RSS set, prints the peak RSS on exit.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "app/demo_profile.h"
+#include "app/gui_app.h"
+#include "storage/store.h"
+
+namespace {
+
+long ReadStatusKb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field, 0) == 0) return std::stol(line.substr(std::strlen(field)));
+  }
+  return -1;
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: kiln_gui_shot --data-dir DIR [--demo] [--tab flamegraph|top|executables|log] "
+               "[--size WxH] [--screenshot FILE.png]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kiln::app::GuiOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (arg == "--data-dir") {
+      options.data_dir = value();
+    } else if (arg == "--demo") {
+      options.demo = true;
+    } else if (arg == "--tab") {
+      options.tab = value();
+    } else if (arg == "--screenshot") {
+      options.screenshot_path = value();
+    } else if (arg == "--size") {
+      if (std::sscanf(value().c_str(), "%dx%d", &options.width, &options.height) != 2) return Usage();
+    } else {
+      return Usage();
+    }
+  }
+  if (options.data_dir.empty()) return Usage();
+  auto store = kiln::storage::Store::Open(options.data_dir, kiln::storage::Store::Mode::kReadWrite);
+  if (!store.ok()) {
+    std::fprintf(stderr, "kiln_gui_shot: %s\n", std::string(store.status().message()).c_str());
+    return 1;
+  }
+  if (options.demo && (*store)->Stats().samples == 0) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    if (auto s = (*store)->Write(kiln::app::BuildDemoProfile(now)); !s.ok()) {
+      std::fprintf(stderr, "kiln_gui_shot: writing the demo profile: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    (void)(*store)->AppendLog(kiln::storage::LogLevel::kInfo, "demo profile written");
+  }
+  const int status = kiln::app::RunGui(**store, nullptr, options);
+  if (std::getenv("KILN_REPORT_RSS")) {
+    std::fprintf(stderr, "kiln_gui_shot: peak RSS %.1f MB\n", ReadStatusKb("VmHWM:") / 1024.0);
+  }
+  return status;
+}

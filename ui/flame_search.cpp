@@ -1,0 +1,61 @@
+#include "ui/flame_search.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "ui/flame_layout.h"
+
+namespace kiln::ui {
+
+using storage::FlameTree;
+using storage::NodeKind;
+
+namespace {
+
+char Lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+}  // namespace
+
+bool LabelMatches(std::string_view label, std::string_view query) {
+  if (query.empty()) return false;
+  if (query.front() == '=') return label == query.substr(1);
+  auto it = std::search(label.begin(), label.end(), query.begin(), query.end(),
+                        [](char a, char b) { return Lower(a) == Lower(b); });
+  return it != label.end();
+}
+
+FlameSearchResult SearchFlameTree(const FlameTree& tree, std::string_view query) {
+  FlameSearchResult result;
+  result.query = std::string(query);
+  result.matched.assign(tree.nodes.size(), 0);
+  if (tree.nodes.empty()) return result;
+  result.total_weight = tree.nodes[0].total;
+  if (query.empty() || query == "=") return result;
+
+  // Labels are deduplicated: match each once, not once per node.
+  std::vector<uint8_t> label_match(tree.labels.size(), 0);
+  for (size_t i = 0; i < tree.labels.size(); ++i) label_match[i] = LabelMatches(tree.labels[i], query);
+
+  std::vector<uint32_t> matches;
+  // Walk with an "inside a match" flag so nested matches are not counted twice.
+  std::vector<std::pair<uint32_t, bool>> stack{{0u, false}};
+  while (!stack.empty()) {
+    const auto [n, inside] = stack.back();
+    stack.pop_back();
+    const storage::FlameNode& node = tree.nodes[n];
+    const bool match = node.kind == NodeKind::kFrame && label_match[node.label];
+    if (match) {
+      result.matched[n] = 1;
+      ++result.matched_nodes;
+      matches.push_back(n);
+      if (!inside) result.matched_weight += node.total;
+    }
+    for (uint32_t i = 0; i < node.child_count; ++i) {
+      stack.push_back({node.first_child + i, inside || match});
+    }
+  }
+  result.common_ancestor = CommonAncestor(tree, matches);
+  return result;
+}
+
+}  // namespace kiln::ui

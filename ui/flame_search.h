@@ -1,0 +1,38 @@
+// Search in a flame graph: which nodes match a query and how much of the
+// weight they cover. Pure; run once per (tree, query) change, O(nodes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/flame_tree.h"
+
+namespace kiln::ui {
+
+// Query syntax: case-insensitive substring of the label; a leading '='
+// asks for the whole label, exactly (case-sensitive), which is what
+// "show in flamegraph" from Top functions uses. Empty matches nothing.
+bool LabelMatches(std::string_view label, std::string_view query);
+
+struct FlameSearchResult {
+  std::string query;
+  std::vector<uint8_t> matched;  // per node: 1 when its label matches
+  uint32_t matched_nodes = 0;
+  // Weight of the stacks that pass through a match, each stack counted
+  // once (a match under another match adds nothing).
+  int64_t matched_weight = 0;
+  int64_t total_weight = 0;       // the root's total
+  uint32_t common_ancestor = 0;   // deepest node above every match (0 if none)
+
+  bool active() const { return !query.empty(); }
+  double MatchedFraction() const {
+    return total_weight > 0 ? static_cast<double>(matched_weight) / total_weight : 0.0;
+  }
+};
+
+// Only frame nodes match (root/process/thread labels are grouping, not code).
+FlameSearchResult SearchFlameTree(const storage::FlameTree& tree, std::string_view query);
+
+}  // namespace kiln::ui

@@ -1,0 +1,45 @@
+#include "ui/flame_search.h"
+
+#include <doctest/doctest.h>
+
+#include "ui/test_trees.h"
+
+namespace kiln::ui {
+namespace {
+
+TEST_CASE("label matching: substring ignoring case, '=' for exact") {
+  CHECK(LabelMatches("std::vector<int>::push_back", "PUSH_back"));
+  CHECK_FALSE(LabelMatches("std::vector", "map"));
+  CHECK_FALSE(LabelMatches("anything", ""));
+  CHECK(LabelMatches("malloc", "=malloc"));
+  CHECK_FALSE(LabelMatches("malloc_usable", "=malloc"));
+  CHECK_FALSE(LabelMatches("Malloc", "=malloc"));
+}
+
+TEST_CASE("matched weight counts each stack once") {
+  // "recurse" appears nested: its outer occurrence already covers the inner.
+  const auto tree = testing::TreeFromFolded(
+      "main;recurse;recurse;leaf 3\n"
+      "main;recurse 1\n"
+      "main;other 4\n"
+      "main;other;recurse 2\n");
+  const auto result = SearchFlameTree(tree, "recurse");
+  CHECK(result.matched_nodes == 3);
+  CHECK(result.total_weight == 10);
+  CHECK(result.matched_weight == 6);  // 4 under main;recurse + 2 under other
+  CHECK(result.MatchedFraction() == doctest::Approx(0.6));
+  CHECK(tree.Label(result.common_ancestor) == "main");
+}
+
+TEST_CASE("empty query matches nothing; only frames match") {
+  const auto tree = testing::TreeFromFolded("main;a 1\n");
+  CHECK_FALSE(SearchFlameTree(tree, "").active());
+  CHECK(SearchFlameTree(tree, "").matched_nodes == 0);
+  CHECK(SearchFlameTree(tree, "all").matched_nodes == 0);  // the root is not code
+  const auto one = SearchFlameTree(tree, "=a");
+  CHECK(one.matched_nodes == 1);
+  CHECK(tree.Label(one.common_ancestor) == "a");
+}
+
+}  // namespace
+}  // namespace kiln::ui

@@ -1,0 +1,378 @@
+#include "ui/flamegraph_view.h"
+
+#include <imgui.h>
+#include <imgui_internal.h>  // ImTextCharFromUtf8
+
+#include <algorithm>
+#include <cstdio>
+
+#include "ui/format.h"
+#include "ui/widgets.h"
+
+namespace kiln::ui {
+
+using storage::FlameNode;
+using storage::FlameTree;
+using storage::FrameType;
+using storage::NodeKind;
+
+namespace {
+
+constexpr Rgba kBackground = PackRgba(0x1c, 0x1e, 0x24);
+constexpr float kDimAmount = 0.72f;        // non-matching nodes while searching
+constexpr float kMinLabelWidth = 18.f;     // px; narrower nodes get no text
+
+std::string_view KindName(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::kRoot: return "All samples";
+    case NodeKind::kProcess: return "Process";
+    case NodeKind::kThread: return "Thread";
+    case NodeKind::kFrame: return "Frame";
+  }
+  return "";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Snapshot adoption and zoom
+// ---------------------------------------------------------------------------
+
+void FlamegraphView::AdoptTree(std::shared_ptr<const FlameTree> tree,
+                               std::shared_ptr<const std::vector<int64_t>> left) {
+  if (tree == tree_) return;
+  tree_ = std::move(tree);
+  left_ = std::move(left);
+  layout_dirty_ = true;
+  search_dirty_ = true;
+  // Find the previously zoomed node again by its label path.
+  zoom_node_ = 0;
+  if (tree_ && !tree_->nodes.empty()) {
+    for (size_t i = 1; i < zoom_path_labels_.size(); ++i) {
+      const FlameNode& n = tree_->nodes[zoom_node_];
+      uint32_t found = 0;
+      for (uint32_t c = 0; c < n.child_count; ++c) {
+        if (tree_->Label(n.first_child + c) == zoom_path_labels_[i]) {
+          found = n.first_child + c;
+          break;
+        }
+      }
+      if (found == 0) break;
+      zoom_node_ = found;
+    }
+  }
+  type_weight_.assign(storage::kFrameTypeCount, 0);
+  type_present_.assign(storage::kFrameTypeCount, 0);
+  if (tree_) {
+    for (const FlameNode& n : tree_->nodes) {
+      if (n.kind == NodeKind::kFrame && static_cast<size_t>(n.type) < type_weight_.size()) {
+        type_weight_[static_cast<size_t>(n.type)] += n.self;
+        type_present_[static_cast<size_t>(n.type)] = 1;
+      }
+    }
+  }
+}
+
+void FlamegraphView::ZoomTo(uint32_t node) {
+  if (!tree_ || node >= tree_->nodes.size()) return;
+  zoom_node_ = node;
+  zoom_path_labels_.clear();
+  for (uint32_t n : PathToNode(*tree_, node)) zoom_path_labels_.push_back(tree_->Label(n));
+  layout_dirty_ = true;
+}
+
+void FlamegraphView::ZoomOut() {
+  if (tree_ && zoom_node_ != 0) ZoomTo(tree_->nodes[zoom_node_].parent);
+}
+
+void FlamegraphView::RefreshSearch() {
+  if (!search_dirty_) return;
+  search_dirty_ = false;
+  if (!tree_) {
+    search_ = {};
+    return;
+  }
+  search_ = SearchFlameTree(*tree_, search_buffer_);
+  if (zoom_to_search_ && search_.matched_nodes > 0) ZoomTo(search_.common_ancestor);
+  zoom_to_search_ = false;
+}
+
+// ---------------------------------------------------------------------------
+// Drawing
+// ---------------------------------------------------------------------------
+
+void FlamegraphView::Draw(const ViewContext& context) {
+  settled_ = false;
+  if (context.analysis) AdoptTree(context.analysis->tree, context.analysis->left_offsets);
+  DrawTree(context, tree_, left_);
+  settled_ = tree_ != nullptr && !context.computing;
+}
+
+void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const FlameTree> tree,
+                              std::shared_ptr<const std::vector<int64_t>> left) {
+  AdoptTree(std::move(tree), std::move(left));
+  if (context.session && context.session->flame_search_serial != seen_search_serial_) {
+    seen_search_serial_ = context.session->flame_search_serial;
+    std::snprintf(search_buffer_, sizeof search_buffer_, "%s", context.session->flame_search.c_str());
+    zoom_to_search_ = context.session->flame_zoom_to_search;
+    if (zoom_to_search_) ZoomTo(0);
+    search_dirty_ = true;
+  }
+  RefreshSearch();
+  DrawToolbar(context);
+  if (!tree_ || tree_->nodes.empty() || tree_->nodes[0].total == 0) {
+    ImGui::Spacing();
+    ImGui::TextDisabled(tree_ ? "No samples in the selected range for this kind and filters."
+                              : "Loading...");
+    return;
+  }
+  DrawLegend();
+  DrawBreadcrumbs();
+  DrawGraph(context);
+}
+
+void FlamegraphView::DrawToolbar(const ViewContext& context) {
+  ImGui::SetNextItemWidth(280.f * ImGui::GetFontSize() / 15.f);
+  if (ImGui::InputTextWithHint("##search", "Search functions (=name for exact)", search_buffer_,
+                               sizeof search_buffer_)) {
+    search_dirty_ = true;
+    RefreshSearch();
+  }
+  ImGui::SameLine();
+  if (search_.active()) {
+    ImGui::Text("matched %s of the weight (%u nodes)", FormatPercent(search_.MatchedFraction()).c_str(),
+                search_.matched_nodes);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Clear")) {
+      search_buffer_[0] = 0;
+      search_dirty_ = true;
+      RefreshSearch();
+    }
+    ImGui::SameLine();
+  }
+  SessionState* session = context.session;
+  if (session) {
+    ImGui::Checkbox("Show inline frames", &session->show_inline);
+    ImGui::SameLine();
+    ImGui::Checkbox("Flame", &session->flame);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Roots at the bottom (flame graph) instead of the top (icicle)");
+    ImGui::SameLine();
+    static const char* kGroupNames[] = {"No grouping", "By process", "By process and thread"};
+    int group = static_cast<int>(session->group_by);
+    ImGui::SetNextItemWidth(190.f * ImGui::GetFontSize() / 15.f);
+    if (ImGui::Combo("##group", &group, kGroupNames, 3)) {
+      session->group_by = static_cast<storage::GroupBy>(group);
+    }
+    ImGui::SameLine();
+  }
+  ImGui::BeginDisabled(zoom_node_ == 0);
+  if (ImGui::Button("Reset zoom")) ZoomTo(0);
+  ImGui::EndDisabled();
+}
+
+void FlamegraphView::DrawLegend() {
+  const int64_t total = std::max<int64_t>(tree_->nodes[0].total, 1);
+  std::vector<int> types;
+  for (int t = 0; t < storage::kFrameTypeCount; ++t) {
+    if (type_present_[t]) types.push_back(t);
+  }
+  // Heaviest (by self weight) first: the legend reads as a summary.
+  std::stable_sort(types.begin(), types.end(), [&](int a, int b) { return type_weight_[a] > type_weight_[b]; });
+  bool first = true;
+  for (int t : types) {
+    if (!first) ImGui::SameLine(0, ImGui::GetFontSize());
+    first = false;
+    const auto type = static_cast<FrameType>(t);
+    ImGui::BeginGroup();
+    ColorSwatch(FrameTypeColor(type));
+    ImGui::SameLine(0, 4.f);
+    const std::string_view name = FrameTypeDisplayName(type);
+    ImGui::TextUnformatted(name.data(), name.data() + name.size());
+    ImGui::EndGroup();
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("%s of the weight is spent in %.*s frames themselves (self weight)",
+                        FormatPercent(static_cast<double>(type_weight_[t]) / total).c_str(),
+                        static_cast<int>(name.size()), name.data());
+    }
+  }
+}
+
+void FlamegraphView::DrawBreadcrumbs() {
+  if (zoom_node_ == 0) return;
+  const std::vector<uint32_t> path = PathToNode(*tree_, zoom_node_);
+  ImGui::TextDisabled("Zoom:");
+  for (size_t i = 0; i < path.size(); ++i) {
+    ImGui::SameLine();
+    if (i > 0) {
+      ImGui::TextDisabled(">");
+      ImGui::SameLine();
+    }
+    std::string label = tree_->Label(path[i]);
+    if (label.size() > 48) label = label.substr(0, 45) + "...";
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::SmallButton(label.c_str())) ZoomTo(path[i]);
+    ImGui::PopID();
+  }
+  ImGui::SameLine();
+  ImGui::TextDisabled("(Esc or double-click: zoom out)");
+}
+
+void FlamegraphView::DrawGraph(const ViewContext& context) {
+  const bool flame = context.session && context.session->flame;
+  ImGui::BeginChild("##flame_canvas", ImVec2(0, 0), false, ImGuiWindowFlags_NoMove);
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float avail_h = ImGui::GetContentRegionAvail().y;
+  const float row_h = ImGui::GetFontSize() + 5.f;
+  const int rows = tree_->max_depth + 1;
+  const float graph_h = rows * row_h;
+  // In flame mode a short graph sits on the bottom edge, as flames do.
+  const float top_pad = flame ? std::max(0.f, avail_h - graph_h) : 0.f;
+
+  if (layout_dirty_ || layout_.width != width) {
+    layout_ = LayoutFlame(*tree_, *left_, zoom_node_, width, 1.0f);
+    rect_colors_.resize(layout_.rects.size());
+    for (size_t i = 0; i < layout_.rects.size(); ++i) {
+      const FlameRect& r = layout_.rects[i];
+      const FlameNode& n = tree_->nodes[r.node];
+      Rgba c = NodeColor(n.kind, n.type, tree_->Label(r.node));
+      if (r.merged) c = BlendTowards(c, kBackground, 0.45f);
+      if (r.ancestor) c = BlendTowards(c, kBackground, 0.35f);
+      rect_colors_[i] = c;
+    }
+    layout_dirty_ = false;
+  }
+
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton("##graph", ImVec2(std::max(width, 1.f), std::max(graph_h + top_pad, 1.f)));
+  const bool hovered = ImGui::IsItemHovered();
+  const bool clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
+  const bool double_clicked = hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
+
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 clip_min = dl->GetClipRectMin();
+  const ImVec2 clip_max = dl->GetClipRectMax();
+  ImFont* font = ImGui::GetFont();
+  const float font_size = ImGui::GetFontSize();
+  const float ellipsis_w = font->CalcTextSizeA(font_size, FLT_MAX, 0, "...").x;
+  const float scale = font_size / font->FontSize;
+  auto advance = [font, scale](std::string_view ch) {
+    unsigned int c = 0;
+    ImTextCharFromUtf8(&c, ch.data(), ch.data() + ch.size());
+    return font->GetCharAdvance(static_cast<ImWchar>(c)) * scale;
+  };
+  const float text_dy = (row_h - font_size) * 0.5f - 0.5f;
+
+  for (int d = 0; d < layout_.Rows(); ++d) {
+    const float y0 = origin.y + top_pad + RowTop(d, rows, row_h, flame);
+    const float y1 = y0 + row_h - 1.f;
+    if (y1 < clip_min.y || y0 > clip_max.y) continue;
+    for (uint32_t i = layout_.row_begin[d]; i < layout_.row_begin[d + 1]; ++i) {
+      const FlameRect& r = layout_.rects[i];
+      Rgba fill = rect_colors_[i];
+      const bool match = search_.active() && !r.merged && search_.matched[r.node];
+      if (search_.active() && !match) fill = BlendTowards(fill, kBackground, kDimAmount);
+      const float x0 = origin.x + r.x;
+      const float x1 = x0 + std::max(r.width - (r.width > 3.f ? 1.f : 0.f), 1.f);
+      dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), fill);
+      if (match) dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), PackRgba(0xff, 0xff, 0xff), 0, 0, 1.5f);
+      if (r.merged || r.width < kMinLabelWidth) continue;
+      const std::string& label = tree_->Label(r.node);
+      const float room = r.width - 8.f;
+      const size_t n = EllipsisPrefix(label, room, ellipsis_w, advance);
+      if (n == 0) continue;
+      const ImVec2 tp(x0 + 4.f, y0 + text_dy);
+      const Rgba text = TextColorOn(fill);
+      if (n == label.size()) {
+        dl->AddText(font, font_size, tp, text, label.data(), label.data() + n);
+      } else {
+        std::string shown = label.substr(0, n) + "...";
+        dl->AddText(font, font_size, tp, text, shown.data(), shown.data() + shown.size());
+      }
+    }
+  }
+
+  // Interaction: hover tooltip, click to zoom, double-click / Esc to zoom out.
+  if (hovered) {
+    const ImVec2 m = ImGui::GetMousePos();
+    const int row = RowAt(m.y - origin.y - top_pad, rows, row_h, flame);
+    const int hit = HitTest(layout_, m.x - origin.x, row);
+    if (double_clicked) {
+      // The double-click's first click already zoomed in: undo that, then
+      // go out one level from where the user was.
+      if (ImGui::GetTime() - click_zoom_time_ <= ImGui::GetIO().MouseDoubleClickTime) {
+        ZoomTo(zoom_before_click_);
+      }
+      click_zoom_time_ = -1;
+      ZoomOut();
+    } else if (hit >= 0) {
+      const FlameRect& r = layout_.rects[hit];
+      DrawTooltip(context, r.node, r.merged);
+      if (clicked && !r.merged && r.node != zoom_node_) {
+        zoom_before_click_ = zoom_node_;
+        click_zoom_time_ = ImGui::GetTime();
+        ZoomTo(r.node);
+      }
+    }
+  }
+  if (ImGui::IsWindowFocused(ImGuiFocusedFlags_RootAndChildWindows) &&
+      ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
+    ZoomOut();
+  }
+  ImGui::EndChild();
+}
+
+void FlamegraphView::DrawTooltip(const ViewContext& context, uint32_t node, bool merged) {
+  const FlameNode& n = tree_->nodes[node];
+  const int64_t total = std::max<int64_t>(tree_->nodes[0].total, 1);
+  const storage::SampleKind kind =
+      context.analysis ? context.analysis->request.query.kind : storage::SampleKind::kOnCpu;
+  ImGui::BeginTooltip();
+  ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40.f);
+  if (merged) {
+    ImGui::TextDisabled("Several functions, each narrower than a pixel.");
+    ImGui::TextDisabled("Zoom into the parent to see them.");
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+    return;
+  }
+  ImGui::TextUnformatted(tree_->Label(node).c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::Separator();
+  if (n.kind == NodeKind::kFrame) {
+    ColorSwatch(FrameTypeColor(n.type));
+    ImGui::SameLine();
+    const std::string_view type = FrameTypeDisplayName(n.type);
+    ImGui::Text("%.*s frame", static_cast<int>(type.size()), type.data());
+    const storage::ProfileSlice* slice = tree_->slice.get();
+    if (slice && n.frame < slice->dict.frames.size()) {
+      const storage::Frame& f = slice->dict.frames[n.frame];
+      const auto& strings = slice->dict.strings;
+      if (f.file != 0 && f.file < strings.size()) {
+        if (f.line > 0) {
+          ImGui::Text("File: %s:%lld", strings[f.file].c_str(), static_cast<long long>(f.line));
+        } else {
+          ImGui::Text("File: %s", strings[f.file].c_str());
+        }
+      }
+      if (f.executable != 0 && f.executable < slice->dict.executables.size()) {
+        const uint32_t name = slice->dict.executables[f.executable].file_name;
+        if (name < strings.size()) ImGui::Text("Executable: %s", strings[name].c_str());
+      }
+      if (f.address != 0 && n.type == FrameType::kNative) {
+        ImGui::Text("Address: 0x%llx", static_cast<unsigned long long>(f.address));
+      }
+      if (f.inlined) ImGui::TextDisabled("Inlined");
+    }
+  } else {
+    const std::string_view k = KindName(n.kind);
+    ImGui::TextUnformatted(k.data(), k.data() + k.size());
+  }
+  ImGui::Text("Total: %s (%s)", FormatWeight(kind, n.total).c_str(),
+              FormatPercent(static_cast<double>(n.total) / total).c_str());
+  ImGui::Text("Self:  %s (%s)", FormatWeight(kind, n.self).c_str(),
+              FormatPercent(static_cast<double>(n.self) / total).c_str());
+  ImGui::TextDisabled("Click to zoom in; double-click or Esc to zoom out");
+  ImGui::EndTooltip();
+}
+
+}  // namespace kiln::ui

@@ -1,0 +1,65 @@
+// Flamegraph tab: icicle (or flame) graph of the current analysis' tree,
+// coloured by frame type, with zoom + breadcrumbs, search and a legend.
+// Layout and search results are cached and recomputed only when the tree,
+// zoom, width or query changes (see flame_layout.h, flame_search.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ui/flame_layout.h"
+#include "ui/flame_search.h"
+#include "ui/frame_colors.h"
+#include "ui/view.h"
+
+namespace kiln::ui {
+
+class FlamegraphView : public View {
+ public:
+  std::string_view Id() const override { return "flamegraph"; }
+  std::string_view Title() const override { return "Flamegraph"; }
+  void Draw(const ViewContext& context) override;
+  bool Settled() const override { return settled_; }
+
+  // Draws `tree` directly (used by the benchmark, which has no snapshot).
+  void DrawTree(const ViewContext& context, std::shared_ptr<const storage::FlameTree> tree,
+                std::shared_ptr<const std::vector<int64_t>> left);
+
+ private:
+  void AdoptTree(std::shared_ptr<const storage::FlameTree> tree,
+                 std::shared_ptr<const std::vector<int64_t>> left);
+  void DrawToolbar(const ViewContext& context);
+  void DrawBreadcrumbs();
+  void DrawLegend();
+  void DrawGraph(const ViewContext& context);
+  void DrawTooltip(const ViewContext& context, uint32_t node, bool merged);
+  void ZoomTo(uint32_t node);
+  void ZoomOut();
+  void RefreshSearch();
+
+  std::shared_ptr<const storage::FlameTree> tree_;
+  std::shared_ptr<const std::vector<int64_t>> left_;
+  uint32_t zoom_node_ = 0;
+  // The zoomed node's labels from the root, so the zoom survives a new tree
+  // (live follow rebuilds the tree every few seconds).
+  std::vector<std::string> zoom_path_labels_;
+  uint32_t zoom_before_click_ = 0;  // lets a double-click undo its first click
+  double click_zoom_time_ = -1;
+
+  FlameLayout layout_;
+  std::vector<Rgba> rect_colors_;  // parallel to layout_.rects
+  bool layout_dirty_ = true;
+
+  char search_buffer_[256] = {};
+  uint64_t seen_search_serial_ = 0;
+  bool zoom_to_search_ = false;
+  FlameSearchResult search_;
+  bool search_dirty_ = false;
+
+  std::vector<int64_t> type_weight_;  // self weight per frame type, for the legend
+  std::vector<uint8_t> type_present_;  // frame types that occur in the tree
+  bool settled_ = false;
+};
+
+}  // namespace kiln::ui

@@ -1,0 +1,53 @@
+// Text formatting for the views: weights in the unit of their sample kind,
+// percentages, sizes, times; and label ellipsis. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "storage/profile_model.h"
+
+namespace kiln::ui {
+
+// "1.23M", "45.6k", "789".
+std::string FormatCount(uint64_t n);
+// "1.50 s", "12.3 ms", "850 µs", "2h 03m".
+std::string FormatDuration(int64_t ns);
+// A weight as its kind means it: off-CPU weights are nanoseconds, the
+// others are event counts ("12.3k samples" / "1.50 s").
+std::string FormatWeight(storage::SampleKind kind, int64_t weight);
+// "12.3%", "0.04%", "<0.01%".
+std::string FormatPercent(double fraction);
+// "1.2 GiB", "340 KiB".
+std::string FormatBytes(uint64_t bytes);
+// Local wall-clock "HH:MM:SS" (with ".mmm" when `millis`).
+std::string FormatClock(int64_t unix_ns, bool millis = false);
+// Local "YYYY-MM-DD HH:MM:SS".
+std::string FormatDateTime(int64_t unix_ns);
+
+// Length in bytes of the longest prefix of `text` that, followed by "...",
+// fits in `max_width`; text.size() when the whole text fits without an
+// ellipsis; 0 when not even one character fits. `advance(c)` is the width of
+// byte/character `c` (UTF-8 continuation bytes are kept with their lead).
+template <typename AdvanceFn>
+size_t EllipsisPrefix(std::string_view text, float max_width, float ellipsis_width,
+                      AdvanceFn&& advance) {
+  float total = 0;
+  size_t fits_with_ellipsis = 0;
+  for (size_t i = 0; i < text.size();) {
+    size_t len = 1;
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead >= 0xf0) len = 4;
+    else if (lead >= 0xe0) len = 3;
+    else if (lead >= 0xc0) len = 2;
+    if (i + len > text.size()) len = text.size() - i;
+    total += advance(text.substr(i, len));
+    if (total + ellipsis_width <= max_width) fits_with_ellipsis = i + len;
+    if (total > max_width) return fits_with_ellipsis;
+    i += len;
+  }
+  return text.size();
+}
+
+}  // namespace kiln::ui

@@ -1,0 +1,179 @@
+#include "ui/header_bar.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+
+#include "ui/flame_search.h"
+#include "ui/widgets.h"
+
+namespace kiln::ui {
+
+using storage::SampleKind;
+
+const std::vector<FilterKey>& WellKnownFilterKeys() {
+  static const std::vector<FilterKey> kKeys = {
+      {"process.executable.name", "Process"}, {"process.pid", "PID"},
+      {"thread.name", "Thread"},              {"container.id", "Container"},
+      {"service.name", "Service"},            {"host.name", "Host"},
+  };
+  return kKeys;
+}
+
+std::string FilterKeyDisplayName(const std::string& key) {
+  for (const FilterKey& k : WellKnownFilterKeys()) {
+    if (key == k.key) return k.display;
+  }
+  return key;
+}
+
+void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, SessionState& session,
+                     const StatusSnapshot* status, bool computing) {
+  // Row 1: name, tabs, kind, presets.
+  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.f, 0.62f, 0.25f, 1.f));
+  ImGui::TextUnformatted("Kiln");
+  ImGui::PopStyleColor();
+  ImGui::SameLine(0, ImGui::GetFontSize() * 1.2f);
+
+  size_t requested = *active_view;
+  if (!session.requested_tab.empty()) {
+    for (size_t i = 0; i < views.size(); ++i) {
+      if (views[i]->Id() == session.requested_tab) requested = i;
+    }
+  }
+  const float tabs_width = ImGui::GetFontSize() * 30.f;
+  ImGui::BeginChild("##tabs", ImVec2(tabs_width, ImGui::GetFrameHeight() + 2.f), false,
+                    ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  if (ImGui::BeginTabBar("##views", ImGuiTabBarFlags_None)) {
+    for (size_t i = 0; i < views.size(); ++i) {
+      const std::string title(views[i]->Title());
+      ImGuiTabItemFlags flags = 0;
+      if (!session.requested_tab.empty() && i == requested) flags |= ImGuiTabItemFlags_SetSelected;
+      if (ImGui::BeginTabItem(title.c_str(), nullptr, flags)) {
+        *active_view = i;
+        ImGui::EndTabItem();
+      }
+    }
+    ImGui::EndTabBar();
+  }
+  ImGui::EndChild();
+  if (!session.requested_tab.empty()) {
+    *active_view = requested;
+    session.requested_tab.clear();
+  }
+
+  ImGui::SameLine(0, ImGui::GetFontSize());
+  static const char* kKinds[] = {"On-CPU", "Off-CPU", "Probes"};
+  int kind = std::min(static_cast<int>(session.kind), 2);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7.f);
+  if (ImGui::Combo("##kind", &kind, kKinds, 3)) session.kind = static_cast<SampleKind>(kind);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Sample kind: on-CPU counts events; off-CPU weighs time spent blocked");
+
+  for (TimePreset preset : kTimePresets) {
+    ImGui::SameLine();
+    const bool active = session.live && session.preset == preset;
+    if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+    const std::string name(TimePresetName(preset));
+    if (ImGui::Button(name.c_str())) {
+      session.preset = preset;
+      session.live = true;
+      session.selection = {};
+    }
+    if (active) ImGui::PopStyleColor();
+  }
+  ImGui::SameLine();
+  if (session.live) {
+    ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1.f), "LIVE");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Following new data. Select a range in the timeline to stop.");
+  } else {
+    ImGui::TextDisabled("paused");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Choose a preset to follow new data again.");
+  }
+  if (computing) {
+    ImGui::SameLine();
+    Spinner();
+  }
+  DrawFilterBar(session, status);
+}
+
+void HeaderBar::DrawFilterBar(SessionState& session, const StatusSnapshot* status) {
+  ImGui::TextDisabled("Filters:");
+  // Copy: removing a chip edits session.filters while we iterate.
+  const auto filters = session.filters;
+  for (const auto& f : filters) {
+    for (const auto& v : f.values) {
+      ImGui::SameLine();
+      const std::string chip = FilterKeyDisplayName(f.key) + " = " + v + "  x";
+      ImGui::PushID(f.key.c_str());
+      ImGui::PushID(v.c_str());
+      ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.22f, 0.33f, 0.5f, 1.f));
+      if (ImGui::SmallButton(chip.c_str())) session.RemoveFilterValue(f.key, v);
+      ImGui::PopStyleColor();
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s = %s (click to remove)", f.key.c_str(), v.c_str());
+      ImGui::PopID();
+      ImGui::PopID();
+    }
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("+ Add filter")) ImGui::OpenPopup("##filter_popup");
+  if (!session.filters.empty()) {
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Clear filters")) session.filters.clear();
+  }
+  DrawFilterPopup(session, status);
+}
+
+void HeaderBar::DrawFilterPopup(SessionState& session, const StatusSnapshot* status) {
+  if (!ImGui::BeginPopup("##filter_popup")) return;
+  if (!status || status->attribute_keys.empty()) {
+    ImGui::TextDisabled("No attributes seen yet.");
+    ImGui::EndPopup();
+    return;
+  }
+  // Well-known keys first, then every other key seen.
+  std::vector<std::string> keys;
+  for (const FilterKey& k : WellKnownFilterKeys()) {
+    if (std::find(status->attribute_keys.begin(), status->attribute_keys.end(), k.key) !=
+        status->attribute_keys.end()) {
+      keys.push_back(k.key);
+    }
+  }
+  for (const auto& k : status->attribute_keys) {
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  }
+  if (popup_key_.empty() || std::find(keys.begin(), keys.end(), popup_key_) == keys.end()) popup_key_ = keys[0];
+
+  const float em = ImGui::GetFontSize();
+  ImGui::BeginChild("##keys", ImVec2(em * 14, em * 18), true);
+  for (const auto& k : keys) {
+    const std::string label = FilterKeyDisplayName(k) == k ? k : FilterKeyDisplayName(k) + "  (" + k + ")";
+    if (ImGui::Selectable(label.c_str(), k == popup_key_)) popup_key_ = k;
+  }
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginGroup();
+  ImGui::SetNextItemWidth(em * 20);
+  ImGui::InputTextWithHint("##value_filter", "Filter values", value_filter_, sizeof value_filter_);
+  ImGui::BeginChild("##values", ImVec2(em * 20, em * 16.5f), true);
+  auto it = status->attribute_values.find(popup_key_);
+  if (it == status->attribute_values.end() || it->second.empty()) {
+    ImGui::TextDisabled("No values known yet.");
+  } else {
+    for (const auto& v : it->second) {
+      if (value_filter_[0] && !LabelMatches(v, value_filter_)) continue;
+      bool on = session.HasFilterValue(popup_key_, v);
+      if (ImGui::Checkbox(v.c_str(), &on)) {
+        if (on) {
+          session.AddFilterValue(popup_key_, v);
+        } else {
+          session.RemoveFilterValue(popup_key_, v);
+        }
+      }
+    }
+  }
+  ImGui::EndChild();
+  ImGui::EndGroup();
+  ImGui::EndPopup();
+}
+
+}  // namespace kiln::ui

@@ -1,0 +1,61 @@
+// What the views draw: immutable results produced by the analysis worker
+// (app/gui_worker.h) and swapped in by the UI thread at the start of a
+// frame. A snapshot is never modified after it is published; views hold
+// shared_ptr<const ...> and may keep drawing an older one while a newer
+// one is computed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ingest/otlp_receiver.h"
+#include "storage/flame_tree.h"
+#include "storage/store.h"
+#include "storage/top_functions.h"
+#include "ui/timeline_math.h"
+
+namespace kiln::ui {
+
+// Everything that determines an analysis result. Two equal requests give
+// the same snapshot, so the UI submits only when this changes.
+struct AnalysisRequest {
+  storage::Query query;          // kind, selected range, filters
+  storage::FlameTreeOptions tree_options;
+  TimeRange timeline_window;     // what the timeline shows
+  int timeline_buckets = 300;
+  uint64_t data_version = 0;     // bumps when the store gained samples (live)
+
+  bool operator==(const AnalysisRequest& o) const;
+};
+
+struct AnalysisSnapshot {
+  uint64_t generation = 0;  // of the request it answers
+  AnalysisRequest request;
+  std::shared_ptr<const storage::ProfileSlice> slice;
+  std::shared_ptr<const storage::FlameTree> tree;
+  std::shared_ptr<const std::vector<int64_t>> left_offsets;  // ComputeLeftOffsets(*tree)
+  std::shared_ptr<const std::vector<storage::TopFunctionRow>> top_functions;
+  std::shared_ptr<const std::vector<storage::ExecutableRow>> executables;
+  std::shared_ptr<const storage::Timeline> timeline;
+  std::string error;  // non-empty when the query failed; the rest may be stale or null
+  double query_ms = 0;
+  double build_ms = 0;
+};
+
+// Slow-changing facts about the store and the receiver, refreshed about once
+// a second.
+struct StatusSnapshot {
+  int64_t taken_ns = 0;
+  storage::StoreStats stats;
+  std::optional<ingest::ReceiverStats> receiver;  // absent without a listener
+  std::vector<storage::LogEntry> log;             // newest first
+  std::vector<std::string> attribute_keys;
+  std::map<std::string, std::vector<std::string>> attribute_values;  // for the filter bar
+  std::string data_dir;
+};
+
+}  // namespace kiln::ui

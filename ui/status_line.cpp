@@ -1,0 +1,125 @@
+#include "ui/status_line.h"
+
+#include <imgui.h>
+
+#include <string>
+
+#include "ui/format.h"
+#include "ui/widgets.h"
+
+namespace kiln::ui {
+
+uint64_t RejectedCount(const StatusSnapshot& status) {
+  if (!status.receiver) return 0;
+  return status.receiver->requests_failed + status.receiver->profiles_rejected;
+}
+
+void DrawStatusLine(SessionState& session, const StatusSnapshot* status,
+                    const AnalysisSnapshot* analysis, bool computing) {
+  auto separator = [] {
+    ImGui::SameLine();
+    ImGui::TextDisabled("|");
+    ImGui::SameLine();
+  };
+  if (!status) {
+    ImGui::TextDisabled("Starting...");
+    return;
+  }
+  if (status->receiver) {
+    const auto& r = *status->receiver;
+    ImGui::Text("Listening on %s", r.listen_address.c_str());
+    separator();
+    double rate = 0;
+    for (const auto& p : r.peers) rate += p.samples_per_second;
+    if (r.peers.empty()) {
+      ImGui::TextDisabled("no agents in the last minute");
+    } else {
+      ImGui::Text("%zu agent%s, %s samples/s", r.peers.size(), r.peers.size() == 1 ? "" : "s",
+                  FormatCount(static_cast<uint64_t>(rate + 0.5)).c_str());
+      if (ImGui::IsItemHovered()) {
+        ImGui::BeginTooltip();
+        for (const auto& p : r.peers) {
+          ImGui::Text("%s: %s samples/s, %s requests", p.peer.c_str(),
+                      FormatCount(static_cast<uint64_t>(p.samples_per_second + 0.5)).c_str(),
+                      FormatCount(p.requests).c_str());
+        }
+        ImGui::EndTooltip();
+      }
+    }
+  } else {
+    ImGui::TextDisabled("Not listening (offline)");
+  }
+  separator();
+  ImGui::Text("Store: %s samples, %s", FormatCount(status->stats.samples).c_str(),
+              FormatBytes(status->stats.disk_bytes).c_str());
+  if (ImGui::IsItemHovered() && !status->data_dir.empty()) {
+    ImGui::SetTooltip("%s\n%s stacks, %s frames", status->data_dir.c_str(),
+                      FormatCount(status->stats.stacks).c_str(), FormatCount(status->stats.frames).c_str());
+  }
+  if (analysis && analysis->slice) {
+    separator();
+    const TimeRange range = session.QueryRange();
+    ImGui::Text("Selection: %s over %s", FormatWeight(analysis->request.query.kind, analysis->slice->total_weight).c_str(),
+                FormatDuration(range.Span()).c_str());
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("%s - %s\nquery %.0f ms, tree %.0f ms", FormatDateTime(range.from_ns).c_str(),
+                        FormatDateTime(range.to_ns).c_str(), analysis->query_ms, analysis->build_ms);
+    }
+  }
+  if (analysis && !analysis->error.empty()) {
+    separator();
+    ImGui::TextColored(ImVec4(1.f, 0.45f, 0.4f, 1.f), "Query failed: %s", analysis->error.c_str());
+  }
+  if (computing) {
+    separator();
+    Spinner();
+    ImGui::SameLine();
+    ImGui::TextDisabled("updating");
+  }
+  const uint64_t rejected = RejectedCount(*status);
+  if (rejected > 0) {
+    separator();
+    ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.7f, 0.2f, 0.18f, 1.f));
+    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, ImVec4(0.85f, 0.3f, 0.25f, 1.f));
+    const std::string badge = FormatCount(rejected) + " rejected";
+    if (ImGui::SmallButton(badge.c_str())) session.requested_tab = "log";
+    ImGui::PopStyleColor(2);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Inputs were rejected; click to see why in the Log");
+  }
+}
+
+void DrawEmptyStoreHelp(const StatusSnapshot* status) {
+  const float em = ImGui::GetFontSize();
+  ImGui::Dummy(ImVec2(0, em));
+  ImGui::Indent(em);
+  ImGui::PushTextWrapPos(em * 50);
+  ImGui::TextUnformatted("No profiles yet");
+  ImGui::Separator();
+  const std::string listen =
+      status && status->receiver ? status->receiver->listen_address : std::string("0.0.0.0:11000");
+  if (status && status->receiver) {
+    ImGui::Text("Kiln is listening for OTLP profiles on %s. Data shows up here within a second or two of "
+                "an agent starting.", listen.c_str());
+  } else {
+    ImGui::TextWrapped("Kiln is not listening in this session; start `kiln` without --open to receive profiles.");
+  }
+  ImGui::Dummy(ImVec2(0, em * 0.5f));
+  ImGui::TextUnformatted("Profile this machine (Linux, as root):");
+  CopyableText("agent", "sudo kiln-agent -collection-agent=127.0.0.1:11000 -disable-tls");
+  ImGui::TextDisabled("The OpenTelemetry eBPF profiler takes the same flags and works too.");
+  ImGui::Dummy(ImVec2(0, em * 0.5f));
+  ImGui::TextUnformatted("Profile a remote host: tunnel its port 11000 back to this machine, then run the agent there:");
+  CopyableText("ssh", "ssh -R11000:localhost:11000 HOST");
+  CopyableText("remote_agent", "sudo kiln-agent -collection-agent=127.0.0.1:11000 -disable-tls");
+  ImGui::Dummy(ImVec2(0, em * 0.5f));
+  ImGui::TextUnformatted("Open a saved capture (OTLP, pprof, folded stacks, perf script):");
+  CopyableText("open", "kiln --open FILE");
+  ImGui::TextDisabled("or drop the file on this window; `kiln import --data-dir DIR FILE` copies it into a store.");
+  ImGui::Dummy(ImVec2(0, em * 0.5f));
+  ImGui::TextUnformatted("Just looking around? A synthetic profile fills every view:");
+  CopyableText("demo", "kiln --demo");
+  ImGui::PopTextWrapPos();
+  ImGui::Unindent(em);
+}
+
+}  // namespace kiln::ui

@@ -1,0 +1,23 @@
+// The status line at the bottom of the window and the help shown while the
+// store is empty. UI thread only.
+#pragma once
+
+#include "ui/session_state.h"
+#include "ui/snapshots.h"
+
+namespace kiln::ui {
+
+// Where kiln listens, agents seen recently and their samples/s, store size,
+// the selection's totals, and a badge when inputs were rejected (clicking
+// it opens the Log view).
+void DrawStatusLine(SessionState& session, const StatusSnapshot* status,
+                    const AnalysisSnapshot* analysis, bool computing);
+
+// How to get data in: the agent command line, the ssh reverse tunnel for
+// remote hosts, opening a capture, the demo.
+void DrawEmptyStoreHelp(const StatusSnapshot* status);
+
+// Rejected inputs worth a badge: failed requests plus rejected profiles.
+uint64_t RejectedCount(const StatusSnapshot& status);
+
+}  // namespace kiln::ui

@@ -1,0 +1,54 @@
+// Timeline geometry and time ranges: mapping between Unix nanoseconds and
+// pixels, wheel zoom, drag selection, the time presets. Pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace kiln::ui {
+
+inline constexpr int64_t kNsPerSecond = 1'000'000'000;
+
+// A half-open time range [from_ns, to_ns).
+struct TimeRange {
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;
+  int64_t Span() const { return to_ns - from_ns; }
+  bool Empty() const { return to_ns <= from_ns; }
+  bool operator==(const TimeRange&) const = default;
+};
+
+enum class TimePreset : uint8_t { kLast15m, kLast1h, kLast24h, kAll };
+inline constexpr TimePreset kTimePresets[] = {TimePreset::kLast15m, TimePreset::kLast1h,
+                                              TimePreset::kLast24h, TimePreset::kAll};
+std::string_view TimePresetName(TimePreset preset);  // "Last 15m", ...
+
+// The window a preset shows at `now_ns`. kAll covers the stored data
+// [first, last] (one second around `now` when the store is empty).
+TimeRange PresetRange(TimePreset preset, int64_t now_ns, int64_t first_sample_ns,
+                      int64_t last_sample_ns);
+
+// Linear mapping of `window` onto [x0, x0 + width).
+float TimeToX(TimeRange window, int64_t t_ns, float x0, float width);
+int64_t XToTime(TimeRange window, float x, float x0, float width);
+
+// The selection a drag from x_a to x_b makes (either direction), clamped
+// to the window. Drags shorter than `min_px` select nothing (Empty()).
+TimeRange DragSelection(TimeRange window, float x_a, float x_b, float x0, float width,
+                        float min_px = 3.f);
+
+// Zooms `window` by `factor` (< 1 zooms in) keeping `anchor_ns` at the same
+// pixel, never narrower than `min_span_ns` nor wider than `limit` (when
+// limit is not Empty()).
+TimeRange ZoomRange(TimeRange window, int64_t anchor_ns, double factor, TimeRange limit,
+                    int64_t min_span_ns = kNsPerSecond);
+
+// Index of the bucket holding `t_ns` in a timeline of `count` buckets of
+// `bucket_ns` starting at `start_ns`, or -1 outside.
+int BucketAt(int64_t start_ns, int64_t bucket_ns, int count, int64_t t_ns);
+
+// A "nice" tick step (1/2/5 x 10^k seconds, or minutes/hours) so ticks are
+// at least `min_px` apart on a window of `span_ns` over `width` pixels.
+int64_t TickStep(int64_t span_ns, float width, float min_px);
+
+}  // namespace kiln::ui

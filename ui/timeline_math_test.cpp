@@ -1,0 +1,53 @@
+#include "ui/timeline_math.h"
+
+#include <doctest/doctest.h>
+
+namespace kiln::ui {
+namespace {
+
+constexpr int64_t kS = kNsPerSecond;
+
+TEST_CASE("time and x map both ways") {
+  const TimeRange w{100 * kS, 200 * kS};
+  CHECK(TimeToX(w, 150 * kS, 10.f, 100.f) == doctest::Approx(60.f));
+  CHECK(XToTime(w, 60.f, 10.f, 100.f) == 150 * kS);
+  CHECK(XToTime(w, 10.f, 10.f, 100.f) == 100 * kS);
+}
+
+TEST_CASE("drag selection is ordered, clamped, and ignores clicks") {
+  const TimeRange w{0, 100 * kS};
+  CHECK(DragSelection(w, 80, 20, 0, 100) == TimeRange{20 * kS, 80 * kS});
+  CHECK(DragSelection(w, -50, 10, 0, 100) == TimeRange{0, 10 * kS});
+  CHECK(DragSelection(w, 50, 51, 0, 100).Empty());
+}
+
+TEST_CASE("wheel zoom keeps the anchor and respects limits") {
+  const TimeRange w{0, 100 * kS};
+  const TimeRange in = ZoomRange(w, 25 * kS, 0.5, w);
+  CHECK(in == TimeRange{12'500'000'000, 62'500'000'000});
+  // Zooming out past the limit clamps to it.
+  CHECK(ZoomRange(in, 30 * kS, 4.0, w) == w);
+  // Never narrower than the minimum span.
+  CHECK(ZoomRange(w, 50 * kS, 1e-6, w).Span() == kS);
+}
+
+TEST_CASE("presets") {
+  const int64_t now = 10'000 * kS;
+  CHECK(PresetRange(TimePreset::kLast15m, now, 0, 0) == TimeRange{now - 900 * kS, now});
+  CHECK(PresetRange(TimePreset::kLast24h, now, 0, 0).Span() == 86'400 * kS);
+  CHECK(PresetRange(TimePreset::kAll, now, 5 * kS, 50 * kS) == TimeRange{5 * kS, 50 * kS + 1});
+  CHECK(PresetRange(TimePreset::kAll, now, 0, 0).to_ns == now);
+  CHECK(TimePresetName(TimePreset::kLast1h) == "Last 1h");
+}
+
+TEST_CASE("buckets and ticks") {
+  CHECK(BucketAt(100, 10, 5, 100) == 0);
+  CHECK(BucketAt(100, 10, 5, 149) == 4);
+  CHECK(BucketAt(100, 10, 5, 150) == -1);
+  CHECK(BucketAt(100, 10, 5, 99) == -1);
+  // 15 minutes over 1500 px with ticks >= 80 px apart: one per minute.
+  CHECK(TickStep(900 * kS, 1500.f, 80.f) == 60 * kS);
+}
+
+}  // namespace
+}  // namespace kiln::ui

@@ -1,0 +1,144 @@
+#include "ui/top_functions_view.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+
+#include "ui/flame_search.h"
+#include "ui/format.h"
+#include "ui/frame_colors.h"
+#include "ui/widgets.h"
+
+namespace kiln::ui {
+
+using storage::TopFunctionRow;
+
+namespace {
+
+enum Column : int { kSelf, kTotal, kFunction, kFile, kExecutable, kType, kColumnCount };
+
+bool RowMatches(const TopFunctionRow& row, const char* filter) {
+  if (!filter[0]) return true;
+  return LabelMatches(row.function, filter) || LabelMatches(row.file, filter) ||
+         LabelMatches(row.executable, filter);
+}
+
+}  // namespace
+
+void TopFunctionsView::Rebuild(const void* specs_ptr) {
+  const auto* specs = static_cast<const ImGuiTableSortSpecs*>(specs_ptr);
+  order_.clear();
+  if (!rows_) return;
+  for (uint32_t i = 0; i < rows_->size(); ++i) {
+    if (RowMatches((*rows_)[i], filter_)) order_.push_back(i);
+  }
+  if (!specs || specs->SpecsCount == 0) return;  // rows come sorted by self already
+  const ImGuiTableColumnSortSpecs spec = specs->Specs[0];
+  const auto& rows = *rows_;
+  auto less = [&](uint32_t a, uint32_t b) {
+    const TopFunctionRow& x = rows[a];
+    const TopFunctionRow& y = rows[b];
+    switch (spec.ColumnIndex) {
+      case kSelf: if (x.self != y.self) return x.self < y.self; break;
+      case kTotal: if (x.total != y.total) return x.total < y.total; break;
+      case kFunction: if (x.function != y.function) return x.function < y.function; break;
+      case kFile: if (x.file != y.file) return x.file < y.file; break;
+      case kExecutable: if (x.executable != y.executable) return x.executable < y.executable; break;
+      case kType: if (x.type != y.type) return FrameTypeDisplayName(x.type) < FrameTypeDisplayName(y.type); break;
+      default: break;
+    }
+    return a > b;  // ties: keep the builder's order (heaviest first) stable across directions
+  };
+  if (spec.SortDirection == ImGuiSortDirection_Ascending) {
+    std::stable_sort(order_.begin(), order_.end(), less);
+  } else {
+    std::stable_sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) { return less(b, a); });
+  }
+}
+
+void TopFunctionsView::Draw(const ViewContext& context) {
+  settled_ = false;
+  if (context.analysis && context.analysis->top_functions != rows_) {
+    rows_ = context.analysis->top_functions;
+    order_dirty_ = true;
+  }
+  ImGui::SetNextItemWidth(320.f * ImGui::GetFontSize() / 15.f);
+  if (ImGui::InputTextWithHint("##filter", "Filter by function, file or executable", filter_, sizeof filter_)) {
+    order_dirty_ = true;
+  }
+  if (!rows_) {
+    ImGui::TextDisabled("Loading...");
+    return;
+  }
+  ImGui::SameLine();
+  ImGui::TextDisabled("%zu of %zu functions - click a row to show it in the flamegraph", order_.size(),
+                      rows_->size());
+
+  const storage::SampleKind kind = context.analysis->request.query.kind;
+  const int64_t total = std::max<int64_t>(context.analysis->slice ? context.analysis->slice->total_weight : 1, 1);
+  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                ImGuiTableFlags_Resizable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Reorderable |
+                                ImGuiTableFlags_Hideable | ImGuiTableFlags_SizingFixedFit;
+  if (!ImGui::BeginTable("##top", kColumnCount, flags)) return;
+  const float em = ImGui::GetFontSize();
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("Self", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending, em * 11);
+  ImGui::TableSetupColumn("Total", ImGuiTableColumnFlags_PreferSortDescending, em * 11);
+  ImGui::TableSetupColumn("Function", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("File", 0, em * 12);
+  ImGui::TableSetupColumn("Executable", 0, em * 9);
+  ImGui::TableSetupColumn("Type", 0, em * 5);
+  ImGui::TableHeadersRow();
+
+  if (ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs()) {
+    if (specs->SpecsDirty || order_dirty_) {
+      Rebuild(specs);
+      specs->SpecsDirty = false;
+      order_dirty_ = false;
+    }
+  } else if (order_dirty_) {
+    Rebuild(nullptr);
+    order_dirty_ = false;
+  }
+
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(order_.size()));
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      const TopFunctionRow& row = (*rows_)[order_[i]];
+      ImGui::TableNextRow();
+      ImGui::PushID(i);
+      ImGui::TableSetColumnIndex(kSelf);
+      const double self_fraction = static_cast<double>(row.self) / total;
+      InlineBar(self_fraction, BlendTowards(FrameTypeColor(row.type), PackRgba(0x1c, 0x1e, 0x24), 0.55f),
+                FormatWeight(kind, row.self) + "  " + FormatPercent(self_fraction));
+      ImGui::TableSetColumnIndex(kTotal);
+      const double total_fraction = static_cast<double>(row.total) / total;
+      InlineBar(total_fraction, PackRgba(0x3a, 0x4a, 0x60), FormatWeight(kind, row.total) + "  " + FormatPercent(total_fraction));
+      ImGui::TableSetColumnIndex(kFunction);
+      if (ImGui::Selectable(row.function.c_str(), false, ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap)) {
+        context.session->flame_search = "=" + row.function;
+        ++context.session->flame_search_serial;
+        context.session->flame_zoom_to_search = true;
+        context.session->requested_tab = "flamegraph";
+      }
+      if (ImGui::IsItemHovered() && ImGui::CalcTextSize(row.function.c_str()).x > ImGui::GetColumnWidth()) {
+        ImGui::SetTooltip("%s", row.function.c_str());
+      }
+      ImGui::TableSetColumnIndex(kFile);
+      ImGui::TextUnformatted(row.file.c_str());
+      ImGui::TableSetColumnIndex(kExecutable);
+      ImGui::TextUnformatted(row.executable.c_str());
+      ImGui::TableSetColumnIndex(kType);
+      ColorSwatch(FrameTypeColor(row.type));
+      ImGui::SameLine();
+      const std::string_view type = FrameTypeDisplayName(row.type);
+      ImGui::TextUnformatted(type.data(), type.data() + type.size());
+      ImGui::PopID();
+    }
+  }
+  ImGui::EndTable();
+  settled_ = !context.computing;
+}
+
+}  // namespace kiln::ui

@@ -1,0 +1,31 @@
+// Top functions tab: one row per function with self and total weight,
+// sortable, filterable, clipped to the visible rows. Clicking a row shows
+// that function in the flamegraph (highlighted and zoomed to the common
+// ancestor of its occurrences).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ui/view.h"
+
+namespace kiln::ui {
+
+class TopFunctionsView : public View {
+ public:
+  std::string_view Id() const override { return "top"; }
+  std::string_view Title() const override { return "Top functions"; }
+  void Draw(const ViewContext& context) override;
+  bool Settled() const override { return settled_; }
+
+ private:
+  void Rebuild(const void* sort_specs);
+
+  std::shared_ptr<const std::vector<storage::TopFunctionRow>> rows_;
+  std::vector<uint32_t> order_;  // filtered, sorted indices into *rows_
+  char filter_[256] = {};
+  bool order_dirty_ = true;
+  bool settled_ = false;
+};
+
+}  // namespace kiln::ui

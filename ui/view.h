@@ -1,0 +1,41 @@
+// The interface every tab of the window implements. The app owns the views
+// (registered in app/view_registry.cpp), draws the header, timeline and
+// status line, and calls the active view's Draw() inside the content area
+// once per frame. All calls come from the UI thread.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "ui/session_state.h"
+#include "ui/snapshots.h"
+
+struct ImFont;
+
+namespace kiln::ui {
+
+struct ViewContext {
+  // The newest finished analysis (null until the first one) and status.
+  // Valid for the duration of Draw(); keep a shared_ptr copy to hold longer.
+  const AnalysisSnapshot* analysis = nullptr;
+  const StatusSnapshot* status = nullptr;
+  SessionState* session = nullptr;
+  bool computing = false;  // a newer analysis than `analysis` is being built
+  ImFont* mono_font = nullptr;  // for ids and hashes; may be null (use the default)
+};
+
+class View {
+ public:
+  virtual ~View() = default;
+  // Stable id used by --tab and cross-view requests ("flamegraph", "top", ...).
+  virtual std::string_view Id() const = 0;
+  virtual std::string_view Title() const = 0;
+  // Draws the content area. Must not block: everything it shows comes from
+  // the context's snapshots.
+  virtual void Draw(const ViewContext& context) = 0;
+  // True when the last Draw() showed the context's current data completely
+  // (used by --screenshot to know when to capture).
+  virtual bool Settled() const = 0;
+};
+
+}  // namespace kiln::ui

@@ -1,0 +1,50 @@
+#include "ui/widgets.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace kiln::ui {
+
+void ColorSwatch(Rgba color) {
+  const float h = ImGui::GetTextLineHeight();
+  const float box = h * 0.8f;
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + (h - box) * 0.5f),
+                                            ImVec2(p.x + box, p.y + (h + box) * 0.5f), color, 2.f);
+  ImGui::Dummy(ImVec2(box, h));
+}
+
+void Spinner(float radius) {
+  const float h = ImGui::GetTextLineHeight();
+  if (radius <= 0) radius = h * 0.4f;
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const ImVec2 c(p.x + radius + 1.f, p.y + h * 0.5f);
+  const float t = static_cast<float>(ImGui::GetTime()) * 6.f;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->PathArcTo(c, radius, t, t + 4.2f, 16);
+  dl->PathStroke(ImGui::GetColorU32(ImGuiCol_Text), 0, std::max(1.5f, radius * 0.3f));
+  ImGui::Dummy(ImVec2(radius * 2.f + 2.f, h));
+}
+
+void InlineBar(double fraction, Rgba color, std::string_view text) {
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const float w = ImGui::GetContentRegionAvail().x;
+  const float h = ImGui::GetTextLineHeight();
+  const float fill = static_cast<float>(std::clamp(fraction, 0.0, 1.0)) * w;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  if (fill > 0.5f) dl->AddRectFilled(p, ImVec2(p.x + fill, p.y + h), color, 2.f);
+  ImGui::TextUnformatted(text.data(), text.data() + text.size());
+}
+
+void CopyableText(const char* id, const std::string& text) {
+  std::string copy = text;  // InputText wants a mutable buffer; ReadOnly keeps it unchanged
+  ImGui::PushID(id);
+  ImGui::SetNextItemWidth(-FLT_MIN);
+  ImGui::InputText("##copy", copy.data(), copy.size() + 1, ImGuiInputTextFlags_ReadOnly);
+  ImGui::PopID();
+}
+
+}  // namespace kiln::ui
