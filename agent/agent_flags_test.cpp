@@ -1,0 +1,101 @@
+#include "agent_flags.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+using namespace kiln::agent;
+
+namespace {
+
+Result<AgentOptions> Parse(std::vector<std::string_view> args, std::map<std::string, std::string> env = {}) {
+  return ParseAgentFlags(args, [env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+}  // namespace
+
+TEST_CASE("flags: the OpenTelemetry profiler's command line") {
+  auto o = Parse({"-collection-agent=127.0.0.1:11000", "-disable-tls"});
+  REQUIRE(o.ok());
+  CHECK(o->collection_agent == "127.0.0.1:11000");
+  CHECK(o->disable_tls);
+  CHECK(o->samples_per_second == 20);
+  CHECK(o->reporter_interval == std::chrono::seconds(5));
+  CHECK(o->symbolize);
+}
+
+TEST_CASE("flags: Go syntax variants") {
+  auto o = Parse({"--collection-agent", "host:4317", "-samples-per-second", "99", "--reporter-interval=1m30s",
+                  "-disable-tls=false", "-no-symbolize"});
+  REQUIRE(o.ok());
+  CHECK(o->collection_agent == "host:4317");
+  CHECK_FALSE(o->disable_tls);
+  CHECK(o->samples_per_second == 99);
+  CHECK(o->reporter_interval == std::chrono::seconds(90));
+  CHECK_FALSE(o->symbolize);
+  CHECK(Parse({"-version"})->show_version);
+  CHECK(Parse({"-h"})->show_help);
+  CHECK(Parse({"-help"})->show_help);
+}
+
+TEST_CASE("flags: errors name the flag") {
+  auto unknown = Parse({"-colection-agent=x:1"});
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error() == "flag provided but not defined: -colection-agent");
+  auto missing = Parse({"-samples-per-second"});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error() == "flag needs an argument: -samples-per-second");
+  auto bad = Parse({"-samples-per-second=fast"});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().find("-samples-per-second") != std::string::npos);
+  CHECK_FALSE(Parse({"-samples-per-second=0"}).ok());
+  CHECK_FALSE(Parse({"-reporter-interval=5"}).ok());
+  CHECK_FALSE(Parse({"-disable-tls=maybe"}).ok());
+  CHECK_FALSE(Parse({"stray"}).ok());
+  CHECK_FALSE(Parse({"-collection-agent=nohostport"}).ok());
+}
+
+TEST_CASE("flags: durations") {
+  CHECK(ParseGoDuration("5s") == std::chrono::seconds(5));
+  CHECK(ParseGoDuration("500ms") == std::chrono::milliseconds(500));
+  CHECK(ParseGoDuration("1h") == std::chrono::hours(1));
+  CHECK(ParseGoDuration("1.5s") == std::chrono::milliseconds(1500));
+  CHECK(ParseGoDuration("250us") == std::chrono::microseconds(250));
+  CHECK_FALSE(ParseGoDuration("5").has_value());
+  CHECK_FALSE(ParseGoDuration("s").has_value());
+  CHECK_FALSE(ParseGoDuration("5x").has_value());
+}
+
+TEST_CASE("flags: environment and tags") {
+  auto o = Parse({"-tags=env=prod;team=perf;canary"},
+                 {{"OTEL_RESOURCE_ATTRIBUTES", "service.name=shop,deployment.environment=a%20b"},
+                  {"OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317"}});
+  REQUIRE(o.ok());
+  CHECK(o->collection_agent == "collector:4317");
+  CHECK(o->disable_tls);  // http:// means plain text
+  std::vector<std::pair<std::string, std::string>> want = {{"service.name", "shop"},
+                                                           {"deployment.environment", "a b"},
+                                                           {"env", "prod"},
+                                                           {"team", "perf"},
+                                                           {"kiln.tags", "canary"}};
+  CHECK(o->resource_attributes == want);
+
+  auto flag_wins = Parse({"-collection-agent=a:1"}, {{"OTEL_EXPORTER_OTLP_ENDPOINT", "https://b:2"}});
+  CHECK(flag_wins->collection_agent == "a:1");
+  CHECK_FALSE(flag_wins->disable_tls);
+  auto tls = Parse({}, {{"OTEL_EXPORTER_OTLP_ENDPOINT", "https://b"}});
+  CHECK(tls->collection_agent == "b:4317");
+  CHECK_FALSE(tls->disable_tls);
+  CHECK_FALSE(Parse({}, {{"OTEL_RESOURCE_ATTRIBUTES", "novalue"}}).ok());
+}
+
+TEST_CASE("flags: usage lists every flag") {
+  std::string usage = AgentUsage();
+  for (const char* flag : {"-collection-agent", "-disable-tls", "-samples-per-second", "-reporter-interval", "-tags",
+                           "-no-symbolize", "-version", "-help", "OTEL_RESOURCE_ATTRIBUTES",
+                           "OTEL_EXPORTER_OTLP_ENDPOINT"})
+    CHECK(usage.find(flag) != std::string::npos);
+}
