@@ -228,7 +228,9 @@ class Normalizer {
     return OutOfRange(field, index, "string_table", string_count_);
   }
   std::string CheckAttribute(int32_t index);
-  std::string CheckAttributeList(std::string_view owner,
+  // `owner()` names the field holding the list (built only on error).
+  template <typename Owner>
+  std::string CheckAttributeList(const Owner& owner,
                                  const google::protobuf::RepeatedField<int32_t>& indices);
   std::string CheckMapping(int32_t index);
   std::string CheckFunction(int32_t index);
@@ -259,6 +261,7 @@ class Normalizer {
   uint32_t MapLink(int32_t index);
   uint32_t MapAttributeSet(const otlp::Sample& sample);
   void PrepareResource(int resource_index);
+  void SortByKeyKeepLast(std::vector<Attribute>* attrs) const;
   void EmitProfile(const otlp::Profile& profile, size_t event_count);
 
   void Reject(std::string message) {
@@ -298,7 +301,8 @@ class Normalizer {
   // Current resource / profile context for emission.
   int prepared_resource_ = -1;
   std::vector<Attribute> resource_attributes_;
-  std::vector<Attribute> base_attributes_;  // resource + profile attributes
+  std::vector<Attribute> base_attributes_;  // resource + profile attributes, sorted
+  std::vector<Attribute> sample_scratch_;
   uint32_t base_id_ = 0;
 };
 
@@ -314,14 +318,18 @@ std::string Normalizer::CheckAttribute(int32_t index) {
   });
 }
 
-// `owner` names the field holding the list, e.g. "dictionary.mapping_table[3]".
-std::string Normalizer::CheckAttributeList(std::string_view owner,
+template <typename Owner>
+std::string Normalizer::CheckAttributeList(const Owner& owner,
                                            const google::protobuf::RepeatedField<int32_t>& indices) {
   for (int i = 0; i < indices.size(); ++i) {
-    std::string e = CheckAttribute(indices[i]);
+    const int32_t a = indices[i];
+    if (a > 0 && a < static_cast<int>(attribute_state_.size()) && attribute_state_[a] == kValid) {
+      continue;
+    }
+    std::string e = CheckAttribute(a);
     if (!e.empty()) {
-      if (e[0] == ':') return Cat(owner, ".attribute_indices[", i, "] ", indices[i], e);
-      return Cat(owner, ".attribute_indices[", i, "]", e);
+      if (e[0] == ':') return Cat(owner(), ".attribute_indices[", i, "] ", a, e);
+      return Cat(owner(), ".attribute_indices[", i, "]", e);
     }
   }
   return {};
@@ -330,9 +338,9 @@ std::string Normalizer::CheckAttributeList(std::string_view owner,
 std::string Normalizer::CheckMapping(int32_t index) {
   return Memo(mapping_state_, index, [&]() -> std::string {
     const otlp::Mapping& m = At(dict_.mapping_table(), index);
-    std::string owner = Cat("dictionary.mapping_table[", index, "]");
+    auto owner = [index] { return Cat("dictionary.mapping_table[", index, "]"); };
     std::string e = CheckString(".filename_strindex", m.filename_strindex());
-    if (!e.empty()) return owner + e;
+    if (!e.empty()) return owner() + e;
     return CheckAttributeList(owner, m.attribute_indices());
   });
 }
@@ -351,21 +359,24 @@ std::string Normalizer::CheckFunction(int32_t index) {
 std::string Normalizer::CheckLocation(int32_t index) {
   return Memo(location_state_, index, [&]() -> std::string {
     const otlp::Location& loc = At(dict_.location_table(), index);
-    std::string owner = Cat("dictionary.location_table[", index, "]");
-    if (!InRange(loc.mapping_index(), dict_.mapping_table_size())) {
-      return owner + OutOfRange(".mapping_index", loc.mapping_index(), "mapping_table",
-                                dict_.mapping_table_size());
+    auto owner = [index] { return Cat("dictionary.location_table[", index, "]"); };
+    const int32_t m = loc.mapping_index();
+    if (!InRange(m, dict_.mapping_table_size())) {
+      return owner() + OutOfRange(".mapping_index", m, "mapping_table", dict_.mapping_table_size());
     }
-    std::string e = CheckMapping(loc.mapping_index());
-    if (!e.empty()) return Cat(owner, ".mapping_index ", loc.mapping_index(), ": ", e);
+    if (m == 0 || mapping_state_[m] != kValid) {
+      std::string e = CheckMapping(m);
+      if (!e.empty()) return Cat(owner(), ".mapping_index ", m, ": ", e);
+    }
     for (int i = 0; i < loc.lines_size(); ++i) {
-      int32_t f = loc.lines(i).function_index();
+      const int32_t f = loc.lines(i).function_index();
       if (!InRange(f, dict_.function_table_size())) {
-        return owner + OutOfRange(Cat(".lines[", i, "].function_index"), f,
-                                  "function_table", dict_.function_table_size());
+        return owner() + OutOfRange(Cat(".lines[", i, "].function_index"), f, "function_table",
+                                    dict_.function_table_size());
       }
-      e = CheckFunction(f);
-      if (!e.empty()) return Cat(owner, ".lines[", i, "].function_index ", f, ": ", e);
+      if (f != 0 && function_state_[f] == kValid) continue;
+      std::string e = CheckFunction(f);
+      if (!e.empty()) return Cat(owner(), ".lines[", i, "].function_index ", f, ": ", e);
     }
     return CheckAttributeList(owner, loc.attribute_indices());
   });
@@ -375,13 +386,16 @@ std::string Normalizer::CheckStack(int32_t index) {
   return Memo(stack_state_, index, [&]() -> std::string {
     const otlp::Stack& stack = At(dict_.stack_table(), index);
     for (int i = 0; i < stack.location_indices_size(); ++i) {
-      int32_t l = stack.location_indices(i);
-      std::string owner = Cat("dictionary.stack_table[", index, "].location_indices[", i, "]");
+      const int32_t l = stack.location_indices(i);
+      if (l > 0 && l < static_cast<int>(location_state_.size()) && location_state_[l] == kValid) {
+        continue;
+      }
+      auto owner = [&] { return Cat("dictionary.stack_table[", index, "].location_indices[", i, "]"); };
       if (!InRange(l, dict_.location_table_size())) {
-        return owner + OutOfRange("", l, "location_table", dict_.location_table_size());
+        return owner() + OutOfRange("", l, "location_table", dict_.location_table_size());
       }
       std::string e = CheckLocation(l);
-      if (!e.empty()) return Cat(owner, " ", l, ": ", e);
+      if (!e.empty()) return Cat(owner(), " ", l, ": ", e);
     }
     return {};
   });
@@ -615,14 +629,65 @@ uint32_t Normalizer::MapAttributeSet(const otlp::Sample& sample) {
   auto it = attribute_sets_.find(absl::string_view(key_scratch_));
   if (it != attribute_sets_.end()) return it->second;
 
-  std::vector<Attribute> attrs = base_attributes_;
+  // A new combination: sort the sample's few attributes by key, then merge
+  // with the (already sorted) base; the sample wins on a clash. Written
+  // straight into the batch, no temporary vectors.
+  sample_scratch_.clear();
   for (int32_t a : sample.attribute_indices()) {
     Attribute attr = MapAttribute(a);
-    if (attr.key != 0) attrs.push_back(attr);
+    if (attr.key != 0) sample_scratch_.push_back(attr);
   }
-  uint32_t set = attrs.empty() ? 0 : out_.AddAttributeSet(std::move(attrs));
+  SortByKeyKeepLast(&sample_scratch_);
+  uint32_t set = 0;
+  if (!sample_scratch_.empty() || !base_attributes_.empty()) {
+    std::vector<Attribute>& out = out_.attributes;
+    auto b = base_attributes_.begin(), be = base_attributes_.end();
+    auto s = sample_scratch_.begin(), se = sample_scratch_.end();
+    while (b != be || s != se) {
+      if (s == se) {
+        out.push_back(*b++);
+      } else if (b == be) {
+        out.push_back(*s++);
+      } else if (b->key == s->key) {
+        out.push_back(*s++);
+        ++b;
+      } else if (out_.strings[b->key] < out_.strings[s->key]) {
+        out.push_back(*b++);
+      } else {
+        out.push_back(*s++);
+      }
+    }
+    out_.attribute_set_offsets.push_back(static_cast<uint32_t>(out.size()));
+    set = static_cast<uint32_t>(out_.AttributeSetCount() - 1);
+  }
   attribute_sets_.emplace(key_scratch_, set);
   return set;
+}
+
+// Sorts by key string; of equal keys the last one stays. Batch strings are
+// interned, so equal keys have equal indices. Lists are short (a handful of
+// attributes), so insertion sort.
+void Normalizer::SortByKeyKeepLast(std::vector<Attribute>* attrs) const {
+  std::vector<Attribute>& v = *attrs;
+  for (size_t i = 1; i < v.size(); ++i) {
+    Attribute x = v[i];
+    size_t j = i;
+    while (j > 0 && v[j - 1].key != x.key && out_.strings[x.key] < out_.strings[v[j - 1].key]) {
+      v[j] = v[j - 1];
+      --j;
+    }
+    v[j] = x;
+  }
+  // Stable, so among equal keys the later one is last: keep it.
+  size_t w = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (w > 0 && v[w - 1].key == v[i].key) {
+      v[w - 1] = v[i];
+    } else {
+      v[w++] = v[i];
+    }
+  }
+  v.resize(w);
 }
 
 void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
@@ -631,14 +696,15 @@ void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
       KindOf(str(profile.sample_type().type_strindex()), str(profile.sample_type().unit_strindex()),
              str(profile.period_type().type_strindex()), str(profile.period_type().unit_strindex()));
 
-  // Resource then profile attributes; AddAttributeSet keeps the last of a
-  // repeated key, so later sources win.
+  // Resource then profile attributes; sorting keeps the last of a repeated
+  // key, so the profile wins over the resource.
   ++base_id_;
   base_attributes_ = resource_attributes_;
   for (int32_t a : profile.attribute_indices()) {
     Attribute attr = MapAttribute(a);
     if (attr.key != 0) base_attributes_.push_back(attr);
   }
+  SortByKeyKeepLast(&base_attributes_);
 
   std::vector<storage::Sample>& samples = result_.batch.samples;
   const size_t needed = samples.size() + event_count;
