@@ -32,6 +32,15 @@ bool LooksLikeText(std::string_view data) {
     auto c = static_cast<uint8_t>(data[i]);
     if (c == 0) return false;
     if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') ++control;
+    if (c >= 0x80) {
+      // Must be well-formed UTF-8 (a sequence cut at the window's end is fine).
+      size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+      if (len == 0) return false;
+      for (size_t k = 1; k < len && i + k < n; ++k) {
+        if ((static_cast<uint8_t>(data[i + k]) & 0xC0) != 0x80) return false;
+      }
+      i += len - 1;
+    }
   }
   return control * 50 < n;
 }

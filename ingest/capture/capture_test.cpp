@@ -76,7 +76,7 @@ TEST_CASE("perf script: header variants, kernel/JIT frames, event filter, period
       "\t    400577 main (/root/a.out)\n"
       "\n"
       "java 12688/12764 [002] 102.000001:   250 cycles: \n"
-      "\t    0 [unknown] ([unknown])\n";
+      "\t    0 [unknown] ([unknown])\n\n";
   auto c = ImportBytes(text, "perf.txt");
   REQUIRE(c.ok());
   CHECK(c->format == CaptureFormat::kPerfScript);
@@ -179,7 +179,7 @@ TEST_CASE("pprof: malformed input names the file and the byte") {
   auto h = ImportBytes(huge, "huge.pb");
   REQUIRE(!h.ok());
   INFO(h.status().message());
-  CHECK(std::string(h.status().message()).find("huge.pb: byte 1:") == 0);
+  CHECK(std::string(h.status().message()).find("huge.pb: byte 0:") == 0);
   // A dangling location id.
   auto p = SmallPprof();
   p.mutable_sample(0)->set_location_id(0, 99);

@@ -396,7 +396,22 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
     leaf_first.insert(leaf_first.end(), line_frames.rbegin(), line_frames.rend());
     frame_cache.emplace(key, std::move(line_frames));
   }
-  finish_sample();
+  if (active && out->batch.samples.empty()) {
+    finish_sample();  // the file's only sample: better than importing nothing
+  } else if (active) {
+    // No blank line after the last sample: the output was probably cut off
+    // mid-stack, so the sample may be incomplete. stackcollapse-perf.pl
+    // drops it too, which keeps folded output identical to it.
+    ctx.Skip(absl::StrCat(ctx.name(), ":", line_no,
+                          ": last sample has no terminating blank line (possibly truncated); "
+                          "skipped"));
+    active = false;
+  }
+  if (out->batch.samples.empty() && out->skipped_records > filtered_samples) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ctx.name(), ": no perf script samples found; first problem: ",
+        out->warnings.empty() ? "" : out->warnings.front()));
+  }
 
   if (filtered_samples > 0) {
     ctx.Warn(absl::StrCat(ctx.name(), ": ", filtered_samples, " samples of other events (first: \"",

@@ -57,13 +57,12 @@ class WireReader {
   }
 
   bool Bytes(std::string_view* out, uint64_t* payload_offset) {
-    uint64_t at = offset();
     uint64_t len;
     if (!Varint(&len)) return false;
     if (len > static_cast<uint64_t>(end_ - p_)) {
       Fail("length-delimited field runs past the end of its message (truncated or "
            "a huge declared length)");
-      error_offset_ = at;
+      error_offset_ = field_offset_;  // where the broken field starts
       return false;
     }
     *payload_offset = offset();

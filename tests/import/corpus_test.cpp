@@ -1,0 +1,294 @@
+// Conformance of the capture importers and exporters against the shared
+// corpus of real profile files (../shared/corpus, see its README): every
+// file opens; perf script files fold exactly like stackcollapse-perf.pl
+// --all; pprof self totals match the file; round trips keep every stack
+// and weight; malformed files fail with the file name and a position.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <doctest/doctest.h>
+
+#include "ingest/capture/capture.h"
+#include "ingest/capture/export.h"
+#include "ingest/capture/importers.h"
+#include "ingest/capture/slice_builder.h"
+#include "pprof/profile.pb.h"
+#include "storage/flame_tree.h"
+#include "storage/folded.h"
+#include "storage/top_functions.h"
+
+namespace kiln::capture {
+namespace {
+
+std::string CorpusDir() {
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  std::string root = src != nullptr ? src : ".";
+  return root + "/../shared/corpus";
+}
+
+bool CorpusPresent() {
+  struct stat st {};
+  return stat((CorpusDir() + "/README.md").c_str(), &st) == 0;
+}
+
+std::vector<std::string> ListFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = dir + "/" + name;
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      for (auto& p : ListFiles(path)) out.push_back(p);
+    } else {
+      out.push_back(path);
+    }
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string Gunzip(const std::string& data) {
+  std::string out;
+  z_stream zs{};
+  inflateInit2(&zs, 16 + MAX_WBITS);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  char buf[65536];
+  int rc;
+  do {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof(buf);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(buf, sizeof(buf) - zs.avail_out);
+  } while (rc == Z_OK);
+  inflateEnd(&zs);
+  return out;
+}
+
+bool IsCaptureFile(const std::string& path) {
+  std::string base = path.substr(path.rfind('/') + 1);
+  if (base.rfind("LICENSE", 0) == 0 || base == "README.md") return false;
+  return path.find("/results/") == std::string::npos;
+}
+
+std::string FoldedOf(const ImportedCapture& c, storage::GroupBy group_by, bool annotate,
+                     storage::SampleKind kind) {
+  storage::Query q;
+  q.kind = kind;
+  ExportOptions o;
+  o.group_by = group_by;
+  o.annotate = annotate;
+  return FoldedText(SliceFromBatch(c.batch, q), o);
+}
+
+// Every attribute set in use, as sorted "k=v,..." strings with weights.
+std::map<std::string, int64_t> AttributeWeights(const ImportedCapture& c, storage::SampleKind kind) {
+  storage::Query q;
+  q.kind = kind;
+  auto slice = SliceFromBatch(c.batch, q);
+  std::map<std::string, int64_t> out;
+  for (const auto& w : slice->weights) {
+    std::string key;
+    for (const auto& a : slice->dict.AttributeSet(w.attribute_set)) {
+      key += slice->dict.strings[a.key] + "=" + slice->dict.strings[a.value] + ",";
+    }
+    out[key] += w.weight;
+  }
+  return out;
+}
+
+#define SKIP_WITHOUT_CORPUS()                                                          \
+  if (!CorpusPresent()) {                                                              \
+    std::cerr << "corpus not found at " << CorpusDir() << "; skipping (exit 77)\n"; \
+    std::exit(77);                                                                     \
+  }
+
+TEST_CASE("every corpus file opens") {
+  SKIP_WITHOUT_CORPUS();
+  int opened = 0;
+  for (const std::string& path : ListFiles(CorpusDir())) {
+    if (!IsCaptureFile(path)) continue;
+    CAPTURE(path);
+    auto c = ImportFile(path);
+    REQUIRE_MESSAGE(c.ok(), c.status().message());
+    CHECK(!c->batch.samples.empty());
+    ++opened;
+  }
+  CHECK(opened >= 34);
+}
+
+TEST_CASE("perf script files fold exactly like stackcollapse-perf.pl --all") {
+  SKIP_WITHOUT_CORPUS();
+  std::string dir = CorpusDir() + "/flamegraph";
+  int compared = 0;
+  for (const std::string& path : ListFiles(dir)) {
+    if (path.find("/results/") != std::string::npos || path.find("perf-") == std::string::npos)
+      continue;
+    std::string base = path.substr(path.rfind('/') + 1);
+    std::string stem = base.substr(0, base.rfind('.'));
+    std::string expected = ReadAll(dir + "/results/" + stem + "-collapsed-all.txt");
+    CAPTURE(path);
+    auto c = ImportFile(path);
+    REQUIRE_MESSAGE(c.ok(), c.status().message());
+    CHECK(c->format == CaptureFormat::kPerfScript);
+    CHECK(FoldedOf(*c, storage::GroupBy::kProcess, true, c->dominant_kind) == expected);
+    ++compared;
+  }
+  CHECK(compared == 8);
+}
+
+TEST_CASE("pprof self totals per function match the file's own samples") {
+  SKIP_WITHOUT_CORPUS();
+  for (const std::string& path : ListFiles(CorpusDir())) {
+    if (path.size() < 6 || path.substr(path.size() - 6) != ".pb.gz") continue;
+    CAPTURE(path);
+    // Independent reading: zlib + the generated message, pprof's rules.
+    perftools::profiles::Profile p;
+    REQUIRE(p.ParseFromString(Gunzip(ReadAll(path))));
+    const auto& st = p.string_table();
+    int index = p.sample_type_size() - 1;
+    for (int i = 0; i < p.sample_type_size(); ++i) {
+      if (p.default_sample_type() != 0 && p.sample_type(i).type() == p.default_sample_type()) index = i;
+    }
+    std::map<uint64_t, const perftools::profiles::Location*> locs;
+    for (const auto& l : p.location()) locs[l.id()] = &l;
+    std::map<uint64_t, std::string> fnames;
+    for (const auto& f : p.function()) fnames[f.id()] = st[static_cast<int>(f.name())];
+    std::map<std::string, int64_t> expected;
+    for (const auto& s : p.sample()) {
+      if (s.location_id_size() == 0 || s.value(index) == 0) continue;
+      const auto* leaf = locs.at(s.location_id(0));
+      std::string name;
+      if (leaf->line_size() > 0) {
+        name = fnames.at(leaf->line(0).function_id());
+      }
+      if (name.empty()) continue;  // unnamed frames are labelled by address
+      expected[name] += s.value(index);
+    }
+    for (auto it = expected.begin(); it != expected.end();) {
+      it = it->second == 0 ? expected.erase(it) : std::next(it);
+    }
+
+    auto c = ImportFile(path);
+    REQUIRE_MESSAGE(c.ok(), c.status().message());
+    storage::Query q;
+    q.kind = c->dominant_kind;
+    auto slice = SliceFromBatch(c->batch, q);
+    std::map<std::string, int64_t> got;
+    for (const auto& row : storage::BuildTopFunctions(*slice)) {
+      if (row.self != 0 && row.function.find("+0x") == std::string::npos &&
+          row.function.rfind("0x", 0) != 0) {
+        got[row.function] += row.self;
+      }
+    }
+    CHECK(got == expected);
+  }
+}
+
+TEST_CASE("round trips keep every stack and weight") {
+  SKIP_WITHOUT_CORPUS();
+  for (const std::string& path : ListFiles(CorpusDir())) {
+    if (!IsCaptureFile(path)) continue;
+    CAPTURE(path);
+    auto original = ImportFile(path);
+    REQUIRE(original.ok());
+    storage::SampleKind kind = original->dominant_kind;
+    storage::Query q;
+    q.kind = kind;
+    std::string folded = FoldedOf(*original, storage::GroupBy::kThread, true, kind);
+    auto attrs = AttributeWeights(*original, kind);
+
+    // otlp -> otlp: export, import, export again, import again.
+    ExportOptions otlp;
+    otlp.format = ExportFormat::kOtlp;
+    auto bytes1 = ExportSlice(SliceFromBatch(original->batch, q), otlp);
+    REQUIRE(bytes1.ok());
+    auto once = ImportBytes(*bytes1, "once.otlp.gz");
+    REQUIRE_MESSAGE(once.ok(), once.status().message());
+    CHECK(once->format == CaptureFormat::kOtlpProtobuf);
+    auto bytes2 = ExportSlice(SliceFromBatch(once->batch, q), otlp);
+    REQUIRE(bytes2.ok());
+    auto twice = ImportBytes(*bytes2, "twice.otlp.gz");
+    REQUIRE(twice.ok());
+    CHECK(FoldedOf(*once, storage::GroupBy::kThread, true, kind) == folded);
+    CHECK(FoldedOf(*twice, storage::GroupBy::kThread, true, kind) == folded);
+    CHECK(AttributeWeights(*twice, kind) == attrs);
+
+    // pprof -> otlp -> pprof.
+    if (original->format == CaptureFormat::kPprof) {
+      ExportOptions pprof;
+      pprof.format = ExportFormat::kPprof;
+      pprof.pprof_sample_type = original->value_description;
+      auto back = ExportSlice(SliceFromBatch(once->batch, q), pprof);
+      REQUIRE(back.ok());
+      auto again = ImportBytes(*back, "again.pb.gz");
+      REQUIRE_MESSAGE(again.ok(), again.status().message());
+      CHECK(again->format == CaptureFormat::kPprof);
+      CHECK(again->value_description == original->value_description);
+      CHECK(FoldedOf(*again, storage::GroupBy::kThread, true, kind) == folded);
+      CHECK(AttributeWeights(*again, kind) == attrs);
+    }
+  }
+}
+
+TEST_CASE("malformed corpus variants fail with the file name and a position") {
+  SKIP_WITHOUT_CORPUS();
+  std::string gz = ReadAll(CorpusDir() + "/pprof/sample.cpu.pb.gz");
+  std::string raw = Gunzip(gz);
+  struct Case {
+    std::string name, bytes, expect;
+  };
+  std::vector<Case> cases = {
+      {"truncated.pb.gz", gz.substr(0, gz.size() - 100), "truncated.pb.gz: byte "},
+      {"truncated.pb", raw.substr(0, raw.size() * 2 / 3), "truncated.pb: byte "},
+      {"wrongmagic.pb.gz", "\x1f\x8c" + gz.substr(2), "wrongmagic.pb.gz: byte "},
+      {"huge.pb", std::string("\x0a\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10), "huge.pb: byte 0:"},
+      {"otlp-trunc.pb", std::string("\x0a\x05\x12\x03\x0a\x01", 6), "otlp-trunc.pb: byte "},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    auto r = ImportBytes(c.bytes, c.name);
+    REQUIRE(!r.ok());
+    INFO(r.status().message());
+    CHECK(std::string(r.status().message()).rfind(c.expect, 0) == 0);
+  }
+  // Deeply nested OTLP: resource_profiles.scope_profiles... built by
+  // nesting field 1 of AnyValue-style containers 5000 levels deep.
+  std::string nested;
+  for (int i = 0; i < 5000; ++i) {
+    std::string wrapped = "\x0a";
+    uint64_t len = nested.size();
+    do {
+      uint8_t b = len & 0x7f;
+      len >>= 7;
+      wrapped.push_back(static_cast<char>(b | (len ? 0x80 : 0)));
+    } while (len);
+    nested = wrapped + nested;
+  }
+  auto deep = ImportBytes(nested, "deep.pb");
+  CHECK(!deep.ok());
+  CHECK(std::string(deep.status().message()).rfind("deep.pb", 0) == 0);
+}
+
+}  // namespace
+}  // namespace kiln::capture
