@@ -1,0 +1,45 @@
+// The kiln command line: one function per subcommand, each returning the
+// process exit code. main.cpp parses arguments (CLI11) and dispatches.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::app {
+
+struct HeadlessOptions {
+  std::string listen_address = "0.0.0.0:11000";
+  std::string data_dir;
+};
+// Runs the receiver and the store until SIGINT/SIGTERM.
+int RunHeadless(const HeadlessOptions& options);
+
+struct ExportOptions {
+  std::string data_dir;
+  std::string format = "folded";
+  std::string kind = "on-cpu";
+  std::string group_by = "process";
+  std::string from;                  // Unix ns or RFC 3339, "" = all
+  std::string to;
+  std::vector<std::string> filters;  // KEY=VALUE, repeated keys OR, distinct keys AND
+  bool annotate = false;
+  std::string output;                // "" = stdout
+};
+int RunExport(const ExportOptions& options);
+
+struct StatsOptions {
+  std::string data_dir;
+};
+int RunStats(const StatsOptions& options);
+
+// Parses a time given as Unix nanoseconds or RFC 3339
+// ("2026-11-21T10:00:00Z", fractional seconds and offsets allowed).
+absl::StatusOr<int64_t> ParseTimeArgument(const std::string& text);
+
+// Formats Unix ns as RFC 3339 UTC with nanoseconds.
+std::string FormatTime(int64_t unix_ns);
+
+}  // namespace kiln::app

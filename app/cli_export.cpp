@@ -1,0 +1,81 @@
+// `kiln export` from a store: folded stacks of a time range, kind and
+// filters. The store is opened read-only, so this works while kiln runs.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "app/cli.h"
+#include "storage/flame_tree.h"
+#include "storage/folded.h"
+#include "storage/store.h"
+
+namespace kiln::app {
+
+int RunExport(const ExportOptions& options) {
+  storage::Query query;
+  if (!storage::ParseSampleKind(options.kind, &query.kind)) {
+    std::cerr << "kiln export: unknown --kind \"" << options.kind
+              << "\" (use on-cpu, off-cpu, probe or other)\n";
+    return 2;
+  }
+  storage::FlameTreeOptions tree_options;
+  if (!storage::ParseGroupBy(options.group_by, &tree_options.group_by)) {
+    std::cerr << "kiln export: unknown --group-by \"" << options.group_by
+              << "\" (use none, process or thread)\n";
+    return 2;
+  }
+  if (options.format != "folded") {
+    std::cerr << "kiln export: format \"" << options.format
+              << "\" is not available from a store (use --format folded)\n";
+    return 2;
+  }
+  for (const auto& [text, target] : {std::pair{&options.from, &query.from_ns}, {&options.to, &query.to_ns}}) {
+    if (text->empty()) continue;
+    auto t = ParseTimeArgument(*text);
+    if (!t.ok()) {
+      std::cerr << "kiln export: " << t.status().message() << "\n";
+      return 2;
+    }
+    *target = *t;
+  }
+  std::map<std::string, std::vector<std::string>> filters;
+  for (const std::string& f : options.filters) {
+    size_t eq = f.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "kiln export: --filter wants KEY=VALUE, got \"" << f << "\"\n";
+      return 2;
+    }
+    filters[f.substr(0, eq)].push_back(f.substr(eq + 1));
+  }
+  for (auto& [key, values] : filters) query.filters.push_back({key, values});
+
+  auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadOnly);
+  if (!store.ok()) {
+    std::cerr << "kiln export: " << store.status().message() << "\n";
+    return 1;
+  }
+  auto slice = (*store)->Run(query);
+  if (!slice.ok()) {
+    std::cerr << "kiln export: " << slice.status().message() << "\n";
+    return 1;
+  }
+  storage::FlameTree tree = storage::BuildFlameTree(*slice, tree_options);
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (!options.output.empty()) {
+    file.open(options.output, std::ios::binary);
+    if (!file) {
+      std::cerr << "kiln export: cannot write " << options.output << "\n";
+      return 1;
+    }
+    out = &file;
+  }
+  for (const std::string& line : storage::FoldedLines(tree, {.annotate = options.annotate})) {
+    *out << line << '\n';
+  }
+  out->flush();
+  return out->good() ? 0 : 1;
+}
+
+}  // namespace kiln::app

@@ -1,0 +1,78 @@
+// `kiln --headless`: the receiver and the store without a window.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "app/cli.h"
+#include "ingest/otlp_receiver.h"
+#include "storage/store.h"
+
+namespace kiln::app {
+
+int RunHeadless(const HeadlessOptions& options) {
+  // Block the shutdown signals before any thread starts, so gRPC's threads
+  // inherit the mask and only sigwait() below sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadWrite);
+  if (!store.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(store.status().message()).c_str());
+    return 1;
+  }
+  ingest::ReceiverOptions receiver_options;
+  receiver_options.listen_address = options.listen_address;
+  auto receiver = ingest::OtlpReceiver::Start(store->get(), receiver_options);
+  if (!receiver.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(receiver.status().message()).c_str());
+    return 1;
+  }
+  std::printf("kiln: listening on %s for OTLP profiles (gRPC ProfilesService/Export)\n",
+              (*receiver)->stats().listen_address.c_str());
+  std::printf("kiln: storing in %s\n", options.data_dir.c_str());
+  std::fflush(stdout);
+  (void)(*store)->AppendLog(storage::LogLevel::kInfo,
+                            "listening on " + (*receiver)->stats().listen_address);
+
+  // A reporter prints a line every 5 s while data arrives, so a user sees
+  // an agent is connected without opening the window.
+  std::atomic<bool> stop{false};
+  std::thread reporter([&] {
+    uint64_t last_samples = 0, last_rejected = 0;
+    while (!stop.load()) {
+      for (int i = 0; i < 50 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      ingest::ReceiverStats st = (*receiver)->stats();
+      if (st.samples_accepted != last_samples || st.profiles_rejected != last_rejected) {
+        std::printf("kiln: %llu samples received (+%llu), %zu agent(s) active, %llu profiles rejected\n",
+                    static_cast<unsigned long long>(st.samples_accepted),
+                    static_cast<unsigned long long>(st.samples_accepted - last_samples), st.peers.size(),
+                    static_cast<unsigned long long>(st.profiles_rejected));
+        std::fflush(stdout);
+        last_samples = st.samples_accepted;
+        last_rejected = st.profiles_rejected;
+      }
+    }
+  });
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::printf("kiln: %s received, shutting down\n", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  std::fflush(stdout);
+  stop = true;
+  reporter.join();
+  (*receiver)->Stop();
+  (void)(*store)->AppendLog(storage::LogLevel::kInfo, "shut down");
+  receiver->reset();
+  store->reset();  // closes RocksDB
+  std::printf("kiln: stopped\n");
+  return 0;
+}
+
+}  // namespace kiln::app

@@ -1,0 +1,41 @@
+// `kiln stats`: what a store holds, opened read-only.
+#include <cstdio>
+#include <iostream>
+
+#include "app/cli.h"
+#include "storage/store.h"
+
+namespace kiln::app {
+
+int RunStats(const StatsOptions& options) {
+  auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadOnly);
+  if (!store.ok()) {
+    std::cerr << "kiln stats: " << store.status().message() << "\n";
+    return 1;
+  }
+  storage::StoreStats st = (*store)->Stats();
+  std::printf("store:          %s\n", options.data_dir.c_str());
+  std::printf("samples:        %llu\n", static_cast<unsigned long long>(st.samples));
+  for (int k = 0; k < storage::kSampleKindCount; ++k) {
+    if (st.samples_by_kind[k] == 0) continue;
+    std::printf("  %-12s  %llu\n", std::string(storage::SampleKindName(static_cast<storage::SampleKind>(k))).c_str(),
+                static_cast<unsigned long long>(st.samples_by_kind[k]));
+  }
+  std::printf("stacks:         %llu\n", static_cast<unsigned long long>(st.stacks));
+  std::printf("frames:         %llu\n", static_cast<unsigned long long>(st.frames));
+  std::printf("attribute sets: %llu\n", static_cast<unsigned long long>(st.attribute_sets));
+  std::printf("sample blocks:  %llu\n", static_cast<unsigned long long>(st.blocks));
+  if (st.samples > 0) {
+    std::printf("time range:     %s .. %s\n", FormatTime(st.first_sample_ns).c_str(),
+                FormatTime(st.last_sample_ns).c_str());
+  } else {
+    std::printf("time range:     (empty)\n");
+  }
+  std::printf("disk size:      %.1f MiB (%llu bytes", st.disk_bytes / 1048576.0,
+              static_cast<unsigned long long>(st.disk_bytes));
+  if (st.samples > 0) std::printf(", %.2f bytes/sample", static_cast<double>(st.disk_bytes) / st.samples);
+  std::printf(")\n");
+  return 0;
+}
+
+}  // namespace kiln::app

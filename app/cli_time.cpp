@@ -1,0 +1,30 @@
+#include <cctype>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "app/cli.h"
+
+namespace kiln::app {
+
+absl::StatusOr<int64_t> ParseTimeArgument(const std::string& text) {
+  int64_t ns = 0;
+  if (!text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-') &&
+      absl::SimpleAtoi(text, &ns)) {
+    return ns;
+  }
+  absl::Time t;
+  std::string error;
+  if (!absl::ParseTime(absl::RFC3339_full, text, &t, &error)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot read time \"", text, "\": give Unix nanoseconds or RFC 3339 like 2026-11-21T10:00:00Z (",
+        error, ")"));
+  }
+  return absl::ToUnixNanos(t);
+}
+
+std::string FormatTime(int64_t unix_ns) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E9SZ", absl::FromUnixNanos(unix_ns), absl::UTCTimeZone());
+}
+
+}  // namespace kiln::app

@@ -1,0 +1,134 @@
+// kiln: the desktop profile viewer and OTLP profiles receiver.
+//
+//   kiln [--listen ADDR] [--data-dir DIR]        window + receiver (default)
+//   kiln --headless [--listen ADDR] [--data-dir DIR]
+//   kiln export --data-dir DIR --format folded [--kind K] [--group-by G] [--from T] [--to T]
+//   kiln stats --data-dir DIR
+#include <CLI/CLI.hpp>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "app/cli.h"
+#include "app/demo_profile.h"
+#include "app/gui_app.h"
+#include "ingest/otlp_receiver.h"
+#include "storage/store.h"
+
+namespace kiln::app {
+namespace {
+
+int RunWindow(const HeadlessOptions& where, GuiOptions gui) {
+  std::string data_dir = where.data_dir;
+  if (gui.demo) {
+    // The demo never touches the user's store: it fills a fresh temporary one.
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-demo-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::perror("kiln: cannot create a temporary directory for --demo");
+      return 1;
+    }
+    data_dir = tmpl;
+  }
+  auto store = storage::Store::Open(data_dir, storage::Store::Mode::kReadWrite);
+  if (!store.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(store.status().message()).c_str());
+    return 1;
+  }
+  if (gui.demo) {
+#ifdef KILN_NO_DEMO_PROFILE
+    std::fprintf(stderr, "kiln: this build has no demo profile\n");
+    return 2;
+#endif
+    int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    if (auto s = (*store)->Write(BuildDemoProfile(now)); !s.ok()) {
+      std::fprintf(stderr, "kiln: writing the demo profile failed: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+  }
+  ingest::ReceiverOptions receiver_options;
+  receiver_options.listen_address = where.listen_address;
+  auto receiver = ingest::OtlpReceiver::Start(store->get(), receiver_options);
+  std::unique_ptr<ingest::OtlpReceiver> running;
+  if (receiver.ok()) {
+    running = std::move(*receiver);
+    std::printf("kiln: listening on %s, storing in %s\n", running->stats().listen_address.c_str(),
+                data_dir.c_str());
+  } else {
+    // The window is still useful without a listener (viewing stored data),
+    // so this is a warning, shown in the Log view too.
+    std::fprintf(stderr, "kiln: not receiving: %s\n", std::string(receiver.status().message()).c_str());
+    (void)(*store)->AppendLog(storage::LogLevel::kError,
+                              "not receiving: " + std::string(receiver.status().message()));
+  }
+  gui.data_dir = data_dir;
+  int code = RunGui(**store, running.get(), gui);
+  if (running) running->Stop();
+  running.reset();
+  store->reset();
+  if (gui.demo) std::filesystem::remove_all(data_dir);
+  return code;
+}
+
+}  // namespace
+}  // namespace kiln::app
+
+int main(int argc, char** argv) {
+  using namespace kiln::app;
+  // A client that disconnects must not kill the receiver with SIGPIPE.
+  signal(SIGPIPE, SIG_IGN);
+
+  CLI::App cli{"kiln: a desktop viewer for OpenTelemetry profiles, with an OTLP receiver"};
+  cli.set_version_flag("--version", "kiln 0.1.0");
+  cli.require_subcommand(0, 1);
+
+  HeadlessOptions where;
+  where.data_dir = kiln::storage::DefaultDataDirectory();
+  bool headless = false;
+  GuiOptions gui;
+  std::string size;
+  cli.add_flag("--headless", headless, "Run the receiver and store without a window");
+  cli.add_option("--listen", where.listen_address, "Address for OTLP gRPC")->capture_default_str();
+  cli.add_option("--data-dir", where.data_dir, "Store directory")->capture_default_str();
+  cli.add_option("--tab", gui.tab, "Initial view: flamegraph, top, executables or log")
+      ->check(CLI::IsMember({"flamegraph", "top", "executables", "log"}));
+  cli.add_option("--size", size, "Window size WxH, e.g. 1920x1080");
+  cli.add_option("--screenshot", gui.screenshot_path, "Write a PNG of the window once the view is drawn, then exit");
+  cli.add_flag("--demo", gui.demo, "Fill a temporary store with a built-in synthetic profile");
+
+  ExportOptions export_options;
+  export_options.data_dir = where.data_dir;
+  CLI::App* export_cmd = cli.add_subcommand("export", "Write stored profiles out (folded stacks)");
+  export_cmd->add_option("--data-dir", export_options.data_dir, "Store directory")->capture_default_str();
+  export_cmd->add_option("--format", export_options.format, "Output format")->capture_default_str();
+  export_cmd->add_option("--kind", export_options.kind, "on-cpu, off-cpu, probe or other")->capture_default_str();
+  export_cmd->add_option("--group-by", export_options.group_by, "none, process or thread")->capture_default_str();
+  export_cmd->add_option("--from", export_options.from, "Start (Unix ns or RFC 3339), inclusive");
+  export_cmd->add_option("--to", export_options.to, "End (Unix ns or RFC 3339), exclusive");
+  export_cmd->add_option("--filter", export_options.filters, "KEY=VALUE attribute filter (repeatable)");
+  export_cmd->add_flag("--annotate", export_options.annotate, "Suffix kernel frames _[k] and JIT frames _[j]");
+  export_cmd->add_option("-o,--output", export_options.output, "Write to a file instead of stdout");
+
+  StatsOptions stats_options;
+  stats_options.data_dir = where.data_dir;
+  CLI::App* stats_cmd = cli.add_subcommand("stats", "Show what a store holds");
+  stats_cmd->add_option("--data-dir", stats_options.data_dir, "Store directory")->capture_default_str();
+
+  CLI11_PARSE(cli, argc, argv);
+
+  if (export_cmd->parsed()) return RunExport(export_options);
+  if (stats_cmd->parsed()) return RunStats(stats_options);
+  if (headless) return RunHeadless(where);
+  if (!size.empty()) {
+    if (std::sscanf(size.c_str(), "%dx%d", &gui.width, &gui.height) != 2 || gui.width < 200 ||
+        gui.height < 150) {
+      std::fprintf(stderr, "kiln: --size wants WIDTHxHEIGHT (at least 200x150), got \"%s\"\n", size.c_str());
+      return 2;
+    }
+  }
+  return RunWindow(where, gui);
+}
