@@ -1,0 +1,216 @@
+// End to end through the real binary: OTLP requests from a real gRPC
+// client into `kiln --headless`, stop/restart, crash (kill -9), and the
+// data read back with `kiln export` and `kiln stats`.
+#include <doctest/doctest.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "ingest/otlp_request_builder.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "tests/integration/kiln_process.h"
+
+namespace kiln::testing {
+namespace {
+
+namespace otlp = opentelemetry::proto::collector::profiles::v1development;
+using ingest::OtlpRequestBuilder;
+
+constexpr uint64_t kT0 = 1'760'000'000'000'000'000;
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// What the OpenTelemetry eBPF profiler sends for one process: resource
+// attributes, thread attributes per sample, native, kernel and
+// unsymbolized frames, per-event timestamps.
+otlp::ExportProfilesServiceRequest AgentRequest(uint64_t t0, int scale = 1) {
+  OtlpRequestBuilder b;
+  auto* rp = b.Resource({{"process.executable.name", "app"},
+                         {"process.pid", "42"},
+                         {"host.name", "laptop"}});
+  auto* profile = b.AddProfile(rp, "samples", "count", "cpu", "nanoseconds", t0);
+  int32_t exe = b.Mapping("/usr/bin/app", "0123456789abcdef0123456789abcdef");
+  int32_t lib = b.Mapping("/usr/lib/libfoo.so");
+  int32_t vmlinux = b.Mapping("vmlinux");
+  int32_t main_loc = b.Location(exe, 0x1000, {{"main", "app.c", 10}});
+  int32_t work = b.Location(exe, 0x1100, {{"work", "app.c", 20}});
+  int32_t leaf = b.Location(exe, 0x1200, {{"leaf_a", "app.c", 30}});
+  int32_t read = b.Location(exe, 0x1300, {{"read", "io.c", 5}});
+  int32_t sys_read = b.Location(vmlinux, 0, {{"sys_read"}}, "kernel");
+  int32_t unsym = b.Location(lib, 0x1a2b, {});
+  int32_t main_thread = b.StringAttribute("thread.name", "main");
+  int32_t worker = b.StringAttribute("thread.name", "worker");
+  int32_t s1 = b.Stack({leaf, work, main_loc});
+  int32_t s2 = b.Stack({sys_read, read, main_loc});
+  int32_t s3 = b.Stack({unsym, main_loc});
+  std::vector<uint64_t> three, two, one;
+  for (int i = 0; i < 3 * scale; ++i) three.push_back(t0 + i * 1000);
+  for (int i = 0; i < 2 * scale; ++i) two.push_back(t0 + 500 + i * 1000);
+  one.push_back(t0 + 700);
+  OtlpRequestBuilder::AddSample(profile, s1, {main_thread}, three);
+  OtlpRequestBuilder::AddSample(profile, s2, {worker}, two);
+  OtlpRequestBuilder::AddSample(profile, s3, {main_thread}, one);
+  // Off-CPU: a value (nanoseconds) per timestamp.
+  auto* off = b.AddProfile(rp, "off_cpu", "nanoseconds", "", "", t0);
+  OtlpRequestBuilder::AddSample(off, s2, {worker}, {t0 + 10, t0 + 20}, {1500, 2500});
+  return std::move(b.request);
+}
+
+grpc::Status Send(const std::string& target, const otlp::ExportProfilesServiceRequest& request,
+                  otlp::ExportProfilesServiceResponse* response) {
+  auto stub = otlp::ProfilesService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+  return stub->Export(&ctx, request, response);
+}
+
+}  // namespace
+
+TEST_CASE("agent data survives stop and restart and comes back through kiln export") {
+  TempDir dir;
+  {
+    HeadlessKiln kiln(dir.path);
+    CHECK(kiln.output().find("storing in " + dir.path) != std::string::npos);
+    otlp::ExportProfilesServiceResponse response;
+    grpc::Status status = Send(kiln.target(), AgentRequest(kT0), &response);
+    REQUIRE_MESSAGE(status.ok(), status.error_message());
+    CHECK_FALSE(response.has_partial_success());
+
+    // Reading while kiln runs: export opens the store read-only.
+    CommandResult live = RunKiln({"export", "--data-dir", dir.path, "--format", "folded"});
+    CHECK(live.exit_code == 0);
+    CHECK(Lines(live.out).size() == 3);
+
+    CHECK(kiln.Stop(SIGTERM) == 0);
+    CHECK(kiln.output().find("stopped") != std::string::npos);
+  }
+  {
+    HeadlessKiln kiln(dir.path);
+    otlp::ExportProfilesServiceResponse response;
+    REQUIRE(Send(kiln.target(), AgentRequest(kT0 + 60'000'000'000), &response).ok());
+    CHECK(kiln.Stop(SIGINT) == 0);
+  }
+  CommandResult by_process = RunKiln({"export", "--data-dir", dir.path, "--format", "folded"});
+  REQUIRE(by_process.exit_code == 0);
+  CHECK(Lines(by_process.out) == std::vector<std::string>{
+                                     "app;main;libfoo.so+0x1a2b 2",
+                                     "app;main;read;sys_read 4",
+                                     "app;main;work;leaf_a 6",
+                                 });
+  CommandResult by_thread =
+      RunKiln({"export", "--data-dir", dir.path, "--format", "folded", "--group-by", "thread", "--annotate"});
+  CHECK(Lines(by_thread.out) == std::vector<std::string>{
+                                    "app;main;main;libfoo.so+0x1a2b 2",
+                                    "app;main;main;work;leaf_a 6",
+                                    "app;worker;main;read;sys_read_[k] 4",
+                                });
+  CommandResult off_cpu =
+      RunKiln({"export", "--data-dir", dir.path, "--kind", "off-cpu", "--group-by", "none"});
+  CHECK(Lines(off_cpu.out) == std::vector<std::string>{"main;read;sys_read 8000"});
+  // The first request only: --to is exclusive, RFC 3339 and ns both work.
+  CommandResult first = RunKiln({"export", "--data-dir", dir.path, "--from", std::to_string(kT0), "--to",
+                                 "2025-10-09T08:54:00Z", "--group-by", "none"});
+  CHECK(Lines(first.out) == std::vector<std::string>{
+                                "main;libfoo.so+0x1a2b 1", "main;read;sys_read 2", "main;work;leaf_a 3"});
+  CommandResult filtered = RunKiln({"export", "--data-dir", dir.path, "--filter", "thread.name=worker"});
+  CHECK(Lines(filtered.out) == std::vector<std::string>{"app;main;read;sys_read 4"});
+
+  CommandResult stats = RunKiln({"stats", "--data-dir", dir.path});
+  CHECK(stats.exit_code == 0);
+  CHECK(stats.out.find("samples:        16") != std::string::npos);  // 12 on-CPU + 4 off-CPU events
+  CHECK(stats.out.find("stacks:         3") != std::string::npos);
+  CHECK(stats.out.find("time range:     2025-10-09T") != std::string::npos);
+}
+
+TEST_CASE("a bad profile is rejected while the good one in the same request is stored") {
+  TempDir dir;
+  HeadlessKiln kiln(dir.path);
+  otlp::ExportProfilesServiceRequest request = AgentRequest(kT0);
+  // The off-CPU profile gets a stack index past the stack table.
+  request.mutable_resource_profiles(0)->mutable_scope_profiles(0)->mutable_profiles(1)->mutable_samples(0)->set_stack_index(4711);
+  otlp::ExportProfilesServiceResponse response;
+  REQUIRE(Send(kiln.target(), request, &response).ok());
+  CHECK(response.partial_success().rejected_profiles() == 1);
+  CHECK(response.partial_success().error_message().find("4711") != std::string::npos);
+  CHECK(kiln.Stop(SIGTERM) == 0);
+  CHECK(Lines(RunKiln({"export", "--data-dir", dir.path}).out).size() == 3);
+  CHECK(RunKiln({"export", "--data-dir", dir.path, "--kind", "off-cpu"}).out.empty());
+}
+
+TEST_CASE("kill -9 while a client sends loses no acknowledged sample") {
+  TempDir dir;
+  std::set<int> acknowledged;
+  {
+    HeadlessKiln kiln(dir.path);
+    std::atomic<bool> stop{false};
+    std::mutex mu;
+    // Each request has its own leaf function name and 5 samples, so the
+    // export shows exactly which requests were stored.
+    std::thread sender([&] {
+      auto stub = otlp::ProfilesService::NewStub(
+          grpc::CreateChannel(kiln.target(), grpc::InsecureChannelCredentials()));
+      for (int i = 0; !stop.load() && i < 100000; ++i) {
+        OtlpRequestBuilder b;
+        auto* rp = b.Resource({{"process.executable.name", "crashy"}});
+        auto* p = b.AddProfile(rp);
+        int32_t leaf = b.Location(0, 0, {{"request_" + std::to_string(i)}});
+        int32_t root = b.Location(0, 0, {{"main"}});
+        std::vector<uint64_t> ts;
+        for (int k = 0; k < 5; ++k) ts.push_back(kT0 + static_cast<uint64_t>(i) * 1'000'000 + k);
+        OtlpRequestBuilder::AddSample(p, b.Stack({leaf, root}), {}, ts);
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        otlp::ExportProfilesServiceResponse response;
+        if (stub->Export(&ctx, b.request, &response).ok() && !response.has_partial_success()) {
+          std::lock_guard lock(mu);
+          acknowledged.insert(i);
+        }
+      }
+    });
+    // Let a few hundred requests through, then crash kiln mid-stream.
+    for (int waited = 0; waited < 200; ++waited) {
+      {
+        std::lock_guard lock(mu);
+        if (acknowledged.size() >= 300) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK(kiln.Stop(SIGKILL) == 128 + SIGKILL);
+    stop = true;
+    sender.join();
+  }
+  REQUIRE(acknowledged.size() >= 50);
+  MESSAGE("acknowledged requests before kill -9: " << acknowledged.size());
+  CommandResult exported = RunKiln({"export", "--data-dir", dir.path, "--group-by", "none"});
+  REQUIRE(exported.exit_code == 0);
+  std::set<int> stored;
+  for (const std::string& line : Lines(exported.out)) {
+    // "main;request_N 5"
+    size_t at = line.find("request_");
+    REQUIRE(at != std::string::npos);
+    CHECK(line.substr(line.size() - 2) == " 5");
+    stored.insert(std::atoi(line.c_str() + at + 8));
+  }
+  for (int i : acknowledged) {
+    CHECK_MESSAGE(stored.count(i) == 1, "acknowledged request " << i << " is missing after kill -9");
+  }
+  // The crashed store opens again for writing.
+  HeadlessKiln again(dir.path);
+  CHECK(again.Stop(SIGTERM) == 0);
+}
+
+}  // namespace kiln::testing

@@ -1,0 +1,136 @@
+#include "tests/integration/kiln_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+namespace kiln::testing {
+namespace {
+
+// Starts kiln with stdout/stderr on pipes; returns the pid.
+int Spawn(const std::vector<std::string>& args, int* out_fd, int* err_fd) {
+  int out[2], err[2];
+  if (pipe(out) != 0 || pipe(err) != 0) throw std::runtime_error("pipe failed");
+  int pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    close(out[0]);
+    close(err[0]);
+    std::vector<char*> argv;
+    std::string binary = KilnBinary();
+    argv.push_back(binary.data());
+    std::vector<std::string> copy = args;
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(err[1]);
+  *out_fd = out[0];
+  *err_fd = err[0];
+  return pid;
+}
+
+void ReadAll(int fd, std::string* into) {
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) into->append(buf, static_cast<size_t>(n));
+}
+
+int ExitCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+std::string KilnBinary() {
+  const char* dir = std::getenv("KILN_BINARY_DIR");
+  return std::string(dir ? dir : ".") + "/app/kiln";
+}
+
+CommandResult RunKiln(const std::vector<std::string>& args) {
+  int out_fd, err_fd;
+  int pid = Spawn(args, &out_fd, &err_fd);
+  CommandResult r;
+  // Drain both pipes without deadlocking on a full one.
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    if (poll(fds, 2, 60'000) <= 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
+      char buf[65536];
+      ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      } else {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = ExitCode(status);
+  return r;
+}
+
+HeadlessKiln::HeadlessKiln(const std::string& data_dir) {
+  int err_fd;
+  pid_ = Spawn({"--headless", "--listen", "127.0.0.1:0", "--data-dir", data_dir}, &out_fd_, &err_fd);
+  close(err_fd);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const std::string marker = "listening on 127.0.0.1:";
+  while (port_ == 0 && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out_fd_, POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) continue;
+    char buf[1024];
+    ssize_t n = read(out_fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    output_.append(buf, static_cast<size_t>(n));
+    if (size_t at = output_.find(marker); at != std::string::npos) {
+      port_ = std::atoi(output_.c_str() + at + marker.size());
+    }
+  }
+  if (port_ == 0) {
+    Stop(SIGKILL);
+    throw std::runtime_error("kiln --headless did not report its port; output: " + output_);
+  }
+}
+
+HeadlessKiln::~HeadlessKiln() {
+  if (pid_ > 0) Stop(SIGKILL);
+}
+
+int HeadlessKiln::Stop(int signal) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, signal);
+  ReadAll(out_fd_, &output_);
+  close(out_fd_);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return ExitCode(status);
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-it-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path = tmpl;
+}
+
+TempDir::~TempDir() { std::filesystem::remove_all(path); }
+
+}  // namespace kiln::testing

@@ -1,0 +1,49 @@
+// Runs the real `kiln` binary as a child process for integration tests:
+// start it headless on a loopback port, stop it with a signal or kill -9,
+// and run one-shot commands (export, stats) capturing their output.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kiln::testing {
+
+// Path of the built kiln binary (from KILN_BINARY_DIR, set by ctest).
+std::string KilnBinary();
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs kiln with `args` to completion.
+CommandResult RunKiln(const std::vector<std::string>& args);
+
+class HeadlessKiln {
+ public:
+  // Starts `kiln --headless --listen 127.0.0.1:0 --data-dir DIR` and waits
+  // until it prints the port it listens on.
+  explicit HeadlessKiln(const std::string& data_dir);
+  ~HeadlessKiln();  // kill -9 if still running
+  int port() const { return port_; }
+  std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  // Sends `signal` and waits; returns the exit code (or 128+signal).
+  int Stop(int signal);
+  // Everything it printed on stdout so far (after Stop: all of it).
+  const std::string& output() const { return output_; }
+
+ private:
+  int pid_ = -1;
+  int out_fd_ = -1;
+  int port_ = 0;
+  std::string output_;
+};
+
+// A fresh temporary directory, removed at scope exit.
+struct TempDir {
+  TempDir();
+  ~TempDir();
+  std::string path;
+};
+
+}  // namespace kiln::testing
