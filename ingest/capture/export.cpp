@@ -284,15 +284,26 @@ class PprofWriter {
   }
   uint64_t Mapping(uint32_t executable) {
     if (executable == 0 || executable >= d_.executables.size()) return 0;
-    auto [it, added] = mappings_.try_emplace(executable, p_.mapping_size() + 1);
+    auto [it, added] = mappings_.try_emplace(executable, 0);
     if (added) {
       const storage::Executable& e = d_.executables[executable];
       auto* m = p_.add_mapping();
+      it->second = static_cast<uint64_t>(p_.mapping_size());
       m->set_id(it->second);
       m->set_filename(String(Str(d_, e.file_name)));
       uint32_t id = e.gnu_build_id != 0 ? e.gnu_build_id : e.htlhash != 0 ? e.htlhash : e.go_build_id;
       m->set_build_id(String(Str(d_, id)));
       m->set_has_functions(true);
+    }
+    return it->second;
+  }
+  uint64_t Pseudo(const std::string& name) {
+    auto [it, added] = pseudo_.try_emplace(name, 0);
+    if (added) {
+      auto* m = p_.add_mapping();
+      it->second = static_cast<uint64_t>(p_.mapping_size());
+      m->set_id(it->second);
+      m->set_filename(String(name));
     }
     return it->second;
   }
@@ -316,7 +327,12 @@ class PprofWriter {
     uint64_t id = static_cast<uint64_t>(p_.location_size()) + 1;
     auto* loc = p_.add_location();
     loc->set_id(id);
-    loc->set_mapping_id(Mapping(outer.executable));
+    uint64_t mapping = Mapping(outer.executable);
+    // pprof has no frame types; kernel and JIT frames keep theirs through
+    // the pseudo mappings that pprof tools and our importer recognise.
+    if (mapping == 0 && outer.type == storage::FrameType::kKernel) mapping = Pseudo("[kernel.kallsyms]");
+    if (mapping == 0 && outer.type == storage::FrameType::kJit) mapping = Pseudo("[jit]");
+    loc->set_mapping_id(mapping);
     loc->set_address(outer.address);
     for (const uint32_t* p = end; p != begin;) {  // innermost first
       const Frame& f = d_.frames[*--p];
@@ -334,6 +350,7 @@ class PprofWriter {
   perftools::profiles::Profile p_;
   absl::flat_hash_map<std::string, int64_t> strings_{{"", 0}};
   absl::flat_hash_map<uint32_t, uint64_t> mappings_;
+  absl::flat_hash_map<std::string, uint64_t> pseudo_;
   absl::flat_hash_map<uint64_t, uint64_t> functions_;
   absl::flat_hash_map<std::string, uint64_t> locations_;
 };

@@ -317,6 +317,8 @@ absl::Status PprofDecoder::ResolveLocations() {
     if (absl::Status s = CheckString(m.filename, m.offset, "Mapping.filename"); !s.ok()) return s;
     if (absl::Status s = CheckString(m.build_id, m.offset, "Mapping.build_id"); !s.ok()) return s;
     if (m.filename == 0 && m.build_id == 0) continue;
+    std::string_view file = strings_[static_cast<size_t>(m.filename)];
+    if (m.build_id == 0 && (file == "[kernel.kallsyms]" || file == "[jit]")) continue;
     storage::Executable e;
     e.file_name = String(m.filename);
     e.gnu_build_id = String(m.build_id);
@@ -346,6 +348,9 @@ absl::Status PprofDecoder::ResolveLocations() {
       std::string_view file = strings_[static_cast<size_t>(mappings_[m].filename)];
       if (file.substr(0, 7) == "[kernel" || file.find("vmlinux") != std::string_view::npos) {
         type = storage::FrameType::kKernel;
+      } else if (file == "[jit]" || (file.substr(0, 10) == "/tmp/perf-" &&
+                                     file.size() > 14 && file.substr(file.size() - 4) == ".map")) {
+        type = storage::FrameType::kJit;
       }
     }
     if (loc.line_count == 0) {

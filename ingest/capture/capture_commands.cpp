@@ -1,0 +1,208 @@
+#include "ingest/capture/capture_commands.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "ingest/capture/export.h"
+#include "ingest/capture/importers.h"
+#include "ingest/capture/slice_builder.h"
+
+namespace kiln::capture {
+namespace {
+
+// Progress on stderr at most every 500 ms, only once an import runs long.
+class ProgressPrinter {
+ public:
+  ProgressPrinter(std::ostream& err, std::string name) : err_(err), name_(std::move(name)) {}
+  bool operator()(const ImportProgress& p) {
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::milliseconds(500)) return true;
+    if (last_ == std::chrono::steady_clock::time_point{}) {
+      last_ = now;  // first call: start the clock, print nothing yet
+      return true;
+    }
+    last_ = now;
+    err_ << "  " << name_ << ": " << (p.bytes_done >> 20) << " / " << (p.bytes_total >> 20)
+         << " MB, " << p.samples << " samples\n";
+    return true;
+  }
+
+ private:
+  std::ostream& err_;
+  std::string name_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+void PrintWarnings(const ImportedCapture& c, const std::string& prefix, std::ostream& err) {
+  if (c.skipped_records > 0) {
+    err << prefix << c.skipped_records << " records skipped\n";
+  }
+  for (const std::string& w : c.warnings) err << prefix << "  " << w << "\n";
+}
+
+bool HasProcessAttributes(const storage::ProfileDictionary& d) {
+  for (const storage::Attribute& a : d.attributes) {
+    if (a.key < d.strings.size()) {
+      std::string_view k = d.strings[a.key];
+      if (k == storage::attr::kProcessExecutableName || k == storage::attr::kProcessExecutablePath ||
+          k == storage::attr::kServiceName || k == storage::attr::kProcessPid) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<StoreImportResult> ImportIntoStore(storage::Store* store, const std::string& path,
+                                                  const ImportOptions& options) {
+  auto capture = ImportFile(path, options);
+  if (!capture.ok()) {
+    (void)store->AppendLog(storage::LogLevel::kError,
+                           absl::StrCat("import failed: ", capture.status().message()));
+    return capture.status();
+  }
+  StoreImportResult result;
+  result.samples = capture->batch.samples.size();
+  if (absl::Status s = store->Write(capture->batch); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(path, ": store write failed: ", s.message()));
+  }
+  (void)store->AppendLog(
+      storage::LogLevel::kInfo,
+      absl::StrCat("imported ", path, " (", Av(CaptureFormatName(capture->format)), "): ",
+                   result.samples, " samples, ", capture->skipped_records, " records skipped"));
+  capture->batch = {};
+  result.capture = std::move(*capture);
+  return result;
+}
+
+int RunImportCommand(const ImportCommand& command, std::ostream& out, std::ostream& err) {
+  if (command.files.empty()) {
+    err << "kiln import: no files given (kiln import --data-dir DIR FILE...)\n";
+    return 2;
+  }
+  std::string dir = command.data_dir.empty() ? storage::DefaultDataDirectory() : command.data_dir;
+  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
+  if (!store.ok()) {
+    err << "kiln import: " << store.status().message() << "\n";
+    return 1;
+  }
+  int failed = 0;
+  for (const std::string& path : command.files) {
+    ImportOptions options;
+    options.sample_type = command.sample_type;
+    options.perf_event = command.perf_event;
+    ProgressPrinter printer(err, path);
+    if (command.progress) options.progress = [&](const ImportProgress& p) { return printer(p); };
+    auto t0 = std::chrono::steady_clock::now();
+    auto result = ImportIntoStore(store->get(), path, options);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!result.ok()) {
+      err << "kiln import: " << result.status().message() << "\n";
+      ++failed;
+      continue;
+    }
+    const ImportedCapture& c = result->capture;
+    out << path << ": " << CaptureFormatName(c.format);
+    if (c.compression != Compression::kNone) out << " (" << CompressionName(c.compression) << ")";
+    out << ", " << result->samples << " samples";
+    if (!c.value_description.empty()) out << " of " << c.value_description;
+    out << ", " << storage::SampleKindName(c.dominant_kind) << ", " << c.skipped_records
+        << " skipped, " << absl::StrCat(secs) << " s\n";
+    PrintWarnings(c, "kiln import: ", err);
+  }
+  out << "store: " << dir << "\n";
+  return failed == 0 ? 0 : 1;
+}
+
+int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ostream& err) {
+  ExportOptions export_options;
+  if (!ParseExportFormat(command.format, &export_options.format)) {
+    err << "kiln export: unknown --format \"" << command.format
+        << "\" (use otlp, pprof, folded or svg)\n";
+    return 2;
+  }
+  if (command.input.empty()) {
+    err << "kiln export: --input FILE is required\n";
+    return 2;
+  }
+  storage::Query query;
+  if (!command.kind.empty() && !storage::ParseSampleKind(command.kind, &query.kind)) {
+    err << "kiln export: unknown --kind \"" << command.kind
+        << "\" (use on-cpu, off-cpu, probe or other)\n";
+    return 2;
+  }
+  if (!command.group_by.empty() &&
+      !storage::ParseGroupBy(command.group_by, &export_options.group_by)) {
+    err << "kiln export: unknown --group-by \"" << command.group_by
+        << "\" (use none, process or thread)\n";
+    return 2;
+  }
+  std::map<std::string, std::vector<std::string>> filters;
+  for (const std::string& f : command.filters) {
+    size_t eq = f.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      err << "kiln export: --filter wants KEY=VALUE, got \"" << f << "\"\n";
+      return 2;
+    }
+    filters[f.substr(0, eq)].push_back(f.substr(eq + 1));
+  }
+  for (auto& [key, values] : filters) query.filters.push_back({key, values});
+  query.from_ns = command.from_ns;
+  query.to_ns = command.to_ns;
+
+  ImportOptions options;
+  options.sample_type = command.sample_type;
+  options.perf_event = command.perf_event;
+  auto capture = ImportFile(command.input, options);
+  if (!capture.ok()) {
+    err << "kiln export: " << capture.status().message() << "\n";
+    return 1;
+  }
+  PrintWarnings(*capture, "kiln export: ", err);
+  if (command.kind.empty()) query.kind = capture->dominant_kind;
+  if (command.group_by.empty()) {
+    export_options.group_by = HasProcessAttributes(capture->batch.dict) ? storage::GroupBy::kProcess
+                                                                        : storage::GroupBy::kNone;
+  }
+  export_options.annotate = command.annotate;
+  export_options.show_inline = !command.hide_inline;
+  export_options.title = command.title.empty() ? command.input.substr(command.input.rfind('/') + 1)
+                                               : command.title;
+  if (capture->format == CaptureFormat::kPprof) {
+    export_options.pprof_sample_type = capture->value_description;
+  }
+  auto slice = SliceFromBatch(capture->batch, query);
+  if (slice->weights.empty()) {
+    err << "kiln export: note: no " << storage::SampleKindName(query.kind)
+        << " samples in the selection\n";
+  }
+  auto bytes = ExportSlice(slice, export_options);
+  if (!bytes.ok()) {
+    err << "kiln export: " << bytes.status().message() << "\n";
+    return 1;
+  }
+  if (command.output.empty() || command.output == "-") {
+    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    out.flush();
+    return out.good() ? 0 : 1;
+  }
+  std::ofstream file(command.output, std::ios::binary | std::ios::trunc);
+  if (!file) {
+    err << "kiln export: cannot write " << command.output << "\n";
+    return 1;
+  }
+  file.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  file.close();
+  if (!file) {
+    err << "kiln export: write to " << command.output << " failed\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace kiln::capture

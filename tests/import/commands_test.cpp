@@ -1,0 +1,140 @@
+// `kiln import` and `kiln export --input` end to end: corpus files through
+// a real store (RocksDB in a temporary directory) and through the
+// converter, compared with the reference folded output.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <doctest/doctest.h>
+
+#include "ingest/capture/capture_commands.h"
+#include "storage/flame_tree.h"
+#include "storage/folded.h"
+
+namespace kiln::capture {
+namespace {
+
+std::string Corpus() {
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  return std::string(src != nullptr ? src : ".") + "/../shared/corpus";
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/kiln-capture-test-XXXXXX";
+  char* d = mkdtemp(tmpl);
+  REQUIRE(d != nullptr);
+  return d;
+}
+
+void RequireCorpus() {
+  struct stat st {};
+  if (stat((Corpus() + "/README.md").c_str(), &st) != 0) {
+    std::cerr << "corpus not found at " << Corpus() << "; skipping (exit 77)\n";
+    std::exit(77);
+  }
+}
+
+const char* kPerfFiles[] = {"perf-cycles-instructions-01", "perf-dd-stacks-01",
+                            "perf-funcab-cmd-01",          "perf-funcab-pid-01",
+                            "perf-java-faults-01",         "perf-js-stacks-01",
+                            "perf-mirageos-stacks-01",     "perf-numa-stacks-01"};
+
+TEST_CASE("kiln import, then a store query folds like stackcollapse-perf.pl --all") {
+  RequireCorpus();
+  for (const char* stem : kPerfFiles) {
+    CAPTURE(stem);
+    std::string dir = TempDir();
+    std::string input = Corpus() + "/flamegraph/" + stem + ".txt";
+    std::ostringstream out, err;
+    ImportCommand cmd;
+    cmd.data_dir = dir;
+    cmd.files = {input};
+    REQUIRE_MESSAGE(RunImportCommand(cmd, out, err) == 0, err.str());
+    CHECK(out.str().find("perf-script") != std::string::npos);
+
+    auto store = storage::Store::Open(dir, storage::Store::Mode::kReadOnly);
+    REQUIRE(store.ok());
+    storage::Query q;
+    q.kind = std::string(stem) == "perf-java-faults-01" ? storage::SampleKind::kProbe
+                                                        : storage::SampleKind::kOnCpu;
+    auto slice = (*store)->Run(q);
+    REQUIRE(slice.ok());
+    auto tree = storage::BuildFlameTree(*slice, {storage::GroupBy::kProcess, true});
+    std::string folded;
+    for (const auto& l : storage::FoldedLines(tree, {true})) folded += l + "\n";
+    CHECK(folded == ReadAll(Corpus() + "/flamegraph/results/" + stem + "-collapsed-all.txt"));
+    CHECK(!(*store)->ReadLog(10).empty());
+  }
+}
+
+TEST_CASE("kiln export --input converts between formats") {
+  RequireCorpus();
+  std::string dir = TempDir();
+  std::string input = Corpus() + "/flamegraph/perf-js-stacks-01.txt";
+  std::string expected = ReadAll(Corpus() + "/flamegraph/results/perf-js-stacks-01-collapsed-all.txt");
+
+  // folded straight to stdout.
+  ConvertCommand c;
+  c.input = input;
+  c.annotate = true;
+  std::ostringstream out, err;
+  REQUIRE(RunConvertCommand(c, out, err) == 0);
+  CHECK(out.str() == expected);
+
+  // perf -> otlp file -> folded: the same lines.
+  c.format = "otlp";
+  c.output = dir + "/js.otlp.pb.gz";
+  REQUIRE(RunConvertCommand(c, out, err) == 0);
+  ConvertCommand back;
+  back.input = c.output;
+  back.annotate = true;
+  std::ostringstream out2;
+  REQUIRE(RunConvertCommand(back, out2, err) == 0);
+  CHECK(out2.str() == expected);
+
+  // perf -> pprof -> folded.
+  c.format = "pprof";
+  c.output = dir + "/js.pb.gz";
+  REQUIRE(RunConvertCommand(c, out, err) == 0);
+  back.input = c.output;
+  std::ostringstream out3;
+  REQUIRE(RunConvertCommand(back, out3, err) == 0);
+  CHECK(out3.str() == expected);
+
+  // svg: standalone, tooltips, frame-type colours.
+  c.format = "svg";
+  c.output = "";
+  std::ostringstream svg;
+  REQUIRE(RunConvertCommand(c, svg, err) == 0);
+  CHECK(svg.str().rfind("<?xml", 0) == 0);
+  CHECK(svg.str().find("<title>node-v011 (") != std::string::npos);
+  CHECK(svg.str().find("</svg>") != std::string::npos);
+
+  // Errors: unknown format, missing file, bad pprof sample type.
+  c.format = "png";
+  CHECK(RunConvertCommand(c, out, err) == 2);
+  c.format = "folded";
+  c.input = dir + "/missing.txt";
+  std::ostringstream err2;
+  CHECK(RunConvertCommand(c, out, err2) == 1);
+  CHECK(err2.str().find("missing.txt") != std::string::npos);
+  c.input = Corpus() + "/pprof/sample.cpu.pb.gz";
+  c.sample_type = "no-such-type";
+  std::ostringstream err3;
+  CHECK(RunConvertCommand(c, out, err3) == 1);
+  CHECK(err3.str().find("available:") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::capture
