@@ -19,9 +19,21 @@ char Lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned 
 bool LabelMatches(std::string_view label, std::string_view query) {
   if (query.empty()) return false;
   if (query.front() == '=') return label == query.substr(1);
-  auto it = std::search(label.begin(), label.end(), query.begin(), query.end(),
-                        [](char a, char b) { return Lower(a) == Lower(b); });
-  return it != label.end();
+  if (query.size() > label.size()) return false;
+  // Scan for the query's first character in either case with memchr-like
+  // speed, then compare the rest: searching a million labels per keystroke
+  // must stay well under a frame or two.
+  const char first_lower = Lower(query.front());
+  const char first_upper = static_cast<char>(std::toupper(static_cast<unsigned char>(query.front())));
+  const size_t last = label.size() - query.size();
+  for (size_t i = 0; i <= last; ++i) {
+    const char c = label[i];
+    if (c != first_lower && c != first_upper) continue;
+    size_t j = 1;
+    while (j < query.size() && Lower(label[i + j]) == Lower(query[j])) ++j;
+    if (j == query.size()) return true;
+  }
+  return false;
 }
 
 FlameSearchResult SearchFlameTree(const FlameTree& tree, std::string_view query) {

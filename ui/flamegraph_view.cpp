@@ -4,6 +4,7 @@
 #include <imgui_internal.h>  // ImTextCharFromUtf8
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "ui/format.h"
@@ -86,13 +87,37 @@ void FlamegraphView::ZoomOut() {
 }
 
 void FlamegraphView::RefreshSearch() {
-  if (!search_dirty_) return;
+  // Adopt a finished background search if it still matches tree and query.
+  if (search_future_.valid() &&
+      search_future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    FlameSearchResult result = search_future_.get();
+    if (search_tree_ == tree_ && result.query == search_buffer_) {
+      search_ = std::move(result);
+      searched_tree_ = tree_.get();
+      if (zoom_to_search_ && search_.matched_nodes > 0) ZoomTo(search_.common_ancestor);
+      zoom_to_search_ = false;
+    } else {
+      search_dirty_ = true;  // the tree or the query moved on meanwhile
+    }
+    search_tree_.reset();
+  }
+  if (!search_dirty_ || search_future_.valid()) return;
   search_dirty_ = false;
-  if (!tree_) {
+  if (!tree_ || search_buffer_[0] == 0) {
     search_ = {};
+    searched_tree_ = tree_.get();
+    zoom_to_search_ = false;
+    return;
+  }
+  if (tree_->nodes.size() > kAsyncSearchNodes) {
+    search_tree_ = tree_;
+    search_future_ = std::async(std::launch::async, [tree = tree_, query = std::string(search_buffer_)] {
+      return SearchFlameTree(*tree, query);
+    });
     return;
   }
   search_ = SearchFlameTree(*tree_, search_buffer_);
+  searched_tree_ = tree_.get();
   if (zoom_to_search_ && search_.matched_nodes > 0) ZoomTo(search_.common_ancestor);
   zoom_to_search_ = false;
 }
@@ -105,7 +130,7 @@ void FlamegraphView::Draw(const ViewContext& context) {
   settled_ = false;
   if (context.analysis) AdoptTree(context.analysis->tree, context.analysis->left_offsets);
   DrawTree(context, tree_, left_);
-  settled_ = tree_ != nullptr && !context.computing;
+  settled_ = tree_ != nullptr && !context.computing && !search_dirty_ && !search_future_.valid();
 }
 
 void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const FlameTree> tree,
@@ -262,6 +287,8 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
   };
   const float text_dy = (row_h - font_size) * 0.5f - 0.5f;
 
+  // Highlights index nodes: only use a result computed for this tree.
+  const bool searching = search_.active() && searched_tree_ == tree_.get();
   for (int d = 0; d < layout_.Rows(); ++d) {
     const float y0 = origin.y + top_pad + RowTop(d, rows, row_h, flame);
     const float y1 = y0 + row_h - 1.f;
@@ -269,8 +296,8 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
     for (uint32_t i = layout_.row_begin[d]; i < layout_.row_begin[d + 1]; ++i) {
       const FlameRect& r = layout_.rects[i];
       Rgba fill = rect_colors_[i];
-      const bool match = search_.active() && !r.merged && search_.matched[r.node];
-      if (search_.active() && !match) fill = BlendTowards(fill, kBackground, kDimAmount);
+      const bool match = searching && !r.merged && search_.matched[r.node];
+      if (searching && !match) fill = BlendTowards(fill, kBackground, kDimAmount);
       const float x0 = origin.x + r.x;
       const float x1 = x0 + std::max(r.width - (r.width > 3.f ? 1.f : 0.f), 1.f);
       dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), fill);

@@ -4,6 +4,7 @@
 // zoom, width or query changes (see flame_layout.h, flame_search.h).
 #pragma once
 
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,9 @@ class FlamegraphView : public View {
   std::string_view Title() const override { return "Flamegraph"; }
   void Draw(const ViewContext& context) override;
   bool Settled() const override { return settled_; }
+
+  // Trees with more nodes than this are searched off the UI thread.
+  static constexpr size_t kAsyncSearchNodes = 100'000;
 
   // Draws `tree` directly (used by the benchmark, which has no snapshot).
   void DrawTree(const ViewContext& context, std::shared_ptr<const storage::FlameTree> tree,
@@ -56,6 +60,11 @@ class FlamegraphView : public View {
   bool zoom_to_search_ = false;
   FlameSearchResult search_;
   bool search_dirty_ = false;
+  // Big trees are searched on a helper thread (a million labels take longer
+  // than a frame); the previous result stays on screen meanwhile.
+  std::future<FlameSearchResult> search_future_;
+  std::shared_ptr<const storage::FlameTree> search_tree_;  // what search_future_ searches
+  const storage::FlameTree* searched_tree_ = nullptr;       // what search_ was computed for
 
   std::vector<int64_t> type_weight_;  // self weight per frame type, for the legend
   std::vector<uint8_t> type_present_;  // frame types that occur in the tree

@@ -110,7 +110,7 @@ FlameTree TreeFromFolded(std::string_view folded) {
   return TreeWriter().Write(root);
 }
 
-FlameTree SyntheticTree(uint32_t node_count, uint32_t fanout, uint16_t max_depth) {
+FlameTree SyntheticTree(uint32_t node_count, uint32_t fanout, uint16_t max_depth, bool balanced) {
   static const FrameType kTypes[] = {FrameType::kNative, FrameType::kKernel, FrameType::kGo,
                                      FrameType::kPython, FrameType::kJvm};
   FlameTree tree;
@@ -131,13 +131,19 @@ FlameTree SyntheticTree(uint32_t node_count, uint32_t fanout, uint16_t max_depth
   for (size_t q = 0; q < tree.nodes.size() && tree.nodes.size() < node_count; ++q) {
     const FlameNode parent = tree.nodes[q];
     if (parent.depth >= max_depth || parent.total < 16) continue;
-    const uint32_t children = std::min<uint32_t>(fanout, node_count - static_cast<uint32_t>(tree.nodes.size()));
+    // Mostly call chains (one child), sometimes a fan-out: real profiles
+    // are deep and narrow, with a long tail of small siblings.
+    const uint32_t want = balanced ? fanout : next() % 10 < 6 ? 1 : 2 + static_cast<uint32_t>(next() % (fanout - 1));
+    const uint32_t children = std::min<uint32_t>(want, node_count - static_cast<uint32_t>(tree.nodes.size()));
     tree.nodes[q].first_child = static_cast<uint32_t>(tree.nodes.size());
     tree.nodes[q].child_count = children;
     int64_t remaining = parent.total - parent.total / 16;  // 1/16 is self
     tree.nodes[q].self = parent.total - remaining;
     for (uint32_t i = 0; i < children; ++i) {
-      const int64_t w = i + 1 == children ? remaining : remaining / 2 + static_cast<int64_t>(next() % 3);
+      // Each child takes a random 30..90% of what is left; the last takes the rest.
+      const int64_t share = balanced ? remaining / (children - i)
+                                     : remaining / 100 * static_cast<int64_t>(30 + next() % 61);
+      const int64_t w = i + 1 == children ? remaining : share;
       remaining -= std::min(w, remaining);
       FlameNode n;
       n.parent = static_cast<uint32_t>(q);
@@ -153,9 +159,6 @@ FlameTree SyntheticTree(uint32_t node_count, uint32_t fanout, uint16_t max_depth
       tree.max_depth = std::max(tree.max_depth, n.depth);
       tree.nodes.push_back(n);
     }
-    // Children must be sorted by label for the contract; our labels embed
-    // increasing node numbers of equal digit count often enough, and the
-    // layout code does not rely on label order, only on contiguity.
   }
   for (FlameNode& n : tree.nodes) {
     if (n.child_count == 0) n.self = n.total;

@@ -18,7 +18,10 @@ storage::FlameTree TreeFromFolded(std::string_view folded);
 
 // A synthetic tree of about `node_count` nodes: `fanout` children per node
 // with decaying weights, depth up to `max_depth`, mixed frame types and long
-// names. Deterministic.
-storage::FlameTree SyntheticTree(uint32_t node_count, uint32_t fanout = 6, uint16_t max_depth = 64);
+// names. Deterministic. `balanced` splits weight evenly between siblings
+// (many nodes wide enough to draw: the drawing worst case); otherwise
+// splits are uneven, as in real profiles (a few wide nodes, a tiny tail).
+storage::FlameTree SyntheticTree(uint32_t node_count, uint32_t fanout = 6, uint16_t max_depth = 64,
+                                 bool balanced = false);
 
 }  // namespace kiln::ui::testing

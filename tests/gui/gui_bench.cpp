@@ -1,1 +1,227 @@
-int main() { return 0; }
+// GUI benchmark (printed figures, not a test). Needs a display (Xvfb is fine).
+//
+//   kiln_gui_bench frame|frame-balanced|frame-comb [NODES] [FRAMES]
+//                                           UI CPU time per frame drawing a
+//                                           synthetic flame tree at 1920x1080
+//   kiln_gui_bench fill DIR [SAMPLES]       writes SAMPLES (default 10 M) demo
+//                                           samples ending 20 minutes ago into
+//                                           DIR, for the start-up figures:
+//     KILN_REPORT_STARTUP=1 kiln_gui_shot --data-dir DIR --screenshot x.png
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <backends/imgui_impl_opengl3_loader.h>
+#include <imgui.h>
+
+#include "app/demo_profile.h"
+#include "app/gui_screenshot.h"
+#include "storage/store.h"
+#include "ui/flame_layout.h"
+#include "ui/flame_search.h"
+#include "ui/flamegraph_view.h"
+#include "ui/test_trees.h"
+#include "ui/theme.h"
+
+namespace {
+
+using namespace kiln;
+using Clock = std::chrono::steady_clock;
+
+double ThreadCpuMs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+struct Stats {
+  double mean, p50, p95, max;
+};
+Stats Summarize(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {sum / v.size(), v[v.size() / 2], v[v.size() * 95 / 100], v.back()};
+}
+
+// The drawing worst case: `width` one-pixel columns, each a call chain as
+// deep as the node budget allows, so every node is at least a pixel wide.
+storage::FlameTree CombTree(uint32_t nodes, uint32_t width) {
+  static const storage::FrameType kTypes[] = {storage::FrameType::kNative, storage::FrameType::kKernel,
+                                              storage::FrameType::kGo, storage::FrameType::kPython,
+                                              storage::FrameType::kJvm};
+  storage::FlameTree tree;
+  const uint32_t depth = (nodes - 1) / width;
+  for (uint32_t i = 0; i < 5000; ++i) {
+    tree.labels.push_back("comb::Column<std::string>::Visit(unsigned long)#" + std::to_string(i));
+  }
+  tree.nodes.resize(1 + static_cast<size_t>(width) * depth);
+  tree.nodes[0].kind = storage::NodeKind::kRoot;
+  tree.nodes[0].total = width * 1000;
+  tree.nodes[0].first_child = 1;
+  tree.nodes[0].child_count = width;
+  for (uint32_t d = 1; d <= depth; ++d) {
+    for (uint32_t c = 0; c < width; ++c) {
+      const uint32_t i = 1 + (d - 1) * width + c;
+      storage::FlameNode& n = tree.nodes[i];
+      n.parent = d == 1 ? 0 : i - width;
+      n.depth = static_cast<uint16_t>(d);
+      n.kind = storage::NodeKind::kFrame;
+      n.type = kTypes[(c / 7 + d) % 5];
+      n.total = 1000;
+      n.label = (d * 7 + c) % 5000;
+      if (d < depth) {
+        n.first_child = i + width;
+        n.child_count = 1;
+      } else {
+        n.self = 1000;
+      }
+    }
+  }
+  tree.max_depth = static_cast<uint16_t>(depth);
+  return tree;
+}
+
+int BenchFrame(uint32_t nodes, int frames, bool balanced, bool comb) {
+  if (!glfwInit()) {
+    std::fprintf(stderr, "kiln_gui_bench: no display\n");
+    return 77;
+  }
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 2);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  GLFWwindow* window = glfwCreateWindow(1920, 1080, "kiln bench", nullptr, nullptr);
+  if (!window) return 77;
+  glfwMakeContextCurrent(window);
+  glfwSwapInterval(0);
+  ImGui::CreateContext();
+  ImGui::GetIO().IniFilename = nullptr;
+  ui::ApplyTheme(1.f);
+  ImGui_ImplGlfw_InitForOpenGL(window, true);
+  ImGui_ImplOpenGL3_Init("#version 150");
+
+  auto t0 = Clock::now();
+  auto tree = std::make_shared<const storage::FlameTree>(
+      comb ? CombTree(nodes, 1800) : ui::testing::SyntheticTree(nodes, balanced ? 3 : 6, 64, balanced));
+  std::printf("tree: %zu nodes, depth %u, %s weights (built in %.0f ms)\n", tree->nodes.size(), tree->max_depth,
+              comb ? "comb (every node >= 1 px)" : balanced ? "balanced" : "skewed", MsSince(t0));
+  t0 = Clock::now();
+  auto left = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*tree));
+  std::printf("left offsets (worker thread, once per tree): %.1f ms\n", MsSince(t0));
+  t0 = Clock::now();
+  const auto layout = ui::LayoutFlame(*tree, *left, 0, 1890.f);
+  std::printf("layout at 1890 px (on zoom/resize only): %.2f ms, %zu rects, %u skipped nodes\n", MsSince(t0),
+              layout.rects.size(), layout.skipped_nodes);
+  t0 = Clock::now();
+  const auto search = ui::SearchFlameTree(*tree, "Function_12");
+  std::printf("search over all nodes (per query edit): %.1f ms, %u matches\n", MsSince(t0), search.matched_nodes);
+
+  ui::FlamegraphView view;
+  ui::SessionState session;
+  ui::ViewContext context;
+  context.session = &session;
+  std::vector<double> ui_cpu, frame_cpu, frame_wall;
+  size_t vertices = 0;
+  for (int f = 0; f < frames + 10; ++f) {
+    const auto wall = Clock::now();
+    const double cpu0 = ThreadCpuMs();
+    glfwPollEvents();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    // Sweep the pointer over the graph so hover, hit testing and the
+    // tooltip are part of every frame.
+    ImGuiIO& io = ImGui::GetIO();
+    io.MousePos = ImVec2(40.f + (f * 37) % 1840, 120.f + (f * 13) % 700);
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(io.DisplaySize);
+    ImGui::Begin("bench", nullptr, ImGuiWindowFlags_NoDecoration);
+    view.DrawTree(context, tree, left);
+    ImGui::End();
+    ImGui::Render();
+    const double cpu1 = ThreadCpuMs();
+    int w, h;
+    glfwGetFramebufferSize(window, &w, &h);
+    glViewport(0, 0, w, h);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (f == frames + 9 && std::getenv("KILN_BENCH_PNG")) {
+      std::string error;
+      if (!app::WriteFramebufferPng(std::getenv("KILN_BENCH_PNG"), w, h, &error)) std::fprintf(stderr, "%s\n", error.c_str());
+    }
+    glfwSwapBuffers(window);
+    const double cpu2 = ThreadCpuMs();
+    if (f >= 10) {  // the first frames build the font atlas and the layout cache
+      ui_cpu.push_back(cpu1 - cpu0);
+      frame_cpu.push_back(cpu2 - cpu0);
+      frame_wall.push_back(MsSince(wall));
+      vertices = ImGui::GetDrawData()->TotalVtxCount;
+    }
+  }
+  const Stats a = Summarize(ui_cpu), b = Summarize(frame_cpu), c = Summarize(frame_wall);
+  std::printf("frames: %d at 1920x1080, %zu vertices per frame\n", frames, vertices);
+  std::printf("UI CPU per frame (NewFrame..Render):      mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n", a.mean, a.p50, a.p95, a.max);
+  std::printf("UI thread CPU incl. GL submit + swap:     mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n", b.mean, b.p50, b.p95, b.max);
+  std::printf("wall per frame (Mesa llvmpipe rasterizes): mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n", c.mean, c.p50, c.p95, c.max);
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return 0;
+}
+
+int Fill(const std::string& dir, uint64_t samples) {
+  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
+  if (!store.ok()) {
+    std::fprintf(stderr, "kiln_gui_bench: %s\n", std::string(store.status().message()).c_str());
+    return 1;
+  }
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t kQuarterHour = 15 * 60 * 1'000'000'000LL;
+  const auto start = Clock::now();
+  uint64_t written = 0;
+  // Demo profiles laid end to end back in time; the newest ends 20 minutes
+  // ago so kiln opens on "All" and queries every sample.
+  for (int64_t end = now - 20 * 60 * 1'000'000'000LL; written < samples; end -= kQuarterHour) {
+    storage::ProfileBatch batch = app::BuildDemoProfile(end);
+    if (batch.samples.size() > samples - written) batch.samples.resize(samples - written);
+    written += batch.samples.size();
+    if (auto s = (*store)->Write(batch); !s.ok()) {
+      std::fprintf(stderr, "kiln_gui_bench: write: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+  }
+  (void)(*store)->Compact();
+  std::printf("wrote %llu samples in %.1f s; store %s\n", static_cast<unsigned long long>(written),
+              MsSince(start) / 1e3, dir.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "frame";
+  if (mode == "frame" || mode == "frame-balanced" || mode == "frame-comb") {
+    return BenchFrame(argc > 2 ? static_cast<uint32_t>(std::atol(argv[2])) : 1'000'000,
+                      argc > 3 ? std::atoi(argv[3]) : 200, mode == "frame-balanced", mode == "frame-comb");
+  }
+  if (mode == "fill" && argc > 2) return Fill(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10'000'000);
+  std::fprintf(stderr, "usage: kiln_gui_bench frame|frame-balanced|frame-comb [NODES] [FRAMES] | fill DIR [SAMPLES]\n");
+  return 2;
+}
