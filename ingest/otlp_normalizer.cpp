@@ -176,9 +176,10 @@ storage::SampleKind KindOf(std::string_view type, std::string_view unit,
 // attribute_indices land on our singular link_index): protobuf keeps that as
 // an unknown field. Unknown fields with numbers we do not use are a newer
 // sender and are ignored, as protobuf intends.
-bool HasMisnumberedFields(const otlp::Sample& sample) {
-  const google::protobuf::UnknownFieldSet& unknown =
-      sample.GetReflection()->GetUnknownFields(sample);
+// `reflection` is Sample's, looked up once per request (GetReflection()
+// per sample showed in profiles).
+bool HasMisnumberedFields(const otlp::Sample& sample, const google::protobuf::Reflection* reflection) {
+  const google::protobuf::UnknownFieldSet& unknown = reflection->GetUnknownFields(sample);
   if (unknown.empty()) return false;
   for (int i = 0; i < unknown.field_count(); ++i) {
     int number = unknown.field(i).number();
@@ -277,6 +278,7 @@ class Normalizer {
   NormalizeResult result_;
   storage::ProfileDictionary& out_;
   const int string_count_;
+  const google::protobuf::Reflection* const sample_reflection_ = otlp::Sample::GetReflection();
 
   std::vector<uint8_t> stack_state_, location_state_, mapping_state_, function_state_,
       attribute_state_;
@@ -426,7 +428,7 @@ std::string Normalizer::ValidateProfile(const otlp::Profile& profile, size_t* ev
     // Everything below is the exception path, so the sample's path is only
     // formatted there.
     auto where = [j](std::string_view field) { return Cat("samples[", j, "]", field); };
-    if (HasMisnumberedFields(s)) {
+    if (HasMisnumberedFields(s, sample_reflection_)) {
       return Cat(where(""),
                           " has fields with wire types the v1.10 layout does not use: ",
                           kOlderLayoutHint);

@@ -36,6 +36,7 @@
 
 #include "google/protobuf/arena.h"
 #include "google/protobuf/stubs/logging.h"
+#include "ingest/message_decompression.h"
 #include "ingest/message_text.h"
 #include "ingest/otlp_normalizer.h"
 #include "ingest/wire_diagnostics.h"
@@ -116,6 +117,21 @@ class ExportService final
   Receiver* owner_;
 };
 
+// Adds `bytes` to an in-flight counter for the guard's lifetime.
+class InflightGuard {
+ public:
+  InflightGuard(std::atomic<int64_t>* counter, int64_t bytes) : counter_(counter), bytes_(bytes) {
+    counter_->fetch_add(bytes_);
+  }
+  ~InflightGuard() { counter_->fetch_sub(bytes_); }
+  InflightGuard(const InflightGuard&) = delete;
+  InflightGuard& operator=(const InflightGuard&) = delete;
+
+ private:
+  std::atomic<int64_t>* counter_;
+  int64_t bytes_;
+};
+
 struct Job {
   grpc::CallbackServerContext* context;
   grpc::ServerUnaryReactor* reactor;
@@ -189,9 +205,12 @@ grpc::ServerUnaryReactor* ExportService::Export(grpc::CallbackServerContext* con
 absl::Status Receiver::Start() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
-  // gRPC enforces this on the decompressed message (checked by the gzip
-  // test); Accept() checks again so the limit holds whatever gRPC does.
+  // gRPC checks this on the bytes as received. It would also check the
+  // decompressed size, but only after inflating all of it (a gzip bomb
+  // could take all memory), so decompression is ours: InflateMessage stops
+  // at the limit.
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION, 0);
   // gRPC sets SO_REUSEPORT by default, which would let a second kiln bind
   // the same port silently and steal half the connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -253,7 +272,7 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
   NotePeer(peer);
   const size_t bytes = request->Length();
   if (bytes > static_cast<size_t>(options_.max_message_bytes)) {
-    std::string message = Cat("request of ", bytes, " bytes (decompressed) exceeds the limit of ",
+    std::string message = Cat("request of ", bytes, " bytes exceeds the limit of ",
                               options_.max_message_bytes, " bytes");
     Count(peer, true, 0, 0, 0);
     Log(LogLevel::kWarning, Cat("rejected request from ", peer, ": ", message));
@@ -311,7 +330,31 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response) {
     Count(job.peer, true, 0, 0, 0);
     return grpc::Status(grpc::StatusCode::INTERNAL, "could not read the request bytes");
   }
-  const std::string_view bytes(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  std::string_view bytes(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  std::string inflated;
+  const std::string_view compression = SniffCompression(bytes);
+  if (!compression.empty()) {
+    absl::StatusOr<std::string> out =
+        InflateMessage(bytes, compression, static_cast<size_t>(options_.max_message_bytes));
+    const bool raw_after_all = !out.ok() && compression == "deflate" &&
+                               out.status().code() == absl::StatusCode::kInvalidArgument;
+    if (raw_after_all) {
+      // Not deflate data: decode the bytes as they are (see SniffCompression).
+    } else if (out.ok()) {
+      inflated = std::move(*out);
+      bytes = inflated;
+    } else {
+      Count(job.peer, true, 0, 0, 0);
+      std::string message(out.status().message());
+      Log(LogLevel::kWarning, Cat("rejected request from ", job.peer, ": ", message));
+      return grpc::Status(out.status().code() == absl::StatusCode::kResourceExhausted
+                              ? grpc::StatusCode::RESOURCE_EXHAUSTED
+                              : grpc::StatusCode::INVALID_ARGUMENT,
+                          message);
+    }
+  }
+  // The decompressed copy counts toward the in-flight budget too.
+  InflightGuard inflight(&inflight_bytes_, static_cast<int64_t>(inflated.size()));
 
   google::protobuf::ArenaOptions arena_options;
   arena_options.start_block_size = std::clamp<size_t>(bytes.size() * 2, 4096, 64 << 20);

@@ -191,19 +191,27 @@ TEST_CASE("too large: RESOURCE_EXHAUSTED, also when gzip hides the size") {
   grpc::Status status = server.Export(big, &response);
   CHECK(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
   // Compressed it is far below the limit; decompressed it is not.
-  status = server.Export(big, &response, GRPC_COMPRESS_GZIP);
+  // A bomb: tiny compressed, far over the limit decompressed.
+  collector::ExportProfilesServiceRequest bomb = MakeRequest(10, false);
+  bomb.mutable_dictionary()->add_string_table(std::string(8 << 20, 'a'));
+  status = server.Export(bomb, &response, GRPC_COMPRESS_GZIP);
   CHECK(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(status.error_message() == "request decompresses to more than the limit of 65536 bytes");
   CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 0);
   // A request under the limit still goes through.
   CHECK(server.Export(MakeRequest(100, false), &response).ok());
 }
 
-TEST_CASE("gzip-compressed requests are accepted") {
+TEST_CASE("gzip- and deflate-compressed requests are accepted") {
   Server server;
   collector::ExportProfilesServiceResponse response;
   grpc::Status status = server.Export(MakeRequest(5'000, false), &response, GRPC_COMPRESS_GZIP);
   REQUIRE_MESSAGE(status.ok(), status.error_message());
-  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 5'000);
+  status = server.Export(MakeRequest(1'000, true, 1'800'000'000'000'000'000), &response,
+                         GRPC_COMPRESS_DEFLATE);
+  REQUIRE_MESSAGE(status.ok(), status.error_message());
+  CHECK(response.partial_success().rejected_profiles() == 1);
+  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 6'000);
 }
 
 TEST_CASE("a port in use is a clear error") {
