@@ -304,6 +304,7 @@ class Normalizer {
   int prepared_resource_ = -1;
   std::vector<Attribute> resource_attributes_;
   std::vector<Attribute> base_attributes_;  // resource + profile attributes, sorted
+  std::vector<Attribute> base_scratch_;
   std::vector<Attribute> sample_scratch_;
   uint32_t base_id_ = 0;
 };
@@ -700,13 +701,18 @@ void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
 
   // Resource then profile attributes; sorting keeps the last of a repeated
   // key, so the profile wins over the resource.
-  ++base_id_;
-  base_attributes_ = resource_attributes_;
+  base_scratch_ = resource_attributes_;
   for (int32_t a : profile.attribute_indices()) {
     Attribute attr = MapAttribute(a);
-    if (attr.key != 0) base_attributes_.push_back(attr);
+    if (attr.key != 0) base_scratch_.push_back(attr);
   }
-  SortByKeyKeepLast(&base_attributes_);
+  SortByKeyKeepLast(&base_scratch_);
+  // Profiles of one process usually share their base attributes; keeping
+  // the id then lets them share the attribute-set cache too.
+  if (base_id_ == 0 || base_scratch_ != base_attributes_) {
+    ++base_id_;
+    base_attributes_.swap(base_scratch_);
+  }
 
   std::vector<storage::Sample>& samples = result_.batch.samples;
   const size_t needed = samples.size() + event_count;

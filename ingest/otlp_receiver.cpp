@@ -139,6 +139,7 @@ struct Job {
   grpc::ByteBuffer* response;
   std::string peer;
   size_t bytes;
+  bool new_peer;  // logged by the worker: a log append waits for the disk
 };
 
 class Receiver final : public OtlpReceiver {
@@ -160,7 +161,8 @@ class Receiver final : public OtlpReceiver {
   void SummaryLoop();
   // Decodes, normalizes and stores one request; fills `response` on OK.
   grpc::Status Process(const Job& job, grpc::ByteBuffer* response);
-  void NotePeer(const std::string& peer);
+  // Counts the request for its peer; true for the peer's first request.
+  bool NotePeer(const std::string& peer);
   void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
              int64_t rejected);
   void Log(LogLevel level, std::string message) {
@@ -269,7 +271,7 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
                                            grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::string peer = context->peer();
-  NotePeer(peer);
+  const bool new_peer = NotePeer(peer);
   const size_t bytes = request->Length();
   if (bytes > static_cast<size_t>(options_.max_message_bytes)) {
     std::string message = Cat("request of ", bytes, " bytes exceeds the limit of ",
@@ -294,7 +296,7 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
   }
   {
     std::lock_guard lock(queue_mu_);
-    queue_.push_back(Job{context, reactor, request, response, std::move(peer), bytes});
+    queue_.push_back(Job{context, reactor, request, response, std::move(peer), bytes, new_peer});
   }
   queue_cv_.notify_one();
   return reactor;
@@ -313,6 +315,7 @@ void Receiver::WorkerLoop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
+    if (job.new_peer) Log(LogLevel::kInfo, Cat("first OTLP request from ", job.peer));
     grpc::Status status;
     if (job.context->IsCancelled()) {
       status = grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it was processed");
@@ -410,7 +413,7 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response) {
   return grpc::Status::OK;
 }
 
-void Receiver::NotePeer(const std::string& peer) {
+bool Receiver::NotePeer(const std::string& peer) {
   bool is_new = false;
   {
     std::lock_guard lock(stats_mu_);
@@ -423,7 +426,7 @@ void Receiver::NotePeer(const std::string& peer) {
     it->second.last_seen_ns = now;
     ++it->second.requests;
   }
-  if (is_new) Log(LogLevel::kInfo, Cat("first OTLP request from ", peer));
+  return is_new;
 }
 
 void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
