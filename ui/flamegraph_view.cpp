@@ -80,6 +80,7 @@ void FlamegraphView::ZoomTo(uint32_t node) {
   zoom_path_labels_.clear();
   for (uint32_t n : PathToNode(*tree_, node)) zoom_path_labels_.push_back(tree_->Label(n));
   layout_dirty_ = true;
+  scroll_to_zoom_ = true;
 }
 
 void FlamegraphView::ZoomOut() {
@@ -101,9 +102,9 @@ void FlamegraphView::RefreshSearch() {
     }
     search_tree_.reset();
   }
-  if (!search_dirty_ || search_future_.valid()) return;
+  if (!search_dirty_ || search_future_.valid() || !tree_) return;  // no tree yet: stay pending
   search_dirty_ = false;
-  if (!tree_ || search_buffer_[0] == 0) {
+  if (search_buffer_[0] == 0) {
     search_ = {};
     searched_tree_ = tree_.get();
     zoom_to_search_ = false;
@@ -267,6 +268,15 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
     layout_dirty_ = false;
   }
 
+  // Keep the zoomed node in view after a zoom or an orientation change; in
+  // flame mode that is near the bottom, where the roots are.
+  if (flame != last_flame_) scroll_to_zoom_ = true;
+  last_flame_ = flame;
+  if (scroll_to_zoom_) {
+    const float zoom_top = top_pad + RowTop(tree_->nodes[zoom_node_].depth, rows, row_h, flame);
+    ImGui::SetScrollY(flame ? std::max(0.f, zoom_top + 4.f * row_h - avail_h) : std::max(0.f, zoom_top - 3.f * row_h));
+    scroll_to_zoom_ = false;
+  }
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton("##graph", ImVec2(std::max(width, 1.f), std::max(graph_h + top_pad, 1.f)));
   const bool hovered = ImGui::IsItemHovered();

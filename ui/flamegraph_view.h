@@ -48,6 +48,8 @@ class FlamegraphView : public View {
   // The zoomed node's labels from the root, so the zoom survives a new tree
   // (live follow rebuilds the tree every few seconds).
   std::vector<std::string> zoom_path_labels_;
+  bool scroll_to_zoom_ = true;  // scroll the graph so the zoomed node shows
+  bool last_flame_ = false;
   uint32_t zoom_before_click_ = 0;  // lets a double-click undo its first click
   double click_zoom_time_ = -1;
 

@@ -144,7 +144,7 @@ void HeaderBar::DrawFilterPopup(SessionState& session, const StatusSnapshot* sta
   if (popup_key_.empty() || std::find(keys.begin(), keys.end(), popup_key_) == keys.end()) popup_key_ = keys[0];
 
   const float em = ImGui::GetFontSize();
-  ImGui::BeginChild("##keys", ImVec2(em * 14, em * 18), true);
+  ImGui::BeginChild("##keys", ImVec2(em * 19, em * 18), true);
   for (const auto& k : keys) {
     const std::string label = FilterKeyDisplayName(k) == k ? k : FilterKeyDisplayName(k) + "  (" + k + ")";
     if (ImGui::Selectable(label.c_str(), k == popup_key_)) popup_key_ = k;

@@ -128,7 +128,9 @@ void TopFunctionsView::Draw(const ViewContext& context) {
       ImGui::TableSetColumnIndex(kFile);
       ImGui::TextUnformatted(row.file.c_str());
       ImGui::TableSetColumnIndex(kExecutable);
-      ImGui::TextUnformatted(row.executable.c_str());
+      const size_t slash = row.executable.rfind('/');
+      ImGui::TextUnformatted(row.executable.c_str() + (slash == std::string::npos ? 0 : slash + 1));
+      if (ImGui::IsItemHovered() && slash != std::string::npos) ImGui::SetTooltip("%s", row.executable.c_str());
       ImGui::TableSetColumnIndex(kType);
       ColorSwatch(FrameTypeColor(row.type));
       ImGui::SameLine();

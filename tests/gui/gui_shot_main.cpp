@@ -4,9 +4,11 @@
 //   kiln_gui_shot --data-dir DIR [--demo] [--tab T] [--size WxH] [--screenshot FILE.png]
 //
 // --demo writes the synthetic demo profile (ending now) into DIR first.
-// With KILN_REPORT_RSS set, prints the peak RSS on exit.
+// With KILN_REPORT_RSS set, prints the peak RSS on exit; with
+// KILN_REPORT_STARTUP, when the store was open (RunGui reports the rest).
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -36,6 +38,7 @@ int Usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const auto start = std::chrono::steady_clock::now();
   kiln::app::GuiOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -59,6 +62,11 @@ int main(int argc, char** argv) {
   if (!store.ok()) {
     std::fprintf(stderr, "kiln_gui_shot: %s\n", std::string(store.status().message()).c_str());
     return 1;
+  }
+  if (std::getenv("KILN_REPORT_STARTUP")) {
+    std::fprintf(stderr, "kiln_gui_shot: store opened after %.1f ms (%llu samples)\n",
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count(),
+                 static_cast<unsigned long long>((*store)->Stats().samples));
   }
   if (options.demo && (*store)->Stats().samples == 0) {
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(

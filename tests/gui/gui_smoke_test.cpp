@@ -26,6 +26,7 @@
 
 #include "app/demo_profile.h"
 #include "storage/store.h"
+#include "tests/gui/test_display.h"
 #include "ui/frame_colors.h"
 
 namespace kiln {
@@ -34,76 +35,8 @@ namespace {
 namespace fs = std::filesystem;
 using storage::FrameType;
 
-constexpr int kSkip = 77;
 constexpr int kWidth = 1280;
 constexpr int kHeight = 800;
-
-bool OnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= p.size()) {
-    const size_t end = p.find(':', start);
-    const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!dir.empty() && access((dir + "/" + name).c_str(), X_OK) == 0) return true;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return false;
-}
-
-// Xvfb started by this test (killed at exit), or an existing display.
-class TestDisplay {
- public:
-  static TestDisplay& Get() {
-    static TestDisplay display;
-    return display;
-  }
-  ~TestDisplay() {
-    if (xvfb_ > 0) {
-      kill(xvfb_, SIGTERM);
-      waitpid(xvfb_, nullptr, 0);
-    }
-  }
-
- private:
-  TestDisplay() {
-    const char* display = std::getenv("DISPLAY");
-    if (display && *display) return;
-    if (!OnPath("Xvfb")) {
-      std::printf("gui_smoke_test: skipped: DISPLAY is not set and Xvfb is not installed (apt install xvfb)\n");
-      std::fflush(stdout);
-      std::_Exit(kSkip);
-    }
-    for (int n = 90; n < 140; ++n) {
-      const std::string socket = "/tmp/.X11-unix/X" + std::to_string(n);
-      const std::string lock = "/tmp/.X" + std::to_string(n) + "-lock";
-      if (fs::exists(socket) || fs::exists(lock)) continue;
-      const pid_t pid = fork();
-      if (pid == 0) {
-        const std::string name = ":" + std::to_string(n);
-        freopen("/dev/null", "w", stderr);
-        execlp("Xvfb", "Xvfb", name.c_str(), "-screen", "0", "1920x1200x24", "-nolisten", "tcp",
-               static_cast<char*>(nullptr));
-        _exit(127);
-      }
-      for (int i = 0; i < 100 && !fs::exists(socket); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      if (!fs::exists(socket)) {
-        kill(pid, SIGTERM);
-        waitpid(pid, nullptr, 0);
-        continue;
-      }
-      xvfb_ = pid;
-      setenv("DISPLAY", (":" + std::to_string(n)).c_str(), 1);
-      return;
-    }
-    std::printf("gui_smoke_test: skipped: could not start Xvfb on displays :90..:139\n");
-    std::_Exit(kSkip);
-  }
-  pid_t xvfb_ = 0;
-};
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -156,7 +89,7 @@ int Distance(ui::Rgba a, ui::Rgba b) {
 
 // Runs kiln_gui_shot; returns its exit code. Keeps a copy of the PNG for people.
 int Screenshot(const std::string& data_dir, const std::string& tab, const std::string& png) {
-  TestDisplay::Get();
+  testing::TestDisplay::Get("gui_smoke_test");
   const std::string command = std::string(KILN_GUI_SHOT) + " --data-dir " + data_dir + " --tab " + tab +
                               " --size " + std::to_string(kWidth) + "x" + std::to_string(kHeight) +
                               " --screenshot " + png;

@@ -1,0 +1,238 @@
+// GUI gallery: the states a screenshot of the running app does not reach
+// on its own (search highlight, zoom with breadcrumbs, flame orientation,
+// off-CPU, the filter popup), drawn from the real worker over the demo
+// store and checked like the smoke test. PNGs go to
+// $KILN_BINARY_DIR/gui_screenshots/gallery-*.png for people to look at.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <set>
+#include <string>
+#include <thread>
+
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <backends/imgui_impl_opengl3_loader.h>
+#include <imgui.h>
+#include <stb/stb_image.h>
+
+#include "app/demo_profile.h"
+#include "app/gui_screenshot.h"
+#include "app/gui_worker.h"
+#include "app/view_registry.h"
+#include "storage/store.h"
+#include "tests/gui/test_display.h"
+#include "ui/frame_colors.h"
+#include "ui/header_bar.h"
+#include "ui/status_line.h"
+#include "ui/theme.h"
+#include "ui/timeline_bar.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kWidth = 1280;
+constexpr int kHeight = 800;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One window, one worker, the registered views; Shoot() draws a state until
+// the worker and the view are done and writes a PNG.
+class Gallery {
+ public:
+  explicit Gallery(storage::Store& store) : worker_(store, nullptr, "demo", {}), views_(app::CreateViews()) {
+    testing::TestDisplay::Get("gui_gallery_test");
+    REQUIRE(glfwInit());
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 2);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+    glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
+    window_ = glfwCreateWindow(kWidth, kHeight, "kiln gallery", nullptr, nullptr);
+    REQUIRE(window_ != nullptr);
+    glfwMakeContextCurrent(window_);
+    ImGui::CreateContext();
+    ImGui::GetIO().IniFilename = nullptr;
+    ImGui::GetIO().ConfigFlags |= ImGuiConfigFlags_NoMouse;
+    fonts_ = ui::ApplyTheme(1.f);
+    ImGui_ImplGlfw_InitForOpenGL(window_, true);
+    ImGui_ImplOpenGL3_Init("#version 150");
+    for (auto& v : views_) view_ptrs_.push_back(v.get());
+  }
+  ~Gallery() {
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(window_);
+    glfwTerminate();
+  }
+
+  ui::SessionState& session() { return session_; }
+
+  // Draws `view_id` with the current session until settled; `before_header`
+  // runs inside the window before the header (e.g. to open a popup).
+  std::string Shoot(const std::string& name, const std::string& view_id,
+                    const std::function<void()>& before_header = {}) {
+    session_.requested_tab = view_id;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    int settled = 0;
+    std::string path;
+    while (std::chrono::steady_clock::now() < deadline) {
+      glfwPollEvents();
+      auto status = worker_.LatestStatus();
+      auto analysis = worker_.LatestAnalysis();
+      if (status) {
+        if (session_.window.Empty()) {
+          session_.window = ui::PresetRange(ui::TimePreset::kAll, NowNs(), status->stats.first_sample_ns,
+                                            status->stats.last_sample_ns);
+        }
+        ui::AnalysisRequest request;
+        request.query.kind = session_.kind;
+        request.query.from_ns = session_.QueryRange().from_ns;
+        request.query.to_ns = session_.QueryRange().to_ns;
+        request.query.filters = session_.filters;
+        request.tree_options = {session_.group_by, session_.show_inline};
+        request.timeline_window = session_.window;
+        if (!submitted_ || !(request == last_)) {
+          generation_ = worker_.Submit(request);
+          last_ = request;
+          submitted_ = true;
+        }
+      }
+      ImGui_ImplOpenGL3_NewFrame();
+      ImGui_ImplGlfw_NewFrame();
+      ImGui::NewFrame();
+      ImGui::SetNextWindowPos(ImVec2(0, 0));
+      ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
+      ImGui::Begin("kiln", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
+      if (before_header) before_header();
+      const bool computing = worker_.Busy();
+      header_.Draw(view_ptrs_, &active_, session_, status.get(), computing);
+      timeline_.Draw(session_, analysis.get(), session_.window, ImGui::GetFontSize() * 4.6f);
+      ImGui::Separator();
+      ImGui::BeginChild("##content", ImVec2(0, -ImGui::GetFrameHeightWithSpacing() - 4.f));
+      ui::ViewContext context{analysis.get(), status.get(), &session_, computing, fonts_.mono};
+      views_[active_]->Draw(context);
+      ImGui::EndChild();
+      ImGui::Separator();
+      ui::DrawStatusLine(session_, status.get(), analysis.get(), computing);
+      ImGui::End();
+      ImGui::Render();
+      int w, h;
+      glfwGetFramebufferSize(window_, &w, &h);
+      glViewport(0, 0, w, h);
+      glClearColor(0.11f, 0.118f, 0.141f, 1.f);
+      glClear(GL_COLOR_BUFFER_BIT);
+      ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+      const bool done = analysis && analysis->generation == generation_ && !computing &&
+                        views_[active_]->Settled() && views_[active_]->Id() == view_id;
+      settled = done ? settled + 1 : 0;
+      if (settled >= 3) {
+        const char* bin = std::getenv("KILN_BINARY_DIR");
+        const fs::path dir = fs::path(bin ? bin : fs::temp_directory_path().string()) / "gui_screenshots";
+        fs::create_directories(dir);
+        path = (dir / ("gallery-" + name + ".png")).string();
+        std::string error;
+        REQUIRE_MESSAGE(app::WriteFramebufferPng(path, w, h, &error), error);
+        glfwSwapBuffers(window_);
+        break;
+      }
+      glfwSwapBuffers(window_);
+    }
+    REQUIRE_MESSAGE(!path.empty(), "state " << name << " never settled");
+    return path;
+  }
+
+ private:
+  app::GuiWorker worker_;
+  std::vector<std::unique_ptr<ui::View>> views_;
+  std::vector<ui::View*> view_ptrs_;
+  size_t active_ = 0;
+  ui::SessionState session_;
+  ui::HeaderBar header_;
+  ui::TimelineBar timeline_;
+  ui::Fonts fonts_;
+  GLFWwindow* window_ = nullptr;
+  bool submitted_ = false;
+  ui::AnalysisRequest last_;
+  uint64_t generation_ = 0;
+};
+
+struct Pixels {
+  int width = 0, height = 0;
+  std::vector<ui::Rgba> data;
+};
+
+Pixels Load(const std::string& path) {
+  Pixels p;
+  int channels;
+  unsigned char* raw = stbi_load(path.c_str(), &p.width, &p.height, &channels, 4);
+  REQUIRE(raw != nullptr);
+  for (int i = 0; i < p.width * p.height; ++i) p.data.push_back(ui::PackRgba(raw[4 * i], raw[4 * i + 1], raw[4 * i + 2]));
+  stbi_image_free(raw);
+  return p;
+}
+
+size_t CountNear(const Pixels& p, ui::Rgba color, int tolerance) {
+  size_t n = 0;
+  for (ui::Rgba c : p.data) {
+    const int d = std::abs(ui::RedOf(c) - ui::RedOf(color)) + std::abs(ui::GreenOf(c) - ui::GreenOf(color)) +
+                  std::abs(ui::BlueOf(c) - ui::BlueOf(color));
+    if (d <= tolerance) ++n;
+  }
+  return n;
+}
+
+TEST_CASE("gallery of view states over the demo store") {
+  std::string dir = (fs::temp_directory_path() / "kiln-gallery-XXXXXX").string();
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  {
+    auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
+    REQUIRE(store.ok());
+    REQUIRE((*store)->Write(app::BuildDemoProfile(NowNs())).ok());
+    Gallery gallery(**store);
+
+    SUBCASE("search highlights matches and dims the rest") {
+      gallery.session().flame_search = "fib";
+      ++gallery.session().flame_search_serial;
+      const Pixels plain = Load(gallery.Shoot("flame-search", "flamegraph"));
+      CHECK(plain.width == kWidth);
+      // Python frames ("fib") stay bright; kernel frames are dimmed away.
+      CHECK(CountNear(plain, ui::FrameTypeColor(storage::FrameType::kPython), 60) > 2000);
+      CHECK(CountNear(plain, ui::FrameTypeColor(storage::FrameType::kKernel), 40) < 300);
+    }
+    SUBCASE("zoomed, flame orientation, breadcrumbs") {
+      gallery.session().flame = true;
+      gallery.session().flame_search = "=render_report";
+      gallery.session().flame_zoom_to_search = true;
+      ++gallery.session().flame_search_serial;
+      const Pixels p = Load(gallery.Shoot("flame-zoomed", "flamegraph"));
+      CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kPython), 60) > 5000);
+    }
+    SUBCASE("off-CPU top functions") {
+      gallery.session().kind = storage::SampleKind::kOffCpu;
+      const Pixels p = Load(gallery.Shoot("offcpu-top", "top"));
+      std::set<ui::Rgba> colors(p.data.begin(), p.data.end());
+      CHECK(colors.size() > 50);
+    }
+    SUBCASE("filter popup lists attribute values") {
+      gallery.session().AddFilterValue("process.executable.name", "postgres");
+      const Pixels p = Load(gallery.Shoot("filter-popup", "executables", [] { ImGui::OpenPopup("##filter_popup"); }));
+      std::set<ui::Rgba> colors(p.data.begin(), p.data.end());
+      CHECK(colors.size() > 50);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,88 @@
+// Tests that open windows call TestDisplay::Get() first: it keeps an
+// existing DISPLAY, else starts a private Xvfb (stopped at exit), else
+// prints why and exits 77 so ctest reports the test as skipped.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+namespace kiln::testing {
+
+inline constexpr int kSkip = 77;
+
+inline bool OnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string p = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= p.size()) {
+    const size_t end = p.find(':', start);
+    const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!dir.empty() && access((dir + "/" + name).c_str(), X_OK) == 0) return true;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return false;
+}
+
+// Xvfb started by this test (killed at exit), or an existing display.
+class TestDisplay {
+ public:
+  static TestDisplay& Get(const char* test_name) {
+    static TestDisplay display(test_name);
+    return display;
+  }
+  ~TestDisplay() {
+    if (xvfb_ > 0) {
+      kill(xvfb_, SIGTERM);
+      waitpid(xvfb_, nullptr, 0);
+    }
+  }
+
+ private:
+  explicit TestDisplay(const char* test_name) {
+    const char* display = std::getenv("DISPLAY");
+    if (display && *display) return;
+    if (!OnPath("Xvfb")) {
+      std::printf("%s: skipped: DISPLAY is not set and Xvfb is not installed (apt install xvfb)\n", test_name);
+      std::fflush(stdout);
+      std::_Exit(kSkip);
+    }
+    for (int n = 90; n < 140; ++n) {
+      const std::string socket = "/tmp/.X11-unix/X" + std::to_string(n);
+      const std::string lock = "/tmp/.X" + std::to_string(n) + "-lock";
+      if (std::filesystem::exists(socket) || std::filesystem::exists(lock)) continue;
+      const pid_t pid = fork();
+      if (pid == 0) {
+        const std::string name = ":" + std::to_string(n);
+        freopen("/dev/null", "w", stderr);
+        execlp("Xvfb", "Xvfb", name.c_str(), "-screen", "0", "1920x1200x24", "-nolisten", "tcp",
+               static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      for (int i = 0; i < 100 && !std::filesystem::exists(socket); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      if (!std::filesystem::exists(socket)) {
+        kill(pid, SIGTERM);
+        waitpid(pid, nullptr, 0);
+        continue;
+      }
+      xvfb_ = pid;
+      setenv("DISPLAY", (":" + std::to_string(n)).c_str(), 1);
+      return;
+    }
+    std::printf("%s: skipped: could not start Xvfb on displays :90..:139\n", test_name);
+    std::_Exit(kSkip);
+  }
+  pid_t xvfb_ = 0;
+};
+
+}  // namespace kiln::testing
