@@ -1,5 +1,7 @@
 #include "storage/sample_block.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "storage/varint.h"
 
@@ -57,27 +59,73 @@ bool GetColumn(const char** p, const char* end, size_t count, std::vector<uint64
 
 }  // namespace
 
-std::string EncodeSampleBlock(const std::vector<BlockSample>& samples) {
-  std::string out;
-  out.reserve(16 + samples.size() * 8);
-  out.push_back(static_cast<char>(kSampleBlockVersion));
-  PutVarint(&out, samples.size());
-  if (samples.empty()) return out;
-  PutVarint(&out, ZigZag(samples[0].time_ns));
-  std::vector<uint64_t> column(samples.size() - 1);
-  for (size_t i = 1; i < samples.size(); ++i) {
-    column[i - 1] = static_cast<uint64_t>(samples[i].time_ns - samples[i - 1].time_ns);
+namespace {
+
+// The period of the dominant sampler: the mean of the smallest cluster of
+// positive deltas (those within 1.5x the 10th percentile). 0 when there
+// are too few deltas to tell.
+uint64_t EstimatePeriod(std::vector<uint64_t> deltas) {
+  deltas.erase(std::remove(deltas.begin(), deltas.end(), 0), deltas.end());
+  if (deltas.size() < 8) return 0;
+  auto p10 = deltas.begin() + deltas.size() / 10;
+  std::nth_element(deltas.begin(), p10, deltas.end());
+  const uint64_t limit = *p10 + *p10 / 2;
+  unsigned __int128 sum = 0;
+  uint64_t count = 0;
+  for (uint64_t d : deltas) {
+    if (d <= limit) {
+      sum += d;
+      ++count;
+    }
   }
+  return count ? static_cast<uint64_t>(sum / count) : 0;
+}
+
+}  // namespace
+
+std::string EncodeSampleBlock(std::vector<BlockSample> samples) {
+  std::sort(samples.begin(), samples.end(), [](const BlockSample& a, const BlockSample& b) {
+    if (a.attribute_set != b.attribute_set) return a.attribute_set < b.attribute_set;
+    return a.time_ns < b.time_ns;
+  });
+  const size_t n = samples.size();
+  std::string out;
+  out.reserve(16 + n * 8);
+  out.push_back(static_cast<char>(kSampleBlockVersion));
+  PutVarint(&out, n);
+  if (n == 0) return out;
+  int64_t base = samples[0].time_ns;
+  for (const BlockSample& s : samples) base = std::min(base, s.time_ns);
+  std::vector<uint64_t> starts, deltas;
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 0 || samples[i].attribute_set != samples[i - 1].attribute_set) {
+      starts.push_back(static_cast<uint64_t>(samples[i].time_ns - base));
+    } else {
+      deltas.push_back(static_cast<uint64_t>(samples[i].time_ns - samples[i - 1].time_ns));
+    }
+  }
+  const uint64_t period = EstimatePeriod(deltas);
+  PutVarint(&out, ZigZag(base));
+  PutVarint(&out, period);
+
+  std::vector<uint64_t> column(n);
+  for (size_t i = 0; i < n; ++i) column[i] = samples[i].attribute_set;
   PutColumn(&out, column);
-  column.resize(samples.size());
-  for (size_t i = 0; i < samples.size(); ++i) column[i] = samples[i].stack;
+  for (size_t i = 0; i < n; ++i) column[i] = samples[i].stack;
   PutColumn(&out, column);
-  for (size_t i = 0; i < samples.size(); ++i) column[i] = samples[i].attribute_set;
+  for (size_t i = 0; i < n; ++i) column[i] = samples[i].link;
   PutColumn(&out, column);
-  for (size_t i = 0; i < samples.size(); ++i) column[i] = samples[i].link;
+  for (size_t i = 0; i < n; ++i) column[i] = ZigZag(samples[i].value);
   PutColumn(&out, column);
-  for (size_t i = 0; i < samples.size(); ++i) column[i] = ZigZag(samples[i].value);
-  PutColumn(&out, column);
+  PutColumn(&out, starts);
+  std::vector<uint64_t> quotients(deltas.size()), remainders(deltas.size());
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    uint64_t q = period ? (deltas[i] + period / 2) / period : 0;
+    quotients[i] = q;
+    remainders[i] = ZigZag(static_cast<int64_t>(deltas[i] - q * period));
+  }
+  PutColumn(&out, quotients);
+  PutColumn(&out, remainders);
   return out;
 }
 
@@ -99,22 +147,34 @@ absl::Status DecodeSampleBlock(std::string_view block, std::vector<BlockSample>*
                                             kMaxBlockSamples));
   }
   if (n == 0) return p == end ? absl::OkStatus() : absl::DataLossError("sample block: trailing bytes");
-  uint64_t first = 0;
-  if (!GetVarint(&p, end, &first)) return absl::DataLossError("sample block: truncated first time");
-  std::vector<uint64_t> deltas, stacks, sets, links, values;
+  uint64_t base_zigzag = 0, period = 0;
+  if (!GetVarint(&p, end, &base_zigzag) || !GetVarint(&p, end, &period)) {
+    return absl::DataLossError("sample block: truncated header");
+  }
   auto fail = [](const char* column) {
     return absl::DataLossError(absl::StrCat("sample block: truncated or corrupt ", column, " column"));
   };
-  if (!GetColumn(&p, end, n - 1, &deltas)) return fail("time");
-  if (!GetColumn(&p, end, n, &stacks)) return fail("stack");
+  std::vector<uint64_t> sets, stacks, links, values, starts, quotients, remainders;
   if (!GetColumn(&p, end, n, &sets)) return fail("attribute set");
+  size_t groups = 0;
+  for (size_t i = 0; i < n; ++i) groups += (i == 0 || sets[i] != sets[i - 1]);
+  if (!GetColumn(&p, end, n, &stacks)) return fail("stack");
   if (!GetColumn(&p, end, n, &links)) return fail("link");
   if (!GetColumn(&p, end, n, &values)) return fail("value");
+  if (!GetColumn(&p, end, groups, &starts)) return fail("group start");
+  if (!GetColumn(&p, end, n - groups, &quotients)) return fail("time quotient");
+  if (!GetColumn(&p, end, n - groups, &remainders)) return fail("time remainder");
   if (p != end) return absl::DataLossError("sample block: trailing bytes");
   out->resize(n);
-  int64_t t = UnZigZag(first);
-  for (uint64_t i = 0; i < n; ++i) {
-    if (i > 0) t += static_cast<int64_t>(deltas[i - 1]);
+  const int64_t base = UnZigZag(base_zigzag);
+  int64_t t = base;
+  for (size_t i = 0, g = 0, d = 0; i < n; ++i) {
+    if (i == 0 || sets[i] != sets[i - 1]) {
+      t = base + static_cast<int64_t>(starts[g++]);
+    } else {
+      t += static_cast<int64_t>(quotients[d] * period) + UnZigZag(remainders[d]);
+      ++d;
+    }
     if (stacks[i] > UINT32_MAX || sets[i] > UINT32_MAX || links[i] > UINT32_MAX) return fail("id");
     (*out)[i] = {t, static_cast<uint32_t>(stacks[i]), static_cast<uint32_t>(sets[i]),
                  static_cast<uint32_t>(links[i]), UnZigZag(values[i])};

@@ -2,25 +2,34 @@
 // in one time bucket. Pure functions, no RocksDB: the store puts the bytes
 // under a block key and RocksDB compresses them with zstd.
 //
-// Layout (version 1), columnar so each column compresses on its own:
+// Samples are stored grouped by attribute set (in practice: one thread),
+// each group in time order. Within a group a periodic sampler's time
+// deltas are close to a multiple of its period P, so each delta is stored
+// as a quotient (small, compresses to almost nothing) and a zigzag
+// remainder (the jitter). This took agent-like data from 4.7 to below 4
+// bytes per sample after zstd.
 //
-//   +--------+----------+---------------+
-//   | u8 ver | varint n | zigzag t[0]   |   header
-//   +--------+----------+---------------+
-//   | column: t[i] - t[i-1], i = 1..n-1 |   time deltas (>= 0, sorted input)
-//   | column: stack id            (n)   |
-//   | column: attribute set id    (n)   |
-//   | column: link id             (n)   |
-//   | column: zigzag value        (n)   |
-//   +-----------------------------------+
+// Layout (version 1):
+//
+//   +--------+----------+-------------------+-------------+
+//   | u8 ver | varint n | zigzag base time  | varint P    |   header
+//   +--------+----------+-------------------+-------------+
+//   | column: attribute set id        (n)                 |
+//   | column: stack id                (n)                 |
+//   | column: link id                 (n)                 |
+//   | column: zigzag value            (n)                 |
+//   | column: group start - base      (one per group)     |   groups = runs of
+//   | column: delta quotient q        (n - groups)        |   equal set ids
+//   | column: zigzag(delta - q * P)   (n - groups)        |
+//   +-----------------------------------------------------+
 //
 // A column is one tag byte, then:
 //   tag 0      varint v          every value equals v
 //   tag w=1..8 w planes of count bytes: plane j holds byte j (little end
 //              first) of every value
-// Byte planes put the slowly changing high bytes of time deltas and ids
-// next to each other, which zstd (applied by RocksDB) compresses far
-// better than interleaved varints.
+// Byte planes keep the slowly changing high bytes of ids and times
+// together, which zstd (applied by RocksDB) compresses far better than
+// interleaved varints.
 #pragma once
 
 #include <cstdint>
@@ -47,11 +56,11 @@ struct BlockSample {
   bool operator==(const BlockSample&) const = default;
 };
 
-// Encodes `samples`, which must be sorted by time_ns ascending and number
-// at most kMaxBlockSamples.
-std::string EncodeSampleBlock(const std::vector<BlockSample>& samples);
+// Encodes at most kMaxBlockSamples samples, in any order.
+std::string EncodeSampleBlock(std::vector<BlockSample> samples);
 
-// Decodes a block into `out` (cleared first). Corrupt or truncated input
+// Decodes a block into `out` (cleared first), ordered by (attribute set,
+// time). Corrupt or truncated input
 // and unknown versions give DataLoss naming the problem; never reads out of
 // bounds.
 [[nodiscard]] absl::Status DecodeSampleBlock(std::string_view block, std::vector<BlockSample>* out);

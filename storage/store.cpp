@@ -346,14 +346,16 @@ absl::Status RocksStore::OpenDb() {
   meta_options.compression = rocksdb::kLZ4Compression;
   rocksdb::ColumnFamilyOptions block_options;
   // Blocks are written once and read in order: zstd at a high-ish level
-  // pays for itself in disk bytes per sample.
+  // pays for itself in disk bytes per sample. Level 12 at the bottom keeps
+  // compaction affordable on a laptop (level 19 saves ~2% more for 5x the
+  // CPU).
   block_options.compression = rocksdb::kZSTD;
   block_options.bottommost_compression = rocksdb::kZSTD;
   block_options.compression_opts.level = 6;
-  block_options.bottommost_compression_opts.level = 9;
+  block_options.bottommost_compression_opts.level = 12;
   block_options.bottommost_compression_opts.enabled = true;
   rocksdb::BlockBasedTableOptions table;
-  table.block_size = 64 * 1024;
+  table.block_size = 256 * 1024;
   block_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::ColumnFamilyOptions log_options;
   log_options.compression = rocksdb::kLZ4Compression;
@@ -753,8 +755,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   }
   std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
     if (a.kind != b.kind) return a.kind < b.kind;
-    if (a.bucket != b.bucket) return a.bucket < b.bucket;
-    return a.sample.time_ns < b.sample.time_ns;
+    return a.bucket < b.bucket;  // EncodeSampleBlock orders each block itself
   });
   Counters counters = counters_;
   std::vector<BlockSample> run;
@@ -771,7 +772,11 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
     wb.Put(blocks_cf(), key, EncodeSampleBlock(run));
     counters.blocks++;
     counters.samples_by_kind[keyed[i].kind] += run.size();
-    int64_t first = run.front().time_ns, last = run.back().time_ns;
+    int64_t first = run.front().time_ns, last = run.front().time_ns;
+    for (const BlockSample& b : run) {
+      first = std::min(first, b.time_ns);
+      last = std::max(last, b.time_ns);
+    }
     if (counters.samples() == run.size() || first < counters.first_sample_ns) counters.first_sample_ns = first;
     if (counters.samples() == run.size() || last > counters.last_sample_ns) counters.last_sample_ns = last;
     i = j;
