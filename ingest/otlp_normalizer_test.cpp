@@ -5,6 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <random>
+
+#include "google/protobuf/stubs/logging.h"
 #include <string>
 
 #include "ingest/message_text.h"
@@ -429,6 +432,130 @@ TEST_CASE("many rejections: the first few reasons, then a count") {
   CHECK(r.error_message.find("profiles[4].samples[0].stack_index 104") != std::string::npos);
   CHECK(r.error_message.find("profiles[5]") == std::string::npos);
   CHECK(r.error_message.find("and 3 more rejected profiles") != std::string::npos);
+}
+
+
+// Every index in the batch points inside its table (what Store::Write
+// requires of producers).
+void CheckBatchIsConsistent(const storage::ProfileBatch& b) {
+  const storage::ProfileDictionary& d = b.dict;
+  REQUIRE(!d.strings.empty());
+  REQUIRE(d.strings[0].empty());
+  auto str_ok = [&](uint32_t i) { return i < d.strings.size(); };
+  for (const storage::Executable& e : d.executables) {
+    REQUIRE(str_ok(e.file_name));
+    REQUIRE(str_ok(e.htlhash));
+    REQUIRE(str_ok(e.gnu_build_id));
+    REQUIRE(str_ok(e.go_build_id));
+  }
+  for (const storage::Frame& f : d.frames) {
+    REQUIRE(str_ok(f.function));
+    REQUIRE(str_ok(f.file));
+    REQUIRE(f.executable < d.executables.size());
+  }
+  REQUIRE(d.stack_offsets.size() >= 2);
+  for (size_t i = 1; i < d.stack_offsets.size(); ++i) REQUIRE(d.stack_offsets[i - 1] <= d.stack_offsets[i]);
+  REQUIRE(d.stack_offsets.back() == d.stack_frames.size());
+  for (uint32_t f : d.stack_frames) REQUIRE(f < d.frames.size());
+  for (size_t i = 1; i < d.attribute_set_offsets.size(); ++i) {
+    REQUIRE(d.attribute_set_offsets[i - 1] <= d.attribute_set_offsets[i]);
+  }
+  REQUIRE(d.attribute_set_offsets.back() == d.attributes.size());
+  for (uint32_t set = 0; set < d.AttributeSetCount(); ++set) {
+    std::string_view previous;
+    bool first = true;
+    for (const storage::Attribute& a : d.AttributeSet(set)) {
+      REQUIRE(str_ok(a.key));
+      REQUIRE(str_ok(a.value));
+      if (!first) REQUIRE(previous < d.strings[a.key]);  // sorted, unique keys
+      previous = d.strings[a.key];
+      first = false;
+    }
+  }
+  for (const storage::Sample& s : b.samples) {
+    REQUIRE(s.stack < d.StackCount());
+    REQUIRE(s.attribute_set < d.AttributeSetCount());
+    REQUIRE(s.link < d.links.size());
+  }
+}
+
+TEST_CASE("mutated requests: never a crash, always a consistent batch") {
+  Fixture f;
+  auto* rp = f.b.Resource({{"process.pid", "1"}, {"host.name", "h"}});
+  for (int p = 0; p < 3; ++p) {
+    auto* prof = f.b.AddProfile(rp);
+    OtlpRequestBuilder::AddSample(prof, f.stack_a, {f.thread_name, f.thread_id}, {1, 2});
+    OtlpRequestBuilder::AddSample(prof, f.stack_b, {f.thread_id}, {3}, {7});
+  }
+  const std::string valid = f.b.request.SerializeAsString();
+  std::mt19937_64 rng(7);
+  int decoded = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string bytes = valid;
+    for (int flips = 1 + static_cast<int>(rng() % 6); flips > 0; --flips) {
+      bytes[rng() % bytes.size()] = static_cast<char>(rng());
+    }
+    OtlpRequestBuilder::Request request;
+    google::protobuf::LogSilencer quiet;  // mutated strings are often bad UTF-8
+    if (!request.ParseFromString(bytes)) continue;
+    ++decoded;
+    NormalizeResult r = NormalizeExportRequest(request);
+    CHECK(r.accepted_profiles + r.rejected_profiles >= 0);
+    CheckBatchIsConsistent(r.batch);
+  }
+  MESSAGE(decoded, " of 3000 mutated requests decoded and normalized");
+}
+
+TEST_CASE("randomly broken indices: never a crash, always a consistent batch") {
+  std::mt19937_64 rng(11);
+  // Mostly small values (near the real table sizes), some wild ones.
+  auto value = [&rng]() -> int32_t {
+    switch (rng() % 4) {
+      case 0: return -static_cast<int32_t>(rng() % 3);
+      case 1: return static_cast<int32_t>(rng() % 1000000);
+      default: return static_cast<int32_t>(rng() % 12);
+    }
+  };
+  int accepted = 0, rejected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    Fixture f;
+    auto* rp = f.b.Resource({{"process.pid", "1"}});
+    for (int p = 0; p < 3; ++p) {
+      auto* prof = f.b.AddProfile(rp);
+      OtlpRequestBuilder::AddSample(prof, f.stack_a, {f.thread_name, f.thread_id}, {1, 2});
+      OtlpRequestBuilder::AddSample(prof, f.stack_b, {f.thread_id}, {3}, {7});
+    }
+    auto& req = f.b.request;
+    auto* d = req.mutable_dictionary();
+    for (int k = 1 + static_cast<int>(rng() % 3); k > 0; --k) {
+      auto* prof = req.mutable_resource_profiles(0)->mutable_scope_profiles(0)->mutable_profiles(
+          static_cast<int>(rng() % 3));
+      auto* sample = prof->mutable_samples(static_cast<int>(rng() % 2));
+      switch (rng() % 14) {
+        case 0: sample->set_stack_index(value()); break;
+        case 1: sample->add_attribute_indices(value()); break;
+        case 2: sample->set_link_index(value()); break;
+        case 3: sample->add_values(value()); break;
+        case 4: sample->add_timestamps_unix_nano(rng()); break;
+        case 5: d->mutable_stack_table(static_cast<int>(rng() % d->stack_table_size()))->add_location_indices(value()); break;
+        case 6: d->mutable_location_table(static_cast<int>(rng() % d->location_table_size()))->set_mapping_index(value()); break;
+        case 7: d->mutable_location_table(static_cast<int>(rng() % d->location_table_size()))->add_lines()->set_function_index(value()); break;
+        case 8: d->mutable_location_table(static_cast<int>(rng() % d->location_table_size()))->add_attribute_indices(value()); break;
+        case 9: d->mutable_function_table(static_cast<int>(rng() % d->function_table_size()))->set_filename_strindex(value()); break;
+        case 10: d->mutable_mapping_table(static_cast<int>(rng() % d->mapping_table_size()))->add_attribute_indices(value()); break;
+        case 11: d->mutable_attribute_table(static_cast<int>(rng() % d->attribute_table_size()))->set_key_strindex(value()); break;
+        case 12: prof->add_attribute_indices(value()); break;
+        case 13: prof->mutable_period_type()->set_type_strindex(value()); break;
+      }
+    }
+    NormalizeResult r = NormalizeExportRequest(req);
+    CHECK(r.accepted_profiles + r.rejected_profiles == 3);
+    CHECK((r.rejected_profiles == 0) == r.error_message.empty());
+    accepted += static_cast<int>(r.accepted_profiles);
+    rejected += static_cast<int>(r.rejected_profiles);
+    CheckBatchIsConsistent(r.batch);
+  }
+  MESSAGE(accepted, " profiles accepted, ", rejected, " rejected");
 }
 
 }  // namespace

@@ -160,7 +160,13 @@ class Receiver final : public OtlpReceiver {
   void WorkerLoop();
   void SummaryLoop();
   // Decodes, normalizes and stores one request; fills `response` on OK.
-  grpc::Status Process(const Job& job, grpc::ByteBuffer* response);
+  // Log lines are returned in `log` and written after the answer is sent:
+  // a log append waits for the disk and the client need not.
+  struct PendingLog {
+    LogLevel level = LogLevel::kInfo;
+    std::string message;  // "" = nothing to log
+  };
+  grpc::Status Process(const Job& job, grpc::ByteBuffer* response, PendingLog* log);
   // Counts the request for its peer; true for the peer's first request.
   bool NotePeer(const std::string& peer);
   void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
@@ -303,9 +309,6 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
 }
 
 void Receiver::WorkerLoop() {
-  // One arena-sized scratch per worker would be nicer, but Arena::Reset()
-  // keeps only the first block; a fresh arena with a large first block is
-  // as cheap and simpler.
   for (;;) {
     Job job;
     {
@@ -315,19 +318,21 @@ void Receiver::WorkerLoop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    if (job.new_peer) Log(LogLevel::kInfo, Cat("first OTLP request from ", job.peer));
     grpc::Status status;
+    PendingLog log;
     if (job.context->IsCancelled()) {
       status = grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it was processed");
     } else {
-      status = Process(job, job.response);
+      status = Process(job, job.response, &log);
     }
     inflight_bytes_.fetch_sub(static_cast<int64_t>(job.bytes));
-    job.reactor->Finish(status);
+    job.reactor->Finish(status);  // `job`'s pointers are invalid from here on
+    if (job.new_peer) Log(LogLevel::kInfo, Cat("first OTLP request from ", job.peer));
+    if (!log.message.empty()) Log(log.level, std::move(log.message));
   }
 }
 
-grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response) {
+grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, PendingLog* log) {
   grpc::Slice slice;
   if (!job.request->TrySingleSlice(&slice).ok() && !job.request->DumpToSingleSlice(&slice).ok()) {
     Count(job.peer, true, 0, 0, 0);
@@ -349,7 +354,7 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response) {
     } else {
       Count(job.peer, true, 0, 0, 0);
       std::string message(out.status().message());
-      Log(LogLevel::kWarning, Cat("rejected request from ", job.peer, ": ", message));
+      *log = {LogLevel::kWarning, Cat("rejected request from ", job.peer, ": ", message)};
       return grpc::Status(out.status().code() == absl::StatusCode::kResourceExhausted
                               ? grpc::StatusCode::RESOURCE_EXHAUSTED
                               : grpc::StatusCode::INVALID_ARGUMENT,
@@ -377,7 +382,7 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response) {
         Cat("cannot decode ExportProfilesServiceRequest (", bytes.size(), " bytes, OTLP v1.10 layout)",
             where.empty() ? std::string() : Cat(": ", where));
     Count(job.peer, true, 0, 0, 0);
-    Log(LogLevel::kWarning, Cat("rejected request from ", job.peer, ": ", message));
+    *log = {LogLevel::kWarning, Cat("rejected request from ", job.peer, ": ", message)};
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
   }
 
@@ -386,8 +391,8 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response) {
     absl::Status written = store_->Write(result.batch);
     if (!written.ok()) {
       Count(job.peer, true, 0, 0, 0);
-      Log(LogLevel::kError, Cat("could not store a request from ", job.peer, ": ",
-                                std::string(written.message())));
+      *log = {LogLevel::kError, Cat("could not store a request from ", job.peer, ": ",
+                                    std::string(written.message()))};
       // The data is not durable, so the agent must not drop it: a
       // retryable code unless the batch itself is wrong (a bug here).
       auto code = written.code() == absl::StatusCode::kInvalidArgument
@@ -402,10 +407,10 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response) {
   if (result.rejected_profiles > 0) {
     answer.mutable_partial_success()->set_rejected_profiles(result.rejected_profiles);
     answer.mutable_partial_success()->set_error_message(result.error_message);
-    Log(LogLevel::kWarning,
-        Cat("rejected ", result.rejected_profiles, " of ",
-            result.rejected_profiles + result.accepted_profiles, " profiles from ", job.peer, ": ",
-            result.error_message));
+    *log = {LogLevel::kWarning,
+            Cat("rejected ", result.rejected_profiles, " of ",
+                result.rejected_profiles + result.accepted_profiles, " profiles from ", job.peer,
+                ": ", result.error_message)};
   }
   std::string serialized = answer.SerializeAsString();
   grpc::Slice out(serialized);

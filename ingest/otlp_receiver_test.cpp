@@ -11,6 +11,7 @@
 #include <future>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "ingest/message_text.h"
 #include "ingest/otlp_normalizer.h"
@@ -92,9 +93,13 @@ struct Server {
     return *slice;
   }
 
+  // The receiver logs after answering, so wait a little for the line.
   bool LogContains(std::string_view text) {
-    for (const storage::LogEntry& e : store->ReadLog(1000)) {
-      if (e.message.find(text) != std::string::npos) return true;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      for (const storage::LogEntry& e : store->ReadLog(1000)) {
+        if (e.message.find(text) != std::string::npos) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return false;
   }
