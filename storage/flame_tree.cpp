@@ -149,7 +149,8 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
     if (prev != UINT32_MAX) {
       const uint32_t* p = seq.data() + seq_offsets[prev];
       const size_t pn = seq_offsets[prev + 1] - seq_offsets[prev];
-      while (common < n && common < pn && common < path.size() && p[common] == s[common]) ++common;
+      const size_t limit = std::min({n, pn, path.size()});
+      common = static_cast<size_t>(std::mismatch(s, s + limit, p).first - s);
     }
     path.resize(common);
     for (size_t i = common; i < n; ++i) {
@@ -164,11 +165,13 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
       pre.push_back(node);
       path.push_back(static_cast<uint32_t>(pre.size() - 1));
     }
-    const int64_t weight = weights[e].weight;
-    pre[0].total += weight;
-    for (uint32_t node : path) pre[node].total += weight;
-    pre[path.empty() ? 0 : path.back()].self += weight;
+    pre[path.empty() ? 0 : path.back()].self += weights[e].weight;
     prev = e;
+  }
+  // Totals bottom-up: in preorder every child comes after its parent.
+  for (size_t i = pre.size(); i-- > 0;) {
+    pre[i].total += pre[i].self;
+    if (i > 0) pre[pre[i].parent].total += pre[i].total;
   }
 
   // 4. Breadth-first renumbering: children become contiguous, and they are
