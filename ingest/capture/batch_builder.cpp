@@ -60,6 +60,14 @@ uint32_t BatchBuilder::Stack(const uint32_t* frames, size_t count) {
   return id;
 }
 
+uint32_t BatchBuilder::AppendStack(const uint32_t* frames, size_t count) {
+  auto& d = batch_->dict;
+  uint32_t id = static_cast<uint32_t>(d.StackCount());
+  d.stack_frames.insert(d.stack_frames.end(), frames, frames + count);
+  d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
+  return id;
+}
+
 uint32_t BatchBuilder::AttributeSet(std::vector<Attribute> attributes) {
   auto& d = batch_->dict;
   // Sort by key string; stable so that "last value wins" can keep the last.

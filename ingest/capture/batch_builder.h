@@ -22,9 +22,17 @@ class BatchBuilder {
   uint32_t String(std::string_view s);
   uint32_t Executable(const storage::Executable& executable);
   uint32_t Frame(const storage::Frame& frame);
+  // Appends without deduplication (see AppendStack).
+  uint32_t AppendFrame(const storage::Frame& frame) {
+    batch_->dict.frames.push_back(frame);
+    return static_cast<uint32_t>(batch_->dict.frames.size() - 1);
+  }
   // Root-first frame indices.
   uint32_t Stack(const uint32_t* frames, size_t count);
   uint32_t Stack(const std::vector<uint32_t>& frames) { return Stack(frames.data(), frames.size()); }
+  // Appends without deduplication, for callers that deduplicate on a
+  // cheaper key of their own (a repeat is harmless: the store interns).
+  uint32_t AppendStack(const uint32_t* frames, size_t count);
   // Sorted by key string here; the last value of a repeated key wins.
   uint32_t AttributeSet(std::vector<storage::Attribute> attributes);
   uint32_t AttributeSet(std::vector<std::pair<std::string, std::string>> key_values);

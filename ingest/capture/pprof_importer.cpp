@@ -358,7 +358,7 @@ absl::Status PprofDecoder::ResolveLocations() {
       f.executable = executable;
       f.address = loc.address;
       f.type = type;
-      frames_of_.push_back(builder_.Frame(f));
+      frames_of_.push_back(builder_.AppendFrame(f));
       continue;
     }
     // The last line is the caller (outermost): it comes first, root first.
@@ -382,7 +382,9 @@ absl::Status PprofDecoder::ResolveLocations() {
         f.function = String(fn.name != 0 ? fn.name : fn.system_name);
         f.file = String(fn.filename);
       }
-      frames_of_.push_back(builder_.Frame(f));
+      // Locations are unique by id already; identical twins are rare and
+      // harmless (the store interns frames), so skip hashing a million frames.
+      frames_of_.push_back(builder_.AppendFrame(f));
     }
   }
   location_frames_offset_[locations_.size()] = static_cast<uint32_t>(frames_of_.size());
@@ -434,32 +436,45 @@ absl::Status PprofDecoder::DecodeSamples() {
   if (type == "events") kind = storage::SampleKind::kProbe;
 
   const int64_t time = time_nanos_ != 0 ? time_nanos_ : ctx_.options().anchor_time_ns;
-  absl::flat_hash_map<std::string, uint32_t> stack_by_ids;  // raw packed ids -> stack
+  // Stacks deduplicated on the raw packed location ids: the key views the
+  // input buffer (alive for the whole import), so a lookup allocates nothing.
+  absl::flat_hash_map<absl::string_view, uint32_t> stack_by_packed;
+  absl::flat_hash_map<std::string, uint32_t> stack_by_ids;  // unpacked encodings
   absl::flat_hash_map<std::string, uint32_t> attrs_by_labels;
   std::vector<uint64_t> ids;
-  std::vector<uint32_t> frames;
   std::string key;
   std::string label_key;
+  std::vector<Span> labels;
   out->batch.samples.reserve(samples_.size());
+  stack_by_packed.reserve(samples_.size());
+  // Upper bound of frames: every location id takes at least one byte.
+  uint64_t sample_bytes = 0;
+  for (const Span& s : samples_) sample_bytes += s.data.size();
+  out->batch.dict.stack_frames.reserve(
+      std::min<uint64_t>(sample_bytes, uint64_t{1} << 31) *
+      std::max<size_t>(1, frames_of_.size() / std::max<size_t>(1, locations_.size())));
 
   for (size_t si = 0; si < samples_.size(); ++si) {
     const Span& s = samples_[si];
     WireReader r(s.data, s.offset);
     ids.clear();
-    key.assign("p");
+    key.clear();
+    absl::string_view packed;
+    int packed_fields = 0;
     label_key.clear();
     bool packed_ids_only = true;
     size_t value_index = 0;
     int64_t value = 0;
     bool have_value = false;
     uint32_t field, wire;
-    std::vector<Span> labels;
+    labels.clear();
     while (r.NextField(&field, &wire)) {
       uint64_t v;
       if (field == 1 && wire == WireReader::kLen) {
         Span p;
         if (!r.Bytes(&p.data, &p.offset)) break;
-        key.append(p.data);
+        packed = Av(p.data);
+        ++packed_fields;
         WireReader pr(p.data, p.offset);
         while (!pr.done()) {
           if (!pr.Varint(&v)) return WireError(pr, "Sample.location_id");
@@ -507,19 +522,23 @@ absl::Status PprofDecoder::DecodeSamples() {
     if (!have_value || value == 0) continue;
 
     // Stack: deduplicated on the raw ids.
-    uint32_t stack;
-    if (!packed_ids_only) {
-      key.assign(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(uint64_t));
-      key.insert(0, "u");
-    }
-    auto it = stack_by_ids.find(key);
-    if (it != stack_by_ids.end()) {
-      stack = it->second;
+    uint32_t stack = kUnset;
+    bool use_packed = packed_ids_only && packed_fields <= 1;
+    if (use_packed) {
+      auto it = stack_by_packed.find(packed);
+      if (it != stack_by_packed.end()) stack = it->second;
     } else {
-      frames.clear();
+      key.assign(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(uint64_t));
+      auto it = stack_by_ids.find(key);
+      if (it != stack_by_ids.end()) stack = it->second;
+    }
+    if (stack == kUnset) {
+      std::vector<uint32_t>& frames = out->batch.dict.stack_frames;
+      size_t frames_before = frames.size();
       for (size_t k = ids.size(); k-- > 0;) {
         uint32_t li = location_index_.Find(ids[k]);
         if (li == kUnset) {
+          frames.resize(frames_before);
           return ctx_.ErrorAtByte(s.offset, absl::StrCat("Sample ", si, ": location_id ", ids[k],
                                                          " does not exist (",
                                                          locations_.size(), " locations)"));
@@ -527,8 +546,15 @@ absl::Status PprofDecoder::DecodeSamples() {
         frames.insert(frames.end(), frames_of_.begin() + location_frames_offset_[li],
                       frames_of_.begin() + location_frames_offset_[li + 1]);
       }
-      stack = builder_.Stack(frames);
-      stack_by_ids.emplace(key, stack);
+      // Frames were appended in place; close the stack.
+      auto& offsets = out->batch.dict.stack_offsets;
+      stack = static_cast<uint32_t>(offsets.size() - 1);
+      offsets.push_back(static_cast<uint32_t>(frames.size()));
+      if (use_packed) {
+        stack_by_packed.emplace(packed, stack);
+      } else {
+        stack_by_ids.emplace(key, stack);
+      }
     }
 
     uint32_t attrs = 0;

@@ -1,0 +1,239 @@
+// Import benchmark: ~100 MB pprof and `perf script` captures built by
+// repeating corpus files (fresh location ids per pprof copy so stacks stay
+// distinct; perf timestamps shifted per copy), imported from memory and
+// from disk. Prints MB/s, samples/s and peak RSS; asserts nothing.
+//
+// Usage: capture_import_bench [target MB, default 100]
+// Reference: Go's pprof parses a 34 MB profile in about 1.7 s (20 MB/s);
+// the goal is at least 10x that.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "ingest/capture/capture.h"
+#include "ingest/capture/export.h"
+#include "pprof/profile.pb.h"
+
+namespace {
+
+using kiln::capture::ImportBytes;
+using kiln::capture::ImportFile;
+
+std::string Corpus() {
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  return std::string(src != nullptr ? src : ".") + "/../shared/corpus";
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string Gunzip(const std::string& data) {
+  std::string out;
+  z_stream zs{};
+  inflateInit2(&zs, 16 + MAX_WBITS);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  char buf[65536];
+  int rc;
+  do {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof(buf);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.append(buf, sizeof(buf) - zs.avail_out);
+  } while (rc == Z_OK);
+  inflateEnd(&zs);
+  return out;
+}
+
+std::string BuildPprof(size_t target_bytes) {
+  perftools::profiles::Profile base;
+  base.ParseFromString(Gunzip(ReadAll(Corpus() + "/parca/alloc_objects.pb.gz")));
+  perftools::profiles::Profile big = base;
+  big.clear_sample();
+  big.clear_location();
+  uint64_t max_id = 0;
+  for (const auto& l : base.location()) max_id = std::max<uint64_t>(max_id, l.id());
+  size_t per_copy = base.ByteSizeLong();
+  size_t copies = std::max<size_t>(1, target_bytes / per_copy);
+  for (size_t c = 0; c < copies; ++c) {
+    uint64_t offset = c * max_id;
+    for (const auto& l : base.location()) {
+      auto* nl = big.add_location();
+      *nl = l;
+      nl->set_id(l.id() + offset);
+      nl->set_address(l.address() + c * 16);
+    }
+    for (const auto& s : base.sample()) {
+      auto* ns = big.add_sample();
+      *ns = s;
+      for (int i = 0; i < ns->location_id_size(); ++i) ns->set_location_id(i, s.location_id(i) + offset);
+    }
+  }
+  return big.SerializeAsString();
+}
+
+// Repeats the corpus perf files, shifting each copy's timestamps past the
+// previous copy's so the result is one plausible long recording.
+std::string BuildPerf(size_t target_bytes) {
+  std::string base;
+  for (const char* f : {"/flamegraph/perf-numa-stacks-01.txt", "/speedscope/system-wide.linux-perf.txt",
+                        "/speedscope/forks.linux-perf.txt", "/flamegraph/perf-java-faults-01.txt"}) {
+    std::string text = ReadAll(Corpus() + f);
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    base += text + "\n";
+  }
+  std::string out;
+  out.reserve(target_bytes + base.size());
+  double shift = 0;
+  while (out.size() < target_bytes) {
+    size_t pos = 0;
+    while (pos < base.size()) {
+      size_t end = base.find('\n', pos);
+      if (end == std::string::npos) end = base.size();
+      std::string_view line(base.data() + pos, end - pos);
+      pos = end + 1;
+      if (!line.empty() && line[0] != '\t' && line[0] != ' ' && line[0] != '#') {
+        // Shift "secs.frac:" by `shift` seconds.
+        size_t colon = line.find(": ");
+        size_t dot = line.rfind('.', colon);
+        size_t start = line.rfind(' ', dot);
+        if (colon != std::string_view::npos && dot != std::string_view::npos &&
+            start != std::string_view::npos && dot < colon) {
+          double t = std::strtod(std::string(line.substr(start + 1, colon - start - 1)).c_str(), nullptr);
+          char buf[64];
+          std::snprintf(buf, sizeof(buf), "%.6f", t + shift);
+          out.append(line.substr(0, start + 1));
+          out.append(buf);
+          out.append(line.substr(colon));
+          out.push_back('\n');
+          continue;
+        }
+      }
+      out.append(line);
+      out.push_back('\n');
+    }
+    shift += 1000000;
+  }
+  return out;
+}
+
+struct Figures {
+  double seconds = 0;
+  uint64_t samples = 0;
+  long peak_rss_kb = 0;
+  bool ok = false;
+};
+
+// Runs one import in a fresh process (fork + exec of this program), so
+// each peak RSS is its own and the heap is not the generator's leftovers.
+const char* g_self = nullptr;
+
+Figures Measure(const std::string& path, bool from_memory) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    execl(g_self, g_self, "--measure", path.c_str(), from_memory ? "memory" : "file",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  Figures f;
+  std::string text;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  unsigned long long samples = 0;
+  f.ok = std::sscanf(text.c_str(), "%lf %llu %ld", &f.seconds, &samples, &f.peak_rss_kb) == 3;
+  f.samples = samples;
+  return f;
+}
+
+int MeasureChild(const std::string& path, bool from_memory) {
+  std::string bytes = from_memory ? ReadAll(path) : std::string();
+  auto t0 = std::chrono::steady_clock::now();
+  auto c = from_memory ? ImportBytes(bytes, path) : ImportFile(path);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!c.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(c.status().message()).c_str());
+    return 1;
+  }
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("%f %llu %ld\n", seconds, static_cast<unsigned long long>(c->batch.samples.size()),
+              ru.ru_maxrss);
+  return 0;
+}
+
+void Report(const char* what, const std::string& path, uint64_t raw_bytes) {
+  uint64_t file_bytes = ReadAll(path).size();
+  for (bool memory : {true, false}) {
+    Figures f = Measure(path, memory);
+    if (!f.ok) {
+      std::printf("%-22s %-6s FAILED\n", what, memory ? "memory" : "file");
+      continue;
+    }
+    std::printf("%-22s %-6s %8.1f MB file %8.1f MB raw %7.3f s %8.1f MB/s raw %8.1f MB/s file "
+                "%7.2f M samples/s (%llu samples) peak RSS %ld MB\n",
+                what, memory ? "memory" : "file", file_bytes / 1e6, raw_bytes / 1e6, f.seconds,
+                raw_bytes / 1e6 / f.seconds, file_bytes / 1e6 / f.seconds,
+                f.samples / 1e6 / f.seconds, static_cast<unsigned long long>(f.samples),
+                f.peak_rss_kb / 1024);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string(argv[1]) == "--one") {
+    // One import of an existing file, for profilers.
+    auto c = ImportFile(argv[2]);
+    std::printf("%s: %s\n", argv[2],
+                c.ok() ? (std::to_string(c->batch.samples.size()) + " samples").c_str()
+                       : std::string(c.status().message()).c_str());
+    return c.ok() ? 0 : 1;
+  }
+  g_self = argv[0];
+  if (argc == 4 && std::string(argv[1]) == "--measure") {
+    return MeasureChild(argv[2], std::string(argv[3]) == "memory");
+  }
+  size_t target_mb = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 100;
+  if (ReadAll(Corpus() + "/README.md").empty()) {
+    std::fprintf(stderr, "corpus not found at %s\n", Corpus().c_str());
+    return 77;
+  }
+  std::string dir = "/tmp/kiln-import-bench";
+  std::system(("mkdir -p " + dir).c_str());
+
+  std::string pprof = BuildPprof(target_mb << 20);
+  std::string pprof_gz = kiln::capture::GzipCompress(pprof);
+  std::ofstream(dir + "/big.pb", std::ios::binary) << pprof;
+  std::ofstream(dir + "/big.pb.gz", std::ios::binary) << pprof_gz;
+  std::string perf = BuildPerf(target_mb << 20);
+  std::ofstream(dir + "/big.perf.txt", std::ios::binary) << perf;
+
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::printf("kiln import benchmark on %s, %ld CPUs online\n", host, sysconf(_SC_NPROCESSORS_ONLN));
+  Report("pprof (uncompressed)", dir + "/big.pb", pprof.size());
+  Report("pprof (gzip)", dir + "/big.pb.gz", pprof.size());
+  Report("perf script", dir + "/big.perf.txt", perf.size());
+  return 0;
+}
