@@ -6,10 +6,9 @@
 
 #include <functional>
 #include <random>
-
-#include "google/protobuf/stubs/logging.h"
 #include <string>
 
+#include "google/protobuf/stubs/logging.h"
 #include "ingest/message_text.h"
 #include "ingest/otlp_request_builder.h"
 
