@@ -23,6 +23,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -40,6 +41,19 @@ using storage::Attribute;
 constexpr uint32_t kUnmapped = UINT32_MAX;
 // Keep the response readable: the first few reasons, then a count.
 constexpr int kMaxReportedErrors = 5;
+
+// Budgets for one request's batch. OTLP's dictionary lets a few input bytes
+// expand a lot (a stack naming a location of 1,000 inline lines, resource
+// attributes copied into every attribute set), so without them a 64 MiB
+// request could ask for gigabytes. Honest agent requests of 64 MiB stay far
+// below: about 3 M samples, 5 M stack frames, 1 M attributes.
+constexpr size_t kMaxBatchSamples = 8 << 20;       // x 32 bytes
+constexpr size_t kMaxBatchFrames = 4 << 20;        // x 40 bytes
+constexpr size_t kMaxBatchStackFrames = 32 << 20;  // x 4 bytes
+constexpr size_t kMaxBatchAttributes = 8 << 20;    // x 8 bytes
+// Deepest stack after inline expansion (Linux perf stops at 127 by default;
+// deep JVM recursion reaches thousands).
+constexpr int64_t kMaxStackDepth = 1 << 16;
 
 constexpr std::string_view kFrameTypeKey = "profile.frame.type";
 constexpr std::string_view kHtlhashKey = "process.executable.build_id.htlhash";
@@ -194,8 +208,11 @@ bool HasMisnumberedFields(const otlp::Sample& sample, const google::protobuf::Re
 
 class Normalizer {
  public:
-  explicit Normalizer(const collector::ExportProfilesServiceRequest& request)
-      : request_(request),
+  // Profiles numbered `reject_from` and later (in request order) are
+  // rejected as over budget; see NormalizeExportRequest.
+  Normalizer(const collector::ExportProfilesServiceRequest& request, int64_t reject_from)
+      : reject_from_(reject_from),
+        request_(request),
         dict_(request.dictionary()),
         out_(result_.batch.dict),
         string_count_(dict_.string_table_size()) {
@@ -214,6 +231,8 @@ class Normalizer {
   }
 
   NormalizeResult Run();
+  // The number of the profile whose emission went over a budget, or -1.
+  int64_t overflow_at() const { return overflow_at_; }
 
  private:
   enum : uint8_t { kUnchecked = 0, kValid = 1, kInvalid = 2 };
@@ -273,6 +292,15 @@ class Normalizer {
     }
   }
 
+  bool OverBudget() const {
+    return out_.frames.size() > kMaxBatchFrames || out_.stack_frames.size() > kMaxBatchStackFrames ||
+           out_.attributes.size() > kMaxBatchAttributes;
+  }
+
+  const int64_t reject_from_;
+  int64_t overflow_at_ = -1;
+  bool overflow_ = false;  // set by emission when a budget ran out
+  size_t events_ = 0;      // samples promised by validated profiles
   const collector::ExportProfilesServiceRequest& request_;
   const otlp::ProfilesDictionary& dict_;
   NormalizeResult result_;
@@ -388,8 +416,12 @@ std::string Normalizer::CheckLocation(int32_t index) {
 std::string Normalizer::CheckStack(int32_t index) {
   return Memo(stack_state_, index, [&]() -> std::string {
     const otlp::Stack& stack = At(dict_.stack_table(), index);
+    int64_t depth = 0;
     for (int i = 0; i < stack.location_indices_size(); ++i) {
       const int32_t l = stack.location_indices(i);
+      if (l >= 0 && l < dict_.location_table_size()) {
+        depth += std::max(1, dict_.location_table(l).lines_size());
+      }
       if (l > 0 && l < static_cast<int>(location_state_.size()) && location_state_[l] == kValid) {
         continue;
       }
@@ -399,6 +431,10 @@ std::string Normalizer::CheckStack(int32_t index) {
       }
       std::string e = CheckLocation(l);
       if (!e.empty()) return Cat(owner(), " ", l, ": ", e);
+    }
+    if (depth > kMaxStackDepth) {
+      return Cat("dictionary.stack_table[", index, "] expands to ", depth,
+                 " frames with inlined lines (limit ", kMaxStackDepth, ")");
     }
     return {};
   });
@@ -468,6 +504,10 @@ std::string Normalizer::ValidateProfile(const otlp::Profile& profile, size_t* ev
                           " timestamps_unix_nano (expected one value, or a value per timestamp)");
     }
     events += timestamps > 0 ? static_cast<size_t>(timestamps) : 1;
+  }
+  if (events_ + events > kMaxBatchSamples) {
+    return Cat("samples: ", events, " events would take the request past ", kMaxBatchSamples,
+               " samples, the most kiln takes in one request; send smaller requests");
   }
   *event_count = events;
   return {};
@@ -586,6 +626,10 @@ uint32_t Normalizer::MapStack(int32_t index) {
     int32_t l = stack.location_indices(i);
     if (l <= 0 && dict_.location_table_size() == 0) continue;  // empty element
     MapLocation(l);
+    if (out_.stack_frames.size() + frame_scratch_.size() + location_count_[l] > kMaxBatchStackFrames) {
+      overflow_ = true;
+      return 0;
+    }
     for (uint32_t f = 0; f < location_count_[l]; ++f) {
       frame_scratch_.push_back(location_first_[l] + f);
     }
@@ -725,6 +769,10 @@ void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
       last_stack = s.stack_index();
       stack = MapStack(last_stack);
     }
+    if (overflow_ || OverBudget()) {
+      overflow_ = true;
+      return;
+    }
     storage::Sample out;
     out.stack = stack;
     out.attribute_set = MapAttributeSet(s);
@@ -752,20 +800,32 @@ void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
 }
 
 NormalizeResult Normalizer::Run() {
+  int64_t ordinal = 0;
   for (int r = 0; r < request_.resource_profiles_size(); ++r) {
     const otlp::ResourceProfiles& rp = request_.resource_profiles(r);
     for (int s = 0; s < rp.scope_profiles_size(); ++s) {
       const otlp::ScopeProfiles& sp = rp.scope_profiles(s);
-      for (int p = 0; p < sp.profiles_size(); ++p) {
+      for (int p = 0; p < sp.profiles_size(); ++p, ++ordinal) {
+        auto path = [&] { return Cat("resource_profiles[", r, "].scope_profiles[", s, "].profiles[", p, "]"); };
+        if (ordinal >= reject_from_) {
+          Reject(Cat(path(), ": the request expands to more than kiln takes in one request (",
+                     kMaxBatchFrames, " frames, ", kMaxBatchStackFrames, " stack frames, ",
+                     kMaxBatchAttributes, " attributes); send smaller requests"));
+          continue;
+        }
         size_t events = 0;
         std::string error = ValidateProfile(sp.profiles(p), &events);
         if (!error.empty()) {
-          Reject(Cat("resource_profiles[", r, "].scope_profiles[", s, "].profiles[", p,
-                              "].", error));
+          Reject(Cat(path(), ".", error));
           continue;
         }
         PrepareResource(r);
         EmitProfile(sp.profiles(p), events);
+        if (overflow_) {
+          overflow_at_ = ordinal;
+          return {};
+        }
+        events_ += events;
         ++result_.accepted_profiles;
       }
     }
@@ -785,7 +845,14 @@ NormalizeResult Normalizer::Run() {
 
 NormalizeResult NormalizeExportRequest(
     const collector::ExportProfilesServiceRequest& request) {
-  return Normalizer(request).Run();
+  Normalizer first(request, std::numeric_limits<int64_t>::max());
+  NormalizeResult result = first.Run();
+  if (first.overflow_at() < 0) return result;
+  // A profile blew a budget half way through its emission. Rather than
+  // unpick the caches, normalize again and reject it and every later
+  // profile up front. The earlier profiles fit the first time and the run
+  // is deterministic, so they fit again; there is at most one rerun.
+  return Normalizer(request, first.overflow_at()).Run();
 }
 
 }  // namespace kiln::ingest

@@ -557,5 +557,44 @@ TEST_CASE("randomly broken indices: never a crash, always a consistent batch") {
   MESSAGE(accepted, " profiles accepted, ", rejected, " rejected");
 }
 
+TEST_CASE("expansion limits: a few bytes may not ask for gigabytes") {
+  SUBCASE("a stack deeper than the limit after inline expansion") {
+    Fixture f;
+    std::vector<OtlpRequestBuilder::LineSpec> lines(100, OtlpRequestBuilder::LineSpec("inlined"));
+    int32_t fat = f.b.Location(0, 0, lines);
+    int32_t deep = f.b.Stack(std::vector<int32_t>(1000, fat));  // 100,000 frames
+    auto* rp = f.b.Resource({});
+    OtlpRequestBuilder::AddSample(f.b.AddProfile(rp), f.stack_a, {}, {1});
+    OtlpRequestBuilder::AddSample(f.b.AddProfile(rp), deep, {}, {2});
+    NormalizeResult r = NormalizeExportRequest(f.b.request);
+    CHECK(r.accepted_profiles == 1);
+    CHECK(r.error_message ==
+          "resource_profiles[0].scope_profiles[0].profiles[1].samples[0].stack_index 3: "
+          "dictionary.stack_table[3] expands to 100000 frames with inlined lines (limit 65536)");
+    CheckBatchIsConsistent(r.batch);
+  }
+  SUBCASE("resource attributes copied into many attribute sets") {
+    Fixture f;
+    OtlpRequestBuilder::AddSample(f.b.AddProfile(f.b.Resource({{"a", "b"}})), f.stack_a, {}, {1});
+    auto* rp = f.b.Resource({});
+    for (int i = 0; i < 3000; ++i) {
+      auto* kv = rp->mutable_resource()->add_attributes();
+      kv->set_key("k" + std::to_string(i));
+      kv->mutable_value()->set_int_value(i);
+    }
+    auto* bomb = f.b.AddProfile(rp);
+    for (int i = 0; i < 3000; ++i) {
+      OtlpRequestBuilder::AddSample(bomb, f.stack_a, {f.b.IntAttribute("x", i)}, {1});
+    }
+    NormalizeResult r = NormalizeExportRequest(f.b.request);
+    CHECK(r.accepted_profiles == 1);
+    CHECK(r.rejected_profiles == 1);
+    CHECK(r.error_message.find("resource_profiles[1].scope_profiles[0].profiles[0]: the request "
+                               "expands to more than kiln takes in one request") == 0);
+    CHECK(r.batch.samples.size() == 1);
+    CheckBatchIsConsistent(r.batch);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::ingest
