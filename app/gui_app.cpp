@@ -122,6 +122,7 @@ struct App {
   uint64_t submitted_generation = 0;
   uint64_t data_version = 0;
   int timeline_buckets = 300;
+  bool empty_help_drawn = false;  // the content area showed the empty-store help
 
   App(storage::Store& s, const ingest::OtlpReceiver* receiver, const GuiOptions& options)
       : store(s), worker(s, receiver, options.data_dir, [] { glfwPostEmptyEvent(); }), views(CreateViews()) {
@@ -224,8 +225,6 @@ struct App {
     if (empty_help_drawn) return true;
     return Current() && !worker.Busy() && views[active_view]->Settled();
   }
-
-  bool empty_help_drawn = false;
 };
 
 }  // namespace
@@ -277,15 +276,20 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
     const auto start = std::chrono::steady_clock::now();
     int settled_frames = 0;
     bool first_frame = true;
+    bool second_frame = false;
     const bool report_startup = std::getenv("KILN_REPORT_STARTUP") != nullptr;
     bool reported_settled = false;
     while (!glfwWindowShouldClose(window.get())) {
       // Idle at a few frames per second, but animate promptly while the
       // worker computes; the worker wakes us when a result lands.
-      if (first_frame || screenshot) {
+      // ImGui settles some changes (tab switches, popups) one frame after
+      // the input, so every wake-up draws two frames back to back.
+      if (first_frame || screenshot || second_frame) {
         glfwPollEvents();
+        second_frame = false;
       } else {
         glfwWaitEventsTimeout(app.worker.Busy() ? 1.0 / 30 : 0.5);
+        second_frame = true;
       }
       app.Update();
       ImGui_ImplOpenGL3_NewFrame();

@@ -43,6 +43,7 @@ void FlamegraphView::AdoptTree(std::shared_ptr<const FlameTree> tree,
                                std::shared_ptr<const std::vector<int64_t>> left) {
   if (tree == tree_) return;
   tree_ = std::move(tree);
+  ++tree_serial_;
   left_ = std::move(left);
   layout_dirty_ = true;
   search_dirty_ = true;
@@ -94,7 +95,7 @@ void FlamegraphView::RefreshSearch() {
     FlameSearchResult result = search_future_.get();
     if (search_tree_ == tree_ && result.query == search_buffer_) {
       search_ = std::move(result);
-      searched_tree_ = tree_.get();
+      searched_serial_ = tree_serial_;
       if (zoom_to_search_ && search_.matched_nodes > 0) ZoomTo(search_.common_ancestor);
       zoom_to_search_ = false;
     } else {
@@ -106,7 +107,7 @@ void FlamegraphView::RefreshSearch() {
   search_dirty_ = false;
   if (search_buffer_[0] == 0) {
     search_ = {};
-    searched_tree_ = tree_.get();
+    searched_serial_ = tree_serial_;
     zoom_to_search_ = false;
     return;
   }
@@ -118,7 +119,7 @@ void FlamegraphView::RefreshSearch() {
     return;
   }
   search_ = SearchFlameTree(*tree_, search_buffer_);
-  searched_tree_ = tree_.get();
+  searched_serial_ = tree_serial_;
   if (zoom_to_search_ && search_.matched_nodes > 0) ZoomTo(search_.common_ancestor);
   zoom_to_search_ = false;
 }
@@ -227,14 +228,24 @@ void FlamegraphView::DrawBreadcrumbs() {
   if (zoom_node_ == 0) return;
   const std::vector<uint32_t> path = PathToNode(*tree_, zoom_node_);
   ImGui::TextDisabled("Zoom:");
+  // Deep zooms (recursion) would run off the window: keep the first two and
+  // the last kTail crumbs, and show the middle as "...".
+  constexpr size_t kHead = 2, kTail = 5;
   for (size_t i = 0; i < path.size(); ++i) {
+    if (path.size() > kHead + kTail + 1 && i >= kHead && i + kTail < path.size()) {
+      if (i == kHead) {
+        ImGui::SameLine();
+        ImGui::TextDisabled("> ... (%zu more)", path.size() - kHead - kTail);
+      }
+      continue;
+    }
     ImGui::SameLine();
     if (i > 0) {
       ImGui::TextDisabled(">");
       ImGui::SameLine();
     }
     std::string label = tree_->Label(path[i]);
-    if (label.size() > 48) label = label.substr(0, 45) + "...";
+    if (label.size() > 40) label = label.substr(0, 37) + "...";
     ImGui::PushID(static_cast<int>(i));
     if (ImGui::SmallButton(label.c_str())) ZoomTo(path[i]);
     ImGui::PopID();
@@ -298,7 +309,7 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
   const float text_dy = (row_h - font_size) * 0.5f - 0.5f;
 
   // Highlights index nodes: only use a result computed for this tree.
-  const bool searching = search_.active() && searched_tree_ == tree_.get();
+  const bool searching = search_.active() && searched_serial_ == tree_serial_;
   for (int d = 0; d < layout_.Rows(); ++d) {
     const float y0 = origin.y + top_pad + RowTop(d, rows, row_h, flame);
     const float y1 = y0 + row_h - 1.f;

@@ -66,7 +66,10 @@ class FlamegraphView : public View {
   // than a frame); the previous result stays on screen meanwhile.
   std::future<FlameSearchResult> search_future_;
   std::shared_ptr<const storage::FlameTree> search_tree_;  // what search_future_ searches
-  const storage::FlameTree* searched_tree_ = nullptr;       // what search_ was computed for
+  // Which tree search_ indexes: a counter, not a pointer, because a new
+  // tree can be allocated where a freed one was.
+  uint64_t tree_serial_ = 0;
+  uint64_t searched_serial_ = 0;
 
   std::vector<int64_t> type_weight_;  // self weight per frame type, for the legend
   std::vector<uint8_t> type_present_;  // frame types that occur in the tree

@@ -97,6 +97,10 @@ void DrawEmptyStoreHelp(const StatusSnapshot* status) {
   ImGui::Separator();
   const std::string listen =
       status && status->receiver ? status->receiver->listen_address : std::string("0.0.0.0:11000");
+  // The commands use the port kiln actually listens on.
+  const size_t colon = listen.rfind(':');
+  const std::string port = colon == std::string::npos ? "11000" : listen.substr(colon + 1);
+  const std::string agent = "sudo kiln-agent -collection-agent=127.0.0.1:" + port + " -disable-tls";
   if (status && status->receiver) {
     ImGui::Text("Kiln is listening for OTLP profiles on %s. Data shows up here within a second or two of "
                 "an agent starting.", listen.c_str());
@@ -105,12 +109,12 @@ void DrawEmptyStoreHelp(const StatusSnapshot* status) {
   }
   ImGui::Dummy(ImVec2(0, em * 0.5f));
   ImGui::TextUnformatted("Profile this machine (Linux, as root):");
-  CopyableText("agent", "sudo kiln-agent -collection-agent=127.0.0.1:11000 -disable-tls");
+  CopyableText("agent", agent);
   ImGui::TextDisabled("The OpenTelemetry eBPF profiler takes the same flags and works too.");
   ImGui::Dummy(ImVec2(0, em * 0.5f));
-  ImGui::TextUnformatted("Profile a remote host: tunnel its port 11000 back to this machine, then run the agent there:");
-  CopyableText("ssh", "ssh -R11000:localhost:11000 HOST");
-  CopyableText("remote_agent", "sudo kiln-agent -collection-agent=127.0.0.1:11000 -disable-tls");
+  ImGui::Text("Profile a remote host: tunnel its port %s back to this machine, then run the agent there:", port.c_str());
+  CopyableText("ssh", "ssh -R" + port + ":localhost:" + port + " HOST");
+  CopyableText("remote_agent", agent);
   ImGui::Dummy(ImVec2(0, em * 0.5f));
   ImGui::TextUnformatted("Open a saved capture (OTLP, pprof, folded stacks, perf script):");
   CopyableText("open", "kiln --open FILE");

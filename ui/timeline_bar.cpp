@@ -86,6 +86,20 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
     dl->AddRect(ImVec2(x0, p0.y), ImVec2(x1, p0.y + plot_h), PackRgba(0xff, 0xff, 0xff, 160));
   }
 
+  // The range every view shows, in words, at the plot's top-left corner.
+  {
+    const TimeRange range = session.QueryRange();
+    if (!range.Empty()) {
+      const std::string text = (session.selection.Empty() ? "" : "Selected ") + FormatClock(range.from_ns) + " - " +
+                               FormatClock(range.to_ns) + "  (" + FormatDuration(range.Span()) + ")";
+      const ImVec2 size = ImGui::CalcTextSize(text.c_str());
+      const ImVec2 at(p0.x + 6.f, p0.y + 3.f);
+      dl->AddRectFilled(ImVec2(at.x - 3.f, at.y - 1.f), ImVec2(at.x + size.x + 3.f, at.y + size.y + 1.f),
+                        PackRgba(0x16, 0x18, 0x1d, 200), 3.f);
+      dl->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), text.c_str());
+    }
+  }
+
   if (hovered) {
     const int64_t t = XToTime(window, mouse.x, p0.x, width);
     dl->AddLine(ImVec2(mouse.x, p0.y), ImVec2(mouse.x, p0.y + plot_h), PackRgba(0xff, 0xff, 0xff, 90));

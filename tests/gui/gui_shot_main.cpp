@@ -1,12 +1,16 @@
 // kiln_gui_shot: opens the Kiln window over a data directory without the
 // receiver, for smoke tests and the benchmark.
 //
-//   kiln_gui_shot --data-dir DIR [--demo] [--tab T] [--size WxH] [--screenshot FILE.png]
+//   kiln_gui_shot --data-dir DIR [--demo] [--feed] [--tab T] [--size WxH] [--screenshot FILE.png]
 //
 // --demo writes the synthetic demo profile (ending now) into DIR first.
+// --feed keeps writing the demo's last second of samples every second, as
+// a live agent would (for trying live follow by hand).
 // With KILN_REPORT_RSS set, prints the peak RSS on exit; with
 // KILN_REPORT_STARTUP, when the store was open (RunGui reports the rest).
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +44,7 @@ int Usage() {
 int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   kiln::app::GuiOptions options;
+  bool feed = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -47,6 +52,8 @@ int main(int argc, char** argv) {
       options.data_dir = value();
     } else if (arg == "--demo") {
       options.demo = true;
+    } else if (arg == "--feed") {
+      feed = true;
     } else if (arg == "--tab") {
       options.tab = value();
     } else if (arg == "--screenshot") {
@@ -78,7 +85,24 @@ int main(int argc, char** argv) {
     }
     (void)(*store)->AppendLog(kiln::storage::LogLevel::kInfo, "demo profile written");
   }
+  std::atomic<bool> stop{false};
+  std::thread feeder;
+  if (feed) {
+    feeder = std::thread([&] {
+      while (!stop) {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+        kiln::storage::ProfileBatch batch = kiln::app::BuildDemoProfile(now);
+        std::erase_if(batch.samples, [&](const kiln::storage::Sample& s) { return s.time_ns < now - 1'000'000'000; });
+        (void)(*store)->Write(batch);
+      }
+    });
+  }
   const int status = kiln::app::RunGui(**store, nullptr, options);
+  stop = true;
+  if (feeder.joinable()) feeder.join();
   if (std::getenv("KILN_REPORT_RSS")) {
     std::fprintf(stderr, "kiln_gui_shot: peak RSS %.1f MB\n", ReadStatusKb("VmHWM:") / 1024.0);
   }
