@@ -218,6 +218,10 @@ absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_
     }
     out.dominant_kind = static_cast<storage::SampleKind>(best);
   }
+  if (out.range_end_ns <= out.range_start_ns) {  // the importer did not declare one
+    out.range_start_ns = out.first_time_ns;
+    out.range_end_ns = out.last_time_ns;
+  }
   return out;
 }
 

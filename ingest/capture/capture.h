@@ -78,6 +78,11 @@ struct ImportedCapture {
   std::vector<std::string> warnings;  // human readable, at most ~20
   int64_t first_time_ns = 0;  // data range (0, 0 when there are no samples)
   int64_t last_time_ns = 0;
+  // The capture's own time range for a time axis: pprof's time_nanos ..
+  // time_nanos + duration_nanos (all its samples sit at time_nanos), OTLP
+  // and perf the data range (end inclusive).
+  int64_t range_start_ns = 0;
+  int64_t range_end_ns = 0;
   // The sample kind with the most weight: what a viewer should show first.
   storage::SampleKind dominant_kind = storage::SampleKind::kOnCpu;
 };

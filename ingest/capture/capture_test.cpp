@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include "absl/strings/escaping.h"
 #include "ingest/capture/capture.h"
 #include "ingest/capture/importers.h"
 #include "ingest/capture/slice_builder.h"
@@ -140,6 +141,7 @@ perftools::profiles::Profile SmallPprof() {
   s->add_value(1);
   s->add_value(10);
   p.set_time_nanos(1000);
+  p.set_duration_nanos(5000);
   return p;
 }
 
@@ -153,6 +155,8 @@ TEST_CASE("pprof: default sample type is the last, inlined lines expand caller f
   CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
         "main 10\nmain;work;inl 30\n");
   CHECK(c->first_time_ns == 1000);
+  CHECK(c->range_start_ns == 1000);
+  CHECK(c->range_end_ns == 1000 + 5000);
 
   ImportOptions o;
   o.sample_type = "samples";
@@ -215,6 +219,44 @@ TEST_CASE("OTLP JSON: hex ids become bytes, syntax errors have line:column") {
   auto d = PrepareOtlpJson(deep, "deep.json");
   REQUIRE(!d.ok());
   CHECK(std::string(d.status().message()).find("deeper than 64") != std::string::npos);
+}
+
+TEST_CASE("OTLP JSON: camelCase names, hex ids, int64 as string or number") {
+  const char* json = R"({
+ "resourceProfiles": [{
+   "resource": {"attributes": [{"key": "process.executable.name", "value": {"stringValue": "app"}}]},
+   "scopeProfiles": [{"profiles": [{
+      "sampleType": {"typeStrindex": 1, "unitStrindex": 2},
+      "periodType": {"typeStrindex": 3, "unitStrindex": 4},
+      "timeUnixNano": "1700000000000000000",
+      "samples": [{"stackIndex": 1, "values": ["3"], "linkIndex": 1},
+                  {"stackIndex": 2, "values": [2]}]
+   }]}]
+ }],
+ "dictionary": {
+   "stringTable": ["", "samples", "count", "cpu", "nanoseconds", "main", "work"],
+   "functionTable": [{}, {"nameStrindex": 5}, {"nameStrindex": 6}],
+   "locationTable": [{}, {"lines": [{"functionIndex": 1}]}, {"lines": [{"functionIndex": 2}]}],
+   "stackTable": [{}, {"locationIndices": [2, 1]}, {"locationIndices": [1]}],
+   "linkTable": [{}, {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174"}],
+   "mappingTable": [{}], "attributeTable": [{}]
+ }
+})";
+  auto c = ImportBytes(json, "capture.json");
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->format == CaptureFormat::kOtlpJson);
+  CHECK(Folded(*c, storage::GroupBy::kProcess, false, storage::SampleKind::kOnCpu) ==
+        "app;main 2\napp;main;work 3\n");
+  CHECK(c->first_time_ns == 1700000000000000000);
+  bool has_link = false;
+  for (const auto& l : c->batch.dict.links) {
+    has_link = has_link || l.trace_id == absl::HexStringToBytes("5b8efff798038103d269b633813fc60c");
+  }
+  CHECK(has_link);
+
+  auto bad = ImportBytes("{\"resourceProfiles\": [{\"scopeProfiles\": 5}]}", "bad.json");
+  REQUIRE(!bad.ok());
+  CHECK(std::string(bad.status().message()).rfind("bad.json: ", 0) == 0);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 // [SECTION] Importers
 #include <google/protobuf/arena.h>
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/escaping.h"
@@ -299,7 +300,13 @@ absl::Status ImportOtlpProtobuf(std::string_view data, ParseContext& ctx) {
   }
   pb::Arena arena;
   auto* request = pb::Arena::CreateMessage<Request>(&arena);
-  if (!request->ParseFromArray(data.data(), static_cast<int>(data.size()))) {
+  bool parsed;
+  {
+    // protobuf logs bad UTF-8 to stderr; our error message says it better.
+    pb::LogSilencer silence;
+    parsed = request->ParseFromArray(data.data(), static_cast<int>(data.size()));
+  }
+  if (!parsed) {
     std::string path;
     uint64_t offset = 0;
     std::string what = "not a valid OTLP protobuf message";

@@ -110,6 +110,10 @@ class PprofDecoder {
 
   std::vector<std::pair<int64_t, int64_t>> sample_types_;
   std::vector<Span> samples_;
+  // The packed location ids of each sample when they come first (as every
+  // known writer emits them), found in the first pass so the second can
+  // prefetch hash slots a few samples ahead.
+  std::vector<absl::string_view> sample_packed_ids_;
   std::vector<PMapping> mappings_;
   std::vector<PLocation> locations_;
   std::vector<PLine> lines_;
@@ -174,6 +178,12 @@ absl::Status PprofDecoder::ScanTop() {
           sample_types_.emplace_back(t, u);
         } else if (field == 2) {
           samples_.push_back(s);
+          absl::string_view packed;
+          if (s.data.size() >= 2 && s.data[0] == 0x0a) {
+            auto len = static_cast<uint8_t>(s.data[1]);
+            if (len < 0x80 && 2u + len <= s.data.size()) packed = Av(s.data.substr(2, len));
+          }
+          sample_packed_ids_.push_back(packed);
         } else if (field == 3) {
           if (absl::Status st = DecodeMapping(s); !st.ok()) return st;
         } else if (field == 4) {
@@ -454,8 +464,15 @@ absl::Status PprofDecoder::DecodeSamples() {
       std::min<uint64_t>(sample_bytes, uint64_t{1} << 31) *
       std::max<size_t>(1, frames_of_.size() / std::max<size_t>(1, locations_.size())));
 
+  constexpr size_t kPrefetchDistance = 8;
   for (size_t si = 0; si < samples_.size(); ++si) {
     const Span& s = samples_[si];
+    // The table outgrows the caches; each lookup would otherwise wait for
+    // memory.
+    if (si + kPrefetchDistance < samples_.size() &&
+        !sample_packed_ids_[si + kPrefetchDistance].empty()) {
+      stack_by_packed.prefetch(sample_packed_ids_[si + kPrefetchDistance]);
+    }
     WireReader r(s.data, s.offset);
     ids.clear();
     key.clear();
@@ -543,8 +560,12 @@ absl::Status PprofDecoder::DecodeSamples() {
                                                          " does not exist (",
                                                          locations_.size(), " locations)"));
         }
-        frames.insert(frames.end(), frames_of_.begin() + location_frames_offset_[li],
-                      frames_of_.begin() + location_frames_offset_[li + 1]);
+        uint32_t b = location_frames_offset_[li], e = location_frames_offset_[li + 1];
+        if (e == b + 1) {
+          frames.push_back(frames_of_[b]);  // the common case: no inlining
+        } else {
+          frames.insert(frames.end(), frames_of_.begin() + b, frames_of_.begin() + e);
+        }
       }
       // Frames were appended in place; close the stack.
       auto& offsets = out->batch.dict.stack_offsets;
@@ -625,6 +646,10 @@ absl::Status PprofDecoder::Run() {
   if (absl::Status s = ResolveLocations(); !s.ok()) return s;
   if (absl::Status s = DecodeSamples(); !s.ok()) return s;
   if (duration_nanos_ < 0) ctx_.Warn(absl::StrCat(ctx_.name(), ": negative duration_nanos"));
+  if (time_nanos_ != 0 && duration_nanos_ > 0) {
+    ctx_.out()->range_start_ns = time_nanos_;
+    ctx_.out()->range_end_ns = time_nanos_ + duration_nanos_;
+  }
   return absl::OkStatus();
 }
 

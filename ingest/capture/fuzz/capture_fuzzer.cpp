@@ -1,0 +1,54 @@
+// libFuzzer entry point for one capture parser, chosen at compile time by
+// KILN_FUZZ_PARSER (see ingest/capture/CMakeLists.txt, KILN_BUILD_FUZZERS):
+//   0 any (sniff + gzip/zstd + dispatch, as ImportBytes), 1 pprof,
+//   2 perf script, 3 folded, 4 OTLP protobuf, 5 OTLP JSON.
+// A finding is any crash, sanitizer report, leak or timeout; parse errors
+// are the expected outcome for most inputs.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "ingest/capture/capture.h"
+#include "ingest/capture/export.h"
+#include "ingest/capture/importers.h"
+#include "ingest/capture/slice_builder.h"
+
+#ifndef KILN_FUZZ_PARSER
+#define KILN_FUZZ_PARSER 0
+#endif
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace kiln::capture;
+  std::string_view input(reinterpret_cast<const char*>(data), size);
+  ImportOptions options;
+  options.max_decompressed_bytes = 64 << 20;  // stay inside libFuzzer's RSS limit
+  ImportedCapture out;
+  ParseContext ctx("fuzz", options, &out);
+  absl::Status status;
+  switch (KILN_FUZZ_PARSER) {
+    case 0: {
+      auto c = ImportBytes(input, "fuzz", options);
+      status = c.status();
+      if (c.ok()) out = std::move(*c);
+      break;
+    }
+    case 1: status = ImportPprof(input, ctx); break;
+    case 2: status = ImportPerfScript(input, ctx); break;
+    case 3: status = ImportFolded(input, ctx); break;
+    case 4: status = ImportOtlpProtobuf(input, ctx); break;
+    case 5: status = ImportOtlpJson(input, ctx); break;
+  }
+  if (status.ok()) {
+    // Whatever parses must also export: exporters see importer output.
+    kiln::storage::Query q;
+    q.kind = out.dominant_kind;
+    auto slice = SliceFromBatch(out.batch, q);
+    for (ExportFormat f : {ExportFormat::kOtlp, ExportFormat::kPprof, ExportFormat::kFolded,
+                           ExportFormat::kSvg}) {
+      ExportOptions eo;
+      eo.format = f;
+      (void)ExportSlice(slice, eo);
+    }
+  }
+  return 0;
+}
