@@ -66,9 +66,9 @@ absl::StatusOr<std::string> InflateMessage(std::string_view compressed, std::str
       break;
     }
     if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      status = absl::InvalidArgumentError(
-          Cat(encoding, " data is corrupt at compressed byte offset ", compressed.size() - z.avail_in,
-              ": ", z.msg != nullptr ? z.msg : "unknown zlib error"));
+      status = absl::InvalidArgumentError(Cat(encoding, " data is corrupt at compressed byte offset ",
+                                              compressed.size() - z.avail_in, ": ",
+                                              z.msg != nullptr ? z.msg : "unknown zlib error"));
       break;
     }
   }

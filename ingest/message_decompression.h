@@ -32,7 +32,6 @@ std::string_view SniffCompression(std::string_view bytes);
 // exceed `max_bytes`, InvalidArgument (naming the compressed byte offset)
 // when the data is corrupt or truncated.
 [[nodiscard]] absl::StatusOr<std::string> InflateMessage(std::string_view compressed,
-                                                         std::string_view encoding,
-                                                         size_t max_bytes);
+                                                         std::string_view encoding, size_t max_bytes);
 
 }  // namespace kiln::ingest

@@ -17,8 +17,7 @@ namespace message_text_internal {
 inline void Append(std::string* out, std::string_view s) { out->append(s); }
 inline void Append(std::string* out, char c) { out->push_back(c); }
 template <std::integral T>
-  requires(!std::same_as<T, char> && !std::same_as<T, bool>)
-void Append(std::string* out, T v) {
+requires(!std::same_as<T, char> && !std::same_as<T, bool>) void Append(std::string* out, T v) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   out->append(buf, end);

@@ -16,8 +16,6 @@
 // the batch.
 #include "ingest/otlp_normalizer.h"
 
-#include "ingest/message_text.h"
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -28,6 +26,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "ingest/message_text.h"
 
 namespace kiln::ingest {
 
@@ -170,15 +169,14 @@ std::string_view AnyValueText(const common::AnyValue& v, std::string* scratch) {
   return *scratch;
 }
 
-storage::SampleKind KindOf(std::string_view type, std::string_view unit,
-                           std::string_view period_type, std::string_view period_unit) {
+storage::SampleKind KindOf(std::string_view type, std::string_view unit, std::string_view period_type,
+                           std::string_view period_unit) {
   if (type == "samples" && unit == "count" &&
       ((period_type == "cpu" && period_unit == "nanoseconds") ||
        (period_type.empty() && period_unit.empty()))) {
     return storage::SampleKind::kOnCpu;
   }
-  if ((type == "off_cpu" && unit == "nanoseconds") ||
-      type.find("off_cpu") != std::string_view::npos) {
+  if ((type == "off_cpu" && unit == "nanoseconds") || type.find("off_cpu") != std::string_view::npos) {
     return storage::SampleKind::kOffCpu;
   }
   if (type == "events" && unit == "count") return storage::SampleKind::kProbe;
@@ -189,9 +187,9 @@ storage::SampleKind KindOf(std::string_view type, std::string_view unit,
 // mismatch on one of Sample's own field numbers (its packed
 // attribute_indices land on our singular link_index): protobuf keeps that as
 // an unknown field. Unknown fields with numbers we do not use are a newer
-// sender and are ignored, as protobuf intends.
-// `reflection` is Sample's, looked up once per request (GetReflection()
-// per sample showed in profiles).
+// sender and are ignored, as protobuf intends. `reflection` is Sample's,
+// looked up once per request (GetReflection() per sample showed in
+// profiles).
 bool HasMisnumberedFields(const otlp::Sample& sample, const google::protobuf::Reflection* reflection) {
   const google::protobuf::UnknownFieldSet& unknown = reflection->GetUnknownFields(sample);
   if (unknown.empty()) return false;
@@ -237,12 +235,12 @@ class Normalizer {
  private:
   enum : uint8_t { kUnchecked = 0, kValid = 1, kInvalid = 2 };
 
-  // Each Check* returns "" when the entry and everything it references is
-  // in range, else a description relative to the dictionary.
   // The string at an index, "" when out of range (validation ran first).
   std::string_view Str(int32_t i) const {
     return i > 0 && i < string_count_ ? std::string_view(dict_.string_table(i)) : std::string_view();
   }
+  // Each Check* returns "" when the entry and everything it references is
+  // in range, else a description relative to the dictionary.
   std::string CheckString(std::string_view field, int64_t index) const {
     if (InRange(index, string_count_)) return {};
     return OutOfRange(field, index, "string_table", string_count_);
@@ -250,8 +248,7 @@ class Normalizer {
   std::string CheckAttribute(int32_t index);
   // `owner()` names the field holding the list (built only on error).
   template <typename Owner>
-  std::string CheckAttributeList(const Owner& owner,
-                                 const google::protobuf::RepeatedField<int32_t>& indices);
+  std::string CheckAttributeList(const Owner& owner, const google::protobuf::RepeatedField<int32_t>& indices);
   std::string CheckMapping(int32_t index);
   std::string CheckFunction(int32_t index);
   std::string CheckLocation(int32_t index);
@@ -308,8 +305,7 @@ class Normalizer {
   const int string_count_;
   const google::protobuf::Reflection* const sample_reflection_ = otlp::Sample::GetReflection();
 
-  std::vector<uint8_t> stack_state_, location_state_, mapping_state_, function_state_,
-      attribute_state_;
+  std::vector<uint8_t> stack_state_, location_state_, mapping_state_, function_state_, attribute_state_;
 
   // OTLP index -> batch index, kUnmapped until first use.
   std::vector<uint32_t> string_map_;
@@ -466,9 +462,7 @@ std::string Normalizer::ValidateProfile(const otlp::Profile& profile, size_t* ev
     // formatted there.
     auto where = [j](std::string_view field) { return Cat("samples[", j, "]", field); };
     if (HasMisnumberedFields(s, sample_reflection_)) {
-      return Cat(where(""),
-                          " has fields with wire types the v1.10 layout does not use: ",
-                          kOlderLayoutHint);
+      return Cat(where(""), " has fields with wire types the v1.10 layout does not use: ", kOlderLayoutHint);
     }
     const int32_t stack = s.stack_index();
     if (!InRange(stack, stack_count)) {
@@ -482,8 +476,7 @@ std::string Normalizer::ValidateProfile(const otlp::Profile& profile, size_t* ev
       const int32_t a = s.attribute_indices(k);
       if (!InRange(a, attribute_count)) {
         return Cat(
-            OutOfRange(where(Cat(".attribute_indices[", k, "]")), a, "attribute_table",
-                       attribute_count),
+            OutOfRange(where(Cat(".attribute_indices[", k, "]")), a, "attribute_table", attribute_count),
             ": ", kOlderLayoutHint);
       }
       if (attribute_state_.empty() || attribute_state_[a] != kValid) {
@@ -501,7 +494,7 @@ std::string Normalizer::ValidateProfile(const otlp::Profile& profile, size_t* ev
     }
     if ((values > 0 && timestamps > 0 && values != timestamps) || (values > 1 && timestamps == 0)) {
       return Cat(where(""), " has ", values, " values but ", timestamps,
-                          " timestamps_unix_nano (expected one value, or a value per timestamp)");
+                 " timestamps_unix_nano (expected one value, or a value per timestamp)");
     }
     events += timestamps > 0 ? static_cast<size_t>(timestamps) : 1;
   }
@@ -806,7 +799,9 @@ NormalizeResult Normalizer::Run() {
     for (int s = 0; s < rp.scope_profiles_size(); ++s) {
       const otlp::ScopeProfiles& sp = rp.scope_profiles(s);
       for (int p = 0; p < sp.profiles_size(); ++p, ++ordinal) {
-        auto path = [&] { return Cat("resource_profiles[", r, "].scope_profiles[", s, "].profiles[", p, "]"); };
+        auto path = [&] {
+          return Cat("resource_profiles[", r, "].scope_profiles[", s, "].profiles[", p, "]");
+        };
         if (ordinal >= reject_from_) {
           Reject(Cat(path(), ": the request expands to more than kiln takes in one request (",
                      kMaxBatchFrames, " frames, ", kMaxBatchStackFrames, " stack frames, ",
@@ -831,8 +826,8 @@ NormalizeResult Normalizer::Run() {
     }
   }
   if (result_.rejected_profiles > kMaxReportedErrors) {
-    CatAppend(&result_.error_message, "; and ",
-                    result_.rejected_profiles - kMaxReportedErrors, " more rejected profiles");
+    CatAppend(&result_.error_message, "; and ", result_.rejected_profiles - kMaxReportedErrors,
+              " more rejected profiles");
   }
   return std::move(result_);
 }
@@ -843,8 +838,7 @@ NormalizeResult Normalizer::Run() {
 // [SECTION] Entry point
 // ============================================================================
 
-NormalizeResult NormalizeExportRequest(
-    const collector::ExportProfilesServiceRequest& request) {
+NormalizeResult NormalizeExportRequest(const collector::ExportProfilesServiceRequest& request) {
   Normalizer first(request, std::numeric_limits<int64_t>::max());
   NormalizeResult result = first.Run();
   if (first.overflow_at() < 0) return result;

@@ -36,8 +36,7 @@ struct NormalizeResult {
 // Dictionary entries referenced only by rejected profiles (or by nothing)
 // neither cause rejections nor end up in the batch.
 NormalizeResult NormalizeExportRequest(
-    const opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest&
-        request);
+    const opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest& request);
 
 // The hint appended to rejections that look like an older sender.
 inline constexpr const char* kOlderLayoutHint =

@@ -194,8 +194,7 @@ TEST_CASE("attributes: resource < profile < sample on key clash; values stringif
   auto* p = b.AddProfile(rp);
   p->add_attribute_indices(profile_host);
   p->add_attribute_indices(profile_env);
-  OtlpRequestBuilder::AddSample(p, stack, {sample_host, a_bytes, a_arr, a_kv, a_dbl, a_bool, label},
-                                {1});
+  OtlpRequestBuilder::AddSample(p, stack, {sample_host, a_bytes, a_arr, a_kv, a_dbl, a_bool, label}, {1});
   OtlpRequestBuilder::AddSample(p, stack, {}, {2});
   NormalizeResult r = NormalizeExportRequest(b.request);
   CHECK(Print(r) ==
@@ -380,9 +379,9 @@ TEST_CASE("a v1.9 sender decoded with the v1.10 layout is rejected with the hint
   std::string v19;
   v19 += '\x08';  // field 1 varint: stack_index
   v19 += static_cast<char>(f.stack_a);
-  v19 += "\x12\x01\x05";  // field 2 packed: values [5] (read as attribute_indices)
+  v19 += "\x12\x01\x05";      // field 2 packed: values [5] (read as attribute_indices)
   v19 += "\x1a\x02\x01\x02";  // field 3 packed: attribute_indices [1,2]
-  v19 += "\x29";  // field 5 fixed64
+  v19 += "\x29";              // field 5 fixed64
   v19.append("\x01\0\0\0\0\0\0\0", 8);
   REQUIRE(p->add_samples()->ParseFromString(v19));
   NormalizeResult r = NormalizeExportRequest(f.b.request);
@@ -432,7 +431,6 @@ TEST_CASE("many rejections: the first few reasons, then a count") {
   CHECK(r.error_message.find("profiles[5]") == std::string::npos);
   CHECK(r.error_message.find("and 3 more rejected profiles") != std::string::npos);
 }
-
 
 // Every index in the batch points inside its table (what Store::Write
 // requires of producers).
@@ -510,9 +508,12 @@ TEST_CASE("randomly broken indices: never a crash, always a consistent batch") {
   // Mostly small values (near the real table sizes), some wild ones.
   auto value = [&rng]() -> int32_t {
     switch (rng() % 4) {
-      case 0: return -static_cast<int32_t>(rng() % 3);
-      case 1: return static_cast<int32_t>(rng() % 1000000);
-      default: return static_cast<int32_t>(rng() % 12);
+      case 0:
+        return -static_cast<int32_t>(rng() % 3);
+      case 1:
+        return static_cast<int32_t>(rng() % 1000000);
+      default:
+        return static_cast<int32_t>(rng() % 12);
     }
   };
   int accepted = 0, rejected = 0;
@@ -531,20 +532,56 @@ TEST_CASE("randomly broken indices: never a crash, always a consistent batch") {
           static_cast<int>(rng() % 3));
       auto* sample = prof->mutable_samples(static_cast<int>(rng() % 2));
       switch (rng() % 14) {
-        case 0: sample->set_stack_index(value()); break;
-        case 1: sample->add_attribute_indices(value()); break;
-        case 2: sample->set_link_index(value()); break;
-        case 3: sample->add_values(value()); break;
-        case 4: sample->add_timestamps_unix_nano(rng()); break;
-        case 5: d->mutable_stack_table(static_cast<int>(rng() % d->stack_table_size()))->add_location_indices(value()); break;
-        case 6: d->mutable_location_table(static_cast<int>(rng() % d->location_table_size()))->set_mapping_index(value()); break;
-        case 7: d->mutable_location_table(static_cast<int>(rng() % d->location_table_size()))->add_lines()->set_function_index(value()); break;
-        case 8: d->mutable_location_table(static_cast<int>(rng() % d->location_table_size()))->add_attribute_indices(value()); break;
-        case 9: d->mutable_function_table(static_cast<int>(rng() % d->function_table_size()))->set_filename_strindex(value()); break;
-        case 10: d->mutable_mapping_table(static_cast<int>(rng() % d->mapping_table_size()))->add_attribute_indices(value()); break;
-        case 11: d->mutable_attribute_table(static_cast<int>(rng() % d->attribute_table_size()))->set_key_strindex(value()); break;
-        case 12: prof->add_attribute_indices(value()); break;
-        case 13: prof->mutable_period_type()->set_type_strindex(value()); break;
+        case 0:
+          sample->set_stack_index(value());
+          break;
+        case 1:
+          sample->add_attribute_indices(value());
+          break;
+        case 2:
+          sample->set_link_index(value());
+          break;
+        case 3:
+          sample->add_values(value());
+          break;
+        case 4:
+          sample->add_timestamps_unix_nano(rng());
+          break;
+        case 5:
+          d->mutable_stack_table(static_cast<int>(rng() % d->stack_table_size()))
+              ->add_location_indices(value());
+          break;
+        case 6:
+          d->mutable_location_table(static_cast<int>(rng() % d->location_table_size()))
+              ->set_mapping_index(value());
+          break;
+        case 7:
+          d->mutable_location_table(static_cast<int>(rng() % d->location_table_size()))
+              ->add_lines()
+              ->set_function_index(value());
+          break;
+        case 8:
+          d->mutable_location_table(static_cast<int>(rng() % d->location_table_size()))
+              ->add_attribute_indices(value());
+          break;
+        case 9:
+          d->mutable_function_table(static_cast<int>(rng() % d->function_table_size()))
+              ->set_filename_strindex(value());
+          break;
+        case 10:
+          d->mutable_mapping_table(static_cast<int>(rng() % d->mapping_table_size()))
+              ->add_attribute_indices(value());
+          break;
+        case 11:
+          d->mutable_attribute_table(static_cast<int>(rng() % d->attribute_table_size()))
+              ->set_key_strindex(value());
+          break;
+        case 12:
+          prof->add_attribute_indices(value());
+          break;
+        case 13:
+          prof->mutable_period_type()->set_type_strindex(value());
+          break;
       }
     }
     NormalizeResult r = NormalizeExportRequest(req);

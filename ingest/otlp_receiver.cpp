@@ -23,6 +23,8 @@
 // count their wire size until answered.
 #include "ingest/otlp_receiver.h"
 
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -31,8 +33,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "google/protobuf/arena.h"
 #include "google/protobuf/stubs/logging.h"
@@ -109,8 +109,7 @@ class ExportService final
     : public collector::ProfilesService::WithRawCallbackMethod_Export<collector::ProfilesService::Service> {
  public:
   explicit ExportService(Receiver* owner) : owner_(owner) {}
-  grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
-                                   const grpc::ByteBuffer* request,
+  grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
                                    grpc::ByteBuffer* response) override;
 
  private:
@@ -153,8 +152,8 @@ class Receiver final : public OtlpReceiver {
   int port() const override { return port_; }
   ReceiverStats stats() const override;
 
-  grpc::ServerUnaryReactor* Accept(grpc::CallbackServerContext* context,
-                                   const grpc::ByteBuffer* request, grpc::ByteBuffer* response);
+  grpc::ServerUnaryReactor* Accept(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response);
 
  private:
   void WorkerLoop();
@@ -169,8 +168,7 @@ class Receiver final : public OtlpReceiver {
   grpc::Status Process(const Job& job, grpc::ByteBuffer* response, PendingLog* log);
   // Counts the request for its peer; true for the peer's first request.
   bool NotePeer(const std::string& peer);
-  void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
-             int64_t rejected);
+  void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted, int64_t rejected);
   void Log(LogLevel level, std::string message) {
     // The log is diagnostics: a failing log write must not fail ingest.
     (void)store_->AppendLog(level, Truncate(std::move(message)));
@@ -205,8 +203,7 @@ class Receiver final : public OtlpReceiver {
 };
 
 grpc::ServerUnaryReactor* ExportService::Export(grpc::CallbackServerContext* context,
-                                                const grpc::ByteBuffer* request,
-                                                grpc::ByteBuffer* response) {
+                                                const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   return owner_->Accept(context, request, response);
 }
 
@@ -226,9 +223,8 @@ absl::Status Receiver::Start() {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     server_.reset();
-    return absl::UnavailableError(
-        Cat("cannot listen on ", options_.listen_address,
-            " for OTLP (address in use, or not an address of this machine)"));
+    return absl::UnavailableError(Cat("cannot listen on ", options_.listen_address,
+                                      " for OTLP (address in use, or not an address of this machine)"));
   }
   bound_address_ = options_.listen_address;
   size_t colon = bound_address_.rfind(':');
@@ -273,22 +269,21 @@ void Receiver::Stop() {
 }
 
 grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
-                                           const grpc::ByteBuffer* request,
-                                           grpc::ByteBuffer* response) {
+                                           const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::string peer = context->peer();
   const bool new_peer = NotePeer(peer);
   const size_t bytes = request->Length();
   if (bytes > static_cast<size_t>(options_.max_message_bytes)) {
-    std::string message = Cat("request of ", bytes, " bytes exceeds the limit of ",
-                              options_.max_message_bytes, " bytes");
+    std::string message =
+        Cat("request of ", bytes, " bytes exceeds the limit of ", options_.max_message_bytes, " bytes");
     Count(peer, true, 0, 0, 0);
     Log(LogLevel::kWarning, Cat("rejected request from ", peer, ": ", message));
     reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message));
     return reactor;
   }
-  const int64_t inflight = inflight_bytes_.fetch_add(static_cast<int64_t>(bytes)) +
-                           static_cast<int64_t>(bytes);
+  const int64_t inflight =
+      inflight_bytes_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
   // A single request larger than the budget still goes through when nothing
   // else is in flight, or it could never be accepted.
   if (inflight > options_.max_inflight_bytes && inflight != static_cast<int64_t>(bytes)) {
@@ -344,8 +339,8 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
   if (!compression.empty()) {
     absl::StatusOr<std::string> out =
         InflateMessage(bytes, compression, static_cast<size_t>(options_.max_message_bytes));
-    const bool raw_after_all = !out.ok() && compression == "deflate" &&
-                               out.status().code() == absl::StatusCode::kInvalidArgument;
+    const bool raw_after_all =
+        !out.ok() && compression == "deflate" && out.status().code() == absl::StatusCode::kInvalidArgument;
     if (raw_after_all) {
       // Not deflate data: decode the bytes as they are (see SniffCompression).
     } else if (out.ok()) {
@@ -378,9 +373,8 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
   }
   if (!parsed) {
     std::string where = LocateDecodeError(bytes, request->GetDescriptor());
-    std::string message =
-        Cat("cannot decode ExportProfilesServiceRequest (", bytes.size(), " bytes, OTLP v1.10 layout)",
-            where.empty() ? std::string() : Cat(": ", where));
+    std::string message = Cat("cannot decode ExportProfilesServiceRequest (", bytes.size(),
+                              " bytes, OTLP v1.10 layout)", where.empty() ? std::string() : Cat(": ", where));
     Count(job.peer, true, 0, 0, 0);
     *log = {LogLevel::kWarning, Cat("rejected request from ", job.peer, ": ", message)};
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
@@ -391,26 +385,23 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
     absl::Status written = store_->Write(result.batch);
     if (!written.ok()) {
       Count(job.peer, true, 0, 0, 0);
-      *log = {LogLevel::kError, Cat("could not store a request from ", job.peer, ": ",
-                                    std::string(written.message()))};
+      *log = {LogLevel::kError,
+              Cat("could not store a request from ", job.peer, ": ", std::string(written.message()))};
       // The data is not durable, so the agent must not drop it: a
       // retryable code unless the batch itself is wrong (a bug here).
-      auto code = written.code() == absl::StatusCode::kInvalidArgument
-                      ? grpc::StatusCode::INTERNAL
-                      : grpc::StatusCode::UNAVAILABLE;
+      auto code = written.code() == absl::StatusCode::kInvalidArgument ? grpc::StatusCode::INTERNAL
+                                                                       : grpc::StatusCode::UNAVAILABLE;
       return grpc::Status(code, Cat("storing failed: ", std::string(written.message())));
     }
   }
-  Count(job.peer, false, result.batch.samples.size(), result.accepted_profiles,
-        result.rejected_profiles);
+  Count(job.peer, false, result.batch.samples.size(), result.accepted_profiles, result.rejected_profiles);
   collector::ExportProfilesServiceResponse answer;
   if (result.rejected_profiles > 0) {
     answer.mutable_partial_success()->set_rejected_profiles(result.rejected_profiles);
     answer.mutable_partial_success()->set_error_message(result.error_message);
-    *log = {LogLevel::kWarning,
-            Cat("rejected ", result.rejected_profiles, " of ",
-                result.rejected_profiles + result.accepted_profiles, " profiles from ", job.peer,
-                ": ", result.error_message)};
+    *log = {LogLevel::kWarning, Cat("rejected ", result.rejected_profiles, " of ",
+                                    result.rejected_profiles + result.accepted_profiles, " profiles from ",
+                                    job.peer, ": ", result.error_message)};
   }
   std::string serialized = answer.SerializeAsString();
   grpc::Slice out(serialized);
@@ -510,16 +501,15 @@ void Receiver::FlushSummary() {
     }
   }
   if (w.requests == 0) return;
-  Log(LogLevel::kInfo,
-      Cat("OTLP: ", w.requests, " requests (", w.failed, " failed), ", w.profiles, " profiles (",
-          w.rejected_profiles, " rejected), ", w.samples, " samples from ", w.peers.size(),
-          w.peers.size() == 1 ? " peer" : " peers"));
+  Log(LogLevel::kInfo, Cat("OTLP: ", w.requests, " requests (", w.failed, " failed), ", w.profiles,
+                           " profiles (", w.rejected_profiles, " rejected), ", w.samples, " samples from ",
+                           w.peers.size(), w.peers.size() == 1 ? " peer" : " peers"));
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<OtlpReceiver>> OtlpReceiver::Start(storage::Store* store,
-                                                                 const ReceiverOptions& options) {
+                                                                  const ReceiverOptions& options) {
   if (store == nullptr) return absl::InvalidArgumentError("OtlpReceiver::Start needs a store");
   auto receiver = std::make_unique<Receiver>(store, options);
   absl::Status started = receiver->Start();

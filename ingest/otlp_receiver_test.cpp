@@ -212,8 +212,8 @@ TEST_CASE("gzip- and deflate-compressed requests are accepted") {
   collector::ExportProfilesServiceResponse response;
   grpc::Status status = server.Export(MakeRequest(5'000, false), &response, GRPC_COMPRESS_GZIP);
   REQUIRE_MESSAGE(status.ok(), status.error_message());
-  status = server.Export(MakeRequest(1'000, true, 1'800'000'000'000'000'000), &response,
-                         GRPC_COMPRESS_DEFLATE);
+  status =
+      server.Export(MakeRequest(1'000, true, 1'800'000'000'000'000'000), &response, GRPC_COMPRESS_DEFLATE);
   REQUIRE_MESSAGE(status.ok(), status.error_message());
   CHECK(response.partial_success().rejected_profiles() == 1);
   CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 6'000);

@@ -147,8 +147,7 @@ class OtlpRequestBuilder {
   Profile* AddProfile(ResourceProfiles* rp, std::string_view type = "samples",
                       std::string_view unit = "count", std::string_view period_type = "cpu",
                       std::string_view period_unit = "nanoseconds", uint64_t time_unix_nano = 0) {
-    auto* scope = rp->scope_profiles_size() > 0 ? rp->mutable_scope_profiles(0)
-                                                : rp->add_scope_profiles();
+    auto* scope = rp->scope_profiles_size() > 0 ? rp->mutable_scope_profiles(0) : rp->add_scope_profiles();
     auto* p = scope->add_profiles();
     p->mutable_sample_type()->set_type_strindex(String(type));
     p->mutable_sample_type()->set_unit_strindex(String(unit));

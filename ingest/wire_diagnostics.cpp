@@ -86,8 +86,8 @@ class Walker {
   // Walks [p, end) as `d` (nullptr: an unknown group's contents). Returns
   // false with error_ set at the first problem. `group_number` > 0 when
   // inside a group that must end with a matching end-group tag.
-  bool Walk(const uint8_t* p, const uint8_t* end, const Descriptor* d, const std::string& path,
-            int depth, int group_number, const uint8_t** group_end) {
+  bool Walk(const uint8_t* p, const uint8_t* end, const Descriptor* d, const std::string& path, int depth,
+            int group_number, const uint8_t** group_end) {
     std::vector<std::pair<int, int>> counts;  // field number -> elements seen
     while (p < end) {
       const uint8_t* tag_start = p;
@@ -98,13 +98,12 @@ class Walker {
       if (number == 0 || number > 536870911) {
         return Fail(path, tag_start, Cat("invalid field number ", number));
       }
-      const FieldDescriptor* f =
-          d != nullptr ? d->FindFieldByNumber(static_cast<int>(number)) : nullptr;
+      const FieldDescriptor* f = d != nullptr ? d->FindFieldByNumber(static_cast<int>(number)) : nullptr;
       int element = 0;
       if (f != nullptr && f->is_repeated()) element = Count(&counts, static_cast<int>(number));
-      std::string field_path =
-          f == nullptr ? Cat(path, path.empty() ? "" : " ", "(unknown field ", number, ")")
-                       : Cat(path, path.empty() ? "" : ".", f->name());
+      std::string field_path = f == nullptr
+                                   ? Cat(path, path.empty() ? "" : " ", "(unknown field ", number, ")")
+                                   : Cat(path, path.empty() ? "" : ".", f->name());
       if (f != nullptr && f->is_repeated() && !(wire == kLengthDelimited && IsPackable(f))) {
         CatAppend(&field_path, "[", element, "]");
       }
@@ -126,8 +125,7 @@ class Walker {
           uint64_t len;
           if (!ReadVarint(&p, end, &len)) return Fail(field_path, tag_start, "truncated or overlong length");
           if (len > static_cast<uint64_t>(end - p)) {
-            return Fail(field_path, tag_start,
-                        Cat("length ", len, " exceeds the ", end - p, " bytes left"));
+            return Fail(field_path, tag_start, Cat("length ", len, " exceeds the ", end - p, " bytes left"));
           }
           const uint8_t* body = p;
           p += len;
@@ -137,7 +135,8 @@ class Walker {
               return Fail(field_path, tag_start, Cat("messages nested deeper than ", kMaxDepth));
             }
             if (!Walk(body, p, f->message_type(), field_path, depth + 1, 0, nullptr)) return false;
-          } else if (f->type() == FieldDescriptor::TYPE_STRING && f->file()->syntax() == google::protobuf::FileDescriptor::SYNTAX_PROTO3) {
+          } else if (f->type() == FieldDescriptor::TYPE_STRING &&
+                     f->file()->syntax() == google::protobuf::FileDescriptor::SYNTAX_PROTO3) {
             int64_t bad = FirstInvalidUtf8(body, len);
             if (bad >= 0) {
               return Fail(field_path, body + bad, "string is not valid UTF-8");
@@ -198,8 +197,7 @@ class Walker {
     return false;
   }
 
-  bool WalkPacked(const uint8_t* p, const uint8_t* end, const FieldDescriptor* f,
-                  const std::string& path) {
+  bool WalkPacked(const uint8_t* p, const uint8_t* end, const FieldDescriptor* f, const std::string& path) {
     const WireType wire = ScalarWireType(f);
     const size_t width = wire == kFixed64 ? 8 : wire == kFixed32 ? 4 : 0;
     if (width != 0) {
@@ -217,8 +215,7 @@ class Walker {
   }
 
   bool Fail(const std::string& path, const uint8_t* at, std::string_view what) {
-    error_ = Cat(path.empty() ? std::string("message") : path, " at byte offset ", at - begin_, ": ",
-                 what);
+    error_ = Cat(path.empty() ? std::string("message") : path, " at byte offset ", at - begin_, ": ", what);
     return false;
   }
 

@@ -19,7 +19,6 @@ namespace kiln::ingest {
 // (field 5, timestamps_unix_nano) at byte offset 1234: 3 bytes left for a
 // fixed64". Returns "" when the walk finds no problem (the caller then falls
 // back to a generic message).
-std::string LocateDecodeError(std::string_view bytes,
-                              const google::protobuf::Descriptor* descriptor);
+std::string LocateDecodeError(std::string_view bytes, const google::protobuf::Descriptor* descriptor);
 
 }  // namespace kiln::ingest

@@ -4,7 +4,7 @@
 // peak RSS, plus the single-thread cost of each stage (parse, normalize,
 // store write) so a slow figure points at its stage. Asserts nothing.
 //
-//   ingest_bench [--requests N] [--streams S] [--cpus C] [--stage-repeat K]
+//   ingest_bench [--requests N] [--streams S] [--cpus C] [--stage-repeat K] [--gzip]
 //
 // Request shape (like the OpenTelemetry eBPF profiler at 20 Hz): a 5 s
 // window, C CPUs ticking at 20 Hz (C = 100 gives 10,000 samples), 8
@@ -12,8 +12,11 @@
 // frames on top of some), per-sample attributes thread.name, thread.id and
 // cpu.logical_number (threads mostly stay on their CPU), events grouped into
 // Samples by (process, stack, thread, cpu) with their timestamps.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <chrono>
@@ -28,9 +31,7 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
-
+#include "ingest/message_decompression.h"
 #include "ingest/otlp_normalizer.h"
 #include "ingest/otlp_receiver.h"
 #include "ingest/otlp_request_builder.h"
@@ -96,7 +97,7 @@ struct World {
   struct Process {
     int pid;
     std::string exe;
-    std::vector<int> stacks;  // indices into World::stacks, hottest first
+    std::vector<int> stacks;                           // indices into World::stacks, hottest first
     std::vector<std::pair<int, std::string>> threads;  // tid, name
   };
   std::vector<Mapping> mappings;
@@ -119,8 +120,8 @@ World MakeWorld(int processes, int stacks, std::mt19937_64& rng) {
   std::vector<int> kernel_frames;
   for (int i = 0; i < 300; ++i) {
     kernel_frames.push_back(static_cast<int>(w.frames.size()));
-    w.frames.push_back({vmlinux, 0xffffffff81000000ull + i * 0x1340,
-                        "kernel_function_" + std::to_string(i), "kernel"});
+    w.frames.push_back(
+        {vmlinux, 0xffffffff81000000ull + i * 0x1340, "kernel_function_" + std::to_string(i), "kernel"});
   }
   std::vector<int> libs;
   for (const char* lib : {"/usr/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6",
@@ -169,7 +170,8 @@ World MakeWorld(int processes, int stacks, std::mt19937_64& rng) {
         root_first.push_back(rng() % 4 == 0 ? lib_frames[rng() % lib_frames.size()]
                                             : own[rng() % own.size()]);
       }
-      for (int k = 0; k < kernel_depth; ++k) root_first.push_back(kernel_frames[rng() % kernel_frames.size()]);
+      for (int k = 0; k < kernel_depth; ++k)
+        root_first.push_back(kernel_frames[rng() % kernel_frames.size()]);
       proc.stacks.push_back(static_cast<int>(w.stacks.size()));
       w.stacks.emplace_back(root_first.rbegin(), root_first.rend());
     }
@@ -203,7 +205,8 @@ std::string MakeRequest(const World& w, int cpus, int64_t window_start, std::mt1
         const WorldFrame& frame = w.frames[f];
         std::vector<OtlpRequestBuilder::LineSpec> lines;
         if (!frame.function.empty()) lines.emplace_back(frame.function);
-        lt = location_index.emplace(f, b.Location(mapping(frame.mapping), frame.address, lines, frame.type)).first;
+        lt = location_index.emplace(f, b.Location(mapping(frame.mapping), frame.address, lines, frame.type))
+                 .first;
       }
       locations.push_back(lt->second);
     }
@@ -245,7 +248,8 @@ std::string MakeRequest(const World& w, int cpus, int64_t window_start, std::mt1
       const auto& proc = w.processes[p];
       const double u = std::uniform_real_distribution<double>(0, 1)(rng);
       const int s = proc.stacks[static_cast<size_t>(u * u * u * proc.stacks.size())];
-      const uint64_t ts = static_cast<uint64_t>(window_start + t + cpu_phase[c] + static_cast<int64_t>(rng() % 20000));
+      const uint64_t ts =
+          static_cast<uint64_t>(window_start + t + cpu_phase[c] + static_cast<int64_t>(rng() % 20000));
       groups[{p, s, th, c}].push_back(ts);
       ++*events;
     }
@@ -270,9 +274,10 @@ std::string MakeRequest(const World& w, int cpus, int64_t window_start, std::mt1
     auto ta = thread_attrs.find({key.process, key.thread});
     if (ta == thread_attrs.end()) {
       const auto& [tid, tname] = proc.threads[key.thread];
-      ta = thread_attrs.emplace(std::make_pair(key.process, key.thread),
-                                std::make_pair(b.StringAttribute("thread.name", tname),
-                                               b.IntAttribute("thread.id", tid)))
+      ta = thread_attrs
+               .emplace(
+                   std::make_pair(key.process, key.thread),
+                   std::make_pair(b.StringAttribute("thread.name", tname), b.IntAttribute("thread.id", tid)))
                .first;
     }
     if (cpu_attr[key.cpu] < 0) cpu_attr[key.cpu] = b.IntAttribute("cpu.logical_number", key.cpu);
@@ -287,15 +292,29 @@ struct Options {
   int streams = 4;
   int cpus = 100;
   int stage_repeat = 1;  // repeat the one-thread normalize stage (for perf)
+  bool gzip = false;     // clients compress (costs client CPU in this process)
 };
 
 int Main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--requests")) o.requests = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--streams")) o.streams = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--cpus")) o.cpus = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--stage-repeat")) o.stage_repeat = std::atoi(argv[i + 1]);
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--gzip")) {
+      o.gzip = true;
+    } else if (has_value && !std::strcmp(argv[i], "--requests")) {
+      o.requests = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--streams")) {
+      o.streams = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--cpus")) {
+      o.cpus = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--stage-repeat")) {
+      o.stage_repeat = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr,
+                   "usage: ingest_bench [--requests N] [--streams S] [--cpus C] [--stage-repeat K] "
+                   "[--gzip]\n");
+      return 2;
+    }
   }
   std::printf("ingest_bench on %s, %u hardware threads\n", CpuModel().c_str(),
               std::thread::hardware_concurrency());
@@ -329,6 +348,26 @@ int Main(int argc, char** argv) {
       if (!r->ParseFromString(requests[i])) return 1;
     }
     double parse = Seconds(t);
+    // Server-side cost of gzip: inflate (the deflate happens in clients).
+    double inflate = 0;
+    for (int i = 0; i < stage_requests; ++i) {
+      z_stream z{};
+      if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) !=
+          Z_OK) {
+        return 1;
+      }
+      std::string packed(deflateBound(&z, requests[i].size()), '\0');
+      z.next_in = reinterpret_cast<Bytef*>(requests[i].data());
+      z.avail_in = static_cast<uInt>(requests[i].size());
+      z.next_out = reinterpret_cast<Bytef*>(packed.data());
+      z.avail_out = static_cast<uInt>(packed.size());
+      if (deflate(&z, Z_FINISH) != Z_STREAM_END) return 1;
+      packed.resize(z.total_out);
+      deflateEnd(&z);
+      auto ti = std::chrono::steady_clock::now();
+      if (!InflateMessage(packed, "gzip", 64 << 20).ok()) return 1;
+      inflate += Seconds(ti);
+    }
     std::vector<NormalizeResult> normalized;
     double normalize = 0;
     for (int i = 0; i < stage_requests; ++i) {
@@ -351,11 +390,11 @@ int Main(int argc, char** argv) {
       sets += n.batch.dict.AttributeSetCount();
       strings += n.batch.dict.strings.size();
     }
-    std::printf("normalized batch, per request: %.0f samples, %.0f stacks, %.0f frames, %.0f "
-                "attribute sets, %.0f strings\n",
-                double(stage_events) / stage_requests, double(stacks) / stage_requests,
-                double(frames) / stage_requests, double(sets) / stage_requests,
-                double(strings) / stage_requests);
+    std::printf(
+        "normalized batch, per request: %.0f samples, %.0f stacks, %.0f frames, %.0f "
+        "attribute sets, %.0f strings\n",
+        double(stage_events) / stage_requests, double(stacks) / stage_requests,
+        double(frames) / stage_requests, double(sets) / stage_requests, double(strings) / stage_requests);
     std::string dir = (std::filesystem::temp_directory_path() / "kiln-ingest-bench-XXXXXX").string();
     if (mkdtemp(dir.data()) == nullptr) return 1;
     double write = 0;
@@ -369,10 +408,11 @@ int Main(int argc, char** argv) {
       write = Seconds(tw);
     }
     std::filesystem::remove_all(dir);
-    std::printf("one thread, %d requests: parse %.2f M samples/s, normalize %.2f M samples/s, "
-                "Store::Write %.2f M samples/s\n",
-                stage_requests, stage_events / parse / 1e6, stage_events / normalize / 1e6,
-                stage_events / write / 1e6);
+    std::printf(
+        "one thread, %d requests: parse %.2f M samples/s, normalize %.2f M samples/s, "
+        "Store::Write %.2f M samples/s; gunzip (when sent compressed) %.2f M samples/s\n",
+        stage_requests, stage_events / parse / 1e6, stage_events / normalize / 1e6,
+        stage_events / write / 1e6, stage_events / inflate / 1e6);
   }
 
   // --- End to end over loopback gRPC ------------------------------------
@@ -408,6 +448,7 @@ int Main(int argc, char** argv) {
       grpc::GenericStub stub(channel);
       for (int i = next++; i < o.requests; i = next++) {
         grpc::ClientContext context;
+        if (o.gzip) context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
         grpc::Slice slice(requests[i]);
         grpc::ByteBuffer request(&slice, 1);
         grpc::ByteBuffer response;
@@ -433,16 +474,18 @@ int Main(int argc, char** argv) {
   if (!store->Compact().ok()) return 1;
   const double compact = Seconds(tc);
   storage::StoreStats stats = store->Stats();
-  std::printf("end to end: %d streams, %zu samples acknowledged in %.2f s = %.2f M samples/s "
-              "(%d failed requests); process CPU %.2f s = %.2f M samples per CPU-second\n",
-              o.streams, acknowledged.load(), seconds, acknowledged / seconds / 1e6, failures.load(),
-              cpu, acknowledged / cpu / 1e6);
-  std::printf("disk after Compact (%.1f s): %.2f MiB for %llu stored samples = %.2f bytes/sample\n",
-              compact, stats.disk_bytes / 1048576.0, static_cast<unsigned long long>(stats.samples),
+  std::printf(
+      "end to end%s: %d streams, %zu samples acknowledged in %.2f s = %.2f M samples/s "
+      "(%d failed requests); process CPU %.2f s = %.2f M samples per CPU-second\n",
+      o.gzip ? " (clients gzip)" : "", o.streams, acknowledged.load(), seconds, acknowledged / seconds / 1e6,
+      failures.load(), cpu, acknowledged / cpu / 1e6);
+  std::printf("disk after Compact (%.1f s): %.2f MiB for %llu stored samples = %.2f bytes/sample\n", compact,
+              stats.disk_bytes / 1048576.0, static_cast<unsigned long long>(stats.samples),
               stats.samples ? double(stats.disk_bytes) / stats.samples : 0.0);
-  std::printf("peak RSS %.0f MiB (RSS before sending %.0f MiB, of which %.0f MiB are the "
-              "pre-generated requests)\n",
-              peak_rss, rss_before, total_bytes / 1048576.0);
+  std::printf(
+      "peak RSS %.0f MiB (RSS before sending %.0f MiB, of which %.0f MiB are the "
+      "pre-generated requests)\n",
+      peak_rss, rss_before, total_bytes / 1048576.0);
   receiver.reset();
   store.reset();
   std::filesystem::remove_all(dir);
