@@ -231,6 +231,16 @@ absl::StatusOr<ImportedCapture> ImportFile(const std::string& path, const Import
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
   std::string bytes;
+  // One read into a buffer of the file's size (no regrowth copies); keep
+  // reading past it in case the file grows or is a pipe.
+  struct stat st {};
+  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    bytes.reserve(static_cast<size_t>(st.st_size));
+    AdviseHugePages(bytes.data(), bytes.capacity());
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t got = std::fread(bytes.data(), 1, bytes.size(), f);
+    bytes.resize(got);
+  }
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.append(buf, n);

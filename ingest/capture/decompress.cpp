@@ -1,5 +1,6 @@
 // Decompression and text decoding for capture files. Sizes are checked
 // while inflating so a small bomb cannot take the machine's memory.
+#include <sys/mman.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -14,7 +15,8 @@ namespace {
 absl::StatusOr<std::string> Gunzip(std::string_view data, uint64_t max_bytes,
                                    std::string_view name) {
   std::string out;
-  out.reserve(std::min<uint64_t>(max_bytes, data.size() * 4 + 1024));
+  out.reserve(std::min<uint64_t>(max_bytes, data.size() * 5 + 1024));
+  AdviseHugePages(out.data(), out.capacity());
   z_stream zs{};
   // 16 + MAX_WBITS: gzip header and trailer, no zlib wrapper.
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return absl::InternalError("zlib init failed");
@@ -134,6 +136,19 @@ void AppendUtf8(uint32_t cp, std::string* out) {
 }
 
 }  // namespace
+
+void AdviseHugePages(const void* data, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  if (bytes < 2 * kHuge) return;
+  auto begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  auto end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
 
 Compression SniffCompression(std::string_view head) {
   if (head.size() >= 2 && static_cast<uint8_t>(head[0]) == 0x1f &&

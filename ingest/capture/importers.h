@@ -51,6 +51,11 @@ class ParseContext {
 [[nodiscard]] absl::Status ImportOtlpProtobuf(std::string_view data, ParseContext& ctx);
 [[nodiscard]] absl::Status ImportOtlpJson(std::string_view text, ParseContext& ctx);
 
+// Asks the kernel for transparent huge pages under a large buffer that is
+// about to be filled: a 100 MB import otherwise spends a fifth of its time
+// in 4 KB page faults. A hint only; harmless where unsupported.
+void AdviseHugePages(const void* data, size_t bytes);
+
 // gzip (all members) or zstd (all frames); fails beyond `max_bytes`.
 [[nodiscard]] absl::StatusOr<std::string> Decompress(std::string_view data,
                                                      Compression compression, uint64_t max_bytes,

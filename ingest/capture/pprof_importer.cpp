@@ -109,11 +109,21 @@ class PprofDecoder {
   BatchBuilder builder_;
 
   std::vector<std::pair<int64_t, int64_t>> sample_types_;
-  std::vector<Span> samples_;
-  // The packed location ids of each sample when they come first (as every
-  // known writer emits them), found in the first pass so the second can
-  // prefetch hash slots a few samples ahead.
-  std::vector<absl::string_view> sample_packed_ids_;
+  // Samples are decoded in a second pass (they usually precede the
+  // locations they reference). 16 bytes each: millions of them.
+  struct SampleRef {
+    uint64_t offset;      // of the payload in data_
+    uint32_t size;
+    // Length of the packed location ids when they are the sample's first
+    // field with a one-byte length (what every known writer emits), found
+    // in the first pass so the second can prefetch hash slots ahead; else 0.
+    uint32_t packed_ids_size;
+    Span span(std::string_view data) const { return {data.substr(offset, size), offset}; }
+    absl::string_view packed_ids(std::string_view data) const {
+      return Av(data.substr(offset + 2, packed_ids_size));
+    }
+  };
+  std::vector<SampleRef> samples_;
   std::vector<PMapping> mappings_;
   std::vector<PLocation> locations_;
   std::vector<PLine> lines_;
@@ -148,6 +158,10 @@ uint32_t PprofDecoder::String(int64_t index) {
 }
 
 absl::Status PprofDecoder::ScanTop() {
+  // Samples take ~40-100 bytes each in real profiles; over-reserving costs
+  // only address space.
+  samples_.reserve(data_.size() / 32);
+  AdviseHugePages(samples_.data(), samples_.capacity() * sizeof(SampleRef));
   WireReader r(data_, 0);
   uint32_t field, wire;
   while (r.NextField(&field, &wire)) {
@@ -177,13 +191,13 @@ absl::Status PprofDecoder::ScanTop() {
           if (absl::Status st = DecodeValueType(s, &t, &u); !st.ok()) return st;
           sample_types_.emplace_back(t, u);
         } else if (field == 2) {
-          samples_.push_back(s);
-          absl::string_view packed;
+          SampleRef ref{s.offset, static_cast<uint32_t>(s.data.size()), 0};
           if (s.data.size() >= 2 && s.data[0] == 0x0a) {
             auto len = static_cast<uint8_t>(s.data[1]);
-            if (len < 0x80 && 2u + len <= s.data.size()) packed = Av(s.data.substr(2, len));
+            if (len < 0x80 && 2u + len <= s.data.size()) ref.packed_ids_size = len;
           }
-          sample_packed_ids_.push_back(packed);
+          if (s.data.size() > UINT32_MAX) return ctx_.ErrorAtByte(s.offset, "Sample larger than 4 GiB");
+          samples_.push_back(ref);
         } else if (field == 3) {
           if (absl::Status st = DecodeMapping(s); !st.ok()) return st;
         } else if (field == 4) {
@@ -456,22 +470,25 @@ absl::Status PprofDecoder::DecodeSamples() {
   std::string label_key;
   std::vector<Span> labels;
   out->batch.samples.reserve(samples_.size());
+  AdviseHugePages(out->batch.samples.data(), out->batch.samples.capacity() * sizeof(storage::Sample));
   stack_by_packed.reserve(samples_.size());
   // Upper bound of frames: every location id takes at least one byte.
   uint64_t sample_bytes = 0;
-  for (const Span& s : samples_) sample_bytes += s.data.size();
+  for (const SampleRef& s : samples_) sample_bytes += s.size;
   out->batch.dict.stack_frames.reserve(
       std::min<uint64_t>(sample_bytes, uint64_t{1} << 31) *
       std::max<size_t>(1, frames_of_.size() / std::max<size_t>(1, locations_.size())));
+  AdviseHugePages(out->batch.dict.stack_frames.data(),
+                  out->batch.dict.stack_frames.capacity() * sizeof(uint32_t));
 
   constexpr size_t kPrefetchDistance = 8;
   for (size_t si = 0; si < samples_.size(); ++si) {
-    const Span& s = samples_[si];
+    const Span s = samples_[si].span(data_);
     // The table outgrows the caches; each lookup would otherwise wait for
     // memory.
     if (si + kPrefetchDistance < samples_.size() &&
-        !sample_packed_ids_[si + kPrefetchDistance].empty()) {
-      stack_by_packed.prefetch(sample_packed_ids_[si + kPrefetchDistance]);
+        samples_[si + kPrefetchDistance].packed_ids_size != 0) {
+      stack_by_packed.prefetch(samples_[si + kPrefetchDistance].packed_ids(data_));
     }
     WireReader r(s.data, s.offset);
     ids.clear();
