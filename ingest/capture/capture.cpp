@@ -53,7 +53,9 @@ bool LooksLikePerfStackLine(std::string_view line) {
   size_t start = i;
   while (i < line.size() && IsHex(line[i])) ++i;
   if (i == start) return false;
-  return line.find(" (") != std::string_view::npos && line.back() == ')';
+  if (line.find(" (") != std::string_view::npos && line.back() == ')') return true;
+  // `-F ip,sym` without dso: "  addr sym".
+  return i < line.size() && (line[i] == ' ' || line[i] == '\t');
 }
 
 // Protobuf: distinguishes pprof's Profile from OTLP's request/ProfilesData.

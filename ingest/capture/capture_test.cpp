@@ -259,5 +259,37 @@ TEST_CASE("OTLP JSON: camelCase names, hex ids, int64 as string or number") {
   CHECK(std::string(bad.status().message()).rfind("bad.json: ", 0) == 0);
 }
 
+TEST_CASE("perf script: -F comm,pid,tid,time,ip,sym,dso and -F ip,sym without dso") {
+  const char* with_dso =
+      "app 10/11 5.000000: \n"
+      "\t  400577 func_b+0x10 (/bin/app)\n"
+      "\t  4005b1 main (/bin/app)\n"
+      "\n"
+      "app 10/12 6.000000: \n"
+      "\t  4005b1 main (/bin/app)\n"
+      "\n";
+  ImportOptions o;
+  o.anchor_time_ns = 0;  // keep perf's clock
+  auto c = ImportBytes(with_dso, "f.txt", o);
+  REQUIRE(c.ok());
+  CHECK(Folded(*c, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu) ==
+        "app;main 1\napp;main;func_b 1\n");
+  CHECK(c->first_time_ns == 5000000000);
+  CHECK(c->batch.dict.AttributeValue(c->batch.samples[1].attribute_set, "thread.id") == "12");
+  CHECK(c->batch.dict.AttributeValue(c->batch.samples[1].attribute_set, "process.pid") == "10");
+
+  const char* no_dso =
+      "app 11 cpu-clock: \n"
+      "\t  400577 func_b\n"
+      "\t  4005b1 main\n"
+      "\t  some_file.c:10\n"
+      "\n";
+  auto d = ImportBytes(no_dso, "g.txt", o);
+  REQUIRE(d.ok());
+  CHECK(Folded(*d, storage::GroupBy::kProcess, false, storage::SampleKind::kOnCpu) ==
+        "app;main;func_b 1\n");
+  CHECK(d->skipped_records == 1);
+}
+
 }  // namespace
 }  // namespace kiln::capture

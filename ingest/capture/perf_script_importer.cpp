@@ -338,13 +338,23 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
     size_t open = close == std::string_view::npos ? std::string_view::npos : body.rfind(" (", close);
     size_t func_start = pc_end;
     while (func_start < body.size() && IsWs(body[func_start])) ++func_start;
-    if (pc_end == 0 || open == std::string_view::npos || open <= func_start || open < pc_end) {
-      ctx.Skip(absl::StrCat(ctx.name(), ":", line_no, ": unrecognized perf script frame line"));
-      continue;
-    }
     std::string_view pc = body.substr(0, pc_end);
-    std::string_view rawfunc = body.substr(func_start, open - func_start);
-    std::string_view mod = body.substr(open + 2, close - open - 2);
+    std::string_view rawfunc, mod;
+    if (pc_end > 0 && open != std::string_view::npos && open > func_start && open >= pc_end) {
+      rawfunc = body.substr(func_start, open - func_start);
+      mod = body.substr(open + 2, close - open - 2);
+    } else {
+      // `-F ip,sym` without dso: "  addr sym". Only a hex address followed
+      // by whitespace counts, so source lines (-F +srcline) stay skipped.
+      bool hex_pc = pc_end > 0 && func_start > pc_end && func_start < body.size();
+      for (char c : pc) hex_pc = hex_pc && (IsDigit(c) || (c >= 'a' && c <= 'f'));
+      if (!hex_pc) {
+        ctx.Skip(absl::StrCat(ctx.name(), ":", line_no, ": unrecognized perf script frame line"));
+        continue;
+      }
+      rawfunc = body.substr(func_start);
+      mod = "[unknown]";
+    }
     // "sym+0x1a" offsets (Linux 4.8+) are noise for aggregation.
     size_t plus = rawfunc.rfind("+0x");
     if (plus != std::string_view::npos) {

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "ingest/capture/capture.h"
+#include "ingest/capture/capture_commands.h"
 #include "ingest/capture/export.h"
 #include "pprof/profile.pb.h"
 
@@ -211,6 +212,21 @@ int main(int argc, char** argv) {
     return c.ok() ? 0 : 1;
   }
   g_self = argv[0];
+  if (argc == 4 && std::string(argv[1]) == "--store") {
+    // `kiln import` of one file into a fresh store directory, timed.
+    auto store = kiln::storage::Store::Open(argv[2], kiln::storage::Store::Mode::kReadWrite);
+    if (!store.ok()) return 1;
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = kiln::capture::ImportIntoStore(store->get(), argv[3], {});
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf("%s into store: %s in %.3f s, peak RSS %ld MB\n", argv[3],
+                r.ok() ? (std::to_string(r->samples) + " samples").c_str()
+                       : std::string(r.status().message()).c_str(),
+                s, ru.ru_maxrss / 1024);
+    return r.ok() ? 0 : 1;
+  }
   if (argc == 4 && std::string(argv[1]) == "--measure") {
     return MeasureChild(argv[2], std::string(argv[3]) == "memory");
   }
