@@ -173,12 +173,13 @@ TEST_CASE("undecodable bytes: INVALID_ARGUMENT naming where decoding failed") {
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(status.error_message() ==
         "cannot decode ExportProfilesServiceRequest (11 bytes, OTLP v1.10 layout): "
-        "resource_profiles[0] at byte offset 0: length 32767 exceeds the 7 bytes left");
+        "resource_profiles[0] (unknown field 12) at byte offset 4: invalid wire type 7 (inside "
+        "resource_profiles[0] at byte offset 0, whose length 32767 exceeds the 7 bytes left)");
   // A truncated real request.
   std::string bytes = MakeRequest(5, false).SerializeAsString();
   status = server.ExportRaw(bytes.substr(0, bytes.size() - 5));
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  CHECK(status.error_message().find("dictionary at byte offset") != std::string::npos);
+  CHECK(status.error_message().find("dictionary.stack_table[") != std::string::npos);
   CHECK(server.receiver->stats().requests_failed == 2);
   CHECK(server.LogContains("cannot decode ExportProfilesServiceRequest"));
   // The server still works.

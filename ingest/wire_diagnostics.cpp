@@ -125,6 +125,18 @@ class Walker {
           uint64_t len;
           if (!ReadVarint(&p, end, &len)) return Fail(field_path, tag_start, "truncated or overlong length");
           if (len > static_cast<uint64_t>(end - p)) {
+            // A truncated request is cut inside every enclosing message;
+            // the innermost field that breaks is the useful one to name,
+            // with the innermost cut-off container for context.
+            if (f != nullptr && f->type() == FieldDescriptor::TYPE_MESSAGE && depth + 1 < kMaxDepth &&
+                !Walk(p, end, f->message_type(), field_path, depth + 1, 0, nullptr)) {
+              if (!noted_cut_) {
+                noted_cut_ = true;
+                CatAppend(&error_, " (inside ", field_path, " at byte offset ", tag_start - begin_,
+                          ", whose length ", len, " exceeds the ", end - p, " bytes left)");
+              }
+              return false;
+            }
             return Fail(field_path, tag_start, Cat("length ", len, " exceeds the ", end - p, " bytes left"));
           }
           const uint8_t* body = p;
@@ -221,6 +233,7 @@ class Walker {
 
   const uint8_t* begin_;
   std::string error_;
+  bool noted_cut_ = false;
 };
 
 }  // namespace

@@ -33,20 +33,22 @@ TEST_CASE("a valid request has no decode error") {
 
 TEST_CASE("truncation names the innermost field being read") {
   std::string bytes = ValidRequest();
-  // Fields serialize in number order, so the dictionary (2) comes last.
-  std::string cut = bytes.substr(0, bytes.size() - 3);
+  // Fields serialize in number order, so the dictionary (2) comes last,
+  // and its last table is stack_table (7).
+  std::string cut = bytes.substr(0, bytes.size() - 1);
   std::string error = Locate(cut);
   CAPTURE(error);
-  CHECK(error.find("dictionary at byte offset") == 0);
+  CHECK(error.find("dictionary.stack_table[1].location_indices at byte offset") == 0);
   // Cut inside the resource_profiles (1) instead: the sample's timestamps.
   Request r;
   REQUIRE(r.ParseFromString(bytes));
   r.clear_dictionary();
   std::string rp = r.SerializeAsString();
   error = Locate(rp.substr(0, rp.size() - 3));
-  CHECK(error.find("resource_profiles[0]") == 0);
-  CHECK(error.find("exceeds the") != std::string::npos);
-  CHECK(error.find("at byte offset") != std::string::npos);
+  CAPTURE(error);
+  CHECK(error.find("resource_profiles[0].scope_profiles[0].profiles[0].") == 0);
+  CHECK(error.find(" at byte offset ") != std::string::npos);
+  CHECK(error.find("(inside resource_profiles[0].scope_profiles[0].profiles[0]") != std::string::npos);
 }
 
 TEST_CASE("garbage bytes") {
