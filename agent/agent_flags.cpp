@@ -113,7 +113,7 @@ const std::vector<FlagDef>& Flags() {
        }},
       {"max-unsent-bytes", false,
        "Unsent data kept while the receiver is unavailable, before dropping the oldest "
-       "(default 33554432)",
+       "(default 16777216)",
        [](std::string_view v, AgentOptions& o) -> std::string {
          std::size_t n = 0;
          auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);

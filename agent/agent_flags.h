@@ -31,7 +31,7 @@ struct AgentOptions {
   std::vector<std::pair<std::string, std::string>> resource_attributes;
   bool symbolize = true;   // -no-symbolize turns host symbolization off
   bool verbose = false;
-  std::size_t max_unsent_bytes = 32u << 20;  // queue bound before dropping oldest
+  std::size_t max_unsent_bytes = 16u << 20;  // queue bound before dropping oldest
   bool show_version = false;
   bool show_help = false;
 };

@@ -88,7 +88,7 @@ std::string CheckSamplerPrerequisites() {
   constexpr int kCapSysAdmin = 21, kCapPerfmon = 38, kCapBpf = 39;
   if (geteuid() != 0 && !HasCapability(kCapSysAdmin) &&
       !(HasCapability(kCapBpf) && HasCapability(kCapPerfmon)))
-    return "kiln-agent needs root to load BPF programs and open perf events.\n"
+    return "needs root to load BPF programs and open perf events.\n"
            "  Run it with sudo, or grant it CAP_BPF and CAP_PERFMON:\n"
            "  sudo setcap cap_bpf,cap_perfmon,cap_sys_resource,cap_sys_ptrace+ep kiln-agent";
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)

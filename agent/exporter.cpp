@@ -22,6 +22,24 @@ bool Retryable(grpc::StatusCode code) {
          code == grpc::StatusCode::RESOURCE_EXHAUSTED;
 }
 
+const char* StatusCodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "error";
+  }
+}
+
 }  // namespace
 
 OtlpExporter::OtlpExporter(ExporterOptions options) : options_(std::move(options)) {
@@ -59,9 +77,9 @@ std::string OtlpExporter::CheckReachable(std::chrono::milliseconds timeout) {
 
 void OtlpExporter::Enqueue(ExportRequest request, std::size_t samples) {
   Pending p;
-  p.bytes = request.ByteSizeLong();
+  request.SerializeToString(&p.encoded);
+  p.bytes = p.encoded.size();
   p.samples = samples;
-  p.request = std::move(request);
   {
     std::lock_guard lock(mu_);
     queue_.push_back(std::move(p));
@@ -102,11 +120,13 @@ void OtlpExporter::Run() {
     queue_.pop_front();
     lock.unlock();
 
+    ExportRequest request;
+    request.ParseFromString(head.encoded);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
     ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
     collector::ExportProfilesServiceResponse response;
-    grpc::Status status = stub->Export(&ctx, head.request, &response);
+    grpc::Status status = stub->Export(&ctx, request, &response);
 
     lock.lock();
     sending_ = false;
@@ -134,7 +154,7 @@ void OtlpExporter::Run() {
 
     stats_.connected = status.error_code() != grpc::StatusCode::UNAVAILABLE;
     std::string error = "Export to " + options_.target + " failed: " +
-                        std::to_string(static_cast<int>(status.error_code())) + " " + status.error_message();
+                        StatusCodeName(status.error_code()) + ": " + status.error_message();
     bool give_up = !Retryable(status.error_code());
     if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
         ++head.exhausted_attempts >= kMaxExhaustedAttempts)

@@ -2,8 +2,9 @@
 // Sends Export requests to the collector on its own thread, so a slow or
 // absent receiver never stalls sampling.
 //
-// Queue: requests wait in order; their encoded sizes are bounded by
-// max_unsent_bytes, beyond which the oldest are dropped and counted.
+// Queue: requests wait in order, encoded (a parsed message takes several
+// times its wire size), bounded by max_unsent_bytes, beyond which the oldest
+// are dropped and counted.
 // Retry: UNAVAILABLE, DEADLINE_EXCEEDED and RESOURCE_EXHAUSTED retry the head
 // of the queue with exponential backoff (1 s .. 30 s); RESOURCE_EXHAUSTED
 // gives up after kMaxExhaustedAttempts since a request that is too large
@@ -33,7 +34,7 @@ namespace kiln::agent {
 struct ExporterOptions {
   std::string target;  // HOST:PORT
   bool disable_tls = false;
-  std::size_t max_unsent_bytes = 32u << 20;
+  std::size_t max_unsent_bytes = 16u << 20;
   std::chrono::milliseconds rpc_timeout{10000};
   bool verbose = false;
 };
@@ -71,7 +72,7 @@ class OtlpExporter {
 
  private:
   struct Pending {
-    ExportRequest request;
+    std::string encoded;  // serialized ExportRequest
     std::size_t samples = 0;
     std::size_t bytes = 0;
     int exhausted_attempts = 0;

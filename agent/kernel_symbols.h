@@ -28,6 +28,10 @@ class KernelSymbols {
   std::size_t size() const { return symbols_.size(); }
 
  private:
+  void Begin();
+  void AddLine(std::string_view line);
+  [[nodiscard]] Result<std::size_t> Finish();
+
   struct Symbol {
     std::uint64_t address;
     std::uint32_t name_offset;
@@ -36,6 +40,7 @@ class KernelSymbols {
   std::vector<Symbol> symbols_;
   std::string names_;
   std::vector<std::string> modules_;
+  bool all_zero_ = true;
 };
 
 }  // namespace kiln::agent

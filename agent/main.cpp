@@ -7,6 +7,7 @@
 //
 // The main thread does everything but the gRPC calls.
 
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -90,10 +91,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   InstallSignalHandlers();
+  // Say what is missing before anything else complains about its symptoms.
+  if (std::string missing = CheckSamplerPrerequisites(); !missing.empty()) {
+    std::fprintf(stderr, "kiln-agent: %s\n", missing.c_str());
+    return 1;
+  }
 
   KernelSymbols kernel_symbols;
   if (auto loaded = kernel_symbols.Load(); !loaded)
     std::fprintf(stderr, "kiln-agent: kernel frames will have no names: %s\n", loaded.error().c_str());
+  // Loading kallsyms churns a few MB of heap; hand it back to the system.
+  malloc_trim(0);
 
   ExecutableCache executables;
   ProcessTracker processes(executables);

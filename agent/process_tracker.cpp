@@ -1,20 +1,30 @@
 #include "process_tracker.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
 namespace kiln::agent {
 namespace {
 
+// /proc files report size 0, so read until EOF. Plain read(2): these are
+// read for every new process, and iostreams cost more than the read.
 std::string ReadWholeFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return {};
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  std::string out;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[16384];
+  while (true) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  return out;
 }
 
 std::string ReadLink(const std::string& path) {

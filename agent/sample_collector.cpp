@@ -72,6 +72,12 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
     case KILN_EVENT_EXEC:
       ++stats_.exec_events;
       processes_.OnExec(header.pid);
+      // Samples after the exec belong to a new program: close the old
+      // program's profile so it keeps its own executable name.
+      if (auto it = current_.find(header.pid); it != current_.end()) {
+        finished_.push_back(std::move(it->second.profile));
+        current_.erase(it);
+      }
       return;
     case KILN_EVENT_EXIT:
       ++stats_.exit_events;
@@ -177,15 +183,15 @@ ProfileBatch SampleCollector::TakeBatch(
   batch.samples_per_second = samples_per_second_;
   batch.host_name = host_name;
   batch.resource_attributes = resource_attributes;
-  batch.processes.reserve(current_.size());
-  for (auto& [pid, state] : current_) {
-    for (SampleGroup& g : state.profile.samples)
-      std::sort(g.timestamps_unix_ns.begin(), g.timestamps_unix_ns.end());
-    batch.processes.push_back(std::move(state.profile));
-  }
-  std::sort(batch.processes.begin(), batch.processes.end(),
-            [](const ProcessProfile& a, const ProcessProfile& b) { return a.pid < b.pid; });
+  batch.processes.reserve(current_.size() + finished_.size());
+  for (ProcessProfile& profile : finished_) batch.processes.push_back(std::move(profile));
+  for (auto& [pid, state] : current_) batch.processes.push_back(std::move(state.profile));
+  for (ProcessProfile& profile : batch.processes)
+    for (SampleGroup& g : profile.samples) std::sort(g.timestamps_unix_ns.begin(), g.timestamps_unix_ns.end());
+  std::stable_sort(batch.processes.begin(), batch.processes.end(),
+                   [](const ProcessProfile& a, const ProcessProfile& b) { return a.pid < b.pid; });
   current_.clear();
+  finished_.clear();
   pending_samples_ = 0;
   batch_start_unix_ns_ = batch.end_unix_ns;
   ResetClockOffset();

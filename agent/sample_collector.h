@@ -63,6 +63,7 @@ class SampleCollector {
   const KernelSymbols& kernel_;
   int samples_per_second_;
   std::unordered_map<std::uint32_t, ProcessState> current_;
+  std::vector<ProcessProfile> finished_;  // closed by an exec this interval
   std::unordered_map<std::string, std::shared_ptr<const Mapping>> kernel_mappings_;  // per module
   std::int64_t unix_minus_monotonic_ns_ = 0;
   std::uint64_t batch_start_unix_ns_ = 0;
