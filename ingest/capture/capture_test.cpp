@@ -291,5 +291,26 @@ TEST_CASE("perf script: -F comm,pid,tid,time,ip,sym,dso and -F ip,sym without ds
   CHECK(d->skipped_records == 1);
 }
 
+TEST_CASE("SliceFromBatch and TimelineFromBatch filter by kind, time and attributes") {
+  const char* text =
+      "a 1/1 1.0: 1 cpu-clock:\n\t 10 f (/bin/a)\n\n"
+      "b 2/2 2.0: 1 cpu-clock:\n\t 10 g (/bin/b)\n\n"
+      "a 1/1 3.0: 1 cpu-clock:\n\t 10 f (/bin/a)\n\n";
+  auto c = ImportBytes(text, "t.txt");
+  REQUIRE(c.ok());
+  storage::Query q;
+  q.filters.push_back({"process.pid", {"1"}});
+  auto slice = SliceFromBatch(c->batch, q);
+  CHECK(slice->total_events == 2);
+  CHECK(slice->weights.size() == 1);
+  auto t = TimelineFromBatch(c->batch, q, 2);
+  CHECK(t.start_ns == 1000000000);
+  CHECK(t.events == std::vector<uint64_t>{1, 1});
+  q.from_ns = 2500000000;
+  CHECK(SliceFromBatch(c->batch, q)->total_events == 1);
+  q.kind = storage::SampleKind::kOffCpu;
+  CHECK(SliceFromBatch(c->batch, q)->weights.empty());
+}
+
 }  // namespace
 }  // namespace kiln::capture

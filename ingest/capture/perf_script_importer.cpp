@@ -40,11 +40,11 @@ struct Header {
   std::string_view event;
 };
 
-// The comm is the shortest prefix (at least two characters, first not a
+// The comm is the shortest prefix (at least one character, first not a
 // space) followed by whitespace, a number, optionally "/number", and
 // whitespace or the end of the line.
 bool ParseHeader(std::string_view line, Header* h) {
-  for (size_t i = 2; i < line.size(); ++i) {
+  for (size_t i = 1; i < line.size(); ++i) {
     if (!IsWs(line[i])) continue;
     size_t j = i;
     while (j < line.size() && IsWs(line[j])) ++j;

@@ -15,4 +15,10 @@ namespace kiln::capture {
 std::shared_ptr<const storage::ProfileSlice> SliceFromBatch(const storage::ProfileBatch& batch,
                                                             const storage::Query& query);
 
+// Weight over time, as Store::RunTimeline: `bucket_count` buckets evenly
+// covering [query.from_ns, query.to_ns), clamped to the batch's data range
+// when open-ended. For a capture opened without a store.
+storage::Timeline TimelineFromBatch(const storage::ProfileBatch& batch, const storage::Query& query,
+                                    int bucket_count);
+
 }  // namespace kiln::capture
