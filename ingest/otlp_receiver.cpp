@@ -219,6 +219,12 @@ absl::Status Receiver::Start() {
   // gRPC sets SO_REUSEPORT by default, which would let a second kiln bind
   // the same port silently and steal half the connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Agents keep one connection open for hours and may send keepalive
+  // pings between exports; gRPC's default (at most one ping per 5 minutes,
+  // else GOAWAY "too_many_pings") would drop them for being idle-chatty.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.RegisterService(&service_);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
