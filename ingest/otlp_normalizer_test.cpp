@@ -610,6 +610,20 @@ TEST_CASE("expansion limits: a few bytes may not ask for gigabytes") {
           "dictionary.stack_table[3] expands to 100000 frames with inlined lines (limit 65536)");
     CheckBatchIsConsistent(r.batch);
   }
+  SUBCASE("more samples than one request may carry") {
+    Fixture f;
+    auto* rp = f.b.Resource({});
+    OtlpRequestBuilder::AddSample(f.b.AddProfile(rp), f.stack_a, {}, {1});
+    auto* many = f.b.AddProfile(rp)->add_samples();
+    many->set_stack_index(f.stack_a);
+    many->mutable_timestamps_unix_nano()->Resize((8 << 20) + 1, 5);
+    NormalizeResult r = NormalizeExportRequest(f.b.request);
+    CHECK(r.accepted_profiles == 1);
+    CHECK(r.error_message ==
+          "resource_profiles[0].scope_profiles[0].profiles[1].samples: 8388609 events would take the "
+          "request past 8388608 samples, the most kiln takes in one request; send smaller requests");
+    CHECK(r.batch.samples.size() == 1);
+  }
   SUBCASE("resource attributes copied into many attribute sets") {
     Fixture f;
     OtlpRequestBuilder::AddSample(f.b.AddProfile(f.b.Resource({{"a", "b"}})), f.stack_a, {}, {1});
