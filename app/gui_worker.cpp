@@ -101,9 +101,8 @@ void GuiWorker::Run() {
     bool do_status = false;
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_until(lock, next_status, [this] {
-        return stop_ || pending_generation_ != 0 || status_requested_;
-      });
+      wake_.wait_until(lock, next_status,
+                       [this] { return stop_ || pending_generation_ != 0 || status_requested_; });
       if (stop_) return;
       // Status first when due: it is cheap and the header needs it to pick
       // the time window of the first analysis.
@@ -157,6 +156,7 @@ std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generati
         out->slice = previous_->slice;
         out->tree = previous_->tree;
         out->left_offsets = previous_->left_offsets;
+        out->type_weights = previous_->type_weights;
         out->top_functions = previous_->top_functions;
         out->executables = previous_->executables;
         out->timeline = previous_->timeline;
@@ -189,9 +189,12 @@ std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generati
   if (same_tree) {
     out->tree = previous_->tree;
     out->left_offsets = previous_->left_offsets;
+    out->type_weights = previous_->type_weights;
   } else {
-    auto tree = std::make_shared<storage::FlameTree>(storage::BuildFlameTree(out->slice, request.tree_options));
+    auto tree =
+        std::make_shared<storage::FlameTree>(storage::BuildFlameTree(out->slice, request.tree_options));
     out->left_offsets = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*tree));
+    out->type_weights = std::make_shared<const ui::FrameTypeWeights>(ui::ComputeFrameTypeWeights(*tree));
     out->tree = std::move(tree);
   }
   if (same_query && previous_->top_functions &&

@@ -49,7 +49,8 @@ class GuiWorker {
 
  private:
   void Run();
-  std::shared_ptr<const ui::AnalysisSnapshot> Analyze(uint64_t generation, const ui::AnalysisRequest& request);
+  std::shared_ptr<const ui::AnalysisSnapshot> Analyze(uint64_t generation,
+                                                      const ui::AnalysisRequest& request);
   std::shared_ptr<const ui::StatusSnapshot> PollStatus();
 
   storage::Store& store_;

@@ -36,7 +36,8 @@ void ExecutablesView::Draw(const ViewContext& context) {
     order_dirty_ = true;
   }
   ImGui::SetNextItemWidth(320.f * ImGui::GetFontSize() / 15.f);
-  if (ImGui::InputTextWithHint("##filter", "Filter by name or id", filter_, sizeof filter_)) order_dirty_ = true;
+  if (ImGui::InputTextWithHint("##filter", "Filter by name or id", filter_, sizeof filter_))
+    order_dirty_ = true;
   if (!rows_) {
     ImGui::TextDisabled("Loading...");
     return;
@@ -45,15 +46,18 @@ void ExecutablesView::Draw(const ViewContext& context) {
   ImGui::TextDisabled("%zu executables in native frames of the selection", rows_->size());
 
   const storage::SampleKind kind = context.analysis->request.query.kind;
-  const int64_t total = std::max<int64_t>(context.analysis->slice ? context.analysis->slice->total_weight : 1, 1);
-  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                ImGuiTableFlags_Resizable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Hideable |
+  const int64_t total =
+      std::max<int64_t>(context.analysis->slice ? context.analysis->slice->total_weight : 1, 1);
+  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg |
+                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable |
+                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_Hideable |
                                 ImGuiTableFlags_SizingFixedFit;
   if (!ImGui::BeginTable("##executables", kColumnCount, flags)) return;
   const float em = ImGui::GetFontSize();
   ImGui::TableSetupScrollFreeze(0, 1);
   ImGui::TableSetupColumn("File name", ImGuiTableColumnFlags_WidthStretch);
-  ImGui::TableSetupColumn("Weight", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending, em * 11);
+  ImGui::TableSetupColumn(
+      "Weight", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending, em * 11);
   ImGui::TableSetupColumn("Symbols", 0, em * 12);
   ImGui::TableSetupColumn("Frames", ImGuiTableColumnFlags_PreferSortDescending, em * 4);
   ImGui::TableSetupColumn("htlhash", 0, em * 17);
@@ -78,20 +82,29 @@ void ExecutablesView::Draw(const ViewContext& context) {
         const ExecutableRow& x = rows[a];
         const ExecutableRow& y = rows[b];
         switch (s.ColumnIndex) {
-          case kName: return Basename(x.file_name) < Basename(y.file_name);
-          case kWeight: return x.weight < y.weight;
-          case kSymbols: return x.unsymbolized_frames * y.frames < y.unsymbolized_frames * x.frames;
-          case kFrames: return x.frames < y.frames;
-          case kHtlhash: return x.htlhash < y.htlhash;
-          case kGnuBuildId: return x.gnu_build_id < y.gnu_build_id;
-          case kGoBuildId: return x.go_build_id < y.go_build_id;
-          default: return false;
+          case kName:
+            return Basename(x.file_name) < Basename(y.file_name);
+          case kWeight:
+            return x.weight < y.weight;
+          case kSymbols:
+            return x.unsymbolized_frames * y.frames < y.unsymbolized_frames * x.frames;
+          case kFrames:
+            return x.frames < y.frames;
+          case kHtlhash:
+            return x.htlhash < y.htlhash;
+          case kGnuBuildId:
+            return x.gnu_build_id < y.gnu_build_id;
+          case kGoBuildId:
+            return x.go_build_id < y.go_build_id;
+          default:
+            return false;
         }
       };
       if (s.SortDirection == ImGuiSortDirection_Ascending) {
         std::stable_sort(order_.begin(), order_.end(), key_less);
       } else {
-        std::stable_sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) { return key_less(b, a); });
+        std::stable_sort(order_.begin(), order_.end(),
+                         [&](uint32_t a, uint32_t b) { return key_less(b, a); });
       }
       specs->SpecsDirty = false;
     }
@@ -108,13 +121,15 @@ void ExecutablesView::Draw(const ViewContext& context) {
       ImGui::TableSetColumnIndex(kName);
       const std::string_view base = Basename(row.file_name);
       ImGui::TextUnformatted(base.data(), base.data() + base.size());
-      if (ImGui::IsItemHovered() && base.size() != row.file_name.size()) ImGui::SetTooltip("%s", row.file_name.c_str());
+      if (ImGui::IsItemHovered() && base.size() != row.file_name.size())
+        ImGui::SetTooltip("%s", row.file_name.c_str());
       ImGui::TableSetColumnIndex(kWeight);
       const double fraction = static_cast<double>(row.weight) / total;
-      InlineBar(fraction, PackRgba(0x7a, 0x5a, 0x2a), FormatWeight(kind, row.weight) + "  " + FormatPercent(fraction));
+      InlineBar(fraction, PackRgba(0x7a, 0x5a, 0x2a),
+                FormatWeight(kind, row.weight) + "  " + FormatPercent(fraction));
       ImGui::TableSetColumnIndex(kSymbols);
       const std::string status = SymbolStatus(row);
-      const ImVec4 color = row.unsymbolized_frames == 0 ? ImVec4(0.55f, 0.85f, 0.55f, 1.f)
+      const ImVec4 color = row.unsymbolized_frames == 0            ? ImVec4(0.55f, 0.85f, 0.55f, 1.f)
                            : row.unsymbolized_frames == row.frames ? ImVec4(0.95f, 0.6f, 0.4f, 1.f)
                                                                    : ImVec4(0.95f, 0.85f, 0.45f, 1.f);
       ImGui::TextColored(color, "%s", status.c_str());

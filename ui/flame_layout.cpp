@@ -27,8 +27,8 @@ std::vector<int64_t> ComputeLeftOffsets(const FlameTree& tree) {
   return left;
 }
 
-FlameLayout LayoutFlame(const FlameTree& tree, const std::vector<int64_t>& left,
-                        uint32_t zoom_node, float width, float min_width) {
+FlameLayout LayoutFlame(const FlameTree& tree, const std::vector<int64_t>& left, uint32_t zoom_node,
+                        float width, float min_width) {
   FlameLayout layout;
   layout.width = width;
   if (tree.nodes.empty() || width <= 0) return layout;
@@ -60,8 +60,8 @@ FlameLayout LayoutFlame(const FlameTree& tree, const std::vector<int64_t>& left,
       auto flush_run = [&] {
         if (run_count > 0) {
           if (run_width >= min_width) {
-            rects.push_back({run_first, run_x, run_width,
-                             static_cast<uint16_t>(node.depth + 1), true, false});
+            rects.push_back(
+                {run_first, run_x, run_width, static_cast<uint16_t>(node.depth + 1), true, false});
           } else {
             layout.skipped_nodes += run_count;
           }
@@ -115,16 +115,14 @@ int HitTest(const FlameLayout& layout, float x, int depth) {
   const auto begin = layout.rects.begin() + layout.row_begin[depth];
   const auto end = layout.rects.begin() + layout.row_begin[depth + 1];
   // First rect whose right edge is beyond x.
-  auto it = std::upper_bound(begin, end, x, [](float value, const FlameRect& r) {
-    return value < r.x + r.width;
-  });
+  auto it =
+      std::upper_bound(begin, end, x, [](float value, const FlameRect& r) { return value < r.x + r.width; });
   if (it == end || x < it->x) return -1;
   return static_cast<int>(it - layout.rects.begin());
 }
 
 float RowTop(int depth, int rows, float row_height, bool flame) {
-  return flame ? static_cast<float>(rows - 1 - depth) * row_height
-               : static_cast<float>(depth) * row_height;
+  return flame ? static_cast<float>(rows - 1 - depth) * row_height : static_cast<float>(depth) * row_height;
 }
 
 int RowAt(float y, int rows, float row_height, bool flame) {
@@ -132,6 +130,17 @@ int RowAt(float y, int rows, float row_height, bool flame) {
   const int row = static_cast<int>(y / row_height);
   if (row >= rows) return -1;
   return flame ? rows - 1 - row : row;
+}
+
+FrameTypeWeights ComputeFrameTypeWeights(const FlameTree& tree) {
+  FrameTypeWeights w;
+  for (const FlameNode& n : tree.nodes) {
+    const auto t = static_cast<size_t>(n.type);
+    if (n.kind != storage::NodeKind::kFrame || t >= std::size(w.self)) continue;
+    w.self[t] += n.self;
+    w.present[t] = true;
+  }
+  return w;
 }
 
 std::vector<uint32_t> PathToNode(const FlameTree& tree, uint32_t node) {

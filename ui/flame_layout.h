@@ -20,11 +20,11 @@ namespace kiln::ui {
 std::vector<int64_t> ComputeLeftOffsets(const storage::FlameTree& tree);
 
 struct FlameRect {
-  uint32_t node = 0;    // first node of the run when `merged`
-  float x = 0;          // pixels from the graph's left edge
-  float width = 0;      // pixels
-  uint16_t depth = 0;   // row
-  bool merged = false;  // a run of siblings each narrower than min_width
+  uint32_t node = 0;      // first node of the run when `merged`
+  float x = 0;            // pixels from the graph's left edge
+  float width = 0;        // pixels
+  uint16_t depth = 0;     // row
+  bool merged = false;    // a run of siblings each narrower than min_width
   bool ancestor = false;  // above the zoomed node: drawn full width
 };
 
@@ -46,8 +46,8 @@ struct FlameLayout {
 // are merged into one `merged` rect once their run reaches `min_width`.
 // Cost is proportional to the visible nodes plus their children, not to
 // the tree size, so million-node trees stay cheap.
-FlameLayout LayoutFlame(const storage::FlameTree& tree, const std::vector<int64_t>& left,
-                        uint32_t zoom_node, float width, float min_width = 1.0f);
+FlameLayout LayoutFlame(const storage::FlameTree& tree, const std::vector<int64_t>& left, uint32_t zoom_node,
+                        float width, float min_width = 1.0f);
 
 // Index into layout.rects of the rect at pixel `x` in row `depth`, or -1.
 int HitTest(const FlameLayout& layout, float x, int depth);
@@ -57,6 +57,14 @@ int HitTest(const FlameLayout& layout, float x, int depth);
 float RowTop(int depth, int rows, float row_height, bool flame);
 // The row at pixel offset `y` from the graph's top, or -1 outside.
 int RowAt(float y, int rows, float row_height, bool flame);
+
+// Per frame type: self weight and whether any node has that type (the
+// legend). O(nodes): computed on the worker with the tree.
+struct FrameTypeWeights {
+  int64_t self[storage::kFrameTypeCount] = {};
+  bool present[storage::kFrameTypeCount] = {};
+};
+FrameTypeWeights ComputeFrameTypeWeights(const storage::FlameTree& tree);
 
 // Root-to-node path (root first, `node` last): the zoom breadcrumbs.
 std::vector<uint32_t> PathToNode(const storage::FlameTree& tree, uint32_t node);

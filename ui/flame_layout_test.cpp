@@ -17,8 +17,8 @@ std::string PrintLayout(const storage::FlameTree& tree, const FlameLayout& layou
   std::string out;
   char buf[160];
   for (const FlameRect& r : layout.rects) {
-    std::snprintf(buf, sizeof buf, "%d %s%s x=%.1f w=%.1f\n", r.depth,
-                  r.merged ? "[merged] " : "", tree.Label(r.node).c_str(), r.x, r.width);
+    std::snprintf(buf, sizeof buf, "%d %s%s x=%.1f w=%.1f\n", r.depth, r.merged ? "[merged] " : "",
+                  tree.Label(r.node).c_str(), r.x, r.width);
     out += buf;
   }
   return out;
@@ -126,6 +126,15 @@ TEST_CASE("breadcrumb path and common ancestor") {
   CHECK(tree.Label(CommonAncestor(tree, {4, 5})) == "a");
   CHECK(tree.Label(CommonAncestor(tree, {4, 3})) == "main");
   CHECK(CommonAncestor(tree, {}) == 0);
+}
+
+TEST_CASE("frame type weights for the legend") {
+  const auto tree = TreeFromFolded("main;read_[k] 3\nmain;fib_[py];fib_[py] 2\n");
+  const FrameTypeWeights w = ComputeFrameTypeWeights(tree);
+  CHECK(w.self[static_cast<int>(storage::FrameType::kKernel)] == 3);
+  CHECK(w.self[static_cast<int>(storage::FrameType::kPython)] == 2);
+  CHECK(w.present[static_cast<int>(storage::FrameType::kNative)]);  // main: no self weight, still listed
+  CHECK_FALSE(w.present[static_cast<int>(storage::FrameType::kGo)]);
 }
 
 TEST_CASE("a million-node tree lays out only what is visible") {

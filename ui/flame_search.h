@@ -23,8 +23,8 @@ struct FlameSearchResult {
   // Weight of the stacks that pass through a match, each stack counted
   // once (a match under another match adds nothing).
   int64_t matched_weight = 0;
-  int64_t total_weight = 0;       // the root's total
-  uint32_t common_ancestor = 0;   // deepest node above every match (0 if none)
+  int64_t total_weight = 0;      // the root's total
+  uint32_t common_ancestor = 0;  // deepest node above every match (0 if none)
 
   bool active() const { return !query.empty(); }
   double MatchedFraction() const {

@@ -20,15 +20,19 @@ using storage::NodeKind;
 namespace {
 
 constexpr Rgba kBackground = PackRgba(0x1c, 0x1e, 0x24);
-constexpr float kDimAmount = 0.72f;        // non-matching nodes while searching
-constexpr float kMinLabelWidth = 18.f;     // px; narrower nodes get no text
+constexpr float kDimAmount = 0.72f;     // non-matching nodes while searching
+constexpr float kMinLabelWidth = 18.f;  // px; narrower nodes get no text
 
 std::string_view KindName(NodeKind kind) {
   switch (kind) {
-    case NodeKind::kRoot: return "All samples";
-    case NodeKind::kProcess: return "Process";
-    case NodeKind::kThread: return "Thread";
-    case NodeKind::kFrame: return "Frame";
+    case NodeKind::kRoot:
+      return "All samples";
+    case NodeKind::kProcess:
+      return "Process";
+    case NodeKind::kThread:
+      return "Thread";
+    case NodeKind::kFrame:
+      return "Frame";
   }
   return "";
 }
@@ -40,7 +44,8 @@ std::string_view KindName(NodeKind kind) {
 // ---------------------------------------------------------------------------
 
 void FlamegraphView::AdoptTree(std::shared_ptr<const FlameTree> tree,
-                               std::shared_ptr<const std::vector<int64_t>> left) {
+                               std::shared_ptr<const std::vector<int64_t>> left,
+                               std::shared_ptr<const FrameTypeWeights> types) {
   if (tree == tree_) return;
   tree_ = std::move(tree);
   ++tree_serial_;
@@ -63,16 +68,8 @@ void FlamegraphView::AdoptTree(std::shared_ptr<const FlameTree> tree,
       zoom_node_ = found;
     }
   }
-  type_weight_.assign(storage::kFrameTypeCount, 0);
-  type_present_.assign(storage::kFrameTypeCount, 0);
-  if (tree_) {
-    for (const FlameNode& n : tree_->nodes) {
-      if (n.kind == NodeKind::kFrame && static_cast<size_t>(n.type) < type_weight_.size()) {
-        type_weight_[static_cast<size_t>(n.type)] += n.self;
-        type_present_[static_cast<size_t>(n.type)] = 1;
-      }
-    }
-  }
+  types_ = std::move(types);
+  if (!types_ && tree_) types_ = std::make_shared<const FrameTypeWeights>(ComputeFrameTypeWeights(*tree_));
 }
 
 void FlamegraphView::ZoomTo(uint32_t node) {
@@ -130,14 +127,17 @@ void FlamegraphView::RefreshSearch() {
 
 void FlamegraphView::Draw(const ViewContext& context) {
   settled_ = false;
-  if (context.analysis) AdoptTree(context.analysis->tree, context.analysis->left_offsets);
-  DrawTree(context, tree_, left_);
+  if (context.analysis) {
+    AdoptTree(context.analysis->tree, context.analysis->left_offsets, context.analysis->type_weights);
+  }
+  DrawTree(context, tree_, left_, types_);
   settled_ = tree_ != nullptr && !context.computing && !search_dirty_ && !search_future_.valid();
 }
 
 void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const FlameTree> tree,
-                              std::shared_ptr<const std::vector<int64_t>> left) {
-  AdoptTree(std::move(tree), std::move(left));
+                              std::shared_ptr<const std::vector<int64_t>> left,
+                              std::shared_ptr<const FrameTypeWeights> types) {
+  AdoptTree(std::move(tree), std::move(left), std::move(types));
   if (context.session && context.session->flame_search_serial != seen_search_serial_) {
     seen_search_serial_ = context.session->flame_search_serial;
     std::snprintf(search_buffer_, sizeof search_buffer_, "%s", context.session->flame_search.c_str());
@@ -149,8 +149,7 @@ void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const 
   DrawToolbar(context);
   if (!tree_ || tree_->nodes.empty() || tree_->nodes[0].total == 0) {
     ImGui::Spacing();
-    ImGui::TextDisabled(tree_ ? "No samples in the selected range for this kind and filters."
-                              : "Loading...");
+    ImGui::TextDisabled(tree_ ? "No samples in the selected range for this kind and filters." : "Loading...");
     return;
   }
   DrawLegend();
@@ -182,7 +181,8 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
     ImGui::Checkbox("Show inline frames", &session->show_inline);
     ImGui::SameLine();
     ImGui::Checkbox("Flame", &session->flame);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Roots at the bottom (flame graph) instead of the top (icicle)");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Roots at the bottom (flame graph) instead of the top (icicle)");
     ImGui::SameLine();
     static const char* kGroupNames[] = {"No grouping", "By process", "By process and thread"};
     int group = static_cast<int>(session->group_by);
@@ -201,10 +201,11 @@ void FlamegraphView::DrawLegend() {
   const int64_t total = std::max<int64_t>(tree_->nodes[0].total, 1);
   std::vector<int> types;
   for (int t = 0; t < storage::kFrameTypeCount; ++t) {
-    if (type_present_[t]) types.push_back(t);
+    if (types_->present[t]) types.push_back(t);
   }
   // Heaviest (by self weight) first: the legend reads as a summary.
-  std::stable_sort(types.begin(), types.end(), [&](int a, int b) { return type_weight_[a] > type_weight_[b]; });
+  std::stable_sort(types.begin(), types.end(),
+                   [&](int a, int b) { return types_->self[a] > types_->self[b]; });
   bool first = true;
   for (int t : types) {
     if (!first) ImGui::SameLine(0, ImGui::GetFontSize());
@@ -218,7 +219,7 @@ void FlamegraphView::DrawLegend() {
     ImGui::EndGroup();
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("%s of the weight is spent in %.*s frames themselves (self weight)",
-                        FormatPercent(static_cast<double>(type_weight_[t]) / total).c_str(),
+                        FormatPercent(static_cast<double>(types_->self[t]) / total).c_str(),
                         static_cast<int>(name.size()), name.data());
     }
   }
@@ -285,7 +286,8 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
   last_flame_ = flame;
   if (scroll_to_zoom_) {
     const float zoom_top = top_pad + RowTop(tree_->nodes[zoom_node_].depth, rows, row_h, flame);
-    ImGui::SetScrollY(flame ? std::max(0.f, zoom_top + 4.f * row_h - avail_h) : std::max(0.f, zoom_top - 3.f * row_h));
+    ImGui::SetScrollY(flame ? std::max(0.f, zoom_top + 4.f * row_h - avail_h)
+                            : std::max(0.f, zoom_top - 3.f * row_h));
     scroll_to_zoom_ = false;
   }
   const ImVec2 origin = ImGui::GetCursorScreenPos();

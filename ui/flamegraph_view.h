@@ -27,12 +27,15 @@ class FlamegraphView : public View {
   static constexpr size_t kAsyncSearchNodes = 100'000;
 
   // Draws `tree` directly (used by the benchmark, which has no snapshot).
+  // `types` may be null (computed here then, O(nodes) on this thread).
   void DrawTree(const ViewContext& context, std::shared_ptr<const storage::FlameTree> tree,
-                std::shared_ptr<const std::vector<int64_t>> left);
+                std::shared_ptr<const std::vector<int64_t>> left,
+                std::shared_ptr<const FrameTypeWeights> types = nullptr);
 
  private:
   void AdoptTree(std::shared_ptr<const storage::FlameTree> tree,
-                 std::shared_ptr<const std::vector<int64_t>> left);
+                 std::shared_ptr<const std::vector<int64_t>> left,
+                 std::shared_ptr<const FrameTypeWeights> types);
   void DrawToolbar(const ViewContext& context);
   void DrawBreadcrumbs();
   void DrawLegend();
@@ -71,8 +74,7 @@ class FlamegraphView : public View {
   uint64_t tree_serial_ = 0;
   uint64_t searched_serial_ = 0;
 
-  std::vector<int64_t> type_weight_;  // self weight per frame type, for the legend
-  std::vector<uint8_t> type_present_;  // frame types that occur in the tree
+  std::shared_ptr<const FrameTypeWeights> types_;  // for the legend
   bool settled_ = false;
 };
 

@@ -44,8 +44,7 @@ std::string FormatDuration(int64_t ns) {
 
 std::string FormatWeight(storage::SampleKind kind, int64_t weight) {
   if (kind == storage::SampleKind::kOffCpu) return FormatDuration(weight);
-  return FormatCount(static_cast<uint64_t>(weight < 0 ? 0 : weight)) +
-         (weight == 1 ? " sample" : " samples");
+  return FormatCount(static_cast<uint64_t>(weight < 0 ? 0 : weight)) + (weight == 1 ? " sample" : " samples");
 }
 
 std::string FormatPercent(double fraction) {

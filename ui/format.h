@@ -31,16 +31,18 @@ std::string FormatDateTime(int64_t unix_ns);
 // ellipsis; 0 when not even one character fits. `advance(c)` is the width of
 // byte/character `c` (UTF-8 continuation bytes are kept with their lead).
 template <typename AdvanceFn>
-size_t EllipsisPrefix(std::string_view text, float max_width, float ellipsis_width,
-                      AdvanceFn&& advance) {
+size_t EllipsisPrefix(std::string_view text, float max_width, float ellipsis_width, AdvanceFn&& advance) {
   float total = 0;
   size_t fits_with_ellipsis = 0;
   for (size_t i = 0; i < text.size();) {
     size_t len = 1;
     const auto lead = static_cast<unsigned char>(text[i]);
-    if (lead >= 0xf0) len = 4;
-    else if (lead >= 0xe0) len = 3;
-    else if (lead >= 0xc0) len = 2;
+    if (lead >= 0xf0)
+      len = 4;
+    else if (lead >= 0xe0)
+      len = 3;
+    else if (lead >= 0xc0)
+      len = 2;
     if (i + len > text.size()) len = text.size() - i;
     total += advance(text.substr(i, len));
     if (total + ellipsis_width <= max_width) fits_with_ellipsis = i + len;

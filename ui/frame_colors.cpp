@@ -72,12 +72,24 @@ Rgba FromHsv(Hsv hsv, uint8_t alpha) {
   const float x = c * (1.f - std::fabs(std::fmod(hp, 2.f) - 1.f));
   float r = 0, g = 0, b = 0;
   switch (static_cast<int>(hp) % 6) {
-    case 0: r = c, g = x; break;
-    case 1: r = x, g = c; break;
-    case 2: g = c, b = x; break;
-    case 3: g = x, b = c; break;
-    case 4: r = x, b = c; break;
-    default: r = c, b = x; break;
+    case 0:
+      r = c, g = x;
+      break;
+    case 1:
+      r = x, g = c;
+      break;
+    case 2:
+      g = c, b = x;
+      break;
+    case 3:
+      g = x, b = c;
+      break;
+    case 4:
+      r = x, b = c;
+      break;
+    default:
+      r = c, b = x;
+      break;
   }
   const float m = v - c;
   auto to8 = [](float f) { return static_cast<uint8_t>(std::lround(std::clamp(f, 0.f, 1.f) * 255.f)); };
@@ -92,10 +104,14 @@ Rgba FrameTypeColor(FrameType type) { return StyleOf(type).color; }
 
 Rgba NodeKindColor(NodeKind kind) {
   switch (kind) {
-    case NodeKind::kRoot: return PackRgba(0x5f, 0x68, 0x78);
-    case NodeKind::kProcess: return PackRgba(0x70, 0x7d, 0x90);
-    case NodeKind::kThread: return PackRgba(0x84, 0x91, 0xa3);
-    case NodeKind::kFrame: break;
+    case NodeKind::kRoot:
+      return PackRgba(0x5f, 0x68, 0x78);
+    case NodeKind::kProcess:
+      return PackRgba(0x70, 0x7d, 0x90);
+    case NodeKind::kThread:
+      return PackRgba(0x84, 0x91, 0xa3);
+    case NodeKind::kFrame:
+      break;
   }
   return FrameTypeColor(FrameType::kUnknown);
 }

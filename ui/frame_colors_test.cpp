@@ -12,8 +12,7 @@ using storage::FrameType;
 using storage::NodeKind;
 
 int Distance(Rgba a, Rgba b) {
-  return std::abs(RedOf(a) - RedOf(b)) + std::abs(GreenOf(a) - GreenOf(b)) +
-         std::abs(BlueOf(a) - BlueOf(b));
+  return std::abs(RedOf(a) - RedOf(b)) + std::abs(GreenOf(a) - GreenOf(b)) + std::abs(BlueOf(a) - BlueOf(b));
 }
 
 TEST_CASE("every frame type has its own legend colour and name") {

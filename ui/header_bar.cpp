@@ -13,9 +13,8 @@ using storage::SampleKind;
 
 const std::vector<FilterKey>& WellKnownFilterKeys() {
   static const std::vector<FilterKey> kKeys = {
-      {"process.executable.name", "Process"}, {"process.pid", "PID"},
-      {"thread.name", "Thread"},              {"container.id", "Container"},
-      {"service.name", "Service"},            {"host.name", "Host"},
+      {"process.executable.name", "Process"}, {"process.pid", "PID"},      {"thread.name", "Thread"},
+      {"container.id", "Container"},          {"service.name", "Service"}, {"host.name", "Host"},
   };
   return kKeys;
 }
@@ -67,7 +66,8 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
   int kind = std::min(static_cast<int>(session.kind), 2);
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7.f);
   if (ImGui::Combo("##kind", &kind, kKinds, 3)) session.kind = static_cast<SampleKind>(kind);
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Sample kind: on-CPU counts events; off-CPU weighs time spent blocked");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Sample kind: on-CPU counts events; off-CPU weighs time spent blocked");
 
   for (TimePreset preset : kTimePresets) {
     ImGui::SameLine();
@@ -84,7 +84,8 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
   ImGui::SameLine();
   if (session.live) {
     ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1.f), "LIVE");
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Following new data. Select a range in the timeline to stop.");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Following new data. Select a range in the timeline to stop.");
   } else {
     ImGui::TextDisabled("paused");
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Choose a preset to follow new data again.");
@@ -141,7 +142,8 @@ void HeaderBar::DrawFilterPopup(SessionState& session, const StatusSnapshot* sta
   for (const auto& k : status->attribute_keys) {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   }
-  if (popup_key_.empty() || std::find(keys.begin(), keys.end(), popup_key_) == keys.end()) popup_key_ = keys[0];
+  if (popup_key_.empty() || std::find(keys.begin(), keys.end(), popup_key_) == keys.end())
+    popup_key_ = keys[0];
 
   const float em = ImGui::GetFontSize();
   ImGui::BeginChild("##keys", ImVec2(em * 19, em * 18), true);

@@ -12,10 +12,14 @@ using storage::LogLevel;
 namespace {
 ImVec4 LevelColor(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return ImVec4(0.6f, 0.6f, 0.65f, 1.f);
-    case LogLevel::kInfo: return ImVec4(0.55f, 0.8f, 1.f, 1.f);
-    case LogLevel::kWarning: return ImVec4(1.f, 0.8f, 0.35f, 1.f);
-    case LogLevel::kError: return ImVec4(1.f, 0.45f, 0.4f, 1.f);
+    case LogLevel::kDebug:
+      return ImVec4(0.6f, 0.6f, 0.65f, 1.f);
+    case LogLevel::kInfo:
+      return ImVec4(0.55f, 0.8f, 1.f, 1.f);
+    case LogLevel::kWarning:
+      return ImVec4(1.f, 0.8f, 0.35f, 1.f);
+    case LogLevel::kError:
+      return ImVec4(1.f, 0.45f, 0.4f, 1.f);
   }
   return ImVec4(1, 1, 1, 1);
 }
@@ -45,7 +49,8 @@ void LogView::Draw(const ViewContext& context) {
   ImGui::TextDisabled("%zu of %zu entries, newest first", visible_.size(), log.size());
 
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                ImGuiTableFlags_Resizable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
+                                ImGuiTableFlags_Resizable | ImGuiTableFlags_ScrollY |
+                                ImGuiTableFlags_SizingFixedFit;
   if (!ImGui::BeginTable("##log", 3, flags)) return;
   const float em = ImGui::GetFontSize();
   ImGui::TableSetupScrollFreeze(0, 1);

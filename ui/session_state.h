@@ -22,8 +22,8 @@ struct SessionState {
   // it arrives. Selecting a range or zooming the timeline stops it; choosing
   // a preset starts it again.
   bool live = true;
-  TimeRange window;     // what the timeline shows
-  TimeRange selection;  // what the views show; Empty() = the whole window
+  TimeRange window;                               // what the timeline shows
+  TimeRange selection;                            // what the views show; Empty() = the whole window
   std::vector<storage::AttributeFilter> filters;  // AND across keys, OR within a key
 
   storage::GroupBy group_by = storage::GroupBy::kThread;

@@ -16,6 +16,7 @@
 #include "storage/flame_tree.h"
 #include "storage/store.h"
 #include "storage/top_functions.h"
+#include "ui/flame_layout.h"
 #include "ui/timeline_math.h"
 
 namespace kiln::ui {
@@ -23,11 +24,11 @@ namespace kiln::ui {
 // Everything that determines an analysis result. Two equal requests give
 // the same snapshot, so the UI submits only when this changes.
 struct AnalysisRequest {
-  storage::Query query;          // kind, selected range, filters
+  storage::Query query;  // kind, selected range, filters
   storage::FlameTreeOptions tree_options;
-  TimeRange timeline_window;     // what the timeline shows
+  TimeRange timeline_window;  // what the timeline shows
   int timeline_buckets = 300;
-  uint64_t data_version = 0;     // bumps when the store gained samples (live)
+  uint64_t data_version = 0;  // bumps when the store gained samples (live)
 
   bool operator==(const AnalysisRequest& o) const;
 };
@@ -38,6 +39,7 @@ struct AnalysisSnapshot {
   std::shared_ptr<const storage::ProfileSlice> slice;
   std::shared_ptr<const storage::FlameTree> tree;
   std::shared_ptr<const std::vector<int64_t>> left_offsets;  // ComputeLeftOffsets(*tree)
+  std::shared_ptr<const FrameTypeWeights> type_weights;      // ComputeFrameTypeWeights(*tree)
   std::shared_ptr<const std::vector<storage::TopFunctionRow>> top_functions;
   std::shared_ptr<const std::vector<storage::ExecutableRow>> executables;
   std::shared_ptr<const storage::Timeline> timeline;

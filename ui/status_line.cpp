@@ -14,8 +14,8 @@ uint64_t RejectedCount(const StatusSnapshot& status) {
   return status.receiver->requests_failed + status.receiver->profiles_rejected;
 }
 
-void DrawStatusLine(SessionState& session, const StatusSnapshot* status,
-                    const AnalysisSnapshot* analysis, bool computing) {
+void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis,
+                    bool computing) {
   auto separator = [] {
     ImGui::SameLine();
     ImGui::TextDisabled("|");
@@ -59,11 +59,14 @@ void DrawStatusLine(SessionState& session, const StatusSnapshot* status,
   if (analysis && analysis->slice) {
     separator();
     const TimeRange range = session.QueryRange();
-    ImGui::Text("Selection: %s over %s", FormatWeight(analysis->request.query.kind, analysis->slice->total_weight).c_str(),
+    ImGui::Text("Selection: %s over %s",
+                FormatWeight(analysis->request.query.kind, analysis->slice->total_weight).c_str(),
                 FormatDuration(range.Span()).c_str());
     if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("%s - %s\nquery %.0f ms, tree %.0f ms", FormatDateTime(range.from_ns).c_str(),
-                        FormatDateTime(range.to_ns).c_str(), analysis->query_ms, analysis->build_ms);
+      ImGui::SetTooltip("%s - %s\nquery %.0f ms, tree and tables %.0f ms, %s tree nodes",
+                        FormatDateTime(range.from_ns).c_str(), FormatDateTime(range.to_ns).c_str(),
+                        analysis->query_ms, analysis->build_ms,
+                        FormatCount(analysis->tree ? analysis->tree->nodes.size() : 0).c_str());
     }
   }
   if (analysis && !analysis->error.empty()) {
@@ -102,23 +105,28 @@ void DrawEmptyStoreHelp(const StatusSnapshot* status) {
   const std::string port = colon == std::string::npos ? "11000" : listen.substr(colon + 1);
   const std::string agent = "sudo kiln-agent -collection-agent=127.0.0.1:" + port + " -disable-tls";
   if (status && status->receiver) {
-    ImGui::Text("Kiln is listening for OTLP profiles on %s. Data shows up here within a second or two of "
-                "an agent starting.", listen.c_str());
+    ImGui::Text(
+        "Kiln is listening for OTLP profiles on %s. Data shows up here within a second or two of "
+        "an agent starting.",
+        listen.c_str());
   } else {
-    ImGui::TextWrapped("Kiln is not listening in this session; start `kiln` without --open to receive profiles.");
+    ImGui::TextWrapped(
+        "Kiln is not listening in this session; start `kiln` without --open to receive profiles.");
   }
   ImGui::Dummy(ImVec2(0, em * 0.5f));
   ImGui::TextUnformatted("Profile this machine (Linux, as root):");
   CopyableText("agent", agent);
   ImGui::TextDisabled("The OpenTelemetry eBPF profiler takes the same flags and works too.");
   ImGui::Dummy(ImVec2(0, em * 0.5f));
-  ImGui::Text("Profile a remote host: tunnel its port %s back to this machine, then run the agent there:", port.c_str());
+  ImGui::Text("Profile a remote host: tunnel its port %s back to this machine, then run the agent there:",
+              port.c_str());
   CopyableText("ssh", "ssh -R" + port + ":localhost:" + port + " HOST");
   CopyableText("remote_agent", agent);
   ImGui::Dummy(ImVec2(0, em * 0.5f));
   ImGui::TextUnformatted("Open a saved capture (OTLP, pprof, folded stacks, perf script):");
   CopyableText("open", "kiln --open FILE");
-  ImGui::TextDisabled("or drop the file on this window; `kiln import --data-dir DIR FILE` copies it into a store.");
+  ImGui::TextDisabled(
+      "or drop the file on this window; `kiln import --data-dir DIR FILE` copies it into a store.");
   ImGui::Dummy(ImVec2(0, em * 0.5f));
   ImGui::TextUnformatted("Just looking around? A synthetic profile fills every view:");
   CopyableText("demo", "kiln --demo");

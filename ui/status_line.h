@@ -10,8 +10,8 @@ namespace kiln::ui {
 // Where kiln listens, agents seen recently and their samples/s, store size,
 // the selection's totals, and a badge when inputs were rejected (clicking
 // it opens the Log view).
-void DrawStatusLine(SessionState& session, const StatusSnapshot* status,
-                    const AnalysisSnapshot* analysis, bool computing);
+void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis,
+                    bool computing);
 
 // How to get data in: the agent command line, the ssh reverse tunnel for
 // remote hosts, opening a capture, the demo.

@@ -25,9 +25,11 @@ struct TrieNode {
 };
 
 std::pair<std::string, FrameType> SplitType(std::string_view frame) {
-  static const std::pair<std::string_view, FrameType> kSuffixes[] = {
-      {"_[k]", FrameType::kKernel}, {"_[py]", FrameType::kPython}, {"_[go]", FrameType::kGo},
-      {"_[j]", FrameType::kJvm},    {"_[u]", FrameType::kUnknown}};
+  static const std::pair<std::string_view, FrameType> kSuffixes[] = {{"_[k]", FrameType::kKernel},
+                                                                     {"_[py]", FrameType::kPython},
+                                                                     {"_[go]", FrameType::kGo},
+                                                                     {"_[j]", FrameType::kJvm},
+                                                                     {"_[u]", FrameType::kUnknown}};
   for (const auto& [suffix, type] : kSuffixes) {
     if (frame.size() > suffix.size() && frame.substr(frame.size() - suffix.size()) == suffix) {
       return {std::string(frame.substr(0, frame.size() - suffix.size())), type};
@@ -133,7 +135,9 @@ FlameTree SyntheticTree(uint32_t node_count, uint32_t fanout, uint16_t max_depth
     if (parent.depth >= max_depth || parent.total < 16) continue;
     // Mostly call chains (one child), sometimes a fan-out: real profiles
     // are deep and narrow, with a long tail of small siblings.
-    const uint32_t want = balanced ? fanout : next() % 10 < 6 ? 1 : 2 + static_cast<uint32_t>(next() % (fanout - 1));
+    const uint32_t want = balanced          ? fanout
+                          : next() % 10 < 6 ? 1
+                                            : 2 + static_cast<uint32_t>(next() % (fanout - 1));
     const uint32_t children = std::min<uint32_t>(want, node_count - static_cast<uint32_t>(tree.nodes.size()));
     tree.nodes[q].first_child = static_cast<uint32_t>(tree.nodes.size());
     tree.nodes[q].child_count = children;
@@ -141,8 +145,8 @@ FlameTree SyntheticTree(uint32_t node_count, uint32_t fanout, uint16_t max_depth
     tree.nodes[q].self = parent.total - remaining;
     for (uint32_t i = 0; i < children; ++i) {
       // Each child takes a random 30..90% of what is left; the last takes the rest.
-      const int64_t share = balanced ? remaining / (children - i)
-                                     : remaining / 100 * static_cast<int64_t>(30 + next() % 61);
+      const int64_t share =
+          balanced ? remaining / (children - i) : remaining / 100 * static_cast<int64_t>(30 + next() % 61);
       const int64_t w = i + 1 == children ? remaining : share;
       remaining -= std::min(w, remaining);
       FlameNode n;
@@ -153,9 +157,8 @@ FlameTree SyntheticTree(uint32_t node_count, uint32_t fanout, uint16_t max_depth
       n.total = std::max<int64_t>(w, 0);
       n.label = static_cast<uint32_t>(tree.labels.size());
       n.frame = n.label;
-      tree.labels.push_back("kiln::synthetic::Namespace" + std::to_string(n.depth) +
-                            "::Function_" + std::to_string(tree.nodes.size()) +
-                            "<std::vector<int>>(int, char const*)");
+      tree.labels.push_back("kiln::synthetic::Namespace" + std::to_string(n.depth) + "::Function_" +
+                            std::to_string(tree.nodes.size()) + "<std::vector<int>>(int, char const*)");
       tree.max_depth = std::max(tree.max_depth, n.depth);
       tree.nodes.push_back(n);
     }

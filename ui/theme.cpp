@@ -1,7 +1,6 @@
 #include "ui/theme.h"
 
 #include <imgui.h>
-
 #include <sys/stat.h>
 
 #include <iterator>
@@ -23,7 +22,8 @@ ImFont* LoadFirst(const char* const* paths, size_t count, float size) {
     if (FileExists(paths[i])) {
       ImFontConfig config;
       config.OversampleH = 2;
-      if (ImFont* f = io.Fonts->AddFontFromFileTTF(paths[i], size, &config, io.Fonts->GetGlyphRangesDefault())) {
+      if (ImFont* f =
+              io.Fonts->AddFontFromFileTTF(paths[i], size, &config, io.Fonts->GetGlyphRangesDefault())) {
         return f;
       }
     }
@@ -71,10 +71,9 @@ Fonts ApplyTheme(float content_scale) {
   c[ImGuiCol_TextSelectedBg] = ImVec4(0.85f, 0.50f, 0.20f, 0.35f);
   style.ScaleAllSizes(content_scale);
 
-  static const char* const kSans[] = {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-                                      "/usr/share/fonts/TTF/DejaVuSans.ttf",
-                                      "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-                                      "/System/Library/Fonts/SFNS.ttf"};
+  static const char* const kSans[] = {
+      "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf",
+      "/usr/share/fonts/dejavu/DejaVuSans.ttf", "/System/Library/Fonts/SFNS.ttf"};
   static const char* const kMono[] = {"/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf",
                                       "/usr/share/fonts/TTF/DejaVuSansMono.ttf",
                                       "/usr/share/fonts/dejavu/DejaVuSansMono.ttf"};

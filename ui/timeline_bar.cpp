@@ -25,8 +25,8 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
   // Bars: buckets of the newest timeline, placed by their own times so the
   // picture stays right while live follow slides the window ahead of it.
   const storage::Timeline* tl = analysis && analysis->timeline ? analysis->timeline.get() : nullptr;
-  const Rgba bar = session.kind == storage::SampleKind::kOffCpu ? PackRgba(0x4f, 0x86, 0xdc)
-                                                                : PackRgba(0xe8, 0x93, 0x3d);
+  const Rgba bar =
+      session.kind == storage::SampleKind::kOffCpu ? PackRgba(0x4f, 0x86, 0xdc) : PackRgba(0xe8, 0x93, 0x3d);
   int64_t max_weight = 1;
   if (tl) {
     for (int64_t w : tl->weights) max_weight = std::max(max_weight, w);
@@ -53,7 +53,8 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
       const std::string label = FormatClock(t, step < kNsPerSecond);
       const float tw = ImGui::CalcTextSize(label.c_str()).x;
       if (x - tw * 0.5f < p0.x || x + tw * 0.5f > p0.x + width) continue;
-      dl->AddText(ImVec2(x - tw * 0.5f, p0.y + plot_h + 2.f), ImGui::GetColorU32(ImGuiCol_TextDisabled), label.c_str());
+      dl->AddText(ImVec2(x - tw * 0.5f, p0.y + plot_h + 2.f), ImGui::GetColorU32(ImGuiCol_TextDisabled),
+                  label.c_str());
     }
   }
 
@@ -90,8 +91,8 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
   {
     const TimeRange range = session.QueryRange();
     if (!range.Empty()) {
-      const std::string text = (session.selection.Empty() ? "" : "Selected ") + FormatClock(range.from_ns) + " - " +
-                               FormatClock(range.to_ns) + "  (" + FormatDuration(range.Span()) + ")";
+      const std::string text = (session.selection.Empty() ? "" : "Selected ") + FormatClock(range.from_ns) +
+                               " - " + FormatClock(range.to_ns) + "  (" + FormatDuration(range.Span()) + ")";
       const ImVec2 size = ImGui::CalcTextSize(text.c_str());
       const ImVec2 at(p0.x + 6.f, p0.y + 3.f);
       dl->AddRectFilled(ImVec2(at.x - 3.f, at.y - 1.f), ImVec2(at.x + size.x + 3.f, at.y + size.y + 1.f),

@@ -7,22 +7,29 @@ namespace kiln::ui {
 
 std::string_view TimePresetName(TimePreset preset) {
   switch (preset) {
-    case TimePreset::kLast15m: return "Last 15m";
-    case TimePreset::kLast1h: return "Last 1h";
-    case TimePreset::kLast24h: return "Last 24h";
-    case TimePreset::kAll: return "All";
+    case TimePreset::kLast15m:
+      return "Last 15m";
+    case TimePreset::kLast1h:
+      return "Last 1h";
+    case TimePreset::kLast24h:
+      return "Last 24h";
+    case TimePreset::kAll:
+      return "All";
   }
   return "?";
 }
 
-TimeRange PresetRange(TimePreset preset, int64_t now_ns, int64_t first_sample_ns,
-                      int64_t last_sample_ns) {
+TimeRange PresetRange(TimePreset preset, int64_t now_ns, int64_t first_sample_ns, int64_t last_sample_ns) {
   constexpr int64_t kMinute = 60 * kNsPerSecond;
   switch (preset) {
-    case TimePreset::kLast15m: return {now_ns - 15 * kMinute, now_ns};
-    case TimePreset::kLast1h: return {now_ns - 60 * kMinute, now_ns};
-    case TimePreset::kLast24h: return {now_ns - 24 * 60 * kMinute, now_ns};
-    case TimePreset::kAll: break;
+    case TimePreset::kLast15m:
+      return {now_ns - 15 * kMinute, now_ns};
+    case TimePreset::kLast1h:
+      return {now_ns - 60 * kMinute, now_ns};
+    case TimePreset::kLast24h:
+      return {now_ns - 24 * 60 * kMinute, now_ns};
+    case TimePreset::kAll:
+      break;
   }
   if (first_sample_ns == 0 && last_sample_ns == 0) return {now_ns - kNsPerSecond, now_ns};
   // The end is exclusive: one nanosecond past the newest sample.
@@ -37,13 +44,11 @@ float TimeToX(TimeRange window, int64_t t_ns, float x0, float width) {
 
 int64_t XToTime(TimeRange window, float x, float x0, float width) {
   if (width <= 0) return window.from_ns;
-  return window.from_ns +
-         static_cast<int64_t>(std::llround(static_cast<double>(x - x0) / width *
-                                           static_cast<double>(window.Span())));
+  return window.from_ns + static_cast<int64_t>(std::llround(static_cast<double>(x - x0) / width *
+                                                            static_cast<double>(window.Span())));
 }
 
-TimeRange DragSelection(TimeRange window, float x_a, float x_b, float x0, float width,
-                        float min_px) {
+TimeRange DragSelection(TimeRange window, float x_a, float x_b, float x0, float width, float min_px) {
   if (std::fabs(x_b - x_a) < min_px) return {};
   const float lo = std::clamp(std::min(x_a, x_b), x0, x0 + width);
   const float hi = std::clamp(std::max(x_a, x_b), x0, x0 + width);
@@ -82,13 +87,30 @@ int BucketAt(int64_t start_ns, int64_t bucket_ns, int count, int64_t t_ns) {
 }
 
 int64_t TickStep(int64_t span_ns, float width, float min_px) {
-  static constexpr int64_t kSteps[] = {
-      1'000,           10'000,         100'000,        1'000'000,      10'000'000,
-      100'000'000,     kNsPerSecond,   2 * kNsPerSecond, 5 * kNsPerSecond, 10 * kNsPerSecond,
-      15 * kNsPerSecond, 30 * kNsPerSecond, 60 * kNsPerSecond, 120 * kNsPerSecond,
-      300 * kNsPerSecond, 600 * kNsPerSecond, 900 * kNsPerSecond, 1800 * kNsPerSecond,
-      3600 * kNsPerSecond, 3 * 3600 * kNsPerSecond, 6 * 3600 * kNsPerSecond,
-      12 * 3600 * kNsPerSecond, 24 * 3600 * kNsPerSecond, 7 * 24 * 3600 * kNsPerSecond};
+  static constexpr int64_t kSteps[] = {1'000,
+                                       10'000,
+                                       100'000,
+                                       1'000'000,
+                                       10'000'000,
+                                       100'000'000,
+                                       kNsPerSecond,
+                                       2 * kNsPerSecond,
+                                       5 * kNsPerSecond,
+                                       10 * kNsPerSecond,
+                                       15 * kNsPerSecond,
+                                       30 * kNsPerSecond,
+                                       60 * kNsPerSecond,
+                                       120 * kNsPerSecond,
+                                       300 * kNsPerSecond,
+                                       600 * kNsPerSecond,
+                                       900 * kNsPerSecond,
+                                       1800 * kNsPerSecond,
+                                       3600 * kNsPerSecond,
+                                       3 * 3600 * kNsPerSecond,
+                                       6 * 3600 * kNsPerSecond,
+                                       12 * 3600 * kNsPerSecond,
+                                       24 * 3600 * kNsPerSecond,
+                                       7 * 24 * 3600 * kNsPerSecond};
   if (width <= 0 || span_ns <= 0) return kSteps[std::size(kSteps) - 1];
   const double ns_per_px = static_cast<double>(span_ns) / width;
   for (int64_t step : kSteps) {

@@ -19,14 +19,13 @@ struct TimeRange {
 };
 
 enum class TimePreset : uint8_t { kLast15m, kLast1h, kLast24h, kAll };
-inline constexpr TimePreset kTimePresets[] = {TimePreset::kLast15m, TimePreset::kLast1h,
-                                              TimePreset::kLast24h, TimePreset::kAll};
+inline constexpr TimePreset kTimePresets[] = {TimePreset::kLast15m, TimePreset::kLast1h, TimePreset::kLast24h,
+                                              TimePreset::kAll};
 std::string_view TimePresetName(TimePreset preset);  // "Last 15m", ...
 
 // The window a preset shows at `now_ns`. kAll covers the stored data
 // [first, last] (one second around `now` when the store is empty).
-TimeRange PresetRange(TimePreset preset, int64_t now_ns, int64_t first_sample_ns,
-                      int64_t last_sample_ns);
+TimeRange PresetRange(TimePreset preset, int64_t now_ns, int64_t first_sample_ns, int64_t last_sample_ns);
 
 // Linear mapping of `window` onto [x0, x0 + width).
 float TimeToX(TimeRange window, int64_t t_ns, float x0, float width);
@@ -34,8 +33,7 @@ int64_t XToTime(TimeRange window, float x, float x0, float width);
 
 // The selection a drag from x_a to x_b makes (either direction), clamped
 // to the window. Drags shorter than `min_px` select nothing (Empty()).
-TimeRange DragSelection(TimeRange window, float x_a, float x_b, float x0, float width,
-                        float min_px = 3.f);
+TimeRange DragSelection(TimeRange window, float x_a, float x_b, float x0, float width, float min_px = 3.f);
 
 // Zooms `window` by `factor` (< 1 zooms in) keeping `anchor_ns` at the same
 // pixel, never narrower than `min_span_ns` nor wider than `limit` (when

@@ -39,13 +39,26 @@ void TopFunctionsView::Rebuild(const void* specs_ptr) {
     const TopFunctionRow& x = rows[a];
     const TopFunctionRow& y = rows[b];
     switch (spec.ColumnIndex) {
-      case kSelf: if (x.self != y.self) return x.self < y.self; break;
-      case kTotal: if (x.total != y.total) return x.total < y.total; break;
-      case kFunction: if (x.function != y.function) return x.function < y.function; break;
-      case kFile: if (x.file != y.file) return x.file < y.file; break;
-      case kExecutable: if (x.executable != y.executable) return x.executable < y.executable; break;
-      case kType: if (x.type != y.type) return FrameTypeDisplayName(x.type) < FrameTypeDisplayName(y.type); break;
-      default: break;
+      case kSelf:
+        if (x.self != y.self) return x.self < y.self;
+        break;
+      case kTotal:
+        if (x.total != y.total) return x.total < y.total;
+        break;
+      case kFunction:
+        if (x.function != y.function) return x.function < y.function;
+        break;
+      case kFile:
+        if (x.file != y.file) return x.file < y.file;
+        break;
+      case kExecutable:
+        if (x.executable != y.executable) return x.executable < y.executable;
+        break;
+      case kType:
+        if (x.type != y.type) return FrameTypeDisplayName(x.type) < FrameTypeDisplayName(y.type);
+        break;
+      default:
+        break;
     }
     return a > b;  // ties: keep the builder's order (heaviest first) stable across directions
   };
@@ -63,7 +76,8 @@ void TopFunctionsView::Draw(const ViewContext& context) {
     order_dirty_ = true;
   }
   ImGui::SetNextItemWidth(320.f * ImGui::GetFontSize() / 15.f);
-  if (ImGui::InputTextWithHint("##filter", "Filter by function, file or executable", filter_, sizeof filter_)) {
+  if (ImGui::InputTextWithHint("##filter", "Filter by function, file or executable", filter_,
+                               sizeof filter_)) {
     order_dirty_ = true;
   }
   if (!rows_) {
@@ -75,14 +89,17 @@ void TopFunctionsView::Draw(const ViewContext& context) {
                       rows_->size());
 
   const storage::SampleKind kind = context.analysis->request.query.kind;
-  const int64_t total = std::max<int64_t>(context.analysis->slice ? context.analysis->slice->total_weight : 1, 1);
-  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
-                                ImGuiTableFlags_Resizable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Reorderable |
+  const int64_t total =
+      std::max<int64_t>(context.analysis->slice ? context.analysis->slice->total_weight : 1, 1);
+  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg |
+                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable |
+                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_Reorderable |
                                 ImGuiTableFlags_Hideable | ImGuiTableFlags_SizingFixedFit;
   if (!ImGui::BeginTable("##top", kColumnCount, flags)) return;
   const float em = ImGui::GetFontSize();
   ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn("Self", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending, em * 11);
+  ImGui::TableSetupColumn(
+      "Self", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending, em * 11);
   ImGui::TableSetupColumn("Total", ImGuiTableColumnFlags_PreferSortDescending, em * 11);
   ImGui::TableSetupColumn("Function", ImGuiTableColumnFlags_WidthStretch);
   ImGui::TableSetupColumn("File", 0, em * 12);
@@ -114,9 +131,11 @@ void TopFunctionsView::Draw(const ViewContext& context) {
                 FormatWeight(kind, row.self) + "  " + FormatPercent(self_fraction));
       ImGui::TableSetColumnIndex(kTotal);
       const double total_fraction = static_cast<double>(row.total) / total;
-      InlineBar(total_fraction, PackRgba(0x3a, 0x4a, 0x60), FormatWeight(kind, row.total) + "  " + FormatPercent(total_fraction));
+      InlineBar(total_fraction, PackRgba(0x3a, 0x4a, 0x60),
+                FormatWeight(kind, row.total) + "  " + FormatPercent(total_fraction));
       ImGui::TableSetColumnIndex(kFunction);
-      if (ImGui::Selectable(row.function.c_str(), false, ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap)) {
+      if (ImGui::Selectable(row.function.c_str(), false,
+                            ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap)) {
         context.session->flame_search = "=" + row.function;
         ++context.session->flame_search_serial;
         context.session->flame_zoom_to_search = true;
@@ -130,7 +149,8 @@ void TopFunctionsView::Draw(const ViewContext& context) {
       ImGui::TableSetColumnIndex(kExecutable);
       const size_t slash = row.executable.rfind('/');
       ImGui::TextUnformatted(row.executable.c_str() + (slash == std::string::npos ? 0 : slash + 1));
-      if (ImGui::IsItemHovered() && slash != std::string::npos) ImGui::SetTooltip("%s", row.executable.c_str());
+      if (ImGui::IsItemHovered() && slash != std::string::npos)
+        ImGui::SetTooltip("%s", row.executable.c_str());
       ImGui::TableSetColumnIndex(kType);
       ColorSwatch(FrameTypeColor(row.type));
       ImGui::SameLine();

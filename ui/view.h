@@ -20,7 +20,7 @@ struct ViewContext {
   const AnalysisSnapshot* analysis = nullptr;
   const StatusSnapshot* status = nullptr;
   SessionState* session = nullptr;
-  bool computing = false;  // a newer analysis than `analysis` is being built
+  bool computing = false;       // a newer analysis than `analysis` is being built
   ImFont* mono_font = nullptr;  // for ids and hashes; may be null (use the default)
 };
 

@@ -24,7 +24,8 @@ TEST_CASE("the demo profile is deterministic and covers every view") {
 
   std::set<FrameType> types;
   for (const auto& f : a.dict.frames) types.insert(f.type);
-  for (FrameType t : {FrameType::kKernel, FrameType::kNative, FrameType::kPython, FrameType::kGo, FrameType::kJvm}) {
+  for (FrameType t :
+       {FrameType::kKernel, FrameType::kNative, FrameType::kPython, FrameType::kGo, FrameType::kJvm}) {
     CHECK(types.count(t) == 1);
   }
   std::set<SampleKind> kinds;

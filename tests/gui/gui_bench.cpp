@@ -6,7 +6,11 @@
 //   kiln_gui_bench fill DIR [SAMPLES]       writes SAMPLES (default 10 M) demo
 //                                           samples ending 20 minutes ago into
 //                                           DIR, for the start-up figures:
-//     KILN_REPORT_STARTUP=1 kiln_gui_shot --data-dir DIR --screenshot x.png
+//   kiln_gui_bench fill-tree DIR [NODES]    writes stacks whose flame tree has
+//                                           about NODES (default 1 M) nodes
+//     KILN_REPORT_STARTUP=1 [KILN_SETTLE_FRAMES=200] kiln_gui_shot --data-dir DIR
+//         --size 1920x1080 --screenshot x.png   (prints first frame, data drawn,
+//         RSS, and UI CPU per frame once the data is drawn)
 #include <time.h>
 
 #include <algorithm>
@@ -44,7 +48,9 @@ double ThreadCpuMs() {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
 
 struct Stats {
   double mean, p50, p95, max;
@@ -116,8 +122,12 @@ int BenchFrame(uint32_t nodes, int frames, bool balanced, bool comb) {
   auto t0 = Clock::now();
   auto tree = std::make_shared<const storage::FlameTree>(
       comb ? CombTree(nodes, 1800) : ui::testing::SyntheticTree(nodes, balanced ? 3 : 6, 64, balanced));
-  std::printf("tree: %zu nodes, depth %u, %s weights (built in %.0f ms)\n", tree->nodes.size(), tree->max_depth,
-              comb ? "comb (every node >= 1 px)" : balanced ? "balanced" : "skewed", MsSince(t0));
+  std::printf("tree: %zu nodes, depth %u, %s weights (built in %.0f ms)\n", tree->nodes.size(),
+              tree->max_depth,
+              comb       ? "comb (every node >= 1 px)"
+              : balanced ? "balanced"
+                         : "skewed",
+              MsSince(t0));
   t0 = Clock::now();
   auto left = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*tree));
   std::printf("left offsets (worker thread, once per tree): %.1f ms\n", MsSince(t0));
@@ -127,7 +137,8 @@ int BenchFrame(uint32_t nodes, int frames, bool balanced, bool comb) {
               layout.rects.size(), layout.skipped_nodes);
   t0 = Clock::now();
   const auto search = ui::SearchFlameTree(*tree, "Function_12");
-  std::printf("search over all nodes (per query edit): %.1f ms, %u matches\n", MsSince(t0), search.matched_nodes);
+  std::printf("search over all nodes (per query edit): %.1f ms, %u matches\n", MsSince(t0),
+              search.matched_nodes);
 
   ui::FlamegraphView view;
   ui::SessionState session;
@@ -160,7 +171,8 @@ int BenchFrame(uint32_t nodes, int frames, bool balanced, bool comb) {
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     if (f == frames + 9 && std::getenv("KILN_BENCH_PNG")) {
       std::string error;
-      if (!app::WriteFramebufferPng(std::getenv("KILN_BENCH_PNG"), w, h, &error)) std::fprintf(stderr, "%s\n", error.c_str());
+      if (!app::WriteFramebufferPng(std::getenv("KILN_BENCH_PNG"), w, h, &error))
+        std::fprintf(stderr, "%s\n", error.c_str());
     }
     glfwSwapBuffers(window);
     const double cpu2 = ThreadCpuMs();
@@ -173,9 +185,12 @@ int BenchFrame(uint32_t nodes, int frames, bool balanced, bool comb) {
   }
   const Stats a = Summarize(ui_cpu), b = Summarize(frame_cpu), c = Summarize(frame_wall);
   std::printf("frames: %d at 1920x1080, %zu vertices per frame\n", frames, vertices);
-  std::printf("UI CPU per frame (NewFrame..Render):      mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n", a.mean, a.p50, a.p95, a.max);
-  std::printf("UI thread CPU incl. GL submit + swap:     mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n", b.mean, b.p50, b.p95, b.max);
-  std::printf("wall per frame (Mesa llvmpipe rasterizes): mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n", c.mean, c.p50, c.p95, c.max);
+  std::printf("UI CPU per frame (NewFrame..Render):      mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n",
+              a.mean, a.p50, a.p95, a.max);
+  std::printf("UI thread CPU incl. GL submit + swap:     mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n",
+              b.mean, b.p50, b.p95, b.max);
+  std::printf("wall per frame (Mesa llvmpipe rasterizes): mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n",
+              c.mean, c.p50, c.p95, c.max);
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();
@@ -213,6 +228,76 @@ int Fill(const std::string& dir, uint64_t samples) {
   return 0;
 }
 
+// A store whose flame tree has about `nodes` nodes: random walks down a
+// virtual call graph (branching 8 per level, 24 levels), so most stacks
+// share only their first few frames, as in a large real service.
+int FillTree(const std::string& dir, uint64_t nodes) {
+  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
+  if (!store.ok()) {
+    std::fprintf(stderr, "kiln_gui_bench: %s\n", std::string(store.status().message()).c_str());
+    return 1;
+  }
+  constexpr int kDepth = 24;
+  constexpr int kBranching = 8;
+  static const storage::FrameType kBands[] = {storage::FrameType::kNative, storage::FrameType::kGo,
+                                              storage::FrameType::kJvm, storage::FrameType::kPython,
+                                              storage::FrameType::kKernel};
+  storage::ProfileBatch batch;
+  auto& dict = batch.dict;
+  std::vector<uint32_t> frame_ids(kDepth * kBranching * 4);
+  for (int d = 0; d < kDepth; ++d) {
+    for (int k = 0; k < kBranching * 4; ++k) {
+      storage::Frame f;
+      f.function = dict.AddString("service::layer" + std::to_string(d) + "::Handler<Request" +
+                                  std::to_string(k) + ">::Process(Context&)");
+      f.type = kBands[std::min(d / 5, 4)];
+      frame_ids[d * kBranching * 4 + k] = static_cast<uint32_t>(dict.frames.size());
+      dict.frames.push_back(f);
+    }
+  }
+  const uint32_t attrs =
+      dict.AddAttributeSet({{dict.AddString("process.executable.name"), dict.AddString("big-service")},
+                            {dict.AddString("thread.name"), dict.AddString("worker")}});
+  uint64_t rng = 88172645463325252ull;
+  auto next = [&rng] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  // Beyond the shared top levels each stack adds about kDepth - 5 new nodes.
+  const uint64_t stacks = nodes / (kDepth - 5);
+  for (uint64_t s = 0; s < stacks; ++s) {
+    std::vector<uint32_t> frames;
+    uint64_t path = 0;
+    for (int d = 0; d < kDepth; ++d) {
+      // The label depends on the parent path so siblings differ: k in [0, 4 * branching).
+      const uint64_t k = next() % kBranching;
+      path = path * 31 + k;
+      frames.push_back(frame_ids[d * kBranching * 4 + (k + path) % (kBranching * 4)]);
+    }
+    const uint32_t stack = dict.AddStack(frames);
+    for (int i = 0; i < 2; ++i) {
+      storage::Sample sample;
+      sample.time_ns = now - static_cast<int64_t>(next() % (14ull * 60 * 1'000'000'000));
+      sample.stack = stack;
+      sample.attribute_set = attrs;
+      batch.samples.push_back(sample);
+    }
+  }
+  const auto start = Clock::now();
+  if (auto st = (*store)->Write(batch); !st.ok()) {
+    std::fprintf(stderr, "kiln_gui_bench: write: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  std::printf("wrote %zu samples over %llu stacks in %.1f s; store %s\n", batch.samples.size(),
+              static_cast<unsigned long long>(stacks), MsSince(start) / 1e3, dir.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,7 +306,12 @@ int main(int argc, char** argv) {
     return BenchFrame(argc > 2 ? static_cast<uint32_t>(std::atol(argv[2])) : 1'000'000,
                       argc > 3 ? std::atoi(argv[3]) : 200, mode == "frame-balanced", mode == "frame-comb");
   }
-  if (mode == "fill" && argc > 2) return Fill(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10'000'000);
-  std::fprintf(stderr, "usage: kiln_gui_bench frame|frame-balanced|frame-comb [NODES] [FRAMES] | fill DIR [SAMPLES]\n");
+  if (mode == "fill-tree" && argc > 2)
+    return FillTree(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1'000'000);
+  if (mode == "fill" && argc > 2)
+    return Fill(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10'000'000);
+  std::fprintf(stderr,
+               "usage: kiln_gui_bench frame|frame-balanced|frame-comb [NODES] [FRAMES] | fill DIR [SAMPLES] "
+               "| fill-tree DIR [NODES]\n");
   return 2;
 }

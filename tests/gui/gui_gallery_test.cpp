@@ -41,7 +41,8 @@ constexpr int kWidth = 1280;
 constexpr int kHeight = 800;
 
 int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -177,7 +178,8 @@ Pixels Load(const std::string& path) {
   int channels;
   unsigned char* raw = stbi_load(path.c_str(), &p.width, &p.height, &channels, 4);
   REQUIRE(raw != nullptr);
-  for (int i = 0; i < p.width * p.height; ++i) p.data.push_back(ui::PackRgba(raw[4 * i], raw[4 * i + 1], raw[4 * i + 2]));
+  for (int i = 0; i < p.width * p.height; ++i)
+    p.data.push_back(ui::PackRgba(raw[4 * i], raw[4 * i + 1], raw[4 * i + 2]));
   stbi_image_free(raw);
   return p;
 }
@@ -226,7 +228,8 @@ TEST_CASE("gallery of view states over the demo store") {
     }
     SUBCASE("filter popup lists attribute values") {
       gallery.session().AddFilterValue("process.executable.name", "postgres");
-      const Pixels p = Load(gallery.Shoot("filter-popup", "executables", [] { ImGui::OpenPopup("##filter_popup"); }));
+      const Pixels p =
+          Load(gallery.Shoot("filter-popup", "executables", [] { ImGui::OpenPopup("##filter_popup"); }));
       std::set<ui::Rgba> colors(p.data.begin(), p.data.end());
       CHECK(colors.size() > 50);
     }

@@ -10,12 +10,12 @@
 // KILN_REPORT_STARTUP, when the store was open (RunGui reports the rest).
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "app/demo_profile.h"
 #include "app/gui_app.h"
@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count();
         kiln::storage::ProfileBatch batch = kiln::app::BuildDemoProfile(now);
-        std::erase_if(batch.samples, [&](const kiln::storage::Sample& s) { return s.time_ns < now - 1'000'000'000; });
+        std::erase_if(batch.samples,
+                      [&](const kiln::storage::Sample& s) { return s.time_ns < now - 1'000'000'000; });
         (void)(*store)->Write(batch);
       }
     });

@@ -6,8 +6,8 @@
 // Xvfb is not installed it prints why and exits 77 (ctest: skipped).
 // Screenshots are kept in $KILN_BINARY_DIR/gui_screenshots for people.
 #include <doctest/doctest.h>
-
 #include <signal.h>
+#include <stb/stb_image.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,8 +21,6 @@
 #include <set>
 #include <string>
 #include <thread>
-
-#include <stb/stb_image.h>
 
 #include "app/demo_profile.h"
 #include "storage/store.h"
@@ -39,7 +37,8 @@ constexpr int kWidth = 1280;
 constexpr int kHeight = 800;
 
 int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -57,8 +56,18 @@ std::string DemoStore() {
     REQUIRE(store.ok());
     REQUIRE((*store)->Write(app::BuildDemoProfile(NowNs())).ok());
     REQUIRE((*store)->AppendLog(storage::LogLevel::kInfo, "listening on 0.0.0.0:11000").ok());
-    REQUIRE((*store)->AppendLog(storage::LogLevel::kWarning, "agent ipv4:10.0.0.7:53412 sent a profile with 3 out-of-range stack indices; dropped them").ok());
-    REQUIRE((*store)->AppendLog(storage::LogLevel::kError, "rejected request from ipv4:10.0.0.9:40022: INVALID_ARGUMENT: string_table[0] must be empty").ok());
+    REQUIRE(
+        (*store)
+            ->AppendLog(
+                storage::LogLevel::kWarning,
+                "agent ipv4:10.0.0.7:53412 sent a profile with 3 out-of-range stack indices; dropped them")
+            .ok());
+    REQUIRE(
+        (*store)
+            ->AppendLog(
+                storage::LogLevel::kError,
+                "rejected request from ipv4:10.0.0.9:40022: INVALID_ARGUMENT: string_table[0] must be empty")
+            .ok());
     return d;
   }();
   return dir;
@@ -112,7 +121,7 @@ void CheckNotBlank(const Image& image) {
     if (colors.size() < 5000) colors.insert(p);
     if (Distance(p, background) > 30) ++differs;
   }
-  CHECK(colors.size() > 50);       // text, bars, widgets: not a flat fill
+  CHECK(colors.size() > 50);  // text, bars, widgets: not a flat fill
   CHECK(differs > image.pixels.size() / 100);
 }
 
@@ -144,7 +153,8 @@ TEST_CASE("every view renders the demo store") {
     CheckNotBlank(image);
     if (tab == "flamegraph") {
       const auto counts = CountTypeColors(image);
-      for (FrameType t : {FrameType::kKernel, FrameType::kNative, FrameType::kPython, FrameType::kGo, FrameType::kJvm}) {
+      for (FrameType t :
+           {FrameType::kKernel, FrameType::kNative, FrameType::kPython, FrameType::kGo, FrameType::kJvm}) {
         CAPTURE(static_cast<int>(t));
         const auto it = counts.find(t);
         CHECK((it == counts.end() ? 0 : it->second) > 1500);
@@ -171,8 +181,8 @@ TEST_CASE("an empty store shows how to add data") {
 TEST_CASE("without a display it says so in one line and points to --headless") {
   const std::string dir = MakeTempDir();
   const std::string err = dir + "/stderr.txt";
-  const std::string command = "env -u DISPLAY -u WAYLAND_DISPLAY " + std::string(KILN_GUI_SHOT) + " --data-dir " +
-                              dir + "/store 2>" + err;
+  const std::string command = "env -u DISPLAY -u WAYLAND_DISPLAY " + std::string(KILN_GUI_SHOT) +
+                              " --data-dir " + dir + "/store 2>" + err;
   const int status = std::system(command.c_str());
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) != 0);

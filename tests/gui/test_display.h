@@ -51,7 +51,8 @@ class TestDisplay {
     const char* display = std::getenv("DISPLAY");
     if (display && *display) return;
     if (!OnPath("Xvfb")) {
-      std::printf("%s: skipped: DISPLAY is not set and Xvfb is not installed (apt install xvfb)\n", test_name);
+      std::printf("%s: skipped: DISPLAY is not set and Xvfb is not installed (apt install xvfb)\n",
+                  test_name);
       std::fflush(stdout);
       std::_Exit(kSkip);
     }
