@@ -82,7 +82,8 @@ TEST_CASE("kiln export --input converts between formats") {
   RequireCorpus();
   std::string dir = TempDir();
   std::string input = Corpus() + "/flamegraph/perf-js-stacks-01.txt";
-  std::string expected = ReadAll(Corpus() + "/flamegraph/results/perf-js-stacks-01-collapsed-all.txt");
+  std::string expected =
+      ReadAll(Corpus() + "/flamegraph/results/perf-js-stacks-01-collapsed-all.txt");
 
   // folded straight to stdout.
   ConvertCommand c;
@@ -120,6 +121,7 @@ TEST_CASE("kiln export --input converts between formats") {
   CHECK(svg.str().rfind("<?xml", 0) == 0);
   CHECK(svg.str().find("<title>node-v011 (") != std::string::npos);
   CHECK(svg.str().find("</svg>") != std::string::npos);
+  if (const char* keep = std::getenv("KILN_KEEP_SVG")) std::ofstream(keep) << svg.str();
 
   // Errors: unknown format, missing file, bad pprof sample type.
   c.format = "png";
