@@ -38,7 +38,6 @@
 #include <filesystem>
 #include <mutex>
 #include <shared_mutex>
-#include <unordered_map>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -154,10 +153,8 @@ absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
   return absl::InternalError(absl::StrCat(std::string(context), ": ", s.ToString()));
 }
 
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
+absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
 struct ExecutableHash {
   size_t operator()(const Executable& e) const {
     return absl::HashOf(e.file_name, e.htlhash, e.gnu_build_id, e.go_build_id);
@@ -203,12 +200,14 @@ namespace {
 // entries. Guarded by RocksStore::dict_mutex_.
 struct GlobalDictionary {
   ProfileDictionary dict;
-  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> string_ids;
-  std::unordered_map<Executable, uint32_t, ExecutableHash> executable_ids;
-  std::unordered_map<Frame, uint32_t, FrameHash> frame_ids;
-  std::unordered_map<std::string, uint32_t> stack_ids;          // key: EncodeIds bytes
-  std::unordered_map<std::string, uint32_t> attribute_set_ids;  // key: EncodeAttributes bytes
-  std::unordered_map<std::string, uint32_t> link_ids;           // key: EncodeLink bytes
+  // Flat tables: interning is the hot part of Write(), and node-based maps
+  // cost a cache miss per lookup.
+  absl::flat_hash_map<std::string, uint32_t> string_ids;
+  absl::flat_hash_map<Executable, uint32_t, ExecutableHash> executable_ids;
+  absl::flat_hash_map<Frame, uint32_t, FrameHash> frame_ids;
+  absl::flat_hash_map<std::string, uint32_t> stack_ids;          // key: EncodeIds bytes
+  absl::flat_hash_map<std::string, uint32_t> attribute_set_ids;  // key: EncodeAttributes bytes
+  absl::flat_hash_map<std::string, uint32_t> link_ids;           // key: EncodeLink bytes
 
   GlobalDictionary() {
     string_ids.emplace("", 0);
@@ -601,6 +600,7 @@ class BatchInterner {
     }
     stacks_.resize(l.StackCount());
     std::vector<uint32_t> ids;
+    std::string key;
     for (uint32_t i = 0; i < l.StackCount(); ++i) {
       if (l.stack_offsets[i] > l.stack_offsets[i + 1]) return Bad("stack", i, "offsets decrease");
       ids.clear();
@@ -608,15 +608,12 @@ class BatchInterner {
         if (f >= frames_.size()) return Bad("stack", i, "frame index out of range");
         ids.push_back(frames_[f]);
       }
-      std::string key = EncodeIds(ids.data(), ids.data() + ids.size());
-      auto [it, added] = g_.stack_ids.try_emplace(std::move(key), static_cast<uint32_t>(d.StackCount()));
-      if (added) {
+      key = EncodeIds(ids.data(), ids.data() + ids.size());
+      stacks_[i] = InternKey(&g_.stack_ids, key, static_cast<uint32_t>(d.StackCount()), kTagStack, &new_stacks_);
+      if (stacks_[i] == d.StackCount()) {
         d.stack_frames.insert(d.stack_frames.end(), ids.begin(), ids.end());
         d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
-        new_stacks_.push_back(&it->first);
-        wb_.Put(cf_, DictKey(kTagStack, it->second), it->first);
       }
-      stacks_[i] = it->second;
     }
 
     if (l.attribute_set_offsets.size() < 2 || l.attribute_set_offsets.back() != l.attributes.size()) {
@@ -638,28 +635,20 @@ class BatchInterner {
       // id keeps the encoding canonical so equal sets dedupe.
       std::sort(attrs.begin(), attrs.end(),
                 [](const Attribute& a, const Attribute& b) { return a.key < b.key; });
-      std::string key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
-      auto [it, added] =
-          g_.attribute_set_ids.try_emplace(std::move(key), static_cast<uint32_t>(d.AttributeSetCount()));
-      if (added) {
+      key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
+      attribute_sets_[i] = InternKey(&g_.attribute_set_ids, key, static_cast<uint32_t>(d.AttributeSetCount()),
+                                     kTagAttributeSet, &new_attribute_sets_);
+      if (attribute_sets_[i] == d.AttributeSetCount()) {
         d.attributes.insert(d.attributes.end(), attrs.begin(), attrs.end());
         d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
-        new_attribute_sets_.push_back(&it->first);
-        wb_.Put(cf_, DictKey(kTagAttributeSet, it->second), it->first);
       }
-      attribute_sets_[i] = it->second;
     }
 
     links_.resize(l.links.size());
     for (size_t i = 0; i < l.links.size(); ++i) {
-      std::string key = EncodeLink(l.links[i]);
-      auto [it, added] = g_.link_ids.try_emplace(std::move(key), static_cast<uint32_t>(d.links.size()));
-      if (added) {
-        d.links.push_back(l.links[i]);
-        new_links_.push_back(&it->first);
-        wb_.Put(cf_, DictKey(kTagLink, it->second), it->first);
-      }
-      links_[i] = it->second;
+      key = EncodeLink(l.links[i]);
+      links_[i] = InternKey(&g_.link_ids, key, static_cast<uint32_t>(d.links.size()), kTagLink, &new_links_);
+      if (links_[i] == d.links.size()) d.links.push_back(l.links[i]);
     }
     return absl::OkStatus();
   }
@@ -670,10 +659,9 @@ class BatchInterner {
     for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_ids.erase(d.strings[i]);
     for (const Executable& e : new_executables_) g_.executable_ids.erase(e);
     for (const Frame& f : new_frames_) g_.frame_ids.erase(f);
-    // Copy each key first: it lives inside the node being erased.
-    for (const std::string* k : new_stacks_) g_.stack_ids.erase(std::string(*k));
-    for (const std::string* k : new_attribute_sets_) g_.attribute_set_ids.erase(std::string(*k));
-    for (const std::string* k : new_links_) g_.link_ids.erase(std::string(*k));
+    for (const std::string& k : new_stacks_) g_.stack_ids.erase(k);
+    for (const std::string& k : new_attribute_sets_) g_.attribute_set_ids.erase(k);
+    for (const std::string& k : new_links_) g_.link_ids.erase(k);
     d.strings.resize(mark.strings);
     d.executables.resize(mark.executables);
     d.frames.resize(mark.frames);
@@ -688,8 +676,19 @@ class BatchInterner {
   std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_;
 
  private:
+  // Looks `key` up in `ids`; a new key gets `next_id`, is queued for
+  // RocksDB under `tag` and remembered in `added` for Undo().
+  uint32_t InternKey(absl::flat_hash_map<std::string, uint32_t>* ids, const std::string& key, uint32_t next_id,
+                     char tag, std::vector<std::string>* added) {
+    if (auto it = ids->find(key); it != ids->end()) return it->second;
+    ids->emplace(key, next_id);
+    wb_.Put(cf_, DictKey(tag, next_id), key);
+    added->push_back(key);
+    return next_id;
+  }
+
   uint32_t InternString(const std::string& s) {
-    auto it = g_.string_ids.find(std::string_view(s));
+    auto it = g_.string_ids.find(s);
     if (it != g_.string_ids.end()) return it->second;
     auto id = static_cast<uint32_t>(g_.dict.strings.size());
     g_.dict.strings.push_back(s);
@@ -711,7 +710,7 @@ class BatchInterner {
   rocksdb::ColumnFamilyHandle* cf_;
   std::vector<Executable> new_executables_;
   std::vector<Frame> new_frames_;
-  std::vector<const std::string*> new_stacks_, new_attribute_sets_, new_links_;
+  std::vector<std::string> new_stacks_, new_attribute_sets_, new_links_;
 };
 
 absl::Status RocksStore::Write(const ProfileBatch& batch) {
@@ -805,10 +804,10 @@ std::vector<uint8_t> RocksStore::MatchAttributeSets(const std::vector<AttributeF
   const ProfileDictionary& d = dict_.dict;
   std::vector<uint8_t> match(d.AttributeSetCount(), 1);
   for (const AttributeFilter& f : filters) {
-    auto key_it = dict_.string_ids.find(std::string_view(f.key));
+    auto key_it = dict_.string_ids.find(f.key);
     std::vector<uint32_t> value_ids;
     for (const std::string& v : f.values) {
-      if (auto it = dict_.string_ids.find(std::string_view(v)); it != dict_.string_ids.end()) {
+      if (auto it = dict_.string_ids.find(v); it != dict_.string_ids.end()) {
         value_ids.push_back(it->second);
       }
     }
@@ -1042,7 +1041,7 @@ std::vector<std::string> RocksStore::AttributeKeys() const {
 std::vector<std::string> RocksStore::AttributeValues(std::string_view key, size_t max) const {
   std::shared_lock lock(dict_mutex_);
   const ProfileDictionary& d = dict_.dict;
-  auto key_it = dict_.string_ids.find(key);
+  auto key_it = dict_.string_ids.find(AsAbsl(key));
   if (key_it == dict_.string_ids.end()) return {};
   std::vector<uint32_t> ids;
   for (const Attribute& a : d.attributes) {
