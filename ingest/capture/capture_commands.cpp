@@ -176,12 +176,11 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
   if (capture->format == CaptureFormat::kPprof) {
     export_options.pprof_sample_type = capture->value_description;
   }
-  auto slice = SliceFromBatch(capture->batch, query);
-  if (slice->weights.empty()) {
+  if (SelectSamples(capture->batch, query).empty()) {
     err << "kiln export: note: no " << storage::SampleKindName(query.kind)
         << " samples in the selection\n";
   }
-  auto bytes = ExportSlice(slice, export_options);
+  auto bytes = ExportBatch(capture->batch, query, export_options);
   if (!bytes.ok()) {
     err << "kiln export: " << bytes.status().message() << "\n";
     return 1;

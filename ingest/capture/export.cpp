@@ -12,11 +12,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "ingest/capture/frame_palette.h"
 #include "ingest/capture/importers.h"
+#include "ingest/capture/slice_builder.h"
 #include "storage/folded.h"
 
 namespace kiln::capture {
@@ -80,7 +82,9 @@ bool IsResourceKey(std::string_view key) {
 
 class OtlpWriter {
  public:
-  explicit OtlpWriter(const ProfileSlice& slice) : s_(slice), d_(slice.dict) {
+  OtlpWriter(const storage::ProfileDictionary& dict, storage::SampleKind kind, int64_t first_ns,
+             int64_t last_ns)
+      : d_(dict), kind_(kind), first_ns_(first_ns), last_ns_(last_ns) {
     dict_ = req_.mutable_dictionary();
     dict_->add_string_table();               // ""
     dict_->add_mapping_table();              // empty mapping 0
@@ -91,15 +95,46 @@ class OtlpWriter {
     dict_->add_stack_table();                // empty stack 0
   }
 
-  collector::ExportProfilesServiceRequest Build() {
-    ValueTypeNames names = NamesForKind(s_.kind);
-    // One ResourceProfiles per distinct set of resource attributes.
-    std::map<std::vector<std::pair<std::string, std::string>>, otlp::Profile*> by_resource;
-    for (const storage::StackWeight& w : s_.weights) {
+  // One sample per stack weight: a single value, no timestamps.
+  collector::ExportProfilesServiceRequest Build(const ProfileSlice& slice) {
+    for (const storage::StackWeight& w : slice.weights) {
+      auto* sample = NewSample(w.attribute_set);
+      sample->set_stack_index(Stack(w.stack));
+      sample->add_values(w.weight);
+    }
+    return std::move(req_);
+  }
+
+  // One sample per distinct (stack, attribute set, link) with a value per
+  // timestamp: keeps every event's time and link.
+  collector::ExportProfilesServiceRequest Build(const storage::ProfileBatch& batch,
+                                                const std::vector<uint32_t>& selected) {
+    // (stack, attribute set, link) -> its sample.
+    absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, otlp::Sample*> samples;
+    for (uint32_t i : selected) {
+      const storage::Sample& s = batch.samples[i];
+      otlp::Sample*& out = samples[std::make_tuple(s.stack, s.attribute_set, s.link)];
+      if (out == nullptr) {
+        out = NewSample(s.attribute_set);
+        out->set_stack_index(Stack(s.stack));
+        out->set_link_index(LinkIndex(batch.dict, s.link));
+      }
+      out->add_values(s.value);
+      out->add_timestamps_unix_nano(static_cast<uint64_t>(s.time_ns));
+    }
+    return std::move(req_);
+  }
+
+ private:
+  // A new sample in the profile of the attribute set's resource part, with
+  // the sample part as attribute indices.
+  otlp::Sample* NewSample(uint32_t attribute_set) {
+    auto cached = profile_of_set_.find(attribute_set);
+    if (cached == profile_of_set_.end()) {
       std::vector<std::pair<std::string, std::string>> resource;
       std::vector<int32_t> sample_attrs;
-      if (w.attribute_set < d_.AttributeSetCount()) {
-        for (const storage::Attribute& a : d_.AttributeSet(w.attribute_set)) {
+      if (attribute_set < d_.AttributeSetCount()) {
+        for (const storage::Attribute& a : d_.AttributeSet(attribute_set)) {
           std::string_view key = Str(d_, a.key), value = Str(d_, a.value);
           if (IsResourceKey(key)) {
             resource.emplace_back(key, value);
@@ -108,8 +143,9 @@ class OtlpWriter {
           }
         }
       }
-      otlp::Profile*& profile = by_resource[resource];
+      otlp::Profile*& profile = by_resource_[resource];
       if (profile == nullptr) {
+        ValueTypeNames names = NamesForKind(kind_);
         auto* rp = req_.add_resource_profiles();
         for (auto& [k, v] : resource) {
           auto* kv = rp->mutable_resource()->add_attributes();
@@ -123,18 +159,25 @@ class OtlpWriter {
           profile->mutable_period_type()->set_type_strindex(String(names.period_type));
           profile->mutable_period_type()->set_unit_strindex(String(names.period_unit));
         }
-        profile->set_time_unix_nano(static_cast<uint64_t>(s_.first_sample_ns));
-        profile->set_duration_nano(static_cast<uint64_t>(s_.last_sample_ns - s_.first_sample_ns));
+        profile->set_time_unix_nano(static_cast<uint64_t>(first_ns_));
+        profile->set_duration_nano(static_cast<uint64_t>(last_ns_ - first_ns_));
       }
-      auto* sample = profile->add_samples();
-      sample->set_stack_index(Stack(w.stack));
-      for (int32_t a : sample_attrs) sample->add_attribute_indices(a);
-      sample->add_values(w.weight);
+      cached = profile_of_set_.emplace(attribute_set, std::make_pair(profile, sample_attrs)).first;
     }
-    return std::move(req_);
+    auto* sample = cached->second.first->add_samples();
+    for (int32_t a : cached->second.second) sample->add_attribute_indices(a);
+    return sample;
   }
-
- private:
+  int32_t LinkIndex(const storage::ProfileDictionary& d, uint32_t link) {
+    if (link == 0 || link >= d.links.size()) return 0;
+    auto [it, added] = links_.try_emplace(link, dict_->link_table_size());
+    if (added) {
+      auto* l = dict_->add_link_table();
+      l->set_trace_id(d.links[link].trace_id);
+      l->set_span_id(d.links[link].span_id);
+    }
+    return it->second;
+  }
   int32_t String(std::string_view s) {
     auto [it, added] = strings_.try_emplace(std::string(s), dict_->string_table_size());
     if (added) dict_->add_string_table(std::string(s));
@@ -215,10 +258,14 @@ class OtlpWriter {
     return it->second;
   }
 
-  const ProfileSlice& s_;
   const storage::ProfileDictionary& d_;
+  storage::SampleKind kind_;
+  int64_t first_ns_, last_ns_;
   collector::ExportProfilesServiceRequest req_;
   otlp::ProfilesDictionary* dict_;
+  std::map<std::vector<std::pair<std::string, std::string>>, otlp::Profile*> by_resource_;
+  absl::flat_hash_map<uint32_t, std::pair<otlp::Profile*, std::vector<int32_t>>> profile_of_set_;
+  absl::flat_hash_map<uint32_t, int32_t> links_;
   absl::flat_hash_map<std::string, int32_t> strings_{{"", 0}};
   absl::flat_hash_map<std::string, int32_t> attributes_;
   absl::flat_hash_map<uint32_t, int32_t> mappings_;
@@ -396,7 +443,31 @@ bool ParseExportFormat(std::string_view name, ExportFormat* format) {
 }
 
 collector::ExportProfilesServiceRequest BuildOtlpRequest(const ProfileSlice& slice) {
-  return OtlpWriter(slice).Build();
+  return OtlpWriter(slice.dict, slice.kind, slice.first_sample_ns, slice.last_sample_ns).Build(slice);
+}
+
+collector::ExportProfilesServiceRequest BuildOtlpRequestFromBatch(const storage::ProfileBatch& batch,
+                                                                  const storage::Query& query) {
+  std::vector<uint32_t> selected = SelectSamples(batch, query);
+  int64_t first = 0, last = 0;
+  for (size_t k = 0; k < selected.size(); ++k) {
+    int64_t t = batch.samples[selected[k]].time_ns;
+    first = k == 0 ? t : std::min(first, t);
+    last = k == 0 ? t : std::max(last, t);
+  }
+  return OtlpWriter(batch.dict, query.kind, first, last).Build(batch, selected);
+}
+
+absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch,
+                                        const storage::Query& query, const ExportOptions& options) {
+  if (options.format == ExportFormat::kOtlp) {
+    std::string bytes;
+    if (!BuildOtlpRequestFromBatch(batch, query).SerializeToString(&bytes)) {
+      return absl::InternalError("OTLP export: message too large to serialize (2 GiB limit)");
+    }
+    return GzipCompress(bytes);
+  }
+  return ExportSlice(SliceFromBatch(batch, query), options);
 }
 
 perftools::profiles::Profile BuildPprofProfile(const ProfileSlice& slice,

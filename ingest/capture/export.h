@@ -14,6 +14,7 @@
 #include "pprof/profile.pb.h"
 #include "storage/flame_tree.h"
 #include "storage/profile_model.h"
+#include "storage/store.h"
 
 namespace kiln::capture {
 
@@ -38,6 +39,15 @@ struct ExportOptions {
 // The whole file content (gzip-compressed for otlp and pprof).
 [[nodiscard]] absl::StatusOr<std::string> ExportSlice(
     const std::shared_ptr<const storage::ProfileSlice>& slice, const ExportOptions& options);
+
+// The same from raw samples (a capture opened without a store): OTLP keeps
+// every sample's timestamp and link (a value per timestamp), so a
+// converted capture keeps its timeline; the other formats aggregate.
+[[nodiscard]] absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch,
+                                                      const storage::Query& query,
+                                                      const ExportOptions& options);
+opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest
+BuildOtlpRequestFromBatch(const storage::ProfileBatch& batch, const storage::Query& query);
 
 // The messages behind the otlp and pprof formats (for tests and callers that
 // want to send or inspect rather than write a file).

@@ -76,6 +76,16 @@ std::shared_ptr<const storage::ProfileSlice> SliceFromBatch(const storage::Profi
   return slice;
 }
 
+std::vector<uint32_t> SelectSamples(const storage::ProfileBatch& batch, const storage::Query& query) {
+  std::vector<uint8_t> passes = PassingAttributeSets(batch.dict, query);
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < batch.samples.size(); ++i) {
+    const storage::Sample& s = batch.samples[i];
+    if (Selected(s, query, passes) && s.stack < batch.dict.StackCount()) out.push_back(i);
+  }
+  return out;
+}
+
 storage::Timeline TimelineFromBatch(const storage::ProfileBatch& batch, const storage::Query& query,
                                     int bucket_count) {
   storage::Timeline t;

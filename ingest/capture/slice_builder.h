@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "storage/profile_model.h"
 #include "storage/store.h"
@@ -14,6 +15,9 @@ namespace kiln::capture {
 // Pure; the slice copies the batch's dictionary (indices stay valid).
 std::shared_ptr<const storage::ProfileSlice> SliceFromBatch(const storage::ProfileBatch& batch,
                                                             const storage::Query& query);
+
+// Indices of the batch samples the query selects (kind, range, filters).
+std::vector<uint32_t> SelectSamples(const storage::ProfileBatch& batch, const storage::Query& query);
 
 // Weight over time, as Store::RunTimeline: `bucket_count` buckets evenly
 // covering [query.from_ns, query.to_ns), clamped to the batch's data range

@@ -103,6 +103,14 @@ TEST_CASE("kiln export --input converts between formats") {
   std::ostringstream out2;
   REQUIRE(RunConvertCommand(back, out2, err) == 0);
   CHECK(out2.str() == expected);
+  // The converter's OTLP keeps every sample's time (a value per timestamp).
+  auto original = ImportFile(input);
+  auto converted = ImportFile(c.output);
+  REQUIRE(original.ok());
+  REQUIRE(converted.ok());
+  CHECK(converted->batch.samples.size() == original->batch.samples.size());
+  CHECK(converted->first_time_ns == original->first_time_ns);
+  CHECK(converted->last_time_ns == original->last_time_ns);
 
   // perf -> pprof -> folded.
   c.format = "pprof";
