@@ -146,6 +146,11 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>((*sampler)->dropped_events()),
                 static_cast<unsigned long long>(es.dropped_samples), es.queued_requests,
                 static_cast<unsigned long long>(es.sent_requests));
+    if (options.verbose)
+      std::printf("kiln-agent:   %zu processes tracked, %zu files, symbol caches of %zu files (%.1f MB), "
+                  "%zu symbol table loads, %zu maps reads so far\n",
+                  processes.size(), executables.size(), symbolizer.files(), symbolizer.MemoryBytes() / 1e6,
+                  symbolizer.table_loads(), processes.maps_reads());
     std::fflush(stdout);
   };
 

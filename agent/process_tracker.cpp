@@ -129,9 +129,20 @@ UserAddress ProcessTracker::ResolveUserAddress(ProcessInfo& p, std::uint64_t add
   UserAddress out;
   out.elf_vaddr = address;
   const MapsEntry* e = FindMapping(p.maps, address);
-  if (!e && !p.exited && std::chrono::steady_clock::now() - p.maps_read_at >= kMapsRereadInterval) {
+  // User space on x86-64 and arm64 lives in [64 KiB, 2^47); anything else
+  // is a broken frame-pointer chain, not a new mapping.
+  constexpr std::uint64_t kMinUserAddress = 0x10000, kMaxUserAddress = 1ULL << 47;
+  bool plausible = address >= kMinUserAddress && address < kMaxUserAddress;
+  auto now = std::chrono::steady_clock::now();
+  if (!e && plausible && !p.exited && now - p.maps_read_at >= p.maps_backoff) {
+    std::size_t before = p.maps.size();
     ReadMaps(p);
     e = FindMapping(p.maps, address);
+    bool found_new = e != nullptr || p.maps.size() != before;
+    p.maps_backoff = found_new ? std::chrono::steady_clock::duration(kMapsRereadMin)
+                               : std::min<std::chrono::steady_clock::duration>(
+                                     std::max<std::chrono::steady_clock::duration>(p.maps_backoff * 2, kMapsRereadMin),
+                                     kMapsRereadMax);
   }
   if (!e) return out;
   std::size_t i = static_cast<std::size_t>(e - p.maps.data());

@@ -6,8 +6,11 @@
 // arrives (within a poll period of the sample, so short-lived processes are
 // caught); an exec event drops its map; an exit event marks it exited, and
 // Sweep() (after each report) forgets exited ones. /proc/PID/maps is re-read
-// when an address falls outside every known mapping (dlopen), at most once
-// per kMapsRereadInterval per process.
+// when a plausible user address falls outside every known mapping (dlopen,
+// JIT), at most once per `maps_backoff` per process. The backoff doubles from
+// kMapsRereadMin to kMapsRereadMax while re-reads find nothing new: programs
+// without frame pointers yield garbage addresses on every sample, and
+// re-reading their maps each second would be the agent's main cost.
 //
 // Stage 2 hook: OnNewExecutable is where .eh_frame tables will be extracted
 // and pushed to BPF maps.
@@ -40,6 +43,7 @@ struct ProcessInfo {
   std::vector<std::shared_ptr<const Mapping>> mappings;
   std::vector<std::shared_ptr<const ExecutableEntry>> executables;
   std::chrono::steady_clock::time_point maps_read_at{};
+  std::chrono::steady_clock::duration maps_backoff{std::chrono::seconds(1)};
 };
 
 struct UserAddress {
@@ -54,7 +58,8 @@ std::string ContainerIdFromCgroup(std::string_view cgroup_text);
 
 class ProcessTracker {
  public:
-  static constexpr auto kMapsRereadInterval = std::chrono::seconds(1);
+  static constexpr auto kMapsRereadMin = std::chrono::seconds(1);
+  static constexpr auto kMapsRereadMax = std::chrono::seconds(64);
 
   // `proc_root` is "/proc" except in tests.
   explicit ProcessTracker(ExecutableCache& cache, std::string proc_root = "/proc");

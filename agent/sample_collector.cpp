@@ -17,8 +17,17 @@ std::int64_t NowNs(clockid_t clock) {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
-std::string CommToString(const char* comm) {
-  return std::string(comm, strnlen(comm, KILN_COMM_LEN));
+std::string_view CommView(const char* comm) { return std::string_view(comm, strnlen(comm, KILN_COMM_LEN)); }
+
+// 64-bit mix (the splitmix64 finalizer) folded over words: good enough
+// spread for hash-map keys; hits are confirmed against the raw data.
+std::uint64_t Mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
 }
 
 // Frame 0 of a stack is where the CPU was; the others are return addresses,
@@ -30,6 +39,17 @@ std::uint64_t CallSite(std::uint64_t address, std::size_t index) {
 }
 
 }  // namespace
+
+bool SampleCollector::GroupKey::operator==(const GroupKey& o) const {
+  return stack == o.stack && tid == o.tid && cpu == o.cpu && std::memcmp(comm, o.comm, sizeof(comm)) == 0;
+}
+
+std::size_t SampleCollector::GroupKeyHash::operator()(const GroupKey& k) const {
+  std::uint64_t words[2];
+  std::memcpy(words, k.comm, sizeof(words));
+  std::uint64_t h = Mix(Mix(static_cast<std::uint64_t>(static_cast<std::uint32_t>(k.stack)), k.tid), k.cpu);
+  return static_cast<std::size_t>(Mix(Mix(h, words[0]), words[1]));
+}
 
 SampleCollector::SampleCollector(ProcessTracker& processes, Symbolizer& symbolizer,
                                  const KernelSymbols& kernel, int samples_per_second)
@@ -131,7 +151,7 @@ void SampleCollector::OnSample(const kiln_sample_event& ev, std::size_t frames_p
   }
   ++stats_.samples;
   ++pending_samples_;
-  std::string comm = CommToString(ev.header.comm);
+  std::string_view comm = CommView(ev.header.comm);
   ProcessInfo& process = processes_.Get(ev.header.pid, comm);
   ProcessState& state = current_[ev.header.pid];
   if (state.profile.pid == 0) {
@@ -141,34 +161,42 @@ void SampleCollector::OnSample(const kiln_sample_event& ev, std::size_t frames_p
     state.profile.container_id = process.container_id;
   }
 
-  // Key of the raw stack: the two counts then the addresses, as bytes.
-  std::size_t n = ev.kernel_frames + ev.user_frames;
-  std::string raw;
-  raw.resize(4 + n * sizeof(__u64));
-  std::memcpy(raw.data(), &ev.kernel_frames, 2);
-  std::memcpy(raw.data() + 2, &ev.user_frames, 2);
-  std::memcpy(raw.data() + 4, ev.frames, n * sizeof(__u64));
-  auto [stack_it, new_stack] = state.stack_by_raw.try_emplace(std::move(raw), 0);
-  if (new_stack) {
-    stack_it->second = static_cast<std::int32_t>(state.profile.stacks.size());
+  // The raw stack: kernel count, then all addresses. The same addresses with
+  // a different kernel/user split are a different stack.
+  const std::size_t n = ev.kernel_frames + ev.user_frames;
+  std::uint64_t hash = Mix(0, ev.kernel_frames);
+  for (std::size_t i = 0; i < n; ++i) hash = Mix(hash, ev.frames[i]);
+  auto same_raw = [&](std::int32_t index) {
+    const auto& raw = state.raw_stacks[static_cast<std::size_t>(index)];
+    return raw.size() == n + 1 && raw[0] == ev.kernel_frames &&
+           std::equal(raw.begin() + 1, raw.end(), ev.frames);
+  };
+  std::int32_t stack_index = -1;
+  for (auto [it, end] = state.stack_by_hash.equal_range(hash); it != end; ++it)
+    if (same_raw(it->second)) {
+      stack_index = it->second;
+      break;
+    }
+  if (stack_index < 0) {
+    stack_index = static_cast<std::int32_t>(state.profile.stacks.size());
+    std::vector<std::uint64_t> raw(n + 1);
+    raw[0] = ev.kernel_frames;
+    std::copy(ev.frames, ev.frames + n, raw.begin() + 1);
+    state.raw_stacks.push_back(std::move(raw));
+    state.stack_by_hash.emplace(hash, stack_index);
     state.profile.stacks.push_back(ResolveStack(process, ev));
   }
 
-  std::string group_key;
-  group_key.resize(12);
-  std::int32_t stack_index = stack_it->second;
-  std::memcpy(group_key.data(), &stack_index, 4);
-  std::memcpy(group_key.data() + 4, &ev.header.tid, 4);
-  std::memcpy(group_key.data() + 8, &ev.header.cpu, 4);
-  group_key += comm;
-  auto [group_it, new_group] = state.group_by_key.try_emplace(std::move(group_key), 0);
+  GroupKey key{stack_index, ev.header.tid, ev.header.cpu, {}};
+  std::memcpy(key.comm, ev.header.comm, sizeof(key.comm));
+  auto [group_it, new_group] = state.group_by_key.try_emplace(key, 0);
   if (new_group) {
     group_it->second = state.profile.samples.size();
     SampleGroup g;
     g.stack = stack_index;
     g.tid = ev.header.tid;
     g.cpu = ev.header.cpu;
-    g.thread_name = std::move(comm);
+    g.thread_name = std::string(comm);
     state.profile.samples.push_back(std::move(g));
   }
   state.profile.samples[group_it->second].timestamps_unix_ns.push_back(ToUnixNs(ev.header.ktime_ns));

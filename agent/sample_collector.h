@@ -47,10 +47,23 @@ class SampleCollector {
   std::size_t pending_samples() const { return pending_samples_; }
 
  private:
+  // Sample grouping key: fixed size so lookups allocate nothing.
+  struct GroupKey {
+    std::int32_t stack;
+    std::uint32_t tid;
+    std::uint32_t cpu;
+    char comm[16];
+    bool operator==(const GroupKey& o) const;
+  };
+  struct GroupKeyHash {
+    std::size_t operator()(const GroupKey& k) const;
+  };
   struct ProcessState {
     ProcessProfile profile;
-    std::unordered_map<std::string, std::int32_t> stack_by_raw;  // raw addresses -> stack
-    std::unordered_map<std::string, std::size_t> group_by_key;   // stack,tid,cpu,name -> group
+    // Hash of the raw addresses -> stack; raw_stacks[stack] confirms a hit.
+    std::unordered_multimap<std::uint64_t, std::int32_t> stack_by_hash;
+    std::vector<std::vector<std::uint64_t>> raw_stacks;
+    std::unordered_map<GroupKey, std::size_t, GroupKeyHash> group_by_key;
   };
 
   void OnSample(const kiln_sample_event& ev, std::size_t frames_present);

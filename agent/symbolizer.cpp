@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -25,53 +26,67 @@ std::string Demangle(std::string_view name) {
   return result;
 }
 
-std::string Symbolizer::Lookup(const ExecutableEntry& executable, std::uint64_t elf_vaddr) {
-  if (!enabled_) return {};
-  auto [it, inserted] = tables_.try_emplace(executable.file.get());
-  FileSymbols& fs = it->second;
-  if (!inserted && fs.file.expired()) {  // a new file at a freed file's address
-    fs = FileSymbols{};
-    inserted = true;
-  }
-  if (inserted) {
-    fs.file = executable.file;
-    // A separate debug file on this host (Debian's *-dbg / -dbgsym packages)
-    // has the full .symtab that the stripped library lacks; read it first so
-    // its names win for aliases.
-    const std::string& build_id = executable.file->gnu_build_id;
-    if (build_id.size() > 2) {
-      std::string debug_path = std::string(kDebugFileRoot) + "/.build-id/" + build_id.substr(0, 2) + "/" +
-                               build_id.substr(2) + ".debug";
-      if (int fd = open(debug_path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-        (void)AddElfSymbols(fd, fs.table);
-        close(fd);
-      }
-    }
-    if (int fd = open(executable.open_path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+void Symbolizer::LoadTable(const ExecutableEntry& executable, FileSymbols& fs) {
+  fs.table = SymbolTable();
+  fs.table_loaded = true;
+  ++table_loads_;
+  // A separate debug file on this host (Debian's *-dbg / -dbgsym packages)
+  // has the full .symtab that the stripped library lacks; read it first so
+  // its names win for aliases.
+  const std::string& build_id = executable.file->gnu_build_id;
+  if (build_id.size() > 2) {
+    std::string debug_path =
+        std::string(kDebugFileRoot) + "/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + ".debug";
+    if (int fd = open(debug_path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
       (void)AddElfSymbols(fd, fs.table);
       close(fd);
     }
-    fs.table.Finish();
   }
+  if (int fd = open(executable.open_path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    (void)AddElfSymbols(fd, fs.table);
+    close(fd);
+  }
+  fs.table.Finish();
+}
+
+std::string Symbolizer::Lookup(const ExecutableEntry& executable, std::uint64_t elf_vaddr) {
+  if (!enabled_) return {};
+  auto [it, inserted] = files_.try_emplace(executable.file.get());
+  FileSymbols& fs = it->second;
+  if (!inserted && fs.file.expired()) fs = FileSymbols{};  // a new file at a freed file's address
+  fs.file = executable.file;
+  // Names already found are kept across intervals; a table is only loaded
+  // for addresses not seen before, and dropped again at the next Sweep.
   auto cached = fs.names.find(elf_vaddr);
   if (cached != fs.names.end()) return cached->second;
+  if (!fs.table_loaded) LoadTable(executable, fs);
+  if (fs.names.size() >= kMaxNamesPerFile) fs.names.clear();
   std::string name = Demangle(fs.table.Lookup(elf_vaddr));
   fs.names.emplace(elf_vaddr, name);
   return name;
 }
 
 void Symbolizer::Sweep() {
-  for (auto it = tables_.begin(); it != tables_.end();) {
+  bool freed = false;
+  for (auto it = files_.begin(); it != files_.end();) {
+    if (it->second.table_loaded) {
+      it->second.table = SymbolTable();
+      it->second.table_loaded = false;
+      freed = true;
+    }
     if (it->second.file.expired())
-      it = tables_.erase(it);
+      it = files_.erase(it);
     else
       ++it;
   }
+  // Symbol tables are large and short-lived; give their pages back rather
+  // than letting the heap sit at its high-water mark.
+  if (freed) malloc_trim(0);
 }
 
 std::size_t Symbolizer::MemoryBytes() const {
   std::size_t n = 0;
-  for (const auto& [file, fs] : tables_) n += fs.table.MemoryBytes() + fs.names.size() * 64;
+  for (const auto& [file, fs] : files_) n += fs.table.MemoryBytes() + fs.names.size() * 64;
   return n;
 }
 

@@ -4,9 +4,12 @@
 // under /usr/lib/debug/.build-id, demangled with the C++ ABI demangler.
 //
 // Names are a convenience for the viewer; frames still carry file ids and
-// addresses so it can symbolize again with better symbols. Each file's table
-// is read once, on its first lookup, and dropped when the file is no longer
-// mapped anywhere (Sweep).
+// addresses so it can symbolize again with better symbols.
+// Memory: a C++ binary's symbol table can take tens of MB, so tables are
+// transient. A file's table is read when an address without a cached name
+// shows up and dropped at the next Sweep (after each report); the names found
+// stay cached per (file, address) until the file is no longer mapped. In a
+// steady state addresses repeat and tables are rarely read.
 //
 // Main thread only.
 
@@ -29,17 +32,23 @@ class Symbolizer {
   // "" when disabled, unknown, or the file cannot be read.
   std::string Lookup(const ExecutableEntry& executable, std::uint64_t elf_vaddr);
   void Sweep();
-  std::size_t files() const { return tables_.size(); }
+  std::size_t files() const { return files_.size(); }
+  std::size_t table_loads() const { return table_loads_; }
   std::size_t MemoryBytes() const;
 
  private:
+  static constexpr std::size_t kMaxNamesPerFile = 1 << 14;
   struct FileSymbols {
     std::weak_ptr<const ExecutableFile> file;
+    bool table_loaded = false;
     SymbolTable table;
     std::unordered_map<std::uint64_t, std::string> names;  // per address, demangled
   };
+  void LoadTable(const ExecutableEntry& executable, FileSymbols& fs);
+
   bool enabled_;
-  std::unordered_map<const ExecutableFile*, FileSymbols> tables_;
+  std::unordered_map<const ExecutableFile*, FileSymbols> files_;
+  std::size_t table_loads_ = 0;
 };
 
 }  // namespace kiln::agent
