@@ -35,8 +35,8 @@ uint32_t BatchBuilder::String(std::string_view s) {
 }
 
 uint32_t BatchBuilder::Executable(const storage::Executable& executable) {
-  auto [it, inserted] = executables_.try_emplace(
-      ExecutableKey{executable}, static_cast<uint32_t>(batch_->dict.executables.size()));
+  auto [it, inserted] = executables_.try_emplace(ExecutableKey{executable},
+                                                 static_cast<uint32_t>(batch_->dict.executables.size()));
   if (inserted) batch_->dict.executables.push_back(executable);
   return it->second;
 }
@@ -83,8 +83,7 @@ uint32_t BatchBuilder::AttributeSet(std::vector<Attribute> attributes) {
       unique.push_back(a);
     }
   }
-  std::string_view key(reinterpret_cast<const char*>(unique.data()),
-                       unique.size() * sizeof(Attribute));
+  std::string_view key(reinterpret_cast<const char*>(unique.data()), unique.size() * sizeof(Attribute));
   auto it = attr_sets_.find(absl::string_view(key.data(), key.size()));
   if (it != attr_sets_.end()) return it->second;
   uint32_t id = static_cast<uint32_t>(d.AttributeSetCount());

@@ -55,8 +55,7 @@ class BatchBuilder {
     bool operator==(const ExecutableKey& o) const { return e == o.e; }
     template <typename H>
     friend H AbslHashValue(H h, const ExecutableKey& k) {
-      return H::combine(std::move(h), k.e.file_name, k.e.htlhash, k.e.gnu_build_id,
-                        k.e.go_build_id);
+      return H::combine(std::move(h), k.e.file_name, k.e.htlhash, k.e.gnu_build_id, k.e.go_build_id);
     }
   };
 
@@ -64,8 +63,8 @@ class BatchBuilder {
   absl::flat_hash_map<std::string, uint32_t> strings_;
   absl::flat_hash_map<ExecutableKey, uint32_t> executables_;
   absl::flat_hash_map<FrameKey, uint32_t> frames_;
-  absl::flat_hash_map<std::string, uint32_t> stacks_;      // key: raw uint32 bytes
-  absl::flat_hash_map<std::string, uint32_t> attr_sets_;   // key: raw Attribute bytes
+  absl::flat_hash_map<std::string, uint32_t> stacks_;     // key: raw uint32 bytes
+  absl::flat_hash_map<std::string, uint32_t> attr_sets_;  // key: raw Attribute bytes
 };
 
 }  // namespace kiln::capture

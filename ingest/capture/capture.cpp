@@ -19,9 +19,7 @@ constexpr uint64_t kTickBytes = 4 << 20;
 constexpr size_t kMaxKeptMessages = 20;
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-bool IsHex(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // True when the first few KB look like text (no NUL, few control bytes).
 bool LooksLikeText(std::string_view data) {
@@ -104,12 +102,18 @@ int64_t FileMtimeNs(const std::string& path) {
 
 std::string_view CaptureFormatName(CaptureFormat format) {
   switch (format) {
-    case CaptureFormat::kUnknown: return "unknown";
-    case CaptureFormat::kOtlpProtobuf: return "otlp";
-    case CaptureFormat::kOtlpJson: return "otlp-json";
-    case CaptureFormat::kPprof: return "pprof";
-    case CaptureFormat::kFolded: return "folded";
-    case CaptureFormat::kPerfScript: return "perf-script";
+    case CaptureFormat::kUnknown:
+      return "unknown";
+    case CaptureFormat::kOtlpProtobuf:
+      return "otlp";
+    case CaptureFormat::kOtlpJson:
+      return "otlp-json";
+    case CaptureFormat::kPprof:
+      return "pprof";
+    case CaptureFormat::kFolded:
+      return "folded";
+    case CaptureFormat::kPerfScript:
+      return "perf-script";
   }
   return "unknown";
 }
@@ -192,13 +196,22 @@ absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_
   absl::Status status;
   switch (out.format) {
     case CaptureFormat::kUnknown:
-      return absl::InvalidArgumentError(
-          absl::StrCat(Av(name), ": byte 0: empty file, nothing to import"));
-    case CaptureFormat::kOtlpProtobuf: status = ImportOtlpProtobuf(data, ctx); break;
-    case CaptureFormat::kOtlpJson: status = ImportOtlpJson(data, ctx); break;
-    case CaptureFormat::kPprof: status = ImportPprof(data, ctx); break;
-    case CaptureFormat::kFolded: status = ImportFolded(data, ctx); break;
-    case CaptureFormat::kPerfScript: status = ImportPerfScript(data, ctx); break;
+      return absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte 0: empty file, nothing to import"));
+    case CaptureFormat::kOtlpProtobuf:
+      status = ImportOtlpProtobuf(data, ctx);
+      break;
+    case CaptureFormat::kOtlpJson:
+      status = ImportOtlpJson(data, ctx);
+      break;
+    case CaptureFormat::kPprof:
+      status = ImportPprof(data, ctx);
+      break;
+    case CaptureFormat::kFolded:
+      status = ImportFolded(data, ctx);
+      break;
+    case CaptureFormat::kPerfScript:
+      status = ImportPerfScript(data, ctx);
+      break;
   }
   if (!status.ok()) return status;
 

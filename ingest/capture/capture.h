@@ -76,7 +76,7 @@ struct ImportedCapture {
   // without a count, unrecognized perf lines, samples of other events...).
   uint64_t skipped_records = 0;
   std::vector<std::string> warnings;  // human readable, at most ~20
-  int64_t first_time_ns = 0;  // data range (0, 0 when there are no samples)
+  int64_t first_time_ns = 0;          // data range (0, 0 when there are no samples)
   int64_t last_time_ns = 0;
   // The capture's own time range for a time axis: pprof's time_nanos ..
   // time_nanos + duration_nanos (all its samples sit at time_nanos), OTLP
@@ -98,8 +98,7 @@ CaptureFormat SniffFormat(std::string_view data);
                                                          const ImportOptions& options = {});
 
 // The same for bytes already in memory; `name` is used in messages.
-[[nodiscard]] absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes,
-                                                          std::string_view name,
+[[nodiscard]] absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_view name,
                                                           const ImportOptions& options = {});
 
 }  // namespace kiln::capture

@@ -25,8 +25,8 @@ class ProgressPrinter {
       return true;
     }
     last_ = now;
-    err_ << "  " << name_ << ": " << (p.bytes_done >> 20) << " / " << (p.bytes_total >> 20)
-         << " MB, " << p.samples << " samples\n";
+    err_ << "  " << name_ << ": " << (p.bytes_done >> 20) << " / " << (p.bytes_total >> 20) << " MB, "
+         << p.samples << " samples\n";
     return true;
   }
 
@@ -73,8 +73,8 @@ absl::StatusOr<StoreImportResult> ImportIntoStore(storage::Store* store, const s
   }
   (void)store->AppendLog(
       storage::LogLevel::kInfo,
-      absl::StrCat("imported ", path, " (", Av(CaptureFormatName(capture->format)), "): ",
-                   result.samples, " samples, ", capture->skipped_records, " records skipped"));
+      absl::StrCat("imported ", path, " (", Av(CaptureFormatName(capture->format)), "): ", result.samples,
+                   " samples, ", capture->skipped_records, " records skipped"));
   capture->batch = {};
   result.capture = std::move(*capture);
   return result;
@@ -111,8 +111,8 @@ int RunImportCommand(const ImportCommand& command, std::ostream& out, std::ostre
     if (c.compression != Compression::kNone) out << " (" << CompressionName(c.compression) << ")";
     out << ", " << result->samples << " samples";
     if (!c.value_description.empty()) out << " of " << c.value_description;
-    out << ", " << storage::SampleKindName(c.dominant_kind) << ", " << c.skipped_records
-        << " skipped, " << absl::StrCat(secs) << " s\n";
+    out << ", " << storage::SampleKindName(c.dominant_kind) << ", " << c.skipped_records << " skipped, "
+        << absl::StrCat(secs) << " s\n";
     PrintWarnings(c, "kiln import: ", err);
   }
   out << "store: " << dir << "\n";
@@ -122,8 +122,7 @@ int RunImportCommand(const ImportCommand& command, std::ostream& out, std::ostre
 int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ostream& err) {
   ExportOptions export_options;
   if (!ParseExportFormat(command.format, &export_options.format)) {
-    err << "kiln export: unknown --format \"" << command.format
-        << "\" (use otlp, pprof, folded or svg)\n";
+    err << "kiln export: unknown --format \"" << command.format << "\" (use otlp, pprof, folded or svg)\n";
     return 2;
   }
   if (command.input.empty()) {
@@ -132,14 +131,11 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
   }
   storage::Query query;
   if (!command.kind.empty() && !storage::ParseSampleKind(command.kind, &query.kind)) {
-    err << "kiln export: unknown --kind \"" << command.kind
-        << "\" (use on-cpu, off-cpu, probe or other)\n";
+    err << "kiln export: unknown --kind \"" << command.kind << "\" (use on-cpu, off-cpu, probe or other)\n";
     return 2;
   }
-  if (!command.group_by.empty() &&
-      !storage::ParseGroupBy(command.group_by, &export_options.group_by)) {
-    err << "kiln export: unknown --group-by \"" << command.group_by
-        << "\" (use none, process or thread)\n";
+  if (!command.group_by.empty() && !storage::ParseGroupBy(command.group_by, &export_options.group_by)) {
+    err << "kiln export: unknown --group-by \"" << command.group_by << "\" (use none, process or thread)\n";
     return 2;
   }
   std::map<std::string, std::vector<std::string>> filters;
@@ -166,19 +162,18 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
   PrintWarnings(*capture, "kiln export: ", err);
   if (command.kind.empty()) query.kind = capture->dominant_kind;
   if (command.group_by.empty()) {
-    export_options.group_by = HasProcessAttributes(capture->batch.dict) ? storage::GroupBy::kProcess
-                                                                        : storage::GroupBy::kNone;
+    export_options.group_by =
+        HasProcessAttributes(capture->batch.dict) ? storage::GroupBy::kProcess : storage::GroupBy::kNone;
   }
   export_options.annotate = command.annotate;
   export_options.show_inline = !command.hide_inline;
-  export_options.title = command.title.empty() ? command.input.substr(command.input.rfind('/') + 1)
-                                               : command.title;
+  export_options.title =
+      command.title.empty() ? command.input.substr(command.input.rfind('/') + 1) : command.title;
   if (capture->format == CaptureFormat::kPprof) {
     export_options.pprof_sample_type = capture->value_description;
   }
   if (SelectSamples(capture->batch, query).empty()) {
-    err << "kiln export: note: no " << storage::SampleKindName(query.kind)
-        << " samples in the selection\n";
+    err << "kiln export: note: no " << storage::SampleKindName(query.kind) << " samples in the selection\n";
   }
   auto bytes = ExportBatch(capture->batch, query, export_options);
   if (!bytes.ok()) {

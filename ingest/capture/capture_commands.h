@@ -21,11 +21,11 @@
 namespace kiln::capture {
 
 struct ImportCommand {
-  std::string data_dir;            // "" = storage::DefaultDataDirectory()
+  std::string data_dir;  // "" = storage::DefaultDataDirectory()
   std::vector<std::string> files;
-  std::string sample_type;         // pprof --sample-type
-  std::string perf_event;          // perf script --event
-  bool progress = true;            // progress lines on `err` for big files
+  std::string sample_type;  // pprof --sample-type
+  std::string perf_event;   // perf script --event
+  bool progress = true;     // progress lines on `err` for big files
 };
 // Exit code: 0 all imported, 1 some file failed (the others are still
 // imported), 2 bad usage. One summary line per file on `out`.
@@ -33,18 +33,18 @@ int RunImportCommand(const ImportCommand& command, std::ostream& out, std::ostre
 
 struct ConvertCommand {
   std::string input;
-  std::string format = "folded";   // otlp | pprof | folded | svg
-  std::string kind;                // "" = the capture's dominant kind
-  std::string group_by;            // "" = process when the capture names processes, else none
+  std::string format = "folded";  // otlp | pprof | folded | svg
+  std::string kind;               // "" = the capture's dominant kind
+  std::string group_by;           // "" = process when the capture names processes, else none
   int64_t from_ns = std::numeric_limits<int64_t>::min();  // already parsed by main
   int64_t to_ns = std::numeric_limits<int64_t>::max();
   std::vector<std::string> filters;  // KEY=VALUE; same key ORs, different keys AND
   bool annotate = false;
   bool hide_inline = false;
-  std::string sample_type;         // pprof input: which value to import
-  std::string perf_event;          // perf script input: which event
-  std::string title;               // svg title; "" = the input's file name
-  std::string output;              // "" = `out`
+  std::string sample_type;  // pprof input: which value to import
+  std::string perf_event;   // perf script input: which event
+  std::string title;        // svg title; "" = the input's file name
+  std::string output;       // "" = `out`
 };
 // Reads one capture file and writes it in another format, no store needed.
 int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ostream& err);

@@ -1,11 +1,11 @@
 // Unit tests of the capture importers on small inline fixtures. Corpus
 // conformance lives in tests/import/.
-#include <zlib.h>
+#include "ingest/capture/capture.h"
 
 #include <doctest/doctest.h>
+#include <zlib.h>
 
 #include "absl/strings/escaping.h"
-#include "ingest/capture/capture.h"
 #include "ingest/capture/importers.h"
 #include "ingest/capture/slice_builder.h"
 #include "pprof/profile.pb.h"
@@ -47,8 +47,7 @@ TEST_CASE("folded: CRLF, comments and invalid lines are skipped and counted") {
   REQUIRE(c.ok());
   CHECK(c->format == CaptureFormat::kFolded);
   CHECK(c->skipped_records == 2);
-  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
-        "a;b 5\na;b;c 3\n");
+  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) == "a;b 5\na;b;c 3\n");
 }
 
 TEST_CASE("folded: UTF-16 LE with BOM and kernel/JIT suffixes round trip") {
@@ -61,8 +60,7 @@ TEST_CASE("folded: UTF-16 LE with BOM and kernel/JIT suffixes round trip") {
   auto c = ImportBytes(utf16, "t16.txt");
   REQUIRE(c.ok());
   CHECK(Folded(*c, storage::GroupBy::kNone, true, storage::SampleKind::kOnCpu) == utf8);
-  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
-        "x;y 2\nx;z 1\n");
+  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) == "x;y 2\nx;z 1\n");
 }
 
 TEST_CASE("perf script: header variants, kernel/JIT frames, event filter, period") {
@@ -99,8 +97,8 @@ TEST_CASE("perf script: header variants, kernel/JIT frames, event filter, period
 
 perftools::profiles::Profile SmallPprof() {
   perftools::profiles::Profile p;
-  for (const char* s : {"", "samples", "count", "cpu", "nanoseconds", "main", "work", "inl",
-                        "/bin/app", "a.c", "thread.name", "t1"})
+  for (const char* s : {"", "samples", "count", "cpu", "nanoseconds", "main", "work", "inl", "/bin/app",
+                        "a.c", "thread.name", "t1"})
     p.add_string_table(s);
   auto* st = p.add_sample_type();
   st->set_type(1);
@@ -168,8 +166,7 @@ TEST_CASE("pprof: default sample type is the last, inlined lines expand caller f
   o.sample_type = "nope";
   auto e = ImportBytes(bytes, "p.pb.gz", o);
   REQUIRE(!e.ok());
-  CHECK(std::string(e.status().message()).find("samples/count, cpu/nanoseconds") !=
-        std::string::npos);
+  CHECK(std::string(e.status().message()).find("samples/count, cpu/nanoseconds") != std::string::npos);
 }
 
 TEST_CASE("pprof: malformed input names the file and the byte") {
@@ -189,8 +186,7 @@ TEST_CASE("pprof: malformed input names the file and the byte") {
   p.mutable_sample(0)->set_location_id(0, 99);
   auto d = ImportBytes(p.SerializeAsString(), "dangling.pb");
   REQUIRE(!d.ok());
-  CHECK(std::string(d.status().message()).find("location_id 99 does not exist") !=
-        std::string::npos);
+  CHECK(std::string(d.status().message()).find("location_id 99 does not exist") != std::string::npos);
   // Truncated gzip.
   std::string gz = Gzip(good);
   auto g = ImportBytes(std::string_view(gz).substr(0, gz.size() / 2), "cut.pb.gz");
@@ -286,8 +282,7 @@ TEST_CASE("perf script: -F comm,pid,tid,time,ip,sym,dso and -F ip,sym without ds
       "\n";
   auto d = ImportBytes(no_dso, "g.txt", o);
   REQUIRE(d.ok());
-  CHECK(Folded(*d, storage::GroupBy::kProcess, false, storage::SampleKind::kOnCpu) ==
-        "app;main;func_b 1\n");
+  CHECK(Folded(*d, storage::GroupBy::kProcess, false, storage::SampleKind::kOnCpu) == "app;main;func_b 1\n");
   CHECK(d->skipped_records == 1);
 }
 

@@ -12,8 +12,7 @@
 namespace kiln::capture {
 namespace {
 
-absl::StatusOr<std::string> Gunzip(std::string_view data, uint64_t max_bytes,
-                                   std::string_view name) {
+absl::StatusOr<std::string> Gunzip(std::string_view data, uint64_t max_bytes, std::string_view name) {
   std::string out;
   out.reserve(std::min<uint64_t>(max_bytes, data.size() * 5 + 1024));
   AdviseHugePages(out.data(), out.capacity());
@@ -30,15 +29,15 @@ absl::StatusOr<std::string> Gunzip(std::string_view data, uint64_t max_bytes,
     int rc = inflate(&zs, Z_NO_FLUSH);
     size_t produced = sizeof(buf) - zs.avail_out;
     if (out.size() + produced > max_bytes) {
-      status = absl::ResourceExhaustedError(absl::StrCat(Av(name), ": gzip content is larger than the limit of ", max_bytes, " bytes"));
+      status = absl::ResourceExhaustedError(
+          absl::StrCat(Av(name), ": gzip content is larger than the limit of ", max_bytes, " bytes"));
       break;
     }
     out.append(buf, produced);
     size_t offset = static_cast<size_t>(reinterpret_cast<const char*>(zs.next_in) - data.data());
     if (rc == Z_STREAM_END) {
       // Concatenated gzip members are one stream (gzip(1) semantics).
-      if (offset < data.size() && data.size() - offset >= 2 &&
-          static_cast<uint8_t>(data[offset]) == 0x1f &&
+      if (offset < data.size() && data.size() - offset >= 2 && static_cast<uint8_t>(data[offset]) == 0x1f &&
           static_cast<uint8_t>(data[offset + 1]) == 0x8b) {
         inflateReset(&zs);
         continue;
@@ -46,20 +45,21 @@ absl::StatusOr<std::string> Gunzip(std::string_view data, uint64_t max_bytes,
       break;
     }
     if (rc == Z_BUF_ERROR && zs.avail_in == 0) {
-      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", offset, ": gzip data is truncated (", out.size(),
-          " bytes decompressed so far)"));
+      status =
+          absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", offset, ": gzip data is truncated (",
+                                                  out.size(), " bytes decompressed so far)"));
       break;
     }
     if (rc != Z_OK && rc != Z_BUF_ERROR) {
-      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", offset,
-                                                       ": corrupt gzip data (",
+      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", offset, ": corrupt gzip data (",
                                                        zs.msg ? zs.msg : "zlib error", ")"));
       break;
     }
     if (zs.avail_in == 0 && zs.avail_out != 0 && rc == Z_OK) {
       // No more input and zlib did not finish: truncated.
-      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", offset, ": gzip data is truncated (", out.size(),
-          " bytes decompressed so far)"));
+      status =
+          absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", offset, ": gzip data is truncated (",
+                                                  out.size(), " bytes decompressed so far)"));
       break;
     }
   }
@@ -68,8 +68,7 @@ absl::StatusOr<std::string> Gunzip(std::string_view data, uint64_t max_bytes,
   return out;
 }
 
-absl::StatusOr<std::string> Unzstd(std::string_view data, uint64_t max_bytes,
-                                   std::string_view name) {
+absl::StatusOr<std::string> Unzstd(std::string_view data, uint64_t max_bytes, std::string_view name) {
   ZSTD_DStream* ds = ZSTD_createDStream();
   if (ds == nullptr) return absl::InternalError("zstd init failed");
   std::string out;
@@ -81,13 +80,13 @@ absl::StatusOr<std::string> Unzstd(std::string_view data, uint64_t max_bytes,
     ZSTD_outBuffer ob{buf, sizeof(buf), 0};
     last = ZSTD_decompressStream(ds, &ob, &in);
     if (ZSTD_isError(last)) {
-      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", in.pos,
-                                                       ": corrupt zstd data (",
-                                                       ZSTD_getErrorName(last), ")"));
+      status = absl::InvalidArgumentError(
+          absl::StrCat(Av(name), ": byte ", in.pos, ": corrupt zstd data (", ZSTD_getErrorName(last), ")"));
       break;
     }
     if (out.size() + ob.pos > max_bytes) {
-      status = absl::ResourceExhaustedError(absl::StrCat(Av(name), ": zstd content is larger than the limit of ", max_bytes, " bytes"));
+      status = absl::ResourceExhaustedError(
+          absl::StrCat(Av(name), ": zstd content is larger than the limit of ", max_bytes, " bytes"));
       break;
     }
     out.append(buf, ob.pos);
@@ -97,19 +96,20 @@ absl::StatusOr<std::string> Unzstd(std::string_view data, uint64_t max_bytes,
     ZSTD_outBuffer ob{buf, sizeof(buf), 0};
     last = ZSTD_decompressStream(ds, &ob, &in);
     if (ZSTD_isError(last)) {
-      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", in.pos,
-                                                       ": corrupt zstd data (",
-                                                       ZSTD_getErrorName(last), ")"));
+      status = absl::InvalidArgumentError(
+          absl::StrCat(Av(name), ": byte ", in.pos, ": corrupt zstd data (", ZSTD_getErrorName(last), ")"));
       break;
     }
     if (out.size() + ob.pos > max_bytes) {
-      status = absl::ResourceExhaustedError(absl::StrCat(Av(name), ": zstd content is larger than the limit of ", max_bytes, " bytes"));
+      status = absl::ResourceExhaustedError(
+          absl::StrCat(Av(name), ": zstd content is larger than the limit of ", max_bytes, " bytes"));
       break;
     }
     out.append(buf, ob.pos);
     if (ob.pos == 0 && last != 0) {
-      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", data.size(), ": zstd data is truncated (", out.size(),
-          " bytes decompressed so far)"));
+      status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", data.size(),
+                                                       ": zstd data is truncated (", out.size(),
+                                                       " bytes decompressed so far)"));
     }
   }
   ZSTD_freeDStream(ds);
@@ -151,31 +151,35 @@ void AdviseHugePages(const void* data, size_t bytes) {
 }
 
 Compression SniffCompression(std::string_view head) {
-  if (head.size() >= 2 && static_cast<uint8_t>(head[0]) == 0x1f &&
-      static_cast<uint8_t>(head[1]) == 0x8b)
+  if (head.size() >= 2 && static_cast<uint8_t>(head[0]) == 0x1f && static_cast<uint8_t>(head[1]) == 0x8b)
     return Compression::kGzip;
-  if (head.size() >= 4 && static_cast<uint8_t>(head[0]) == 0x28 &&
-      static_cast<uint8_t>(head[1]) == 0xb5 && static_cast<uint8_t>(head[2]) == 0x2f &&
-      static_cast<uint8_t>(head[3]) == 0xfd)
+  if (head.size() >= 4 && static_cast<uint8_t>(head[0]) == 0x28 && static_cast<uint8_t>(head[1]) == 0xb5 &&
+      static_cast<uint8_t>(head[2]) == 0x2f && static_cast<uint8_t>(head[3]) == 0xfd)
     return Compression::kZstd;
   return Compression::kNone;
 }
 
 std::string_view CompressionName(Compression compression) {
   switch (compression) {
-    case Compression::kNone: return "none";
-    case Compression::kGzip: return "gzip";
-    case Compression::kZstd: return "zstd";
+    case Compression::kNone:
+      return "none";
+    case Compression::kGzip:
+      return "gzip";
+    case Compression::kZstd:
+      return "zstd";
   }
   return "none";
 }
 
-absl::StatusOr<std::string> Decompress(std::string_view data, Compression compression,
-                                       uint64_t max_bytes, std::string_view name) {
+absl::StatusOr<std::string> Decompress(std::string_view data, Compression compression, uint64_t max_bytes,
+                                       std::string_view name) {
   switch (compression) {
-    case Compression::kGzip: return Gunzip(data, max_bytes, name);
-    case Compression::kZstd: return Unzstd(data, max_bytes, name);
-    case Compression::kNone: break;
+    case Compression::kGzip:
+      return Gunzip(data, max_bytes, name);
+    case Compression::kZstd:
+      return Unzstd(data, max_bytes, name);
+    case Compression::kNone:
+      break;
   }
   return std::string(data);
 }

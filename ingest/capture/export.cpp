@@ -61,10 +61,14 @@ struct ValueTypeNames {
 };
 ValueTypeNames NamesForKind(storage::SampleKind kind) {
   switch (kind) {
-    case storage::SampleKind::kOnCpu: return {"samples", "count", "cpu", "nanoseconds"};
-    case storage::SampleKind::kOffCpu: return {"off_cpu", "nanoseconds", "", ""};
-    case storage::SampleKind::kProbe: return {"events", "count", "", ""};
-    case storage::SampleKind::kOther: return {"value", "count", "", ""};
+    case storage::SampleKind::kOnCpu:
+      return {"samples", "count", "cpu", "nanoseconds"};
+    case storage::SampleKind::kOffCpu:
+      return {"off_cpu", "nanoseconds", "", ""};
+    case storage::SampleKind::kProbe:
+      return {"events", "count", "", ""};
+    case storage::SampleKind::kOther:
+      return {"value", "count", "", ""};
   }
   return {"value", "count", "", ""};
 }
@@ -86,13 +90,13 @@ class OtlpWriter {
              int64_t last_ns)
       : d_(dict), kind_(kind), first_ns_(first_ns), last_ns_(last_ns) {
     dict_ = req_.mutable_dictionary();
-    dict_->add_string_table();               // ""
-    dict_->add_mapping_table();              // empty mapping 0
-    dict_->add_location_table();             // empty location 0
-    dict_->add_function_table();             // empty function 0
-    dict_->add_link_table();                 // empty link 0
-    dict_->add_attribute_table();            // empty attribute 0
-    dict_->add_stack_table();                // empty stack 0
+    dict_->add_string_table();     // ""
+    dict_->add_mapping_table();    // empty mapping 0
+    dict_->add_location_table();   // empty location 0
+    dict_->add_function_table();   // empty function 0
+    dict_->add_link_table();       // empty link 0
+    dict_->add_attribute_table();  // empty attribute 0
+    dict_->add_stack_table();      // empty stack 0
   }
 
   // One sample per stack weight: a single value, no timestamps.
@@ -249,9 +253,8 @@ class OtlpWriter {
     if (!added) return it->second;
     if (stack >= d_.StackCount()) return 0;
     std::vector<int32_t> root_first;
-    ForEachLocation(d_, stack, [&](const uint32_t* b, const uint32_t* e) {
-      root_first.push_back(Location(b, e));
-    });
+    ForEachLocation(d_, stack,
+                    [&](const uint32_t* b, const uint32_t* e) { root_first.push_back(Location(b, e)); });
     it->second = dict_->stack_table_size();
     auto* st = dict_->add_stack_table();
     for (auto i = root_first.rbegin(); i != root_first.rend(); ++i) st->add_location_indices(*i);
@@ -280,9 +283,7 @@ class OtlpWriter {
 
 class PprofWriter {
  public:
-  explicit PprofWriter(const ProfileSlice& slice) : s_(slice), d_(slice.dict) {
-    p_.add_string_table("");
-  }
+  explicit PprofWriter(const ProfileSlice& slice) : s_(slice), d_(slice.dict) { p_.add_string_table(""); }
 
   perftools::profiles::Profile Build(std::string_view sample_type) {
     ValueTypeNames names = NamesForKind(s_.kind);
@@ -306,9 +307,8 @@ class PprofWriter {
       auto* sample = p_.add_sample();
       if (w.stack < d_.StackCount()) {
         leaf_first.clear();
-        ForEachLocation(d_, w.stack, [&](const uint32_t* b, const uint32_t* e) {
-          leaf_first.push_back(Location(b, e));
-        });
+        ForEachLocation(d_, w.stack,
+                        [&](const uint32_t* b, const uint32_t* e) { leaf_first.push_back(Location(b, e)); });
         for (auto i = leaf_first.rbegin(); i != leaf_first.rend(); ++i) sample->add_location_id(*i);
       }
       sample->add_value(w.weight);
@@ -409,11 +409,21 @@ class PprofWriter {
 void AppendXmlEscaped(std::string* out, std::string_view s) {
   for (char c : s) {
     switch (c) {
-      case '<': out->append("&lt;"); break;
-      case '>': out->append("&gt;"); break;
-      case '&': out->append("&amp;"); break;
-      case '"': out->append("&quot;"); break;
-      case '\'': out->append("&apos;"); break;
+      case '<':
+        out->append("&lt;");
+        break;
+      case '>':
+        out->append("&gt;");
+        break;
+      case '&':
+        out->append("&amp;");
+        break;
+      case '"':
+        out->append("&quot;");
+        break;
+      case '\'':
+        out->append("&apos;");
+        break;
       default:
         // XML 1.0 forbids most control characters.
         if (static_cast<unsigned char>(c) >= 0x20 || c == '\t') out->push_back(c);
@@ -434,11 +444,16 @@ std::string ColorText(Rgb c) {
 // ============================================================================
 
 bool ParseExportFormat(std::string_view name, ExportFormat* format) {
-  if (name == "otlp") *format = ExportFormat::kOtlp;
-  else if (name == "pprof") *format = ExportFormat::kPprof;
-  else if (name == "folded") *format = ExportFormat::kFolded;
-  else if (name == "svg") *format = ExportFormat::kSvg;
-  else return false;
+  if (name == "otlp")
+    *format = ExportFormat::kOtlp;
+  else if (name == "pprof")
+    *format = ExportFormat::kPprof;
+  else if (name == "folded")
+    *format = ExportFormat::kFolded;
+  else if (name == "svg")
+    *format = ExportFormat::kSvg;
+  else
+    return false;
   return true;
 }
 
@@ -458,8 +473,8 @@ collector::ExportProfilesServiceRequest BuildOtlpRequestFromBatch(const storage:
   return OtlpWriter(batch.dict, query.kind, first, last).Build(batch, selected);
 }
 
-absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch,
-                                        const storage::Query& query, const ExportOptions& options) {
+absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch, const storage::Query& query,
+                                        const ExportOptions& options) {
   if (options.format == ExportFormat::kOtlp) {
     std::string bytes;
     if (!BuildOtlpRequestFromBatch(batch, query).SerializeToString(&bytes)) {
@@ -470,13 +485,11 @@ absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch,
   return ExportSlice(SliceFromBatch(batch, query), options);
 }
 
-perftools::profiles::Profile BuildPprofProfile(const ProfileSlice& slice,
-                                               std::string_view sample_type) {
+perftools::profiles::Profile BuildPprofProfile(const ProfileSlice& slice, std::string_view sample_type) {
   return PprofWriter(slice).Build(sample_type);
 }
 
-std::string FoldedText(const std::shared_ptr<const ProfileSlice>& slice,
-                       const ExportOptions& options) {
+std::string FoldedText(const std::shared_ptr<const ProfileSlice>& slice, const ExportOptions& options) {
   storage::FlameTreeOptions tree_options;
   tree_options.group_by = options.group_by;
   tree_options.show_inline = options.show_inline;
@@ -503,8 +516,8 @@ std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& o
                   "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"",
                   width, "\" height=\"", height, "\" viewBox=\"0 0 ", width, " ", height,
                   "\" font-family=\"Verdana, sans-serif\" font-size=\"", kFont, "\">\n",
-                  "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#f8f8f8\"/>\n",
-                  "<text x=\"", width / 2, "\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">");
+                  "<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#f8f8f8\"/>\n", "<text x=\"",
+                  width / 2, "\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">");
   AppendXmlEscaped(&svg, options.title);
   svg += "</text>\n";
   if (tree.nodes.empty() || tree.nodes[0].total <= 0) {
@@ -543,8 +556,8 @@ std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& o
     double y = kTop + n.depth * kRow;
     char rect[160];
     std::snprintf(rect, sizeof(rect),
-                  "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>",
-                  x[i], y, w, kRow - 1, ColorText(color).c_str());
+                  "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"%s\" rx=\"2\"/>", x[i], y,
+                  w, kRow - 1, ColorText(color).c_str());
     svg += rect;
     size_t fits = static_cast<size_t>((w - 6) / kCharWidth);
     if (fits >= 3) {
@@ -601,7 +614,8 @@ absl::StatusOr<std::string> ExportSlice(const std::shared_ptr<const ProfileSlice
       }
       return GzipCompress(bytes);
     }
-    case ExportFormat::kFolded: return FoldedText(slice, options);
+    case ExportFormat::kFolded:
+      return FoldedText(slice, options);
     case ExportFormat::kSvg: {
       storage::FlameTreeOptions tree_options;
       tree_options.group_by = options.group_by;

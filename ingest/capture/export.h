@@ -56,8 +56,8 @@ BuildOtlpRequestFromBatch(const storage::ProfileBatch& batch, const storage::Que
 // host.*, os.*, k8s.*) become resource attributes, one ResourceProfiles per
 // distinct set; the rest are sample attributes; one sample per stack weight
 // with a single value (the weight) at the slice's first sample time.
-opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest
-BuildOtlpRequest(const storage::ProfileSlice& slice);
+opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest BuildOtlpRequest(
+    const storage::ProfileSlice& slice);
 perftools::profiles::Profile BuildPprofProfile(const storage::ProfileSlice& slice,
                                                std::string_view sample_type = {});
 

@@ -70,9 +70,9 @@ absl::Status ImportFolded(std::string_view text, ParseContext& ctx) {
     out->batch.samples.push_back(sample);
   }
   if (out->batch.samples.empty() && out->skipped_records > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ctx.name(), ": no folded stack lines (\"frames count\"); ", out->skipped_records,
-        " lines skipped, first: ", out->warnings.empty() ? "" : out->warnings.front()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.name(), ": no folded stack lines (\"frames count\"); ", out->skipped_records,
+                     " lines skipped, first: ", out->warnings.empty() ? "" : out->warnings.front()));
   }
   out->value_description = "samples/count";
   return absl::OkStatus();

@@ -57,9 +57,8 @@ class ParseContext {
 void AdviseHugePages(const void* data, size_t bytes);
 
 // gzip (all members) or zstd (all frames); fails beyond `max_bytes`.
-[[nodiscard]] absl::StatusOr<std::string> Decompress(std::string_view data,
-                                                     Compression compression, uint64_t max_bytes,
-                                                     std::string_view name);
+[[nodiscard]] absl::StatusOr<std::string> Decompress(std::string_view data, Compression compression,
+                                                     uint64_t max_bytes, std::string_view name);
 
 // Text with a UTF-8 BOM, or UTF-16 LE/BE with a BOM, as UTF-8 without BOM.
 // Returns false (and leaves `out` alone) when `data` is already plain.
@@ -68,7 +67,6 @@ bool DecodeTextBom(std::string_view data, std::string* out);
 // OTLP JSON: rewrites hex ids (traceId, spanId, profileId) as base64 so
 // protobuf's JSON parser accepts them, and checks syntax and nesting depth
 // with line:column positions. Exposed for tests.
-[[nodiscard]] absl::StatusOr<std::string> PrepareOtlpJson(std::string_view text,
-                                                          std::string_view name);
+[[nodiscard]] absl::StatusOr<std::string> PrepareOtlpJson(std::string_view text, std::string_view name);
 
 }  // namespace kiln::capture

@@ -42,22 +42,19 @@ bool LocateWireError(const pb::Descriptor* desc, std::string_view data, uint64_t
   uint32_t field, wire;
   while (r.NextField(&field, &wire)) {
     const pb::FieldDescriptor* fd = desc->FindFieldByNumber(static_cast<int>(field));
-    if (fd != nullptr && fd->type() == pb::FieldDescriptor::TYPE_MESSAGE &&
-        wire == WireReader::kLen) {
+    if (fd != nullptr && fd->type() == pb::FieldDescriptor::TYPE_MESSAGE && wire == WireReader::kLen) {
       std::string_view payload;
       uint64_t payload_offset;
       if (!r.Bytes(&payload, &payload_offset)) break;
       size_t keep = path->size();
       absl::StrAppend(path, path->empty() ? "" : ".", fd->name());
-      if (LocateWireError(fd->message_type(), payload, payload_offset, depth + 1, path, offset,
-                          what)) {
+      if (LocateWireError(fd->message_type(), payload, payload_offset, depth + 1, path, offset, what)) {
         return true;
       }
       path->resize(keep);
       continue;
     }
-    if (fd != nullptr && fd->type() == pb::FieldDescriptor::TYPE_STRING &&
-        wire == WireReader::kLen) {
+    if (fd != nullptr && fd->type() == pb::FieldDescriptor::TYPE_STRING && wire == WireReader::kLen) {
       std::string_view payload;
       uint64_t payload_offset;
       if (!r.Bytes(&payload, &payload_offset)) break;
@@ -122,8 +119,7 @@ class JsonPrep {
   }
   void Ws() {
     size_t start = p_;
-    while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\t' || s_[p_] == '\n' || s_[p_] == '\r'))
-      ++p_;
+    while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\t' || s_[p_] == '\n' || s_[p_] == '\r')) ++p_;
     out_.append(s_.substr(start, p_ - start));
   }
   // Scans a string starting at '"'; sets *raw to its content (escapes kept).
@@ -145,8 +141,8 @@ class JsonPrep {
     return true;
   }
   static bool IsIdKey(std::string_view k) {
-    return k == "traceId" || k == "trace_id" || k == "spanId" || k == "span_id" ||
-           k == "profileId" || k == "profile_id";
+    return k == "traceId" || k == "trace_id" || k == "spanId" || k == "span_id" || k == "profileId" ||
+           k == "profile_id";
   }
   bool Value(int depth) {
     if (depth > kMaxDepth) return Fail("JSON nested deeper than 64 levels");
@@ -269,8 +265,8 @@ absl::Status Normalize(const Request& request, ParseContext& ctx) {
                                                      ") was rejected: ", result.error_message));
     }
     out->skipped_records += static_cast<uint64_t>(result.rejected_profiles);
-    ctx.Warn(absl::StrCat(ctx.name(), ": ", result.rejected_profiles, " profiles rejected: ",
-                          result.error_message));
+    ctx.Warn(absl::StrCat(ctx.name(), ": ", result.rejected_profiles,
+                          " profiles rejected: ", result.error_message));
   }
   out->batch = std::move(result.batch);
   std::string types;
@@ -311,8 +307,8 @@ absl::Status ImportOtlpProtobuf(std::string_view data, ParseContext& ctx) {
     uint64_t offset = 0;
     std::string what = "not a valid OTLP protobuf message";
     LocateWireError(Request::descriptor(), data, 0, 0, &path, &offset, &what);
-    return ctx.ErrorAtByte(offset, absl::StrCat(path.empty() ? "" : "in ", path,
-                                                path.empty() ? "" : ": ", what));
+    return ctx.ErrorAtByte(offset,
+                           absl::StrCat(path.empty() ? "" : "in ", path, path.empty() ? "" : ": ", what));
   }
   if (absl::Status s = ctx.Tick(data.size(), data.size()); !s.ok()) return s;
   return Normalize(*request, ctx);

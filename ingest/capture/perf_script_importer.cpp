@@ -25,9 +25,7 @@ using storage::FrameType;
 
 bool IsWs(char c) { return c == ' ' || c == '\t'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsWord(char c) {
-  return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool IsWord(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
 struct Header {
   std::string_view comm;
@@ -78,8 +76,7 @@ bool ParseHeader(std::string_view line, Header* h) {
       while (e < rest.size() && !IsWs(rest[e])) ++e;
       std::string_view tok = rest.substr(p, e - p);
       p = e;
-      if (tok.size() > 2 && tok.front() == '[' && tok.back() == ']' && h->cpu.empty() &&
-          !h->has_time) {
+      if (tok.size() > 2 && tok.front() == '[' && tok.back() == ']' && h->cpu.empty() && !h->has_time) {
         h->cpu = tok.substr(1, tok.size() - 2);
       } else if (!h->has_time && tok.size() > 2 && tok.back() == ':' && IsDigit(tok[0]) &&
                  tok.find('.') != std::string_view::npos) {
@@ -255,8 +252,10 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
       std::vector<std::pair<std::string, std::string>> kv;
       kv.emplace_back(std::string(storage::attr::kProcessExecutableName), process);
       kv.emplace_back(std::string(storage::attr::kThreadName), std::string(header.comm));
-      if (!header.tid.empty()) kv.emplace_back(std::string(storage::attr::kThreadId), std::string(header.tid));
-      if (!header.pid.empty()) kv.emplace_back(std::string(storage::attr::kProcessPid), std::string(header.pid));
+      if (!header.tid.empty())
+        kv.emplace_back(std::string(storage::attr::kThreadId), std::string(header.tid));
+      if (!header.pid.empty())
+        kv.emplace_back(std::string(storage::attr::kProcessPid), std::string(header.pid));
       if (!header.cpu.empty()) {
         std::string_view cpu = header.cpu;
         while (cpu.size() > 1 && cpu[0] == '0') cpu.remove_prefix(1);
@@ -397,8 +396,10 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
       f.function = builder.String(TidyName(name, java));
       f.executable = executable;
       f.address = address;
-      f.type = kernel ? FrameType::kKernel : jit ? FrameType::kJit
-               : unknown_mod ? FrameType::kUnknown : FrameType::kNative;
+      f.type = kernel        ? FrameType::kKernel
+               : jit         ? FrameType::kJit
+               : unknown_mod ? FrameType::kUnknown
+                             : FrameType::kNative;
       f.inlined = index > 0;
       line_frames.push_back(builder.Frame(f));
       ++index;
@@ -418,15 +419,15 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
     active = false;
   }
   if (out->batch.samples.empty() && out->skipped_records > filtered_samples) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        ctx.name(), ": no perf script samples found; first problem: ",
-        out->warnings.empty() ? "" : out->warnings.front()));
+    return absl::InvalidArgumentError(absl::StrCat(ctx.name(),
+                                                   ": no perf script samples found; first problem: ",
+                                                   out->warnings.empty() ? "" : out->warnings.front()));
   }
 
   if (filtered_samples > 0) {
     ctx.Warn(absl::StrCat(ctx.name(), ": ", filtered_samples, " samples of other events (first: \"",
-                          first_filtered_event, "\") skipped; imported only \"", event_filter,
-                          "\"", event_defaulted ? " (the first event in the file)" : ""));
+                          first_filtered_event, "\") skipped; imported only \"", event_filter, "\"",
+                          event_defaulted ? " (the first event in the file)" : ""));
   }
   out->value_description = event_filter.empty() ? "samples" : event_filter;
 

@@ -112,7 +112,7 @@ class PprofDecoder {
   // Samples are decoded in a second pass (they usually precede the
   // locations they reference). 16 bytes each: millions of them.
   struct SampleRef {
-    uint64_t offset;      // of the payload in data_
+    uint64_t offset;  // of the payload in data_
     uint32_t size;
     // Length of the packed location ids when they are the sample's first
     // field with a one-byte length (what every known writer emits), found
@@ -141,12 +141,11 @@ class PprofDecoder {
   std::vector<uint32_t> frames_of_;
 };
 
-absl::Status PprofDecoder::CheckString(int64_t index, uint64_t offset,
-                                       std::string_view field) const {
+absl::Status PprofDecoder::CheckString(int64_t index, uint64_t offset, std::string_view field) const {
   if (index < 0 || static_cast<uint64_t>(index) >= strings_.size()) {
-    return ctx_.ErrorAtByte(offset, absl::StrCat(Av(field), ": string index ", index,
-                                                 " out of range (string_table has ",
-                                                 strings_.size(), " entries)"));
+    return ctx_.ErrorAtByte(
+        offset, absl::StrCat(Av(field), ": string index ", index, " out of range (string_table has ",
+                             strings_.size(), " entries)"));
   }
   return absl::OkStatus();
 }
@@ -170,9 +169,8 @@ absl::Status PprofDecoder::ScanTop() {
     auto need = [&](uint32_t expected) -> absl::Status {
       if (wire != expected) {
         return ctx_.ErrorAtByte(r.field_offset(),
-                                absl::StrCat("Profile field ", field, " has wire type ", wire,
-                                             ", expected ", expected,
-                                             " (not a pprof profile, or corrupt)"));
+                                absl::StrCat("Profile field ", field, " has wire type ", wire, ", expected ",
+                                             expected, " (not a pprof profile, or corrupt)"));
       }
       return absl::OkStatus();
     };
@@ -350,8 +348,7 @@ absl::Status PprofDecoder::ResolveLocations() {
   }
   for (const PFunction& f : functions_) {
     if (absl::Status s = CheckString(f.name, f.offset, "Function.name"); !s.ok()) return s;
-    if (absl::Status s = CheckString(f.system_name, f.offset, "Function.system_name"); !s.ok())
-      return s;
+    if (absl::Status s = CheckString(f.system_name, f.offset, "Function.system_name"); !s.ok()) return s;
     if (absl::Status s = CheckString(f.filename, f.offset, "Function.filename"); !s.ok()) return s;
   }
 
@@ -364,16 +361,16 @@ absl::Status PprofDecoder::ResolveLocations() {
     if (loc.mapping_id != 0) {
       uint32_t m = mapping_index_.Find(loc.mapping_id);
       if (m == kUnset) {
-        return ctx_.ErrorAtByte(loc.offset, absl::StrCat("Location ", loc.id, ": mapping_id ",
-                                                         loc.mapping_id, " does not exist (",
-                                                         mappings_.size(), " mappings)"));
+        return ctx_.ErrorAtByte(loc.offset,
+                                absl::StrCat("Location ", loc.id, ": mapping_id ", loc.mapping_id,
+                                             " does not exist (", mappings_.size(), " mappings)"));
       }
       executable = mapping_executable_[m];
       std::string_view file = strings_[static_cast<size_t>(mappings_[m].filename)];
       if (file.substr(0, 7) == "[kernel" || file.find("vmlinux") != std::string_view::npos) {
         type = storage::FrameType::kKernel;
-      } else if (file == "[jit]" || (file.substr(0, 10) == "/tmp/perf-" &&
-                                     file.size() > 14 && file.substr(file.size() - 4) == ".map")) {
+      } else if (file == "[jit]" || (file.substr(0, 10) == "/tmp/perf-" && file.size() > 14 &&
+                                     file.substr(file.size() - 4) == ".map")) {
         type = storage::FrameType::kJit;
       }
     }
@@ -397,10 +394,9 @@ absl::Status PprofDecoder::ResolveLocations() {
       f.inlined = k != loc.line_count - 1;
       if (line.function_id != 0) {
         if (fi == kUnset) {
-          return ctx_.ErrorAtByte(
-              loc.offset, absl::StrCat("Location ", loc.id, ": line function_id ",
-                                       line.function_id, " does not exist (", functions_.size(),
-                                       " functions)"));
+          return ctx_.ErrorAtByte(loc.offset,
+                                  absl::StrCat("Location ", loc.id, ": line function_id ", line.function_id,
+                                               " does not exist (", functions_.size(), " functions)"));
         }
         const PFunction& fn = functions_[fi];
         f.function = String(fn.name != 0 ? fn.name : fn.system_name);
@@ -420,8 +416,8 @@ absl::Status PprofDecoder::DecodeSamples() {
   // Which value to import.
   std::vector<std::string> names;
   for (auto [t, u] : sample_types_) {
-    names.push_back(absl::StrCat(Av(strings_[static_cast<size_t>(t)]), "/",
-                                 Av(strings_[static_cast<size_t>(u)])));
+    names.push_back(
+        absl::StrCat(Av(strings_[static_cast<size_t>(t)]), "/", Av(strings_[static_cast<size_t>(u)])));
   }
   out->available_sample_types = names;
   if (sample_types_.empty()) {
@@ -442,11 +438,9 @@ absl::Status PprofDecoder::DecodeSamples() {
     }
     if (chosen == SIZE_MAX) {
       return absl::InvalidArgumentError(absl::StrCat(ctx_.name(), ": no sample type \"", wanted,
-                                                     "\" (available: ",
-                                                     absl::StrJoin(names, ", "), ")"));
+                                                     "\" (available: ", absl::StrJoin(names, ", "), ")"));
     }
-  } else if (default_sample_type_ > 0 &&
-             static_cast<uint64_t>(default_sample_type_) < strings_.size()) {
+  } else if (default_sample_type_ > 0 && static_cast<uint64_t>(default_sample_type_) < strings_.size()) {
     for (size_t i = 0; i < sample_types_.size(); ++i) {
       if (sample_types_[i].first == default_sample_type_) chosen = i;
     }
@@ -486,8 +480,7 @@ absl::Status PprofDecoder::DecodeSamples() {
     const Span s = samples_[si].span(data_);
     // The table outgrows the caches; each lookup would otherwise wait for
     // memory.
-    if (si + kPrefetchDistance < samples_.size() &&
-        samples_[si + kPrefetchDistance].packed_ids_size != 0) {
+    if (si + kPrefetchDistance < samples_.size() && samples_[si + kPrefetchDistance].packed_ids_size != 0) {
       stack_by_packed.prefetch(samples_[si + kPrefetchDistance].packed_ids(data_));
     }
     WireReader r(s.data, s.offset);
@@ -549,9 +542,9 @@ absl::Status PprofDecoder::DecodeSamples() {
     }
     if (r.error() != nullptr) return WireError(r, "Sample");
     if (value_index != sample_types_.size()) {
-      return ctx_.ErrorAtByte(s.offset, absl::StrCat("Sample ", si, " has ", value_index,
-                                                     " values, expected one per sample_type (",
-                                                     sample_types_.size(), ")"));
+      return ctx_.ErrorAtByte(
+          s.offset, absl::StrCat("Sample ", si, " has ", value_index,
+                                 " values, expected one per sample_type (", sample_types_.size(), ")"));
     }
     if (!have_value || value == 0) continue;
 
@@ -573,9 +566,9 @@ absl::Status PprofDecoder::DecodeSamples() {
         uint32_t li = location_index_.Find(ids[k]);
         if (li == kUnset) {
           frames.resize(frames_before);
-          return ctx_.ErrorAtByte(s.offset, absl::StrCat("Sample ", si, ": location_id ", ids[k],
-                                                         " does not exist (",
-                                                         locations_.size(), " locations)"));
+          return ctx_.ErrorAtByte(s.offset,
+                                  absl::StrCat("Sample ", si, ": location_id ", ids[k], " does not exist (",
+                                               locations_.size(), " locations)"));
         }
         uint32_t b = location_frames_offset_[li], e = location_frames_offset_[li + 1];
         if (e == b + 1) {
@@ -625,8 +618,8 @@ absl::Status PprofDecoder::DecodeSamples() {
           if (absl::Status st = CheckString(lkey, l.offset, "Label.key"); !st.ok()) return st;
           if (absl::Status st = CheckString(lstr, l.offset, "Label.str"); !st.ok()) return st;
           if (lkey == 0) continue;
-          uint32_t value_string = lstr != 0 || !has_num ? String(lstr)
-                                                        : builder_.String(std::to_string(lnum));
+          uint32_t value_string =
+              lstr != 0 || !has_num ? String(lstr) : builder_.String(std::to_string(lnum));
           kv.push_back({String(lkey), value_string});
         }
         attrs = builder_.AttributeSet(std::move(kv));
@@ -641,8 +634,7 @@ absl::Status PprofDecoder::DecodeSamples() {
     sample.value = value;
     out->batch.samples.push_back(sample);
     if ((si & 4095) == 0) {
-      if (absl::Status st = ctx_.Tick(data_.size() / 2 + s.offset / 2, data_.size()); !st.ok())
-        return st;
+      if (absl::Status st = ctx_.Tick(data_.size() / 2 + s.offset / 2, data_.size()); !st.ok()) return st;
     }
   }
   return absl::OkStatus();
@@ -651,8 +643,9 @@ absl::Status PprofDecoder::DecodeSamples() {
 absl::Status PprofDecoder::Run() {
   if (absl::Status s = ScanTop(); !s.ok()) return s;
   if (strings_.empty() || !strings_[0].empty()) {
-    return ctx_.ErrorAtByte(0, "string_table is empty or its first entry is not \"\" "
-                               "(not a pprof profile, or corrupt)");
+    return ctx_.ErrorAtByte(0,
+                            "string_table is empty or its first entry is not \"\" "
+                            "(not a pprof profile, or corrupt)");
   }
   string_map_.assign(strings_.size(), kUnset);
   string_map_[0] = 0;

@@ -10,8 +10,7 @@ namespace kiln::capture {
 namespace {
 
 // Which attribute sets pass the filters (AND over keys, OR over values).
-std::vector<uint8_t> PassingAttributeSets(const storage::ProfileDictionary& d,
-                                          const storage::Query& query) {
+std::vector<uint8_t> PassingAttributeSets(const storage::ProfileDictionary& d, const storage::Query& query) {
   std::vector<uint8_t> passes(d.AttributeSetCount(), 1);
   if (!query.filters.empty()) {
     for (uint32_t set = 0; set < d.AttributeSetCount(); ++set) {
@@ -33,8 +32,7 @@ std::vector<uint8_t> PassingAttributeSets(const storage::ProfileDictionary& d,
   return passes;
 }
 
-bool Selected(const storage::Sample& s, const storage::Query& query,
-              const std::vector<uint8_t>& passes) {
+bool Selected(const storage::Sample& s, const storage::Query& query, const std::vector<uint8_t>& passes) {
   return s.kind == query.kind && s.time_ns >= query.from_ns && s.time_ns < query.to_ns &&
          s.attribute_set < passes.size() && passes[s.attribute_set] != 0;
 }
@@ -106,9 +104,8 @@ storage::Timeline TimelineFromBatch(const storage::ProfileBatch& batch, const st
   if (to <= from) to = from + 1;
   t.start_ns = from;
   // Round up so the last bucket reaches `to`.
-  t.bucket_ns = std::max<int64_t>(1, static_cast<int64_t>(
-                                         (static_cast<__int128>(to) - from + bucket_count - 1) /
-                                         bucket_count));
+  t.bucket_ns = std::max<int64_t>(
+      1, static_cast<int64_t>((static_cast<__int128>(to) - from + bucket_count - 1) / bucket_count));
   t.weights.assign(static_cast<size_t>(bucket_count), 0);
   t.events.assign(static_cast<size_t>(bucket_count), 0);
   for (const storage::Sample& s : batch.samples) {

@@ -14,10 +14,7 @@ class WireReader {
 
   // `base` is the absolute offset of data[0] in the file (for messages).
   WireReader(std::string_view data, uint64_t base)
-      : p_(reinterpret_cast<const uint8_t*>(data.data())),
-        begin_(p_),
-        end_(p_ + data.size()),
-        base_(base) {}
+      : p_(reinterpret_cast<const uint8_t*>(data.data())), begin_(p_), end_(p_ + data.size()), base_(base) {}
 
   bool done() const { return p_ >= end_; }
   uint64_t offset() const { return base_ + static_cast<uint64_t>(p_ - begin_); }
@@ -60,8 +57,9 @@ class WireReader {
     uint64_t len;
     if (!Varint(&len)) return false;
     if (len > static_cast<uint64_t>(end_ - p_)) {
-      Fail("length-delimited field runs past the end of its message (truncated or "
-           "a huge declared length)");
+      Fail(
+          "length-delimited field runs past the end of its message (truncated or "
+          "a huge declared length)");
       error_offset_ = field_offset_;  // where the broken field starts
       return false;
     }
@@ -76,17 +74,20 @@ class WireReader {
     uint64_t v;
     std::string_view s;
     switch (wire) {
-      case kVarint: return Varint(&v);
+      case kVarint:
+        return Varint(&v);
       case kFixed64:
         if (end_ - p_ < 8) return Fail("truncated fixed64");
         p_ += 8;
         return true;
-      case kLen: return Bytes(&s, &v);
+      case kLen:
+        return Bytes(&s, &v);
       case kFixed32:
         if (end_ - p_ < 4) return Fail("truncated fixed32");
         p_ += 4;
         return true;
-      default: return Fail("unsupported wire type (groups or garbage)");
+      default:
+        return Fail("unsupported wire type (groups or garbage)");
     }
   }
 

@@ -1,6 +1,7 @@
 // `kiln import` and `kiln export --input` end to end: corpus files through
 // a real store (RocksDB in a temporary directory) and through the
 // converter, compared with the reference folded output.
+#include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,8 +9,6 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-
-#include <doctest/doctest.h>
 
 #include "ingest/capture/capture_commands.h"
 #include "storage/flame_tree.h"
@@ -45,9 +44,8 @@ void RequireCorpus() {
   }
 }
 
-const char* kPerfFiles[] = {"perf-cycles-instructions-01", "perf-dd-stacks-01",
-                            "perf-funcab-cmd-01",          "perf-funcab-pid-01",
-                            "perf-java-faults-01",         "perf-js-stacks-01",
+const char* kPerfFiles[] = {"perf-cycles-instructions-01", "perf-dd-stacks-01",   "perf-funcab-cmd-01",
+                            "perf-funcab-pid-01",          "perf-java-faults-01", "perf-js-stacks-01",
                             "perf-mirageos-stacks-01",     "perf-numa-stacks-01"};
 
 TEST_CASE("kiln import, then a store query folds like stackcollapse-perf.pl --all") {
@@ -82,8 +80,7 @@ TEST_CASE("kiln export --input converts between formats") {
   RequireCorpus();
   std::string dir = TempDir();
   std::string input = Corpus() + "/flamegraph/perf-js-stacks-01.txt";
-  std::string expected =
-      ReadAll(Corpus() + "/flamegraph/results/perf-js-stacks-01-collapsed-all.txt");
+  std::string expected = ReadAll(Corpus() + "/flamegraph/results/perf-js-stacks-01-collapsed-all.txt");
 
   // folded straight to stdout.
   ConvertCommand c;

@@ -4,6 +4,7 @@
 // --all; pprof self totals match the file; round trips keep every stack
 // and weight; malformed files fail with the file name and a position.
 #include <dirent.h>
+#include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -13,8 +14,6 @@
 #include <iostream>
 #include <map>
 #include <sstream>
-
-#include <doctest/doctest.h>
 
 #include "ingest/capture/capture.h"
 #include "ingest/capture/export.h"
@@ -117,10 +116,10 @@ std::map<std::string, int64_t> AttributeWeights(const ImportedCapture& c, storag
   return out;
 }
 
-#define SKIP_WITHOUT_CORPUS()                                                          \
-  if (!CorpusPresent()) {                                                              \
+#define SKIP_WITHOUT_CORPUS()                                                       \
+  if (!CorpusPresent()) {                                                           \
     std::cerr << "corpus not found at " << CorpusDir() << "; skipping (exit 77)\n"; \
-    std::exit(77);                                                                     \
+    std::exit(77);                                                                  \
   }
 
 TEST_CASE("every corpus file opens") {
@@ -142,8 +141,7 @@ TEST_CASE("perf script files fold exactly like stackcollapse-perf.pl --all") {
   std::string dir = CorpusDir() + "/flamegraph";
   int compared = 0;
   for (const std::string& path : ListFiles(dir)) {
-    if (path.find("/results/") != std::string::npos || path.find("perf-") == std::string::npos)
-      continue;
+    if (path.find("/results/") != std::string::npos || path.find("perf-") == std::string::npos) continue;
     std::string base = path.substr(path.rfind('/') + 1);
     std::string stem = base.substr(0, base.rfind('.'));
     std::string expected = ReadAll(dir + "/results/" + stem + "-collapsed-all.txt");

@@ -191,12 +191,12 @@ void Report(const char* what, const std::string& path, uint64_t raw_bytes) {
       std::printf("%-22s %-6s FAILED\n", what, memory ? "memory" : "file");
       continue;
     }
-    std::printf("%-22s %-6s %8.1f MB file %8.1f MB raw %7.3f s %8.1f MB/s raw %8.1f MB/s file "
-                "%7.2f M samples/s (%llu samples) peak RSS %ld MB\n",
-                what, memory ? "memory" : "file", file_bytes / 1e6, raw_bytes / 1e6, f.seconds,
-                raw_bytes / 1e6 / f.seconds, file_bytes / 1e6 / f.seconds,
-                f.samples / 1e6 / f.seconds, static_cast<unsigned long long>(f.samples),
-                f.peak_rss_kb / 1024);
+    std::printf(
+        "%-22s %-6s %8.1f MB file %8.1f MB raw %7.3f s %8.1f MB/s raw %8.1f MB/s file "
+        "%7.2f M samples/s (%llu samples) peak RSS %ld MB\n",
+        what, memory ? "memory" : "file", file_bytes / 1e6, raw_bytes / 1e6, f.seconds,
+        raw_bytes / 1e6 / f.seconds, file_bytes / 1e6 / f.seconds, f.samples / 1e6 / f.seconds,
+        static_cast<unsigned long long>(f.samples), f.peak_rss_kb / 1024);
   }
 }
 

@@ -32,19 +32,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (c.ok()) out = std::move(*c);
       break;
     }
-    case 1: status = ImportPprof(input, ctx); break;
-    case 2: status = ImportPerfScript(input, ctx); break;
-    case 3: status = ImportFolded(input, ctx); break;
-    case 4: status = ImportOtlpProtobuf(input, ctx); break;
-    case 5: status = ImportOtlpJson(input, ctx); break;
+    case 1:
+      status = ImportPprof(input, ctx);
+      break;
+    case 2:
+      status = ImportPerfScript(input, ctx);
+      break;
+    case 3:
+      status = ImportFolded(input, ctx);
+      break;
+    case 4:
+      status = ImportOtlpProtobuf(input, ctx);
+      break;
+    case 5:
+      status = ImportOtlpJson(input, ctx);
+      break;
   }
   if (status.ok()) {
     // Whatever parses must also export: exporters see importer output.
     kiln::storage::Query q;
     q.kind = out.dominant_kind;
     auto slice = SliceFromBatch(out.batch, q);
-    for (ExportFormat f : {ExportFormat::kOtlp, ExportFormat::kPprof, ExportFormat::kFolded,
-                           ExportFormat::kSvg}) {
+    for (ExportFormat f :
+         {ExportFormat::kOtlp, ExportFormat::kPprof, ExportFormat::kFolded, ExportFormat::kSvg}) {
       ExportOptions eo;
       eo.format = f;
       (void)ExportSlice(slice, eo);
