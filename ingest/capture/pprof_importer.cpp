@@ -11,6 +11,11 @@
 //   inlined function and the last line is the caller;
 // - string labels and numeric labels become attributes;
 // - time_nanos is the profile's start; samples have no time of their own.
+//
+// [SECTION] Decoded tables
+// [SECTION] Pass 1: top-level fields, tables (ScanTop, Decode*)
+// [SECTION] Resolution: locations -> frames
+// [SECTION] Pass 2: samples -> stacks, attributes, values
 #include <charconv>
 
 #include "absl/container/flat_hash_map.h"
@@ -24,6 +29,10 @@ namespace kiln::capture {
 namespace {
 
 constexpr uint32_t kUnset = UINT32_MAX;
+
+// ============================================================================
+// [SECTION] Decoded tables
+// ============================================================================
 
 struct Span {
   std::string_view data;
@@ -155,6 +164,10 @@ uint32_t PprofDecoder::String(int64_t index) {
   if (slot == kUnset) slot = builder_.String(strings_[static_cast<size_t>(index)]);
   return slot;
 }
+
+// ============================================================================
+// [SECTION] Pass 1: top-level fields, tables (ScanTop, Decode*)
+// ============================================================================
 
 absl::Status PprofDecoder::ScanTop() {
   // Samples take ~40-100 bytes each in real profiles; over-reserving costs
@@ -328,6 +341,10 @@ absl::Status PprofDecoder::DecodeFunction(const Span& s) {
   return absl::OkStatus();
 }
 
+// ============================================================================
+// [SECTION] Resolution: locations -> frames
+// ============================================================================
+
 absl::Status PprofDecoder::ResolveLocations() {
   mapping_index_.Build(mappings_);
   location_index_.Build(locations_);
@@ -410,6 +427,10 @@ absl::Status PprofDecoder::ResolveLocations() {
   location_frames_offset_[locations_.size()] = static_cast<uint32_t>(frames_of_.size());
   return absl::OkStatus();
 }
+
+// ============================================================================
+// [SECTION] Pass 2: samples -> stacks, attributes, values
+// ============================================================================
 
 absl::Status PprofDecoder::DecodeSamples() {
   ImportedCapture* out = ctx_.out();
