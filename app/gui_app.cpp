@@ -242,6 +242,7 @@ struct App {
   bool Settled() const {
     if (!status || !has_request) return false;
     if (empty_help_drawn) return true;
+    if (Current() && !analysis->error.empty()) return true;  // the error is what there is to show
     return Current() && !worker.Busy() && views[active_view]->Settled();
   }
 };
@@ -275,8 +276,11 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
   glfwMakeContextCurrent(window.get());
   glfwSwapInterval(screenshot ? 0 : 1);
 
+  // HiDPI: the monitor's content scale sizes fonts and paddings.
+  // KILN_UI_SCALE overrides it (X11 desktops that do not report one).
   float scale_x = 1.f, scale_y = 1.f;
   glfwGetWindowContentScale(window.get(), &scale_x, &scale_y);
+  if (const char* env = std::getenv("KILN_UI_SCALE")) scale_x = static_cast<float>(std::atof(env));
 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
@@ -355,6 +359,10 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
           std::string error;
           if (!WriteFramebufferPng(options.screenshot_path, fb_w, fb_h, &error)) {
             std::fprintf(stderr, "kiln: %s\n", error.c_str());
+            status = 1;
+          } else if (app.analysis && !app.analysis->error.empty()) {
+            std::fprintf(stderr, "kiln: the query failed (%s); wrote %s showing the error\n",
+                         app.analysis->error.c_str(), options.screenshot_path.c_str());
             status = 1;
           } else if (timed_out) {
             std::fprintf(stderr, "kiln: the view did not finish loading within 120 s; wrote %s anyway\n",

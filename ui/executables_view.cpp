@@ -39,7 +39,7 @@ void ExecutablesView::Draw(const ViewContext& context) {
   if (ImGui::InputTextWithHint("##filter", "Filter by name or id", filter_, sizeof filter_))
     order_dirty_ = true;
   if (!rows_) {
-    ImGui::TextDisabled("Loading...");
+    DrawLoadingOrError(context);
     return;
   }
   ImGui::SameLine();

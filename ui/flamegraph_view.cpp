@@ -149,7 +149,11 @@ void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const 
   DrawToolbar(context);
   if (!tree_ || tree_->nodes.empty() || tree_->nodes[0].total == 0) {
     ImGui::Spacing();
-    ImGui::TextDisabled(tree_ ? "No samples in the selected range for this kind and filters." : "Loading...");
+    if (tree_) {
+      ImGui::TextDisabled("No samples in the selected range for this kind and filters.");
+    } else {
+      DrawLoadingOrError(context);
+    }
     return;
   }
   DrawLegend();
@@ -364,8 +368,9 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
       }
     }
   }
-  if (ImGui::IsWindowFocused(ImGuiFocusedFlags_RootAndChildWindows) &&
-      ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
+  // Esc anywhere in the window (but not while typing in a text box).
+  if (ImGui::IsWindowFocused(ImGuiFocusedFlags_RootWindow | ImGuiFocusedFlags_ChildWindows) &&
+      !ImGui::GetIO().WantTextInput && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
     ZoomOut();
   }
   ImGui::EndChild();

@@ -81,7 +81,7 @@ void TopFunctionsView::Draw(const ViewContext& context) {
     order_dirty_ = true;
   }
   if (!rows_) {
-    ImGui::TextDisabled("Loading...");
+    DrawLoadingOrError(context);
     return;
   }
   ImGui::SameLine();

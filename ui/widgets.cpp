@@ -6,6 +6,8 @@
 #include <cmath>
 #include <string>
 
+#include "ui/view.h"
+
 namespace kiln::ui {
 
 void ColorSwatch(Rgba color) {
@@ -37,6 +39,18 @@ void InlineBar(double fraction, Rgba color, std::string_view text) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   if (fill > 0.5f) dl->AddRectFilled(p, ImVec2(p.x + fill, p.y + h), color, 2.f);
   ImGui::TextUnformatted(text.data(), text.data() + text.size());
+}
+
+void DrawLoadingOrError(const ViewContext& context) {
+  if (context.analysis && !context.analysis->error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.f, 0.45f, 0.4f, 1.f));
+    ImGui::TextWrapped("The query failed: %s", context.analysis->error.c_str());
+    ImGui::PopStyleColor();
+    return;
+  }
+  Spinner();
+  ImGui::SameLine();
+  ImGui::TextDisabled("Loading...");
 }
 
 void CopyableText(const char* id, const std::string& text) {

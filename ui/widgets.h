@@ -17,6 +17,10 @@ void Spinner(float radius = 0.f);
 // width, with `text` drawn over it.
 void InlineBar(double fraction, Rgba color, std::string_view text);
 
+// What a view shows before its first data: the query's error in red when
+// it failed, else a spinner and "Loading...".
+void DrawLoadingOrError(const struct ViewContext& context);
+
 // Text the user can select and copy (read-only input), for ids and commands.
 void CopyableText(const char* id, const std::string& text);
 
