@@ -24,12 +24,65 @@ BatchBuilder::BatchBuilder(storage::ProfileBatch* batch) : batch_(batch) {
   }
 }
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at s[i], or 0.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
+  uint8_t c = b(i);
+  if (c < 0x80) return 1;
+  size_t n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  }
+  uint32_t cp = n == 2 ? c & 0x1F : n == 3 ? c & 0x0F : c & 0x07;
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (b(i + k) & 0x3F);
+  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+  if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+      (cp >= 0xD800 && cp < 0xE000) || cp > 0x10FFFF) {
+    return 0;
+  }
+  return n;
+}
+
+// Every string Kiln stores is UTF-8 (OTLP strings must be, and the UI draws
+// them): invalid bytes become U+FFFD.
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8SequenceLength(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+bool IsAscii(std::string_view s) {
+  for (char c : s) {
+    if (static_cast<uint8_t>(c) >= 0x80) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 uint32_t BatchBuilder::String(std::string_view s) {
   auto it = strings_.find(absl::string_view(s.data(), s.size()));
   if (it != strings_.end()) return it->second;
   auto& v = batch_->dict.strings;
   uint32_t id = static_cast<uint32_t>(v.size());
-  v.emplace_back(s);
+  if (IsAscii(s)) {
+    v.emplace_back(s);
+  } else {
+    v.push_back(ValidUtf8(s));
+  }
   strings_.emplace(std::string(s), id);
   return id;
 }

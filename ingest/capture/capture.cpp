@@ -25,22 +25,27 @@ bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || 
 bool LooksLikeText(std::string_view data) {
   size_t n = std::min<size_t>(data.size(), 4096);
   if (n == 0) return false;
-  size_t control = 0;
+  size_t control = 0, invalid = 0;
   for (size_t i = 0; i < n; ++i) {
     auto c = static_cast<uint8_t>(data[i]);
     if (c == 0) return false;
     if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') ++control;
     if (c >= 0x80) {
-      // Must be well-formed UTF-8 (a sequence cut at the window's end is fine).
+      // Mostly well-formed UTF-8 (a stray Latin-1 byte is still text; a
+      // sequence cut at the window's end is fine).
       size_t len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-      if (len == 0) return false;
-      for (size_t k = 1; k < len && i + k < n; ++k) {
-        if ((static_cast<uint8_t>(data[i + k]) & 0xC0) != 0x80) return false;
+      bool ok = len != 0;
+      for (size_t k = 1; ok && k < len && i + k < n; ++k) {
+        ok = (static_cast<uint8_t>(data[i + k]) & 0xC0) == 0x80;
       }
-      i += len - 1;
+      if (ok) {
+        i += len - 1;
+      } else {
+        ++invalid;
+      }
     }
   }
-  return control * 50 < n;
+  return control * 50 < n && invalid * 10 < n + 20;
 }
 
 // A perf script stack line: whitespace, a hex address, a symbol, " (dso)".

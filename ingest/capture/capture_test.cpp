@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "absl/strings/escaping.h"
 #include "ingest/capture/importers.h"
@@ -305,6 +306,20 @@ TEST_CASE("SliceFromBatch and TimelineFromBatch filter by kind, time and attribu
   CHECK(SliceFromBatch(c->batch, q)->total_events == 1);
   q.kind = storage::SampleKind::kOffCpu;
   CHECK(SliceFromBatch(c->batch, q)->weights.empty());
+}
+
+TEST_CASE("zstd input and invalid UTF-8 names") {
+  std::string folded = "caf\xe9;ok\xc3\xa9 2\n";  // Latin-1 e-acute, then UTF-8
+  std::string z(ZSTD_compressBound(folded.size()), '\0');
+  z.resize(ZSTD_compress(z.data(), z.size(), folded.data(), folded.size(), 3));
+  auto c = ImportBytes(z, "f.folded.zst");
+  REQUIRE(c.ok());
+  CHECK(c->compression == Compression::kZstd);
+  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+        "caf\xef\xbf\xbd;ok\xc3\xa9 2\n");
+  auto cut = ImportBytes(std::string_view(z).substr(0, z.size() - 3), "cut.zst");
+  REQUIRE(!cut.ok());
+  CHECK(std::string(cut.status().message()).rfind("cut.zst: byte ", 0) == 0);
 }
 
 }  // namespace
