@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include "absl/strings/escaping.h"
+#include "ingest/capture/export.h"
 #include "ingest/capture/importers.h"
 #include "ingest/capture/slice_builder.h"
 #include "pprof/profile.pb.h"
@@ -320,6 +321,22 @@ TEST_CASE("zstd input and invalid UTF-8 names") {
   auto cut = ImportBytes(std::string_view(z).substr(0, z.size() - 3), "cut.zst");
   REQUIRE(!cut.ok());
   CHECK(std::string(cut.status().message()).rfind("cut.zst: byte ", 0) == 0);
+}
+
+TEST_CASE("svg: tooltips, escaping, the caller's colours") {
+  auto c = ImportBytes("a;b<c> 3\na;d 1\n", "t.txt");
+  REQUIRE(c.ok());
+  storage::Query q;
+  ExportOptions o;
+  o.format = ExportFormat::kSvg;
+  o.group_by = storage::GroupBy::kNone;
+  auto svg = ExportSlice(SliceFromBatch(c->batch, q), o);
+  REQUIRE(svg.ok());
+  CHECK(svg->find("<title>b&lt;c&gt; (3, 75.00%, self 3, unknown)</title>") != std::string::npos);
+  o.node_color = [](storage::NodeKind, storage::FrameType, std::string_view) { return Rgb{1, 2, 3}; };
+  auto mine = ExportSlice(SliceFromBatch(c->batch, q), o);
+  REQUIRE(mine.ok());
+  CHECK(mine->find("fill=\"#010203\"") != std::string::npos);
 }
 
 }  // namespace

@@ -538,10 +538,11 @@ std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& o
       child_x += usable * static_cast<double>(tree.nodes[ci].total) / total;
     }
     if (w < 0.1 || n.total <= 0) continue;  // invisible: skip, as the app does
-    Rgb color = n.kind == storage::NodeKind::kProcess  ? ProcessColor()
-                : n.kind == storage::NodeKind::kThread ? ThreadColor()
-                : n.kind == storage::NodeKind::kRoot   ? Rgb{0xd0, 0xd0, 0xd0}
-                                                       : FrameColor(n.type, tree.Label(i));
+    Rgb color = options.node_color                      ? options.node_color(n.kind, n.type, tree.Label(i))
+                : n.kind == storage::NodeKind::kProcess ? ProcessColor()
+                : n.kind == storage::NodeKind::kThread  ? ThreadColor()
+                : n.kind == storage::NodeKind::kRoot    ? RootColor()
+                                                        : FrameColor(n.type, tree.Label(i));
     const std::string& label = tree.Label(i);
     char pct[32];
     std::snprintf(pct, sizeof(pct), "%.2f", 100.0 * static_cast<double>(n.total) / total);
@@ -561,8 +562,9 @@ std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& o
     svg += rect;
     size_t fits = static_cast<size_t>((w - 6) / kCharWidth);
     if (fits >= 3) {
-      char pos[64];
-      std::snprintf(pos, sizeof(pos), "<text x=\"%.2f\" y=\"%.0f\">", x[i] + 3, y + kRow - 5);
+      char pos[96];
+      std::snprintf(pos, sizeof(pos), "<text x=\"%.2f\" y=\"%.0f\" fill=\"%s\">", x[i] + 3, y + kRow - 5,
+                    ColorText(TextColorOn(color)).c_str());
       svg += pos;
       if (label.size() <= fits) {
         AppendXmlEscaped(&svg, label);

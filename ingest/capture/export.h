@@ -5,11 +5,13 @@
 // Threads: pure functions of their inputs; call from any thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "ingest/capture/frame_palette.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
 #include "pprof/profile.pb.h"
 #include "storage/flame_tree.h"
@@ -34,6 +36,9 @@ struct ExportOptions {
   // svg: the title line at the top.
   std::string title = "Flame Graph";
   int svg_width = 1200;
+  // svg: fill colour of a node. Empty: frame_palette.h. The app passes its
+  // own (ui::NodeColor) so the SVG matches the window.
+  std::function<Rgb(storage::NodeKind, storage::FrameType, std::string_view label)> node_color;
 };
 
 // The whole file content (gzip-compressed for otlp and pprof).

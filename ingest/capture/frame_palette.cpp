@@ -6,25 +6,25 @@
 namespace kiln::capture {
 namespace {
 
-// Indexed by FrameType. Chosen so that the common mixes (native + kernel,
-// JVM + JIT + kernel, Python + native) contrast; close to devfiler's and
-// perf-flamegraph conventions (kernel orange, JIT green, user code blue).
+// Indexed by FrameType. The same base colours as the window's legend
+// (ui/frame_colors.cpp); ExportOptions::node_color lets the app hand its
+// own function in so an exported SVG matches the window exactly.
 constexpr std::array<Rgb, storage::kFrameTypeCount> kBase = {{
-    {0x9e, 0x9e, 0x9e},  // kUnknown: grey
-    {0x5b, 0x8f, 0xd9},  // kNative: blue
-    {0xe8, 0x8a, 0x3c},  // kKernel: orange
-    {0x4f, 0xc3, 0xc9},  // kGo: cyan
-    {0xd9, 0xc8, 0x4a},  // kPython: yellow
-    {0x8e, 0x7c, 0xc3},  // kPhp: lavender
-    {0x6d, 0xb8, 0x5a},  // kJvm: green
-    {0xd2, 0x4d, 0x57},  // kRuby: red
-    {0x3e, 0x8e, 0x8e},  // kPerl: teal
-    {0xc9, 0xa2, 0x27},  // kV8js: amber
-    {0x9b, 0x59, 0xb6},  // kDotnet: purple
-    {0xb0, 0x3a, 0x7a},  // kBeam: magenta
-    {0x2e, 0x86, 0xab},  // kLuajit: deep blue
-    {0x40, 0x40, 0x40},  // kAbortMarker: dark grey
-    {0x3f, 0xae, 0x49},  // kJit: bright green
+    {0x8c, 0x8c, 0x8c},  // kUnknown: grey
+    {0xe8, 0xa3, 0x3d},  // kNative: amber
+    {0xe0, 0x55, 0x4b},  // kKernel: red
+    {0x3f, 0xb8, 0xcc},  // kGo: cyan
+    {0x5c, 0xb8, 0x4d},  // kPython: green
+    {0x8e, 0x7c, 0xe8},  // kPhp: violet
+    {0x4f, 0x86, 0xdc},  // kJvm: blue
+    {0xd0, 0x4f, 0x86},  // kRuby: pink
+    {0x8a, 0x9c, 0xb4},  // kPerl: slate
+    {0xd4, 0xcb, 0x45},  // kV8js: yellow
+    {0xa8, 0x5f, 0xc8},  // kDotnet: purple
+    {0xc0, 0x74, 0x36},  // kBeam: brown
+    {0x3a, 0x9e, 0x6e},  // kLuajit: sea green
+    {0xf0, 0x50, 0xe0},  // kAbortMarker: magenta
+    {0xe8, 0x80, 0x58},  // kJit: salmon
 }};
 
 }  // namespace
@@ -44,7 +44,14 @@ Rgb FrameColor(storage::FrameType type, std::string_view label) {
   return {adjust(base.r), adjust(base.g), adjust(base.b)};
 }
 
-Rgb ProcessColor() { return {0xb8, 0xb8, 0xc8}; }
-Rgb ThreadColor() { return {0xcc, 0xcc, 0xd8}; }
+Rgb RootColor() { return {0x5f, 0x68, 0x78}; }
+Rgb ProcessColor() { return {0x70, 0x7d, 0x90}; }
+Rgb ThreadColor() { return {0x84, 0x91, 0xa3}; }
+
+Rgb TextColorOn(Rgb fill) {
+  // Rec. 601 luma, as the window decides.
+  float luma = 0.299f * fill.r + 0.587f * fill.g + 0.114f * fill.b;
+  return luma > 110.f ? Rgb{0x10, 0x10, 0x10} : Rgb{0xf2, 0xf2, 0xf2};
+}
 
 }  // namespace kiln::capture

@@ -1,5 +1,8 @@
-// The frame-type colour palette shared by the app's flame graph and the
-// SVG exporter, so an exported SVG looks like the window. Pure functions.
+// The frame-type colours of the SVG exporter: the window's legend colours
+// (ui/frame_colors.h) for callers that cannot link the UI, such as the
+// library's tests. The app passes ui::NodeColor through
+// ExportOptions::node_color instead, so exports match the window exactly.
+// Pure functions.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +25,12 @@ Rgb FrameTypeColor(storage::FrameType type);
 // label always gets the same colour.
 Rgb FrameColor(storage::FrameType type, std::string_view label);
 
-// Colours of the synthetic process and thread nodes.
+// Colours of the synthetic root, process and thread nodes.
+Rgb RootColor();
 Rgb ProcessColor();
 Rgb ThreadColor();
+
+// Black or white text, whichever reads better on `fill`.
+Rgb TextColorOn(Rgb fill);
 
 }  // namespace kiln::capture

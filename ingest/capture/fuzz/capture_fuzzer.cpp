@@ -6,6 +6,9 @@
 // are the expected outcome for most inputs.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "ingest/capture/capture.h"
@@ -57,7 +60,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
          {ExportFormat::kOtlp, ExportFormat::kPprof, ExportFormat::kFolded, ExportFormat::kSvg}) {
       ExportOptions eo;
       eo.format = f;
-      (void)ExportSlice(slice, eo);
+      auto bytes = ExportSlice(slice, eo);
+      // Whatever we write, we must read back.
+      if (bytes.ok() && (f == ExportFormat::kOtlp || f == ExportFormat::kPprof)) {
+        auto back = ImportBytes(*bytes, "roundtrip", options);
+        if (!back.ok()) {
+          std::fprintf(stderr, "exported %s does not import: %s\n",
+                       f == ExportFormat::kOtlp ? "otlp" : "pprof",
+                       std::string(back.status().message()).c_str());
+          std::abort();
+        }
+      }
     }
   }
   return 0;
