@@ -339,5 +339,27 @@ TEST_CASE("svg: tooltips, escaping, the caller's colours") {
   CHECK(mine->find("fill=\"#010203\"") != std::string::npos);
 }
 
+TEST_CASE("progress callback and cancellation") {
+  std::string big;
+  for (int i = 0; i < 300000; ++i) big += "main;work;leaf" + std::to_string(i % 100) + " 1\n";
+  ImportOptions o;
+  int calls = 0;
+  o.progress = [&](const ImportProgress& p) {
+    ++calls;
+    CHECK(p.bytes_total == big.size());
+    return true;
+  };
+  auto ok = ImportBytes(big, "big.txt", o);
+  REQUIRE(ok.ok());
+  CHECK(calls >= 2);
+  o.progress = [](const ImportProgress&) { return false; };
+  auto cancelled = ImportBytes(big, "big.txt", o);
+  CHECK(absl::IsCancelled(cancelled.status()));
+  std::atomic<bool> cancel{true};
+  ImportOptions o2;
+  o2.cancel = &cancel;
+  CHECK(absl::IsCancelled(ImportBytes(big, "big.txt", o2).status()));
+}
+
 }  // namespace
 }  // namespace kiln::capture
