@@ -3,6 +3,8 @@
 #include <gelf.h>
 #include <libelf.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -40,6 +42,26 @@ class ElfHandle {
 };
 
 std::string ElfError() { return elf_errmsg(-1); }
+
+// An Elf* over its own duplicate of a descriptor, mapped read-only, for
+// tables whose names point into it.
+class MappedElf {
+ public:
+  explicit MappedElf(int fd) : fd_(dup(fd)) {
+    if (fd_ >= 0) elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
+  }
+  ~MappedElf() {
+    if (elf_) elf_end(elf_);
+    if (fd_ >= 0) close(fd_);
+  }
+  MappedElf(const MappedElf&) = delete;
+  MappedElf& operator=(const MappedElf&) = delete;
+  Elf* elf() const { return elf_; }
+
+ private:
+  int fd_;
+  Elf* elf_ = nullptr;
+};
 
 std::string BuildIdFromNotes(Elf_Data* data) {
   std::size_t offset = 0;
@@ -88,9 +110,11 @@ std::size_t AddFunctionSymbols(Elf* elf, std::uint32_t section_type, SymbolTable
       if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 ||
           sym.st_shndx == SHN_UNDEF)
         continue;
+      if (sym.st_name == 0) continue;
+      // elf_strptr points into the mapped file; the table keeps the mapping.
       const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-      if (!name || !*name) continue;
-      table.Add(sym.st_value, sym.st_size, name);
+      if (!name) continue;
+      table.AddBorrowed(sym.st_value, sym.st_size, name);
       ++added;
     }
   }
@@ -130,11 +154,14 @@ std::size_t AddDebugDataSymbols(Elf* elf, SymbolTable& table) {
   if (!scn) return 0;
   Elf_Data* data = elf_rawdata(scn, nullptr);
   if (!data || !data->d_buf || data->d_size == 0) return 0;
-  std::vector<std::uint8_t> inner;
-  if (!XzDecode(static_cast<const std::uint8_t*>(data->d_buf), data->d_size, inner)) return 0;
-  ElfHandle mini(elf_memory(reinterpret_cast<char*>(inner.data()), inner.size()));
-  if (!mini.get()) return 0;
-  return AddFunctionSymbols(mini.get(), SHT_SYMTAB, table);
+  auto inner = std::make_shared<std::vector<std::uint8_t>>();
+  if (!XzDecode(static_cast<const std::uint8_t*>(data->d_buf), data->d_size, *inner)) return 0;
+  auto mini = std::make_shared<ElfHandle>(elf_memory(reinterpret_cast<char*>(inner->data()), inner->size()));
+  if (!mini->get()) return 0;
+  // Names point into the decompressed image: keep it (and its Elf) alive.
+  table.KeepAlive(inner);
+  table.KeepAlive(mini);
+  return AddFunctionSymbols(mini->get(), SHT_SYMTAB, table);
 #else
   (void)elf;
   (void)table;
@@ -182,18 +209,31 @@ Result<ElfInfo> ReadElfInfo(int fd) {
   return info;
 }
 
+SymbolTable::SymbolTable() = default;
+SymbolTable::~SymbolTable() {
+  // Symbols point into the sources: drop them first.
+  symbols_.clear();
+  sources_.clear();
+}
+SymbolTable::SymbolTable(SymbolTable&&) noexcept = default;
+SymbolTable& SymbolTable::operator=(SymbolTable&&) noexcept = default;
+
 void SymbolTable::Add(std::uint64_t start, std::uint64_t size, std::string_view name) {
-  auto offset = static_cast<std::uint32_t>(names_.size());
-  names_.append(name);
-  names_.push_back('\0');
-  symbols_.push_back({start, static_cast<std::uint32_t>(std::min<std::uint64_t>(size, UINT32_MAX)), offset});
+  owned_names_.push_back(std::make_unique<std::string>(name));
+  AddBorrowed(start, size, owned_names_.back()->c_str());
+}
+
+void SymbolTable::AddBorrowed(std::uint64_t start, std::uint64_t size, const char* name) {
+  symbols_.push_back({start, static_cast<std::uint32_t>(std::min<std::uint64_t>(size, UINT32_MAX)),
+                      static_cast<std::uint32_t>(symbols_.size()), name});
 }
 
 void SymbolTable::Finish() {
-  // Sort by address; among aliases at one address keep the one with a size
-  // (and the first seen, i.e. .symtab before .dynsym).
-  std::stable_sort(symbols_.begin(), symbols_.end(),
-                   [](const Symbol& a, const Symbol& b) { return a.start < b.start; });
+  // Sort by address; among aliases at one address keep the one with a size,
+  // else the first added (.symtab of a debug file before the binary's own).
+  std::sort(symbols_.begin(), symbols_.end(), [](const Symbol& a, const Symbol& b) {
+    return a.start != b.start ? a.start < b.start : a.order < b.order;
+  });
   std::vector<Symbol> unique;
   unique.reserve(symbols_.size());
   for (const Symbol& s : symbols_) {
@@ -213,18 +253,25 @@ std::string_view SymbolTable::Lookup(std::uint64_t address) const {
   if (it == symbols_.begin()) return {};
   const Symbol& s = *std::prev(it);
   if (s.size != 0 && address >= s.start + s.size) return {};
-  return std::string_view(names_.data() + s.name_offset);
+  return std::string_view(s.name);
+}
+
+std::size_t SymbolTable::MemoryBytes() const {
+  std::size_t n = symbols_.capacity() * sizeof(Symbol);
+  for (const auto& name : owned_names_) n += name->capacity() + sizeof(std::string);
+  return n;
 }
 
 Result<ElfSymbolsReport> AddElfSymbols(int fd, SymbolTable& table) {
   InitLibelf();
-  ElfHandle elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
-  if (!elf.get() || elf_kind(elf.get()) != ELF_K_ELF)
+  auto source = std::make_shared<MappedElf>(fd);
+  if (!source->elf() || elf_kind(source->elf()) != ELF_K_ELF)
     return Result<ElfSymbolsReport>::Error("not an ELF file: " + ElfError());
   ElfSymbolsReport r;
-  r.from_symtab = AddFunctionSymbols(elf.get(), SHT_SYMTAB, table);
-  r.from_dynsym = AddFunctionSymbols(elf.get(), SHT_DYNSYM, table);
-  if (r.from_symtab == 0) r.from_debugdata = AddDebugDataSymbols(elf.get(), table);
+  r.from_symtab = AddFunctionSymbols(source->elf(), SHT_SYMTAB, table);
+  r.from_dynsym = AddFunctionSymbols(source->elf(), SHT_DYNSYM, table);
+  if (r.from_symtab == 0) r.from_debugdata = AddDebugDataSymbols(source->elf(), table);
+  table.KeepAlive(std::move(source));
   return r;
 }
 

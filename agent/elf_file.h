@@ -10,6 +10,7 @@
 // Thread-safe: libelf handles are per call.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,26 +39,42 @@ struct ElfInfo {
 
 [[nodiscard]] Result<ElfInfo> ReadElfInfo(int fd);
 
-// Function symbols sorted by address. Names are the raw (mangled) names,
-// stored in one arena so a table of 100k symbols stays a few MB.
+// Function symbols sorted by address.
+//
+// Names are not copied: they point into the ELF files' string tables, which
+// stay memory-mapped (read-only, file-backed, paged in only where a name is
+// read) for as long as the table lives. A C++ library's names are most of
+// its symbol table's size, so this keeps tables at 24 bytes a symbol.
 class SymbolTable {
  public:
   struct Symbol {
     std::uint64_t start;
-    std::uint32_t size;      // 0 = unknown: extends to the next symbol
-    std::uint32_t name_offset;
+    std::uint32_t size;   // 0 = unknown: extends to the next symbol
+    std::uint32_t order;  // insertion order: first added wins among aliases
+    const char* name;
   };
+  SymbolTable();
+  ~SymbolTable();
+  SymbolTable(SymbolTable&&) noexcept;
+  SymbolTable& operator=(SymbolTable&&) noexcept;
+
+  // `name` is copied (for tests and synthetic symbols).
   void Add(std::uint64_t start, std::uint64_t size, std::string_view name);
+  // `name` must live as long as the table (a string in a kept source).
+  void AddBorrowed(std::uint64_t start, std::uint64_t size, const char* name);
+  // Keeps `source` (a mapped ELF, a decompressed buffer) alive with the table.
+  void KeepAlive(std::shared_ptr<void> source) { sources_.push_back(std::move(source)); }
   // Sorts and removes duplicates; call once after the last Add.
   void Finish();
   // The symbol containing `address`, or an empty view.
   std::string_view Lookup(std::uint64_t address) const;
   std::size_t size() const { return symbols_.size(); }
-  std::size_t MemoryBytes() const { return symbols_.capacity() * sizeof(Symbol) + names_.capacity(); }
+  std::size_t MemoryBytes() const;
 
  private:
   std::vector<Symbol> symbols_;
-  std::string names_;  // NUL-separated
+  std::vector<std::unique_ptr<std::string>> owned_names_;
+  std::vector<std::shared_ptr<void>> sources_;
 };
 
 struct ElfSymbolsReport {
@@ -68,7 +85,7 @@ struct ElfSymbolsReport {
 
 // Adds the file's function symbols to `table` (call table.Finish() after the
 // last file). Several files can feed one table: a binary and its separate
-// debug file.
+// debug file. The table keeps its own duplicate of `fd` and the mapping.
 [[nodiscard]] Result<ElfSymbolsReport> AddElfSymbols(int fd, SymbolTable& table);
 
 }  // namespace kiln::agent

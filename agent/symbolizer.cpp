@@ -5,7 +5,9 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 namespace kiln::agent {
 namespace {
@@ -55,6 +57,7 @@ std::string Symbolizer::Lookup(const ExecutableEntry& executable, std::uint64_t 
   FileSymbols& fs = it->second;
   if (!inserted && fs.file.expired()) fs = FileSymbols{};  // a new file at a freed file's address
   fs.file = executable.file;
+  fs.last_used = sweeps_;
   // Names already found are kept across intervals; a table is only loaded
   // for addresses not seen before, and dropped again at the next Sweep.
   auto cached = fs.names.find(elf_vaddr);
@@ -67,17 +70,28 @@ std::string Symbolizer::Lookup(const ExecutableEntry& executable, std::uint64_t 
 }
 
 void Symbolizer::Sweep() {
+  ++sweeps_;
   bool freed = false;
+  // Keep the most recently used tables within kTableBudgetBytes; they are
+  // the ones the next interval most likely needs again.
+  std::vector<std::pair<std::uint64_t, FileSymbols*>> loaded;
   for (auto it = files_.begin(); it != files_.end();) {
-    if (it->second.table_loaded) {
-      it->second.table = SymbolTable();
-      it->second.table_loaded = false;
-      freed = true;
-    }
-    if (it->second.file.expired())
+    if (it->second.file.expired()) {
+      freed |= it->second.table_loaded;
       it = files_.erase(it);
-    else
-      ++it;
+      continue;
+    }
+    if (it->second.table_loaded) loaded.push_back({it->second.last_used, &it->second});
+    ++it;
+  }
+  std::sort(loaded.begin(), loaded.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::size_t kept = 0;
+  for (auto& [last_used, fs] : loaded) {
+    kept += fs->table.MemoryBytes();
+    if (kept <= kTableBudgetBytes && sweeps_ - last_used <= 1) continue;
+    fs->table = SymbolTable();
+    fs->table_loaded = false;
+    freed = true;
   }
   // Symbol tables are large and short-lived; give their pages back rather
   // than letting the heap sit at its high-water mark.
@@ -86,7 +100,7 @@ void Symbolizer::Sweep() {
 
 std::size_t Symbolizer::MemoryBytes() const {
   std::size_t n = 0;
-  for (const auto& [file, fs] : files_) n += fs.table.MemoryBytes() + fs.names.size() * 64;
+  for (const auto& [file, fs] : files_) n += (fs.table_loaded ? fs.table.MemoryBytes() : 0) + fs.names.size() * 64;
   return n;
 }
 

@@ -7,9 +7,10 @@
 // addresses so it can symbolize again with better symbols.
 // Memory: a C++ binary's symbol table can take tens of MB, so tables are
 // transient. A file's table is read when an address without a cached name
-// shows up and dropped at the next Sweep (after each report); the names found
-// stay cached per (file, address) until the file is no longer mapped. In a
-// steady state addresses repeat and tables are rarely read.
+// shows up; Sweep (after each report) keeps the tables used in the last
+// interval within kTableBudgetBytes and drops the rest. The names found stay
+// cached per (file, address) until the file is no longer mapped. In a steady
+// state addresses repeat and tables are rarely read.
 //
 // Main thread only.
 
@@ -38,9 +39,11 @@ class Symbolizer {
 
  private:
   static constexpr std::size_t kMaxNamesPerFile = 1 << 14;
+  static constexpr std::size_t kTableBudgetBytes = 4u << 20;
   struct FileSymbols {
     std::weak_ptr<const ExecutableFile> file;
     bool table_loaded = false;
+    std::uint64_t last_used = 0;  // Sweep count at the last lookup
     SymbolTable table;
     std::unordered_map<std::uint64_t, std::string> names;  // per address, demangled
   };
@@ -49,6 +52,7 @@ class Symbolizer {
   bool enabled_;
   std::unordered_map<const ExecutableFile*, FileSymbols> files_;
   std::size_t table_loads_ = 0;
+  std::uint64_t sweeps_ = 0;
 };
 
 }  // namespace kiln::agent
