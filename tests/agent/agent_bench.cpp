@@ -93,9 +93,12 @@ struct Figures {
   long hwm_kb = 0;
 };
 
-Figures MeasureAgent(int hz, int seconds, int cpus, const std::string& receiver, const std::string& dir) {
-  pid_t agent = Spawn({KILN_AGENT_PATH, "-collection-agent=" + receiver, "-disable-tls",
-                       "-samples-per-second=" + std::to_string(hz)},
+Figures MeasureAgent(int hz, int seconds, int cpus, const std::string& receiver, const std::string& dir,
+                     bool symbolize) {
+  std::vector<std::string> argv = {KILN_AGENT_PATH, "-collection-agent=" + receiver, "-disable-tls",
+                                   "-samples-per-second=" + std::to_string(hz)};
+  if (!symbolize) argv.push_back("-no-symbolize");
+  pid_t agent = Spawn(argv,
                       dir + "/agent-" + std::to_string(hz) + ".out", dir + "/agent-" + std::to_string(hz) + ".err");
   WaitForText(dir + "/agent-" + std::to_string(hz) + ".out", "sampling CPUs", 15000);
   std::this_thread::sleep_for(std::chrono::seconds(6));  // warm-up: kallsyms, first files, first report
@@ -167,16 +170,22 @@ int main(int argc, char** argv) {
       }
   }
   std::printf("kiln-agent overhead, %d s per run after warm-up, all %d CPUs busy\n", seconds, cpus);
-  std::printf("machine: %s, %d CPUs, Linux %s\n\n", model.c_str(), cpus, u.release);
-  std::printf("%-22s %6s %14s %14s %14s %10s %10s\n", "profiler", "Hz", "process %/CPU", "BPF %/CPU",
+  std::printf("machine: %s, %d CPUs, Linux %s\n", model.c_str(), cpus, u.release);
+  double load[3] = {};
+  getloadavg(load, 3);
+  std::printf("load average at start: %.2f (other work on the machine is sampled too)\n\n", load[0]);
+  std::printf("%-26s %6s %14s %14s %14s %10s %10s\n", "profiler", "Hz", "process %/CPU", "BPF %/CPU",
               "total %/CPU", "RSS MB", "peak MB");
   for (int hz : {20, 99}) {
-    Figures a = MeasureAgent(hz, seconds, cpus, receiver.address(), dir);
-    std::printf("%-22s %6d %14.3f %14.3f %14.3f %10.1f %10.1f\n", "kiln-agent", hz, a.process_pct_per_cpu,
-                a.bpf_pct_per_cpu, a.process_pct_per_cpu + a.bpf_pct_per_cpu, a.rss_kb / 1024.0, a.hwm_kb / 1024.0);
-    std::fflush(stdout);
+    for (bool symbolize : {true, false}) {
+      Figures a = MeasureAgent(hz, seconds, cpus, receiver.address(), dir, symbolize);
+      std::printf("%-26s %6d %14.3f %14.3f %14.3f %10.1f %10.1f\n", symbolize ? "kiln-agent" : "kiln-agent -no-symbolize",
+                  hz, a.process_pct_per_cpu, a.bpf_pct_per_cpu, a.process_pct_per_cpu + a.bpf_pct_per_cpu,
+                  a.rss_kb / 1024.0, a.hwm_kb / 1024.0);
+      std::fflush(stdout);
+    }
     Figures p = MeasurePerf(hz, seconds, cpus, dir);
-    std::printf("%-22s %6d %14.3f %14s %14s %10.1f %10.1f\n", "perf record -a -g", hz, p.process_pct_per_cpu,
+    std::printf("%-26s %6d %14.3f %14s %14s %10.1f %10.1f\n", "perf record -a -g", hz, p.process_pct_per_cpu,
                 "n/a", "n/a", p.rss_kb / 1024.0, p.hwm_kb / 1024.0);
     std::fflush(stdout);
   }
