@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -29,12 +30,21 @@ std::string ReadAll(const std::string& path) {
   return ss.str();
 }
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/kiln-capture-test-XXXXXX";
-  char* d = mkdtemp(tmpl);
-  REQUIRE(d != nullptr);
-  return d;
-}
+// A fresh directory, removed when the test ends.
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/kiln-capture-test-XXXXXX";
+    char* d = mkdtemp(tmpl);
+    REQUIRE(d != nullptr);
+    path = d;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  operator std::string() const { return path; }
+  std::string path;
+};
 
 void RequireCorpus() {
   struct stat st {};
@@ -52,7 +62,8 @@ TEST_CASE("kiln import, then a store query folds like stackcollapse-perf.pl --al
   RequireCorpus();
   for (const char* stem : kPerfFiles) {
     CAPTURE(stem);
-    std::string dir = TempDir();
+    TempDir tmp;
+    std::string dir = tmp;
     std::string input = Corpus() + "/flamegraph/" + stem + ".txt";
     std::ostringstream out, err;
     ImportCommand cmd;
@@ -78,7 +89,8 @@ TEST_CASE("kiln import, then a store query folds like stackcollapse-perf.pl --al
 
 TEST_CASE("kiln export --input converts between formats") {
   RequireCorpus();
-  std::string dir = TempDir();
+  TempDir tmp;
+  std::string dir = tmp;
   std::string input = Corpus() + "/flamegraph/perf-js-stacks-01.txt";
   std::string expected = ReadAll(Corpus() + "/flamegraph/results/perf-js-stacks-01-collapsed-all.txt");
 
