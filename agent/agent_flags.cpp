@@ -100,8 +100,7 @@ const std::vector<FlagDef>& Flags() {
          o.reporter_interval = *d;
          return {};
        }},
-      {"tags", false,
-       "Resource attributes, separated by ';': key=value pairs, bare tags go to kiln.tags",
+      {"tags", false, "Resource attributes, separated by ';': key=value pairs, bare tags go to kiln.tags",
        [](std::string_view v, AgentOptions& o) -> std::string {
          AddTags(v, o);
          return {};
@@ -175,8 +174,7 @@ std::optional<std::chrono::nanoseconds> ParseGoDuration(std::string_view text) {
   double total_ns = 0;
   while (!text.empty()) {
     std::size_t digits = 0;
-    while (digits < text.size() &&
-           ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.'))
+    while (digits < text.size() && ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.'))
       ++digits;
     if (digits == 0) return std::nullopt;
     double number = 0;
@@ -190,20 +188,26 @@ std::optional<std::chrono::nanoseconds> ParseGoDuration(std::string_view text) {
     std::string_view unit = text.substr(0, unit_len);
     text.remove_prefix(unit_len);
     double scale;
-    if (unit == "ns") scale = 1;
-    else if (unit == "us" || unit == "µs") scale = 1e3;
-    else if (unit == "ms") scale = 1e6;
-    else if (unit == "s") scale = 1e9;
-    else if (unit == "m") scale = 60e9;
-    else if (unit == "h") scale = 3600e9;
-    else return std::nullopt;
+    if (unit == "ns")
+      scale = 1;
+    else if (unit == "us" || unit == "µs")
+      scale = 1e3;
+    else if (unit == "ms")
+      scale = 1e6;
+    else if (unit == "s")
+      scale = 1e9;
+    else if (unit == "m")
+      scale = 60e9;
+    else if (unit == "h")
+      scale = 3600e9;
+    else
+      return std::nullopt;
     total_ns += number * scale;
   }
   return std::chrono::nanoseconds(static_cast<std::int64_t>(total_ns));
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> ParseResourceAttributes(
-    std::string_view text) {
+Result<std::vector<std::pair<std::string, std::string>>> ParseResourceAttributes(std::string_view text) {
   std::vector<std::pair<std::string, std::string>> out;
   while (!text.empty()) {
     std::size_t end = text.find(',');
@@ -247,15 +251,14 @@ Result<AgentOptions> ParseAgentFlags(std::span<const std::string_view> args, con
     if (flag->is_bool) {
       if (!value) value = "true";
       if (!ParseBool(*value))
-        return R::Error("invalid boolean value \"" + std::string(*value) + "\" for -" +
-                        std::string(name));
+        return R::Error("invalid boolean value \"" + std::string(*value) + "\" for -" + std::string(name));
     } else if (!value) {
       if (i + 1 >= args.size()) return R::Error("flag needs an argument: -" + std::string(name));
       value = args[++i];
     }
     if (std::string why = flag->set(*value, o); !why.empty())
-      return R::Error("invalid value \"" + std::string(*value) + "\" for flag -" +
-                      std::string(name) + ": " + why);
+      return R::Error("invalid value \"" + std::string(*value) + "\" for flag -" + std::string(name) + ": " +
+                      why);
     if (flag->name == "collection-agent") have_endpoint_flag = true;
   }
   if (!have_endpoint_flag) {
@@ -272,8 +275,8 @@ std::string AgentUsage() {
       "Samples every CPU with eBPF and sends OTLP profiles to kiln or any OTLP\n"
       "profiles receiver. Needs root (or CAP_BPF and CAP_PERFMON).\n\nFlags:\n";
   for (const FlagDef& f : Flags()) {
-    out += "  -" + std::string(f.name) + (f.is_bool ? "" : " value") + "\n        " +
-           std::string(f.help) + "\n";
+    out +=
+        "  -" + std::string(f.name) + (f.is_bool ? "" : " value") + "\n        " + std::string(f.help) + "\n";
   }
   out +=
       "\nEnvironment:\n"

@@ -29,7 +29,7 @@ struct AgentOptions {
   // Extra resource attributes on every process, in order: OTEL_RESOURCE_ATTRIBUTES
   // first, then -tags (later wins on duplicate keys).
   std::vector<std::pair<std::string, std::string>> resource_attributes;
-  bool symbolize = true;   // -no-symbolize turns host symbolization off
+  bool symbolize = true;  // -no-symbolize turns host symbolization off
   bool verbose = false;
   std::size_t max_unsent_bytes = 16u << 20;  // queue bound before dropping oldest
   bool show_version = false;

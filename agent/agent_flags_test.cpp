@@ -94,8 +94,8 @@ TEST_CASE("flags: environment and tags") {
 
 TEST_CASE("flags: usage lists every flag") {
   std::string usage = AgentUsage();
-  for (const char* flag : {"-collection-agent", "-disable-tls", "-samples-per-second", "-reporter-interval", "-tags",
-                           "-no-symbolize", "-version", "-help", "OTEL_RESOURCE_ATTRIBUTES",
-                           "OTEL_EXPORTER_OTLP_ENDPOINT"})
+  for (const char* flag :
+       {"-collection-agent", "-disable-tls", "-samples-per-second", "-reporter-interval", "-tags",
+        "-no-symbolize", "-version", "-help", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_EXPORTER_OTLP_ENDPOINT"})
     CHECK(usage.find(flag) != std::string::npos);
 }

@@ -131,13 +131,15 @@ Result<std::unique_ptr<BpfSampler>> BpfSampler::Start(int samples_per_second, Re
     int fd = static_cast<int>(syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC));
     if (fd < 0) {
       int err = errno;
-      return R::Error("perf_event_open(cpu-clock, cpu " + std::to_string(cpu) + ") failed: " + ErrnoText(err) +
+      return R::Error("perf_event_open(cpu-clock, cpu " + std::to_string(cpu) +
+                      ") failed: " + ErrnoText(err) +
                       ". Check /proc/sys/kernel/perf_event_paranoid (kiln-agent needs root or\n"
                       "  CAP_PERFMON) and that the kernel has CONFIG_PERF_EVENTS.");
     }
     s->perf_fds_.push_back(fd);
     bpf_link* link = bpf_program__attach_perf_event(s->skel_->progs.on_cpu_sample, fd);
-    if (!link) return R::Error("attaching the sampler to CPU " + std::to_string(cpu) + ": " + ErrnoText(errno));
+    if (!link)
+      return R::Error("attaching the sampler to CPU " + std::to_string(cpu) + ": " + ErrnoText(errno));
     s->perf_links_.push_back(link);
   }
   s->skel_->links.on_process_exec = bpf_program__attach(s->skel_->progs.on_process_exec);
@@ -186,7 +188,8 @@ std::uint64_t BpfSampler::dropped_events() const {
 void BpfSampler::ProgramRunStats(std::uint64_t* run_time_ns, std::uint64_t* run_count) const {
   *run_time_ns = 0;
   *run_count = 0;
-  for (bpf_program* prog : {skel_->progs.on_cpu_sample, skel_->progs.on_process_exec, skel_->progs.on_process_exit}) {
+  for (bpf_program* prog :
+       {skel_->progs.on_cpu_sample, skel_->progs.on_process_exec, skel_->progs.on_process_exit}) {
     bpf_prog_info info{};
     __u32 len = sizeof(info);
     if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {

@@ -2,7 +2,6 @@
 
 #include <gelf.h>
 #include <libelf.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,8 +97,7 @@ std::size_t AddFunctionSymbols(Elf* elf, std::uint32_t section_type, SymbolTable
   std::size_t added = 0;
   for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != section_type || shdr.sh_entsize == 0)
-      continue;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != section_type || shdr.sh_entsize == 0) continue;
     Elf_Data* data = elf_getdata(scn, nullptr);
     if (!data) continue;
     std::size_t count = shdr.sh_size / shdr.sh_entsize;
@@ -107,8 +105,7 @@ std::size_t AddFunctionSymbols(Elf* elf, std::uint32_t section_type, SymbolTable
       GElf_Sym sym;
       if (!gelf_getsym(data, static_cast<int>(i), &sym)) continue;
       int type = GELF_ST_TYPE(sym.st_info);
-      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 ||
-          sym.st_shndx == SHN_UNDEF)
+      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 || sym.st_shndx == SHN_UNDEF)
         continue;
       if (sym.st_name == 0) continue;
       // elf_strptr points into the mapped file; the table keeps the mapping.
@@ -196,8 +193,8 @@ Result<ElfInfo> ReadElfInfo(int fd) {
     if (ph.p_type == PT_LOAD) {
       info.loads.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz, (ph.p_flags & PF_X) != 0});
     } else if (ph.p_type == PT_NOTE && info.gnu_build_id.empty()) {
-      Elf_Data* data = elf_getdata_rawchunk(elf.get(), static_cast<off_t>(ph.p_offset), ph.p_filesz,
-                                            ELF_T_NHDR);
+      Elf_Data* data =
+          elf_getdata_rawchunk(elf.get(), static_cast<off_t>(ph.p_offset), ph.p_filesz, ELF_T_NHDR);
       if (data) info.gnu_build_id = BuildIdFromNotes(data);
     }
   }

@@ -28,9 +28,9 @@ struct ElfLoadSegment {
 };
 
 struct ElfInfo {
-  bool is_shared = false;              // ET_DYN (PIE or shared library)
-  std::vector<ElfLoadSegment> loads;   // PT_LOAD in file order
-  std::string gnu_build_id;            // lowercase hex, "" when absent
+  bool is_shared = false;             // ET_DYN (PIE or shared library)
+  std::vector<ElfLoadSegment> loads;  // PT_LOAD in file order
+  std::string gnu_build_id;           // lowercase hex, "" when absent
 
   // ELF virtual address of the byte at `file_offset`, using the PT_LOAD that
   // contains it; when none does (odd layouts), the offset itself.

@@ -37,8 +37,8 @@ TEST_CASE("elf: build id and load segments of this test binary") {
   REQUIRE(info.ok());
   CHECK_FALSE(info->loads.empty());
   // readelf is the oracle for the build id (binutils is there wherever g++ is).
-  std::string readelf = Shell("readelf -n /proc/" + std::to_string(getpid()) +
-                              "/exe | sed -n 's/.*Build ID: //p' | head -1");
+  std::string readelf =
+      Shell("readelf -n /proc/" + std::to_string(getpid()) + "/exe | sed -n 's/.*Build ID: //p' | head -1");
   if (!readelf.empty()) CHECK(info->gnu_build_id == readelf);
 
   // The byte at KnownFunction's file offset maps back to its address.
@@ -62,7 +62,8 @@ TEST_CASE("elf: symbols are found and demangled") {
   table.Finish();
   close(fd);
   // Find KnownFunction's link-time address from the table itself by name.
-  std::string nm = Shell("nm /proc/" + std::to_string(getpid()) + "/exe | grep ' _ZN13kiln_elf_test13KnownFunctionEi$' | cut -d' ' -f1");
+  std::string nm = Shell("nm /proc/" + std::to_string(getpid()) +
+                         "/exe | grep ' _ZN13kiln_elf_test13KnownFunctionEi$' | cut -d' ' -f1");
   REQUIRE_FALSE(nm.empty());
   std::uint64_t address = std::stoull(nm, nullptr, 16);
   std::string_view name = table.Lookup(address + 2);

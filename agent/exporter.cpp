@@ -24,28 +24,41 @@ bool Retryable(grpc::StatusCode code) {
 
 const char* StatusCodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "error";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "error";
   }
 }
 
 }  // namespace
 
 OtlpExporter::OtlpExporter(ExporterOptions options) : options_(std::move(options)) {
-  std::shared_ptr<grpc::ChannelCredentials> creds =
-      options_.disable_tls ? grpc::InsecureChannelCredentials()
-                           : grpc::SslCredentials(grpc::SslCredentialsOptions());
+  std::shared_ptr<grpc::ChannelCredentials> creds = options_.disable_tls
+                                                        ? grpc::InsecureChannelCredentials()
+                                                        : grpc::SslCredentials(grpc::SslCredentialsOptions());
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(kMaxMessageBytes);
   args.SetCompressionAlgorithm(GRPC_COMPRESS_GZIP);
@@ -140,7 +153,8 @@ void OtlpExporter::Run() {
       stats_.sent_samples += head.samples;
       stats_.sent_bytes += head.bytes;
       if (response.has_partial_success() && response.partial_success().rejected_profiles() > 0) {
-        stats_.rejected_profiles += static_cast<std::uint64_t>(response.partial_success().rejected_profiles());
+        stats_.rejected_profiles +=
+            static_cast<std::uint64_t>(response.partial_success().rejected_profiles());
         std::fprintf(stderr, "kiln-agent: collector rejected %lld profile(s): %s\n",
                      static_cast<long long>(response.partial_success().rejected_profiles()),
                      response.partial_success().error_message().c_str());
@@ -153,8 +167,8 @@ void OtlpExporter::Run() {
     }
 
     stats_.connected = status.error_code() != grpc::StatusCode::UNAVAILABLE;
-    std::string error = "Export to " + options_.target + " failed: " +
-                        StatusCodeName(status.error_code()) + ": " + status.error_message();
+    std::string error = "Export to " + options_.target + " failed: " + StatusCodeName(status.error_code()) +
+                        ": " + status.error_message();
     bool give_up = !Retryable(status.error_code());
     if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
         ++head.exhausted_attempts >= kMaxExhaustedAttempts)

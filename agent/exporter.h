@@ -42,7 +42,7 @@ struct ExporterOptions {
 struct ExporterStats {
   std::uint64_t sent_requests = 0;
   std::uint64_t sent_samples = 0;
-  std::uint64_t sent_bytes = 0;        // encoded protobuf size, before gzip
+  std::uint64_t sent_bytes = 0;  // encoded protobuf size, before gzip
   std::uint64_t retries = 0;
   std::uint64_t dropped_requests = 0;  // queue full, or given up
   std::uint64_t dropped_samples = 0;

@@ -77,8 +77,7 @@ std::string ComputeHtlHashOfBytes(std::span<const std::uint8_t> content) {
 
 Result<std::string> ComputeHtlHash(int fd) {
   struct stat st {};
-  if (fstat(fd, &st) != 0)
-    return Result<std::string>::Error(std::string("fstat: ") + std::strerror(errno));
+  if (fstat(fd, &st) != 0) return Result<std::string>::Error(std::string("fstat: ") + std::strerror(errno));
   auto size = static_cast<std::uint64_t>(st.st_size);
   std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(size, kHtlChunk));
   std::array<std::uint8_t, kHtlChunk> buf{};

@@ -44,8 +44,8 @@ TEST_CASE("htlhash matches a sha256sum computation of the definition") {
     std::string path = dir + "/f" + std::to_string(size);
     std::vector<std::uint8_t> content(size);
     for (std::size_t i = 0; i < size; ++i) content[i] = static_cast<std::uint8_t>((i * 131 + size) & 0xff);
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(content.data()),
-                                                static_cast<std::streamsize>(size));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(size));
     auto ours = ComputeHtlHashOfPath(path);
     REQUIRE(ours.ok());
     INFO("size " << size);

@@ -42,8 +42,7 @@ void KernelSymbols::AddLine(std::string_view line) {
 Result<std::size_t> KernelSymbols::Finish() {
   if (symbols_.empty()) return Result<std::size_t>::Error("no text symbols");
   if (all_zero_)
-    return Result<std::size_t>::Error(
-        "all addresses are 0 (kernel.kptr_restrict hides them; run as root)");
+    return Result<std::size_t>::Error("all addresses are 0 (kernel.kptr_restrict hides them; run as root)");
   std::sort(symbols_.begin(), symbols_.end(),
             [](const Symbol& a, const Symbol& b) { return a.address < b.address; });
   symbols_.shrink_to_fit();

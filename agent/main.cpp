@@ -108,8 +108,9 @@ int main(int argc, char** argv) {
   Symbolizer symbolizer(options.symbolize);
   SampleCollector collector(processes, symbolizer, kernel_symbols, options.samples_per_second);
 
-  auto sampler = BpfSampler::Start(options.samples_per_second,
-                                   [&](const void* data, std::size_t size) { collector.OnRecord(data, size); });
+  auto sampler = BpfSampler::Start(options.samples_per_second, [&](const void* data, std::size_t size) {
+    collector.OnRecord(data, size);
+  });
   if (!sampler) {
     std::fprintf(stderr, "kiln-agent: %s\n", sampler.error().c_str());
     return 1;
@@ -119,13 +120,14 @@ int main(int argc, char** argv) {
                          .disable_tls = options.disable_tls,
                          .max_unsent_bytes = options.max_unsent_bytes,
                          .verbose = options.verbose});
-  std::printf("kiln-agent %s: sampling CPUs %s at %d Hz (perf_event cpu-clock + BPF, %zu KiB ring buffer),\n"
-              "  sending OTLP profiles to %s (%s) every %.1fs%s\n",
-              KILN_AGENT_VERSION, CpuListText((*sampler)->cpus()).c_str(), options.samples_per_second,
-              (*sampler)->ring_buffer_bytes() >> 10, options.collection_agent.c_str(),
-              options.disable_tls ? "plain text" : "TLS",
-              std::chrono::duration<double>(options.reporter_interval).count(),
-              options.symbolize ? "" : ", no host symbolization");
+  std::printf(
+      "kiln-agent %s: sampling CPUs %s at %d Hz (perf_event cpu-clock + BPF, %zu KiB ring buffer),\n"
+      "  sending OTLP profiles to %s (%s) every %.1fs%s\n",
+      KILN_AGENT_VERSION, CpuListText((*sampler)->cpus()).c_str(), options.samples_per_second,
+      (*sampler)->ring_buffer_bytes() >> 10, options.collection_agent.c_str(),
+      options.disable_tls ? "plain text" : "TLS",
+      std::chrono::duration<double>(options.reporter_interval).count(),
+      options.symbolize ? "" : ", no host symbolization");
   std::fflush(stdout);
   if (std::string why = exporter.CheckReachable(kReachableWait); !why.empty())
     std::fprintf(stderr, "kiln-agent: %s\n", why.c_str());
@@ -140,17 +142,19 @@ int main(int argc, char** argv) {
     processes.Sweep();
     symbolizer.Sweep();
     ExporterStats es = exporter.stats();
-    std::printf("kiln-agent: %s%zu samples, %zu processes, dropped %llu (ring buffer) %llu (unsent), "
-                "queued %zu, sent %llu requests\n",
-                final ? "final: " : "", samples, process_count,
-                static_cast<unsigned long long>((*sampler)->dropped_events()),
-                static_cast<unsigned long long>(es.dropped_samples), es.queued_requests,
-                static_cast<unsigned long long>(es.sent_requests));
+    std::printf(
+        "kiln-agent: %s%zu samples, %zu processes, dropped %llu (ring buffer) %llu (unsent), "
+        "queued %zu, sent %llu requests\n",
+        final ? "final: " : "", samples, process_count,
+        static_cast<unsigned long long>((*sampler)->dropped_events()),
+        static_cast<unsigned long long>(es.dropped_samples), es.queued_requests,
+        static_cast<unsigned long long>(es.sent_requests));
     if (options.verbose)
-      std::printf("kiln-agent:   %zu processes tracked, %zu files, symbol caches of %zu files (%.1f MB), "
-                  "%zu symbol table loads, %zu maps reads so far\n",
-                  processes.size(), executables.size(), symbolizer.files(), symbolizer.MemoryBytes() / 1e6,
-                  symbolizer.table_loads(), processes.maps_reads());
+      std::printf(
+          "kiln-agent:   %zu processes tracked, %zu files, symbol caches of %zu files (%.1f MB), "
+          "%zu symbol table loads, %zu maps reads so far\n",
+          processes.size(), executables.size(), symbolizer.files(), symbolizer.MemoryBytes() / 1e6,
+          symbolizer.table_loads(), processes.maps_reads());
     std::fflush(stdout);
   };
 
@@ -182,9 +186,10 @@ int main(int argc, char** argv) {
   }
   bool flushed = exporter.Flush(kFinalFlushWait);
   ExporterStats es = exporter.stats();
-  std::printf("kiln-agent: done: sent %llu requests (%llu samples), dropped %llu samples (ring buffer %llu)%s\n",
-              static_cast<unsigned long long>(es.sent_requests), static_cast<unsigned long long>(es.sent_samples),
-              static_cast<unsigned long long>(es.dropped_samples), static_cast<unsigned long long>(dropped),
-              flushed ? "" : "; the receiver did not take the last batch in time");
+  std::printf(
+      "kiln-agent: done: sent %llu requests (%llu samples), dropped %llu samples (ring buffer %llu)%s\n",
+      static_cast<unsigned long long>(es.sent_requests), static_cast<unsigned long long>(es.sent_samples),
+      static_cast<unsigned long long>(es.dropped_samples), static_cast<unsigned long long>(dropped),
+      flushed ? "" : "; the receiver did not take the last batch in time");
   return 0;
 }

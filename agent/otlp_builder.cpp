@@ -183,7 +183,8 @@ ExportRequest BuildExportRequest(const ProfileBatch& batch, std::string_view age
     profile->mutable_period_type()->set_unit_strindex(ns_str);
     profile->set_period(period);
     profile->set_time_unix_nano(batch.start_unix_ns);
-    profile->set_duration_nano(batch.end_unix_ns > batch.start_unix_ns ? batch.end_unix_ns - batch.start_unix_ns : 0);
+    profile->set_duration_nano(
+        batch.end_unix_ns > batch.start_unix_ns ? batch.end_unix_ns - batch.start_unix_ns : 0);
     profile->set_profile_id(RandomProfileId());
 
     // Process-local stack index -> dictionary stack index, built on demand.

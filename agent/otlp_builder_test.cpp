@@ -8,7 +8,8 @@ using namespace kiln::agent;
 
 namespace {
 
-std::shared_ptr<const Mapping> MakeMapping(const std::string& name, const std::string& htl, const std::string& gnu) {
+std::shared_ptr<const Mapping> MakeMapping(const std::string& name, const std::string& htl,
+                                           const std::string& gnu) {
   auto file = std::make_shared<ExecutableFile>(ExecutableFile{"/usr/bin/" + name, name, htl, gnu});
   auto m = std::make_shared<Mapping>();
   m->start = 0x400000;
@@ -56,8 +57,8 @@ TEST_CASE("otlp builder: dictionary invariants") {
   CHECK(problems.empty());
   const auto& d = r.dictionary();
   // Shared dictionary: two processes with the same stacks share entries.
-  CHECK(d.stack_table_size() == 3);  // empty + 2
-  CHECK(d.mapping_table_size() == 3);  // empty + app + vmlinux
+  CHECK(d.stack_table_size() == 3);     // empty + 2
+  CHECK(d.mapping_table_size() == 3);   // empty + app + vmlinux
   CHECK(d.location_table_size() == 5);  // empty + 4
   CHECK(Str(r, 0).empty());
 }
@@ -68,7 +69,8 @@ TEST_CASE("otlp builder: the OpenTelemetry profiler's encoding") {
   const auto& rp = r.resource_profiles(1);
   std::map<std::string, std::string> attrs;
   for (const auto& kv : rp.resource().attributes())
-    attrs[kv.key()] = kv.value().has_int_value() ? std::to_string(kv.value().int_value()) : kv.value().string_value();
+    attrs[kv.key()] =
+        kv.value().has_int_value() ? std::to_string(kv.value().int_value()) : kv.value().string_value();
   CHECK(attrs["process.pid"] == "200");
   CHECK(attrs["process.executable.name"] == "app");
   CHECK(attrs["process.executable.path"] == "/usr/bin/app");

@@ -50,8 +50,7 @@ Result<std::vector<MapsEntry>> ParseProcMaps(std::string_view text, std::string_
     };
     MapsEntry e;
     std::uint64_t major = 0, minor = 0;
-    if (!ParseHex(line, e.start) || !Expect(line, '-') || !ParseHex(line, e.end) ||
-        e.end < e.start)
+    if (!ParseHex(line, e.start) || !Expect(line, '-') || !ParseHex(line, e.end) || e.end < e.start)
       return fail("bad address range");
     SkipSpaces(line);
     if (line.size() < 4) return fail("bad permissions");
@@ -61,8 +60,7 @@ Result<std::vector<MapsEntry>> ParseProcMaps(std::string_view text, std::string_
     SkipSpaces(line);
     if (!ParseHex(line, e.file_offset)) return fail("bad offset");
     SkipSpaces(line);
-    if (!ParseHex(line, major) || !Expect(line, ':') || !ParseHex(line, minor))
-      return fail("bad device");
+    if (!ParseHex(line, major) || !Expect(line, ':') || !ParseHex(line, minor)) return fail("bad device");
     e.dev_major = static_cast<std::uint32_t>(major);
     e.dev_minor = static_cast<std::uint32_t>(minor);
     SkipSpaces(line);

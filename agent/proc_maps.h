@@ -31,8 +31,7 @@ struct MapsEntry {
 };
 
 // `source` names the input in error messages ("/proc/42/maps").
-[[nodiscard]] Result<std::vector<MapsEntry>> ParseProcMaps(std::string_view text,
-                                                           std::string_view source);
+[[nodiscard]] Result<std::vector<MapsEntry>> ParseProcMaps(std::string_view text, std::string_view source);
 
 // The entry that contains `address`, or nullptr. `entries` sorted by start.
 const MapsEntry* FindMapping(const std::vector<MapsEntry>& entries, std::uint64_t address);

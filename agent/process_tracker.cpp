@@ -3,9 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
-
 #include <cctype>
+#include <cerrno>
 
 namespace kiln::agent {
 namespace {
@@ -76,7 +75,8 @@ void ProcessTracker::ReadIdentity(ProcessInfo& p, std::string_view comm) {
   std::string base = proc_root_ + "/" + std::to_string(p.pid);
   p.executable_path = ReadLink(base + "/exe");
   constexpr std::string_view kDeleted = " (deleted)";
-  if (p.executable_path.ends_with(kDeleted)) p.executable_path.resize(p.executable_path.size() - kDeleted.size());
+  if (p.executable_path.ends_with(kDeleted))
+    p.executable_path.resize(p.executable_path.size() - kDeleted.size());
   if (p.executable_path.empty()) {
     // Kernel threads have no exe link; so do processes that already exited,
     // which the maps read below tells apart.
@@ -139,17 +139,19 @@ UserAddress ProcessTracker::ResolveUserAddress(ProcessInfo& p, std::uint64_t add
     ReadMaps(p);
     e = FindMapping(p.maps, address);
     bool found_new = e != nullptr || p.maps.size() != before;
-    p.maps_backoff = found_new ? std::chrono::steady_clock::duration(kMapsRereadMin)
-                               : std::min<std::chrono::steady_clock::duration>(
-                                     std::max<std::chrono::steady_clock::duration>(p.maps_backoff * 2, kMapsRereadMin),
-                                     kMapsRereadMax);
+    p.maps_backoff =
+        found_new ? std::chrono::steady_clock::duration(kMapsRereadMin)
+                  : std::min<std::chrono::steady_clock::duration>(
+                        std::max<std::chrono::steady_clock::duration>(p.maps_backoff * 2, kMapsRereadMin),
+                        kMapsRereadMax);
   }
   if (!e) return out;
   std::size_t i = static_cast<std::size_t>(e - p.maps.data());
   if (e->path == "[vdso]") {
     // The vDSO is an ELF image linked at 0 with no file behind it: name the
     // mapping so viewers show "[vdso]+offset" rather than a raw address.
-    static const auto kVdso = std::make_shared<const ExecutableFile>(ExecutableFile{"[vdso]", "[vdso]", "", ""});
+    static const auto kVdso =
+        std::make_shared<const ExecutableFile>(ExecutableFile{"[vdso]", "[vdso]", "", ""});
     if (!p.mappings[i]) {
       auto mapping = std::make_shared<Mapping>();
       mapping->start = e->start;
@@ -204,8 +206,8 @@ void ProcessTracker::Sweep() {
   for (auto it = processes_.begin(); it != processes_.end();) {
     // An exit event can be lost when the ring buffer is full; the /proc check
     // catches those too.
-    bool gone = it->second.exited ||
-                access((proc_root_ + "/" + std::to_string(it->first)).c_str(), F_OK) != 0;
+    bool gone =
+        it->second.exited || access((proc_root_ + "/" + std::to_string(it->first)).c_str(), F_OK) != 0;
     if (gone)
       it = processes_.erase(it);
     else

@@ -47,9 +47,9 @@ struct ProcessInfo {
 };
 
 struct UserAddress {
-  std::shared_ptr<const Mapping> mapping;           // null: in no file mapping
+  std::shared_ptr<const Mapping> mapping;             // null: in no file mapping
   std::shared_ptr<const ExecutableEntry> executable;  // null with mapping
-  std::uint64_t elf_vaddr = 0;                      // the raw address when no mapping
+  std::uint64_t elf_vaddr = 0;                        // the raw address when no mapping
 };
 
 // The container id in /proc/PID/cgroup text (docker, containerd, cri-o,

@@ -53,7 +53,9 @@ std::size_t SampleCollector::GroupKeyHash::operator()(const GroupKey& k) const {
 
 SampleCollector::SampleCollector(ProcessTracker& processes, Symbolizer& symbolizer,
                                  const KernelSymbols& kernel, int samples_per_second)
-    : processes_(processes), symbolizer_(symbolizer), kernel_(kernel),
+    : processes_(processes),
+      symbolizer_(symbolizer),
+      kernel_(kernel),
       samples_per_second_(samples_per_second) {
   ResetClockOffset();
   batch_start_unix_ns_ = static_cast<std::uint64_t>(NowNs(CLOCK_REALTIME));
@@ -215,7 +217,8 @@ ProfileBatch SampleCollector::TakeBatch(
   for (ProcessProfile& profile : finished_) batch.processes.push_back(std::move(profile));
   for (auto& [pid, state] : current_) batch.processes.push_back(std::move(state.profile));
   for (ProcessProfile& profile : batch.processes)
-    for (SampleGroup& g : profile.samples) std::sort(g.timestamps_unix_ns.begin(), g.timestamps_unix_ns.end());
+    for (SampleGroup& g : profile.samples)
+      std::sort(g.timestamps_unix_ns.begin(), g.timestamps_unix_ns.end());
   std::stable_sort(batch.processes.begin(), batch.processes.end(),
                    [](const ProcessProfile& a, const ProcessProfile& b) { return a.pid < b.pid; });
   current_.clear();

@@ -85,7 +85,8 @@ TEST_CASE("collector: resolves, groups and survives the process's exit") {
   ProcessTracker tracker(cache, proc.root.string());
   Symbolizer symbolizer(true);
   KernelSymbols kernel;
-  REQUIRE(kernel.LoadFromText("ffffffff81000000 T entry_SYSCALL_64\nffffffff81001000 t do_syscall_64\n").ok());
+  REQUIRE(
+      kernel.LoadFromText("ffffffff81000000 T entry_SYSCALL_64\nffffffff81001000 t do_syscall_64\n").ok());
   SampleCollector collector(tracker, symbolizer, kernel, 20);
 
   // The user frame: Target's file offset, placed in the fake mapping. As the

@@ -37,8 +37,8 @@ void Symbolizer::LoadTable(const ExecutableEntry& executable, FileSymbols& fs) {
   // its names win for aliases.
   const std::string& build_id = executable.file->gnu_build_id;
   if (build_id.size() > 2) {
-    std::string debug_path =
-        std::string(kDebugFileRoot) + "/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + ".debug";
+    std::string debug_path = std::string(kDebugFileRoot) + "/.build-id/" + build_id.substr(0, 2) + "/" +
+                             build_id.substr(2) + ".debug";
     if (int fd = open(debug_path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
       (void)AddElfSymbols(fd, fs.table);
       close(fd);
@@ -100,7 +100,8 @@ void Symbolizer::Sweep() {
 
 std::size_t Symbolizer::MemoryBytes() const {
   std::size_t n = 0;
-  for (const auto& [file, fs] : files_) n += (fs.table_loaded ? fs.table.MemoryBytes() : 0) + fs.names.size() * 64;
+  for (const auto& [file, fs] : files_)
+    n += (fs.table_loaded ? fs.table.MemoryBytes() : 0) + fs.names.size() * 64;
   return n;
 }
 

@@ -67,7 +67,8 @@ std::uint64_t AgentBpfRunNs() {
     __u32 len = sizeof(info);
     if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) {
       std::string name = info.name;
-      if (name == "on_cpu_sample" || name == "on_process_exec" || name == "on_process_exit") total += info.run_time_ns;
+      if (name == "on_cpu_sample" || name == "on_process_exec" || name == "on_process_exit")
+        total += info.run_time_ns;
     }
     close(fd);
   }
@@ -98,8 +99,8 @@ Figures MeasureAgent(int hz, int seconds, int cpus, const std::string& receiver,
   std::vector<std::string> argv = {KILN_AGENT_PATH, "-collection-agent=" + receiver, "-disable-tls",
                                    "-samples-per-second=" + std::to_string(hz)};
   if (!symbolize) argv.push_back("-no-symbolize");
-  pid_t agent = Spawn(argv,
-                      dir + "/agent-" + std::to_string(hz) + ".out", dir + "/agent-" + std::to_string(hz) + ".err");
+  pid_t agent = Spawn(argv, dir + "/agent-" + std::to_string(hz) + ".out",
+                      dir + "/agent-" + std::to_string(hz) + ".err");
   WaitForText(dir + "/agent-" + std::to_string(hz) + ".out", "sampling CPUs", 15000);
   std::this_thread::sleep_for(std::chrono::seconds(6));  // warm-up: kallsyms, first files, first report
   std::uint64_t cpu0 = TaskCpuNs(agent), bpf0 = AgentBpfRunNs();
@@ -119,8 +120,9 @@ Figures MeasureAgent(int hz, int seconds, int cpus, const std::string& receiver,
 
 Figures MeasurePerf(int hz, int seconds, int cpus, const std::string& dir) {
   std::string data = dir + "/perf-" + std::to_string(hz) + ".data";
-  pid_t perf = Spawn({"perf", "record", "-q", "-a", "-g", "-e", "cpu-clock", "-F", std::to_string(hz), "-o", data},
-                     dir + "/perf.out", dir + "/perf.err");
+  pid_t perf =
+      Spawn({"perf", "record", "-q", "-a", "-g", "-e", "cpu-clock", "-F", std::to_string(hz), "-o", data},
+            dir + "/perf.out", dir + "/perf.err");
   std::this_thread::sleep_for(std::chrono::seconds(2));
   std::uint64_t cpu0 = TaskCpuNs(perf);
   auto t0 = std::chrono::steady_clock::now();
@@ -179,9 +181,10 @@ int main(int argc, char** argv) {
   for (int hz : {20, 99}) {
     for (bool symbolize : {true, false}) {
       Figures a = MeasureAgent(hz, seconds, cpus, receiver.address(), dir, symbolize);
-      std::printf("%-26s %6d %14.3f %14.3f %14.3f %10.1f %10.1f\n", symbolize ? "kiln-agent" : "kiln-agent -no-symbolize",
-                  hz, a.process_pct_per_cpu, a.bpf_pct_per_cpu, a.process_pct_per_cpu + a.bpf_pct_per_cpu,
-                  a.rss_kb / 1024.0, a.hwm_kb / 1024.0);
+      std::printf("%-26s %6d %14.3f %14.3f %14.3f %10.1f %10.1f\n",
+                  symbolize ? "kiln-agent" : "kiln-agent -no-symbolize", hz, a.process_pct_per_cpu,
+                  a.bpf_pct_per_cpu, a.process_pct_per_cpu + a.bpf_pct_per_cpu, a.rss_kb / 1024.0,
+                  a.hwm_kb / 1024.0);
       std::fflush(stdout);
     }
     Figures p = MeasurePerf(hz, seconds, cpus, dir);

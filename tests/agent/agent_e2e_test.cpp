@@ -173,7 +173,8 @@ int main(int argc, char** argv) {
   if (geteuid() != 0) return Skip("needs root (BPF programs and perf events)");
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return Skip("kernel has no BTF");
   const std::string dir = MakeTempDir("kiln-agent-e2e-");
-  std::printf("kiln-agent e2e: work dir %s, receiver: %s\n", dir.c_str(), use_kiln ? kiln_path.c_str() : "test receiver");
+  std::printf("kiln-agent e2e: work dir %s, receiver: %s\n", dir.c_str(),
+              use_kiln ? kiln_path.c_str() : "test receiver");
 
   TestReceiver receiver;
   receiver.FailNextCalls(1);
@@ -193,8 +194,8 @@ int main(int argc, char** argv) {
     }
   }
   const std::string agent_out = dir + "/agent.out", agent_err = dir + "/agent.err";
-  pid_t agent = Spawn({KILN_AGENT_PATH, "-collection-agent", target, "-disable-tls",
-                       "-samples-per-second", std::to_string(kFrequency), "-reporter-interval=2s"},
+  pid_t agent = Spawn({KILN_AGENT_PATH, "-collection-agent", target, "-disable-tls", "-samples-per-second",
+                       std::to_string(kFrequency), "-reporter-interval=2s"},
                       agent_out, agent_err);
   if (!WaitForText(agent_out, "sampling CPUs", 15000)) {
     kill(agent, SIGKILL);
@@ -214,11 +215,11 @@ int main(int argc, char** argv) {
   // Phase 1: the split workload under perf and the agent at once.
   const std::string perf_data = dir + "/perf.data", split_out = dir + "/split.out";
   bool have_perf = access("/usr/bin/perf", X_OK) == 0;
-  pid_t split = have_perf ? Spawn({"perf", "record", "-q", "-F", std::to_string(kFrequency), "-g", "-e",
-                                   "cpu-clock", "-o", perf_data, "--", SPLIT_WORKLOAD_PATH,
-                                   std::to_string(kSplitSeconds)},
-                                  split_out, dir + "/perf.err")
-                          : Spawn({SPLIT_WORKLOAD_PATH, std::to_string(kSplitSeconds)}, split_out);
+  pid_t split =
+      have_perf ? Spawn({"perf", "record", "-q", "-F", std::to_string(kFrequency), "-g", "-e", "cpu-clock",
+                         "-o", perf_data, "--", SPLIT_WORKLOAD_PATH, std::to_string(kSplitSeconds)},
+                        split_out, dir + "/perf.err")
+                : Spawn({SPLIT_WORKLOAD_PATH, std::to_string(kSplitSeconds)}, split_out);
   int split_rc = WaitExit(split);
   // Phase 2: kernel-heavy and short-lived processes.
   const std::string kernel_out = dir + "/kernel.out", short_out = dir + "/short.out";
@@ -231,7 +232,8 @@ int main(int argc, char** argv) {
   kill(agent, SIGINT);
   int agent_rc = WaitExit(agent);
 
-  std::printf("agent stdout:\n%s\nagent stderr:\n%s\n", ReadFile(agent_out).c_str(), ReadFile(agent_err).c_str());
+  std::printf("agent stdout:\n%s\nagent stderr:\n%s\n", ReadFile(agent_out).c_str(),
+              ReadFile(agent_err).c_str());
   Check(split_rc == 0, "split workload ran (rc " + std::to_string(split_rc) + ")");
   Check(agent_rc == 0, "agent exited 0 after SIGINT (rc " + std::to_string(agent_rc) + ")");
 
@@ -241,8 +243,8 @@ int main(int argc, char** argv) {
   if (use_kiln) {
     kill(kiln, SIGINT);
     Check(WaitExit(kiln) == 0, "kiln --headless exited 0 after SIGINT");
-    pid_t ex = Spawn({kiln_path, "export", "--data-dir", kiln_data, "--format", "folded", "--group-by", "process",
-                      "--annotate"},
+    pid_t ex = Spawn({kiln_path, "export", "--data-dir", kiln_data, "--format", "folded", "--group-by",
+                      "process", "--annotate"},
                      dir + "/kiln-export.txt", dir + "/kiln-export.err");
     Check(WaitExit(ex) == 0, "kiln export --format folded --group-by process");
     folded = ParseFolded(ReadFile(dir + "/kiln-export.txt"));
@@ -269,36 +271,41 @@ int main(int argc, char** argv) {
   const std::string prefix = "split_workload";
   if (!use_kiln) {
     auto proc_it = profile.processes.find(split_pid);
-    Check(proc_it != profile.processes.end(), "split_workload (pid " + std::to_string(split_pid) + ") reported");
+    Check(proc_it != profile.processes.end(),
+          "split_workload (pid " + std::to_string(split_pid) + ") reported");
     if (proc_it != profile.processes.end()) {
       const ProcessSummary& p = proc_it->second;
       Check(p.executable_name == "split_workload", "process.executable.name = " + p.executable_name);
       Check(p.executable_path.ends_with("/split_workload"), "process.executable.path = " + p.executable_path);
       Check(!p.host_name.empty(), "host.name = " + p.host_name);
       Check(p.thread_names.count("split-aux") == 1, "thread.name split-aux seen");
-      Check(p.thread_ids.size() >= 2 && p.thread_ids.count(split_pid) == 1, "thread.id: main thread and aux thread");
+      Check(p.thread_ids.size() >= 2 && p.thread_ids.count(split_pid) == 1,
+            "thread.id: main thread and aux thread");
       Check(!p.htlhashes.empty() && (*p.htlhashes.begin()).size() == 32, "mappings carry a 32-hex htlhash");
     }
   }
   StackShare agent_share = ShareOf(folded, prefix);
   double expected = split_cpu * kFrequency;
   std::int64_t main_events = EventsWith(folded, prefix, ";main;run_workload");
-  std::printf("    agent: %lld main-thread events, expected %.0f (%.2f CPU s x %d Hz); heavy %lld light %lld\n",
-              static_cast<long long>(main_events), expected, split_cpu, kFrequency,
-              static_cast<long long>(agent_share.heavy), static_cast<long long>(agent_share.light));
+  std::printf(
+      "    agent: %lld main-thread events, expected %.0f (%.2f CPU s x %d Hz); heavy %lld light %lld\n",
+      static_cast<long long>(main_events), expected, split_cpu, kFrequency,
+      static_cast<long long>(agent_share.heavy), static_cast<long long>(agent_share.light));
   PrintTop(folded, prefix, 6);
   Check(agent_share.full_chain_heavy, "chain main;run_workload;dispatch;leaf_heavy");
   Check(agent_share.full_chain_light, "chain main;run_workload;dispatch;leaf_light");
   double agent_ratio = agent_share.heavy + agent_share.light > 0
-                           ? double(agent_share.heavy) / double(agent_share.heavy + agent_share.light) : 0;
+                           ? double(agent_share.heavy) / double(agent_share.heavy + agent_share.light)
+                           : 0;
   // Sampling error of a share p from n samples is sqrt(p(1-p)/n); allow three
   // of those, and never more than 5 points.
   auto tolerance = [](std::int64_t n) {
     return std::min(0.05, std::max(0.02, 3.0 * std::sqrt(0.1875 / double(std::max<std::int64_t>(n, 1)))));
   };
   double share_tolerance = tolerance(agent_share.heavy + agent_share.light);
-  Check(std::fabs(agent_ratio - 0.75) < share_tolerance,
-        "leaf_heavy share " + std::to_string(agent_ratio) + " ~ 0.75 (+-" + std::to_string(share_tolerance) + ")");
+  Check(std::fabs(agent_ratio - 0.75) < share_tolerance, "leaf_heavy share " + std::to_string(agent_ratio) +
+                                                             " ~ 0.75 (+-" + std::to_string(share_tolerance) +
+                                                             ")");
   Check(std::fabs(double(main_events) - expected) <= 0.1 * expected + 3,
         "main-thread events within 10% of frequency x CPU seconds");
 
@@ -310,17 +317,19 @@ int main(int argc, char** argv) {
     auto perf_folded = FoldPerfScript(ReadFile(script_out), split_pid, prefix);
     StackShare perf_share = ShareOf(perf_folded, prefix);
     double perf_ratio = perf_share.heavy + perf_share.light > 0
-                            ? double(perf_share.heavy) / double(perf_share.heavy + perf_share.light) : 0;
+                            ? double(perf_share.heavy) / double(perf_share.heavy + perf_share.light)
+                            : 0;
     std::printf("    perf:  %lld events; heavy %lld light %lld (share %.3f; agent %.3f)\n",
                 static_cast<long long>(perf_share.total), static_cast<long long>(perf_share.heavy),
                 static_cast<long long>(perf_share.light), perf_ratio, agent_ratio);
     PrintTop(perf_folded, prefix, 6);
     Check(perf_share.full_chain_heavy, "perf sees the same chain to leaf_heavy");
     double both = std::sqrt(2.0) * tolerance(std::min(perf_share.heavy + perf_share.light,
-                                                     agent_share.heavy + agent_share.light));
+                                                      agent_share.heavy + agent_share.light));
     Check(std::fabs(perf_ratio - agent_ratio) < std::min(0.05, both),
           "agent and perf agree on the split (+-" + std::to_string(std::min(0.05, both)) + ")");
-    Check(std::fabs(double(perf_share.total) - double(agent_share.total)) <= 0.15 * double(perf_share.total) + 5,
+    Check(std::fabs(double(perf_share.total) - double(agent_share.total)) <=
+              0.15 * double(perf_share.total) + 5,
           "agent and perf event counts within 15% (" + std::to_string(agent_share.total) + " vs " +
               std::to_string(perf_share.total) + ")");
   }
@@ -341,12 +350,14 @@ int main(int argc, char** argv) {
         user_main != std::string::npos && user_main < entry)
       under_syscall += n;
   }
-  std::printf("    kernel_workload (pid %lld): %lld events, %lld with kernel frames, %lld under syscall entry\n",
-              kernel_pid, static_cast<long long>(kernel_total), static_cast<long long>(with_kernel),
-              static_cast<long long>(under_syscall));
+  std::printf(
+      "    kernel_workload (pid %lld): %lld events, %lld with kernel frames, %lld under syscall entry\n",
+      kernel_pid, static_cast<long long>(kernel_total), static_cast<long long>(with_kernel),
+      static_cast<long long>(under_syscall));
   PrintTop(folded, "kernel_workload", 4);
   Check(kernel_total > 0, "kernel_workload reported");
-  Check(kernel_total > 0 && with_kernel * 2 > kernel_total, "most kernel_workload samples have kernel frames");
+  Check(kernel_total > 0 && with_kernel * 2 > kernel_total,
+        "most kernel_workload samples have kernel frames");
   Check(under_syscall * 2 > kernel_total, "read_zero under the syscall entry, under main");
   if (!use_kiln && profile.processes.count(kernel_pid))
     Check(profile.processes.at(kernel_pid).frame_types.count("kernel") == 1 &&
@@ -357,13 +368,17 @@ int main(int argc, char** argv) {
   long long short_pid = ValueAfter(ReadFile(short_out), "pid");
   std::int64_t short_events = EventsWith(folded, "short_workload", "");
   if (!use_kiln)
-    Check(profile.processes.count(short_pid) == 1, "exited process (pid " + std::to_string(short_pid) + ") has its resource");
+    Check(profile.processes.count(short_pid) == 1,
+          "exited process (pid " + std::to_string(short_pid) + ") has its resource");
   bool short_chain = false;
   for (const auto& [stack, n] : folded)
-    if (stack.rfind("short_workload;", 0) == 0 && stack.find("main;short_leaf") != std::string::npos) short_chain = true;
-  Check(short_events >= kFrequency / 2, "exited process still reported (" + std::to_string(short_events) + " events)");
+    if (stack.rfind("short_workload;", 0) == 0 && stack.find("main;short_leaf") != std::string::npos)
+      short_chain = true;
+  Check(short_events >= kFrequency / 2,
+        "exited process still reported (" + std::to_string(short_events) + " events)");
   Check(short_chain, "exited process has its user frames (main;short_leaf)");
 
-  std::printf("%s (%d failed checks); files in %s\n", g_failures == 0 ? "PASS" : "FAIL", g_failures, dir.c_str());
+  std::printf("%s (%d failed checks); files in %s\n", g_failures == 0 ? "PASS" : "FAIL", g_failures,
+              dir.c_str());
   return g_failures == 0 ? 0 : 1;
 }

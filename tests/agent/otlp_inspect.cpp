@@ -19,22 +19,31 @@ std::vector<std::string> CheckExportRequest(const ExportRequest& request) {
   auto problem = [&](std::string text) { problems.push_back(std::move(text)); };
   const pb::ProfilesDictionary& d = request.dictionary();
   auto check0 = [&](const char* name, int size, bool empty) {
-    if (size == 0) problem(std::string(name) + " is empty (index 0 must exist)");
-    else if (!empty) problem(std::string(name) + "[0] is not the empty element");
+    if (size == 0)
+      problem(std::string(name) + " is empty (index 0 must exist)");
+    else if (!empty)
+      problem(std::string(name) + "[0] is not the empty element");
   };
   check0("string_table", d.string_table_size(), d.string_table_size() > 0 && d.string_table(0).empty());
-  check0("mapping_table", d.mapping_table_size(), d.mapping_table_size() > 0 && d.mapping_table(0).ByteSizeLong() == 0);
-  check0("location_table", d.location_table_size(), d.location_table_size() > 0 && d.location_table(0).ByteSizeLong() == 0);
-  check0("function_table", d.function_table_size(), d.function_table_size() > 0 && d.function_table(0).ByteSizeLong() == 0);
+  check0("mapping_table", d.mapping_table_size(),
+         d.mapping_table_size() > 0 && d.mapping_table(0).ByteSizeLong() == 0);
+  check0("location_table", d.location_table_size(),
+         d.location_table_size() > 0 && d.location_table(0).ByteSizeLong() == 0);
+  check0("function_table", d.function_table_size(),
+         d.function_table_size() > 0 && d.function_table(0).ByteSizeLong() == 0);
   check0("link_table", d.link_table_size(), d.link_table_size() > 0 && d.link_table(0).ByteSizeLong() == 0);
-  check0("attribute_table", d.attribute_table_size(), d.attribute_table_size() > 0 && d.attribute_table(0).ByteSizeLong() == 0);
-  check0("stack_table", d.stack_table_size(), d.stack_table_size() > 0 && d.stack_table(0).ByteSizeLong() == 0);
+  check0("attribute_table", d.attribute_table_size(),
+         d.attribute_table_size() > 0 && d.attribute_table(0).ByteSizeLong() == 0);
+  check0("stack_table", d.stack_table_size(),
+         d.stack_table_size() > 0 && d.stack_table(0).ByteSizeLong() == 0);
 
   auto str = [&](std::int64_t i, const std::string& where) {
-    if (!InRange(i, d.string_table())) problem(where + ": string index " + std::to_string(i) + " out of range");
+    if (!InRange(i, d.string_table()))
+      problem(where + ": string index " + std::to_string(i) + " out of range");
   };
   auto attr = [&](std::int64_t i, const std::string& where) {
-    if (!InRange(i, d.attribute_table())) problem(where + ": attribute index " + std::to_string(i) + " out of range");
+    if (!InRange(i, d.attribute_table()))
+      problem(where + ": attribute index " + std::to_string(i) + " out of range");
   };
   for (int i = 0; i < d.attribute_table_size(); ++i) {
     str(d.attribute_table(i).key_strindex(), "attribute_table[" + std::to_string(i) + "].key");
@@ -56,13 +65,15 @@ std::vector<std::string> CheckExportRequest(const ExportRequest& request) {
     std::string where = "location_table[" + std::to_string(i) + "]";
     if (!InRange(l.mapping_index(), d.mapping_table())) problem(where + ": mapping index out of range");
     for (const auto& line : l.lines())
-      if (!InRange(line.function_index(), d.function_table())) problem(where + ": function index out of range");
+      if (!InRange(line.function_index(), d.function_table()))
+        problem(where + ": function index out of range");
     for (auto a : l.attribute_indices()) attr(a, where);
   }
   for (int i = 0; i < d.stack_table_size(); ++i)
     for (auto l : d.stack_table(i).location_indices())
       if (!InRange(l, d.location_table()))
-        problem("stack_table[" + std::to_string(i) + "]: location index " + std::to_string(l) + " out of range");
+        problem("stack_table[" + std::to_string(i) + "]: location index " + std::to_string(l) +
+                " out of range");
   for (int r = 0; r < request.resource_profiles_size(); ++r)
     for (const auto& sp : request.resource_profiles(r).scope_profiles())
       for (const auto& p : sp.profiles()) {
@@ -73,7 +84,8 @@ std::vector<std::string> CheckExportRequest(const ExportRequest& request) {
         str(p.period_type().unit_strindex(), where);
         for (auto a : p.attribute_indices()) attr(a, where);
         for (const auto& s : p.samples()) {
-          if (!InRange(s.stack_index(), d.stack_table())) problem(where + ": sample stack index out of range");
+          if (!InRange(s.stack_index(), d.stack_table()))
+            problem(where + ": sample stack index out of range");
           if (!InRange(s.link_index(), d.link_table())) problem(where + ": sample link index out of range");
           for (auto a : s.attribute_indices()) attr(a, where + " sample");
           if (s.values_size() != 0 && s.values_size() != s.timestamps_unix_nano_size() &&
@@ -131,16 +143,19 @@ FoldedProfile FoldRequests(const std::vector<ExportRequest>& requests) {
             for (int k = stack.location_indices_size() - 1; k >= 0; --k) {
               const auto& loc = d.location_table(stack.location_indices(k));
               std::string frame_type;
-              for (int a : loc.attribute_indices()) attr_string(a, "profile.frame.type", &frame_type, nullptr);
+              for (int a : loc.attribute_indices())
+                attr_string(a, "profile.frame.type", &frame_type, nullptr);
               summary.frame_types.insert(frame_type);
               const auto& mapping = d.mapping_table(loc.mapping_index());
               for (int a : mapping.attribute_indices()) {
                 std::string h;
-                if (attr_string(a, "process.executable.build_id.htlhash", &h, nullptr)) summary.htlhashes.insert(h);
+                if (attr_string(a, "process.executable.build_id.htlhash", &h, nullptr))
+                  summary.htlhashes.insert(h);
               }
               std::string name;
               if (loc.lines_size() > 0)
-                name = d.string_table(d.function_table(loc.lines(loc.lines_size() - 1).function_index()).name_strindex());
+                name = d.string_table(
+                    d.function_table(loc.lines(loc.lines_size() - 1).function_index()).name_strindex());
               if (name.empty()) {
                 char buf[64];
                 std::snprintf(buf, sizeof(buf), "+0x%llx", static_cast<unsigned long long>(loc.address()));

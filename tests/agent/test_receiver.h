@@ -34,10 +34,10 @@ class TestReceiver final
   std::vector<ExportRequest> requests() const;
   int calls() const { return calls_; }
 
-  grpc::Status Export(grpc::ServerContext* ctx,
-                      const opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest* req,
-                      opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceResponse* resp)
-      override;
+  grpc::Status Export(
+      grpc::ServerContext* ctx,
+      const opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest* req,
+      opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceResponse* resp) override;
 
  private:
   std::unique_ptr<grpc::Server> server_;
