@@ -12,8 +12,10 @@
 // without frame pointers yield garbage addresses on every sample, and
 // re-reading their maps each second would be the agent's main cost.
 //
-// Stage 2 hook: OnNewExecutable is where .eh_frame tables will be extracted
-// and pushed to BPF maps.
+// Stage 2 hook: ExecutableCache::Identify sees every executable once (file
+// id, load segments); that is where .eh_frame unwind tables will be built and
+// pushed to BPF maps keyed by file id, and ReadMaps is where the per-process
+// (address range -> file id, bias) map for the BPF unwinder will be written.
 //
 // Main thread only.
 

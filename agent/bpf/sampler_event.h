@@ -32,6 +32,7 @@ enum kiln_event_kind {
 /* Set in kiln_sample_event.flags. */
 #define KILN_SAMPLE_FLAG_KERNEL_TRUNCATED 0x1 /* bpf_get_stack failed (kernel) */
 #define KILN_SAMPLE_FLAG_USER_TRUNCATED 0x2   /* bpf_get_stack failed (user) */
+#define KILN_SAMPLE_FLAG_UNWOUND_EH 0x4       /* stage 2: user frames from .eh_frame */
 
 struct kiln_event_header {
   __u32 kind;
