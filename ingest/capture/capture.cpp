@@ -157,8 +157,15 @@ CaptureFormat SniffFormat(std::string_view data) {
   size_t i = 0;
   while (i < data.size() && IsSpace(data[i])) ++i;
   if (i == data.size()) return CaptureFormat::kUnknown;
-  if (data[i] == '{') return CaptureFormat::kOtlpJson;
-  if (LooksLikeText(data)) {
+  const bool text = LooksLikeText(data);
+  if (text && data[i] == '{') {
+    // `{` then a key or `}`: a protobuf can start with "\n{" (field 1, 123
+    // bytes long), so the brace alone proves nothing.
+    size_t j = i + 1;
+    while (j < data.size() && IsSpace(data[j])) ++j;
+    if (j == data.size() || data[j] == '"' || data[j] == '}') return CaptureFormat::kOtlpJson;
+  }
+  if (text) {
     // Look at up to 200 lines: any perf stack line or perf header wins.
     size_t pos = 0;
     int lines = 0;
@@ -179,6 +186,31 @@ CaptureFormat SniffFormat(std::string_view data) {
   return SniffProtobuf(data);
 }
 
+namespace {
+
+// Runs the importer of out->format on `data`.
+absl::Status ImportAs(std::string_view data, std::string_view name, const ImportOptions& options,
+                      ImportedCapture* out) {
+  ParseContext ctx(name, options, out);
+  switch (out->format) {
+    case CaptureFormat::kUnknown:
+      return absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte 0: empty file, nothing to import"));
+    case CaptureFormat::kOtlpProtobuf:
+      return ImportOtlpProtobuf(data, ctx);
+    case CaptureFormat::kOtlpJson:
+      return ImportOtlpJson(data, ctx);
+    case CaptureFormat::kPprof:
+      return ImportPprof(data, ctx);
+    case CaptureFormat::kFolded:
+      return ImportFolded(data, ctx);
+    case CaptureFormat::kPerfScript:
+      return ImportPerfScript(data, ctx);
+  }
+  return absl::InternalError("unknown capture format");
+}
+
+}  // namespace
+
 absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_view name,
                                             const ImportOptions& options) {
   ImportedCapture out;
@@ -197,26 +229,21 @@ absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_
   out.decompressed_bytes = data.size();
   out.format = SniffFormat(data);
 
-  ParseContext ctx(name, options, &out);
-  absl::Status status;
-  switch (out.format) {
-    case CaptureFormat::kUnknown:
-      return absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte 0: empty file, nothing to import"));
-    case CaptureFormat::kOtlpProtobuf:
-      status = ImportOtlpProtobuf(data, ctx);
-      break;
-    case CaptureFormat::kOtlpJson:
-      status = ImportOtlpJson(data, ctx);
-      break;
-    case CaptureFormat::kPprof:
-      status = ImportPprof(data, ctx);
-      break;
-    case CaptureFormat::kFolded:
-      status = ImportFolded(data, ctx);
-      break;
-    case CaptureFormat::kPerfScript:
-      status = ImportPerfScript(data, ctx);
-      break;
+  absl::Status status = ImportAs(data, name, options, &out);
+  if (!status.ok() && !absl::IsCancelled(status) && out.format != CaptureFormat::kPprof &&
+      out.format != CaptureFormat::kOtlpProtobuf) {
+    // Sniffing text is a heuristic; a binary capture that happens to look
+    // like text still opens if it parses as protobuf. The text error is the
+    // one reported when that fails too.
+    ImportedCapture retry;
+    retry.file_bytes = out.file_bytes;
+    retry.compression = out.compression;
+    retry.decompressed_bytes = out.decompressed_bytes;
+    retry.format = SniffProtobuf(data);
+    if (ImportAs(data, name, options, &retry).ok() && !retry.batch.samples.empty()) {
+      out = std::move(retry);
+      status = absl::OkStatus();
+    }
   }
   if (!status.ok()) return status;
 

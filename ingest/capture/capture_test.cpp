@@ -361,5 +361,22 @@ TEST_CASE("progress callback and cancellation") {
   CHECK(absl::IsCancelled(ImportBytes(big, "big.txt", o2).status()));
 }
 
+TEST_CASE("an OTLP export always reads back, whatever its first bytes look like") {
+  // A ResourceProfiles of 123 bytes makes the message start "\n{", which
+  // once sniffed as JSON (found by fuzz_capture_folded).
+  for (int n = 1; n <= 120; ++n) {
+    std::string text =
+        std::string(static_cast<size_t>(n), 'p') + " 1/1 1.0: 1 cpu-clock:\n\t 10 f (/bin/a)\n\n";
+    auto c = ImportBytes(text, "t.txt");
+    REQUIRE(c.ok());
+    storage::Query q;
+    std::string raw = BuildOtlpRequest(*SliceFromBatch(c->batch, q)).SerializeAsString();
+    CAPTURE(n);
+    auto back = ImportBytes(raw, "back.pb");
+    REQUIRE_MESSAGE(back.ok(), back.status().message());
+    CHECK(back->format == CaptureFormat::kOtlpProtobuf);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::capture
