@@ -97,7 +97,9 @@ int Distance(ui::Rgba a, ui::Rgba b) {
 }
 
 // Runs kiln_gui_shot; returns its exit code. Keeps a copy of the PNG for people.
-int Screenshot(const std::string& data_dir, const std::string& tab, const std::string& png) {
+// `name` is the file name the copy for people gets ("smoke-top.png").
+int Screenshot(const std::string& data_dir, const std::string& tab, const std::string& png,
+               const std::string& name) {
   testing::TestDisplay::Get("gui_smoke_test");
   const std::string command = std::string(KILN_GUI_SHOT) + " --data-dir " + data_dir + " --tab " + tab +
                               " --size " + std::to_string(kWidth) + "x" + std::to_string(kHeight) +
@@ -106,7 +108,7 @@ int Screenshot(const std::string& data_dir, const std::string& tab, const std::s
   if (const char* bin = std::getenv("KILN_BINARY_DIR"); bin && fs::exists(png)) {
     const fs::path keep = fs::path(bin) / "gui_screenshots";
     fs::create_directories(keep);
-    fs::copy_file(png, keep / fs::path(png).filename(), fs::copy_options::overwrite_existing);
+    fs::copy_file(png, keep / name, fs::copy_options::overwrite_existing);
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -148,7 +150,7 @@ TEST_CASE("every view renders the demo store") {
   for (const std::string tab : {"flamegraph", "top", "executables", "log"}) {
     CAPTURE(tab);
     const std::string png = dir + "/../kiln-" + fs::path(dir).filename().string() + "-" + tab + ".png";
-    REQUIRE(Screenshot(dir, tab, png) == 0);
+    REQUIRE(Screenshot(dir, tab, png, "smoke-" + tab + ".png") == 0);
     const Image image = LoadPng(png);
     CheckNotBlank(image);
     if (tab == "flamegraph") {
@@ -167,7 +169,7 @@ TEST_CASE("every view renders the demo store") {
 TEST_CASE("an empty store shows how to add data") {
   const std::string dir = MakeTempDir();
   const std::string png = dir + "-empty.png";
-  REQUIRE(Screenshot(dir, "flamegraph", png) == 0);
+  REQUIRE(Screenshot(dir, "flamegraph", png, "smoke-empty-store.png") == 0);
   const Image image = LoadPng(png);
   CheckNotBlank(image);
   // No flame graph: hardly any frame-type colour (the timeline is empty too).
