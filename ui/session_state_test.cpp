@@ -1,0 +1,63 @@
+#include "ui/session_state.h"
+
+#include <doctest/doctest.h>
+
+#include "ui/executables_view.h"
+#include "ui/snapshots.h"
+
+namespace kiln::ui {
+namespace {
+
+TEST_CASE("filter values: OR within a key, keys removed when empty") {
+  SessionState s;
+  s.AddFilterValue("process.executable.name", "postgres");
+  s.AddFilterValue("process.executable.name", "java");
+  s.AddFilterValue("process.executable.name", "java");  // no duplicates
+  s.AddFilterValue("host.name", "db1");
+  REQUIRE(s.filters.size() == 2);
+  CHECK(s.filters[0].values == std::vector<std::string>{"postgres", "java"});
+  CHECK(s.HasFilterValue("host.name", "db1"));
+  CHECK_FALSE(s.HasFilterValue("host.name", "db2"));
+  s.RemoveFilterValue("host.name", "db1");
+  CHECK(s.filters.size() == 1);
+  s.RemoveFilterValue("process.executable.name", "postgres");
+  CHECK(s.filters[0].values == std::vector<std::string>{"java"});
+}
+
+TEST_CASE("the query range is the selection, else the window") {
+  SessionState s;
+  s.window = {100, 200};
+  CHECK(s.QueryRange() == TimeRange{100, 200});
+  s.selection = {120, 150};
+  CHECK(s.QueryRange() == TimeRange{120, 150});
+}
+
+TEST_CASE("requests compare by everything that changes the result") {
+  AnalysisRequest a;
+  a.query.filters = {{"thread.name", {"main"}}};
+  AnalysisRequest b = a;
+  CHECK(a == b);
+  b.tree_options.show_inline = false;
+  CHECK_FALSE(a == b);
+  b = a;
+  b.query.filters[0].values.push_back("worker");
+  CHECK_FALSE(a == b);
+  b = a;
+  b.data_version = 7;  // new samples arrived
+  CHECK_FALSE(a == b);
+}
+
+TEST_CASE("symbol status column text") {
+  storage::ExecutableRow row;
+  row.frames = 10;
+  CHECK(SymbolStatus(row) == "symbolized");
+  row.unsymbolized_frames = 10;
+  CHECK(SymbolStatus(row) == "no symbols");
+  row.unsymbolized_frames = 3;
+  CHECK(SymbolStatus(row) == "3 of 10 frames unsymbolized");
+  row.frames = 0;
+  CHECK(SymbolStatus(row) == "-");
+}
+
+}  // namespace
+}  // namespace kiln::ui
