@@ -38,7 +38,7 @@ void ExecutablesView::Draw(const ViewContext& context) {
   ImGui::SetNextItemWidth(320.f * ImGui::GetFontSize() / 15.f);
   if (ImGui::InputTextWithHint("##filter", "Filter by name or id", filter_, sizeof filter_))
     order_dirty_ = true;
-  if (!rows_) {
+  if (!rows_ || !context.analysis) {
     DrawLoadingOrError(context);
     return;
   }

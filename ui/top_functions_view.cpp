@@ -80,7 +80,7 @@ void TopFunctionsView::Draw(const ViewContext& context) {
                                sizeof filter_)) {
     order_dirty_ = true;
   }
-  if (!rows_) {
+  if (!rows_ || !context.analysis) {
     DrawLoadingOrError(context);
     return;
   }
