@@ -155,10 +155,17 @@ Result<std::unique_ptr<BpfSampler>> BpfSampler::Start(int samples_per_second, Re
   return s;
 }
 
-BpfSampler::~BpfSampler() {
-  if (ring_) ring_buffer__free(ring_);
+void BpfSampler::Detach() {
   for (bpf_link* link : perf_links_) bpf_link__destroy(link);
+  perf_links_.clear();
   for (int fd : perf_fds_) close(fd);
+  perf_fds_.clear();
+  if (skel_) sampler_bpf::detach(skel_);
+}
+
+BpfSampler::~BpfSampler() {
+  Detach();
+  if (ring_) ring_buffer__free(ring_);
   if (skel_) sampler_bpf::destroy(skel_);
 }
 

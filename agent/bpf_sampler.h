@@ -39,6 +39,10 @@ class BpfSampler {
   BpfSampler(const BpfSampler&) = delete;
   BpfSampler& operator=(const BpfSampler&) = delete;
 
+  // Stops sampling: detaches every program and closes the perf events.
+  // Records already in the ring buffer can still be drained with Poll.
+  void Detach();
+
   // Waits up to `timeout` for a wakeup, then drains the ring buffer. Returns
   // the number of records handled, or a negative errno (EINTR is normal on
   // a signal).

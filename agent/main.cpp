@@ -108,13 +108,14 @@ int main(int argc, char** argv) {
   Symbolizer symbolizer(options.symbolize);
   SampleCollector collector(processes, symbolizer, kernel_symbols, options.samples_per_second);
 
-  auto sampler = BpfSampler::Start(options.samples_per_second, [&](const void* data, std::size_t size) {
+  auto started = BpfSampler::Start(options.samples_per_second, [&](const void* data, std::size_t size) {
     collector.OnRecord(data, size);
   });
-  if (!sampler) {
-    std::fprintf(stderr, "kiln-agent: %s\n", sampler.error().c_str());
+  if (!started) {
+    std::fprintf(stderr, "kiln-agent: %s\n", started.error().c_str());
     return 1;
   }
+  std::unique_ptr<BpfSampler> sampler = std::move(started).value();
 
   OtlpExporter exporter({.target = options.collection_agent,
                          .disable_tls = options.disable_tls,
@@ -123,8 +124,8 @@ int main(int argc, char** argv) {
   std::printf(
       "kiln-agent %s: sampling CPUs %s at %d Hz (perf_event cpu-clock + BPF, %zu KiB ring buffer),\n"
       "  sending OTLP profiles to %s (%s) every %.1fs%s\n",
-      KILN_AGENT_VERSION, CpuListText((*sampler)->cpus()).c_str(), options.samples_per_second,
-      (*sampler)->ring_buffer_bytes() >> 10, options.collection_agent.c_str(),
+      KILN_AGENT_VERSION, CpuListText(sampler->cpus()).c_str(), options.samples_per_second,
+      sampler->ring_buffer_bytes() >> 10, options.collection_agent.c_str(),
       options.disable_tls ? "plain text" : "TLS",
       std::chrono::duration<double>(options.reporter_interval).count(),
       options.symbolize ? "" : ", no host symbolization");
@@ -146,7 +147,7 @@ int main(int argc, char** argv) {
         "kiln-agent: %s%zu samples, %zu processes, dropped %llu (ring buffer) %llu (unsent), "
         "queued %zu, sent %llu requests\n",
         final ? "final: " : "", samples, process_count,
-        static_cast<unsigned long long>((*sampler)->dropped_events()),
+        static_cast<unsigned long long>(sampler->dropped_events()),
         static_cast<unsigned long long>(es.dropped_samples), es.queued_requests,
         static_cast<unsigned long long>(es.sent_requests));
     if (options.verbose)
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
 
   auto next_report = Clock::now() + options.reporter_interval;
   while (!g_stop) {
-    int n = (*sampler)->Poll(kPollPeriod);
+    int n = sampler->Poll(kPollPeriod);
     if (n < 0 && n != -EINTR) {
       std::fprintf(stderr, "kiln-agent: reading the ring buffer failed: %d\n", n);
       break;
@@ -175,10 +176,10 @@ int main(int argc, char** argv) {
   // Detach first so nothing new arrives, then drain what is buffered.
   std::printf("kiln-agent: stopping, sending the last batch\n");
   std::fflush(stdout);
-  (*sampler)->Poll(std::chrono::milliseconds(0));
-  std::uint64_t dropped = (*sampler)->dropped_events();
-  sampler = Result<std::unique_ptr<BpfSampler>>(nullptr);
-  (void)dropped;
+  sampler->Detach();
+  sampler->Poll(std::chrono::milliseconds(0));
+  const std::uint64_t dropped = sampler->dropped_events();
+  sampler.reset();
   {
     ProfileBatch batch = collector.TakeBatch(host_name, options.resource_attributes);
     std::size_t samples = batch.SampleCount();
