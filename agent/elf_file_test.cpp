@@ -88,3 +88,38 @@ TEST_CASE("elf: symbol table edges") {
   CHECK(t.Lookup(0x2fff) == "b");
   CHECK(t.Lookup(0x3010).empty());
 }
+
+#ifdef KILN_HAVE_LZMA
+TEST_CASE("elf: MiniDebugInfo (.gnu_debugdata) symbols of a stripped binary") {
+  // Build one the way distributions do: keep the function symbols in an
+  // xz-compressed ELF inside the stripped binary. Needs gcc and binutils.
+  char tmpl[] = "/tmp/kiln-mdi-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  std::string dir = tmpl;
+  std::string script = "cd " + dir +
+                       " && printf 'int __attribute__((noinline)) hidden_fn(int x){return x*5;}\\n"
+                       "int main(int c, char**v){(void)v; return hidden_fn(c);}\\n' > t.c"
+                       " && gcc -O1 -o t t.c && objcopy --only-keep-debug t t.debug"
+                       " && objcopy -S --remove-section .gdb_index --keep-symbol=hidden_fn t.debug mini.debug"
+                       " && xz mini.debug && strip --strip-all t -o t.stripped"
+                       " && objcopy --add-section .gnu_debugdata=mini.debug.xz t.stripped t.mdi"
+                       " && nm t | grep ' hidden_fn$' | cut -d' ' -f1";
+  std::string address_text = Shell(script + " 2>/dev/null");
+  if (address_text.empty()) {
+    MESSAGE("skipped: gcc/objcopy/xz/strip not available");
+    std::system(("rm -rf " + dir).c_str());
+    return;
+  }
+  int fd = open((dir + "/t.mdi").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  SymbolTable table;
+  auto report = AddElfSymbols(fd, table);
+  close(fd);
+  REQUIRE(report.ok());
+  table.Finish();
+  CHECK(report->from_symtab == 0);
+  CHECK(report->from_debugdata >= 1);
+  CHECK(table.Lookup(std::stoull(address_text, nullptr, 16) + 1) == "hidden_fn");
+  std::system(("rm -rf " + dir).c_str());
+}
+#endif
