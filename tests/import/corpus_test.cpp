@@ -289,5 +289,34 @@ TEST_CASE("malformed corpus variants fail with the file name and a position") {
   CHECK(std::string(deep.status().message()).rfind("deep.pb", 0) == 0);
 }
 
+TEST_CASE("perf 6.x output: default fields and -F comm,pid,tid,time,ip,sym,dso agree") {
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  std::string dir = std::string(src != nullptr ? src : ".") + "/tests/import/data/";
+  auto full = ImportFile(dir + "dd-perf6-default.txt");
+  auto fields = ImportFile(dir + "dd-perf6-F-comm-pid-tid-time-ip-sym-dso.txt");
+  REQUIRE_MESSAGE(full.ok(), full.status().message());
+  REQUIRE_MESSAGE(fields.ok(), fields.status().message());
+  CHECK(full->batch.samples.size() == 58);
+  CHECK(fields->batch.samples.size() == 58);
+  CHECK(full->value_description == "cpu-clock:ppp");
+  // Same stacks; the default output weighs each sample by its period
+  // (2004008 ns), the -F output counts samples.
+  std::string counted = FoldedOf(*fields, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu);
+  std::string weighted = FoldedOf(*full, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu);
+  std::istringstream a(counted), b(weighted);
+  std::string la, lb;
+  int lines = 0;
+  while (std::getline(a, la) && std::getline(b, lb)) {
+    size_t sa = la.rfind(' '), sb = lb.rfind(' ');
+    CHECK(la.substr(0, sa) == lb.substr(0, sb));
+    CHECK(std::stoll(la.substr(sa + 1)) * 2004008 == std::stoll(lb.substr(sb + 1)));
+    ++lines;
+  }
+  CHECK(lines == 17);
+  CHECK(counted.find("do_syscall_64_[k]") != std::string::npos);
+  // pid and tid from the -F header.
+  CHECK(fields->batch.dict.AttributeValue(fields->batch.samples[0].attribute_set, "process.pid") == "10987");
+}
+
 }  // namespace
 }  // namespace kiln::capture

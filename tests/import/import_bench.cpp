@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 
@@ -229,6 +230,16 @@ int main(int argc, char** argv) {
     return c.ok() ? 0 : 1;
   }
   g_self = argv[0];
+  if (argc >= 4 && std::string(argv[1]) == "--convert") {
+    // What `kiln export --input FILE --format F --annotate` prints, until
+    // main() wires the command (a debugging aid).
+    kiln::capture::ConvertCommand c;
+    c.input = argv[2];
+    c.format = argv[3];
+    c.annotate = true;
+    if (argc >= 5) c.group_by = argv[4];
+    return kiln::capture::RunConvertCommand(c, std::cout, std::cerr);
+  }
   if (argc == 4 && std::string(argv[1]) == "--store") {
     // `kiln import` of one file into a fresh store directory, timed.
     auto store = kiln::storage::Store::Open(argv[2], kiln::storage::Store::Mode::kReadWrite);
