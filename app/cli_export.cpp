@@ -1,13 +1,14 @@
-// `kiln export` from a store: folded stacks of a time range, kind and
-// filters. The store is opened read-only, so this works while kiln runs.
+// `kiln export` from a store: a time range, kind and filters written as
+// folded stacks, OTLP, pprof or SVG. The store is opened read-only, so
+// this works while kiln runs.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <map>
 
 #include "app/cli.h"
+#include "ingest/capture/export.h"
 #include "storage/flame_tree.h"
-#include "storage/folded.h"
 #include "storage/store.h"
 
 namespace kiln::app {
@@ -25,11 +26,15 @@ int RunExport(const ExportOptions& options) {
               << "\" (use none, process or thread)\n";
     return 2;
   }
-  if (options.format != "folded") {
-    std::cerr << "kiln export: format \"" << options.format
-              << "\" is not available from a store (use --format folded)\n";
+  capture::ExportOptions export_options;
+  if (!capture::ParseExportFormat(options.format, &export_options.format)) {
+    std::cerr << "kiln export: unknown --format \"" << options.format
+              << "\" (use folded, otlp, pprof or svg)\n";
     return 2;
   }
+  export_options.group_by = tree_options.group_by;
+  export_options.annotate = options.annotate;
+  export_options.title = "kiln: " + options.data_dir;
   for (const auto& [text, target] : {std::pair{&options.from, &query.from_ns}, {&options.to, &query.to_ns}}) {
     if (text->empty()) continue;
     auto t = ParseTimeArgument(*text);
@@ -60,7 +65,11 @@ int RunExport(const ExportOptions& options) {
     std::cerr << "kiln export: " << slice.status().message() << "\n";
     return 1;
   }
-  storage::FlameTree tree = storage::BuildFlameTree(*slice, tree_options);
+  auto bytes = capture::ExportSlice(*slice, export_options);
+  if (!bytes.ok()) {
+    std::cerr << "kiln export: " << bytes.status().message() << "\n";
+    return 1;
+  }
   std::ofstream file;
   std::ostream* out = &std::cout;
   if (!options.output.empty()) {
@@ -71,8 +80,10 @@ int RunExport(const ExportOptions& options) {
     }
     out = &file;
   }
-  for (const std::string& line : storage::FoldedLines(tree, {.annotate = options.annotate})) {
-    *out << line << '\n';
+  out->write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  // Folded text ends with a newline like the stackcollapse tools print it.
+  if (export_options.format == capture::ExportFormat::kFolded && !bytes->empty() && bytes->back() != '\n') {
+    *out << '\n';
   }
   out->flush();
   return out->good() ? 0 : 1;

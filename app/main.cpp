@@ -2,7 +2,9 @@
 //
 //   kiln [--listen ADDR] [--data-dir DIR]        window + receiver (default)
 //   kiln --headless [--listen ADDR] [--data-dir DIR]
-//   kiln export --data-dir DIR --format folded [--kind K] [--group-by G] [--from T] [--to T]
+//   kiln export --data-dir DIR --format folded|otlp|pprof|svg [--kind K] [--group-by G] [--from T] [--to T]
+//   kiln export --input FILE --format ...           (a converter; no store)
+//   kiln import --data-dir DIR FILE...
 //   kiln stats --data-dir DIR
 #include <CLI/CLI.hpp>
 #include <signal.h>
@@ -11,14 +13,17 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 
 #include "app/cli.h"
 #include "app/demo_profile.h"
 #include "app/gui_app.h"
+#include "ingest/capture/capture_commands.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
 
 namespace kiln::app {
+namespace capture = kiln::capture;
 namespace {
 
 int RunWindow(const HeadlessOptions& where, GuiOptions gui) {
@@ -102,16 +107,33 @@ int main(int argc, char** argv) {
 
   ExportOptions export_options;
   export_options.data_dir = where.data_dir;
-  CLI::App* export_cmd = cli.add_subcommand("export", "Write stored profiles out (folded stacks)");
+  CLI::App* export_cmd = cli.add_subcommand("export", "Write stored profiles, or convert a capture file");
+  std::string input, sample_type, perf_event;
+  bool hide_inline = false;
   export_cmd->add_option("--data-dir", export_options.data_dir, "Store directory")->capture_default_str();
-  export_cmd->add_option("--format", export_options.format, "Output format")->capture_default_str();
-  export_cmd->add_option("--kind", export_options.kind, "on-cpu, off-cpu, probe or other")->capture_default_str();
-  export_cmd->add_option("--group-by", export_options.group_by, "none, process or thread")->capture_default_str();
+  export_cmd->add_option("--input", input, "Read this capture file instead of a store (a converter)");
+  export_cmd->add_option("--format", export_options.format, "folded, otlp, pprof or svg")->capture_default_str();
+  CLI::Option* kind_opt =
+      export_cmd->add_option("--kind", export_options.kind, "on-cpu, off-cpu, probe or other")->capture_default_str();
+  CLI::Option* group_opt =
+      export_cmd->add_option("--group-by", export_options.group_by, "none, process or thread")->capture_default_str();
+  export_cmd->add_option("--sample-type", sample_type, "pprof input: the sample type to read");
+  export_cmd->add_option("--event", perf_event, "perf script input: the event to read");
+  export_cmd->add_flag("--hide-inline", hide_inline, "Leave inlined frames out (with --input)");
   export_cmd->add_option("--from", export_options.from, "Start (Unix ns or RFC 3339), inclusive");
   export_cmd->add_option("--to", export_options.to, "End (Unix ns or RFC 3339), exclusive");
   export_cmd->add_option("--filter", export_options.filters, "KEY=VALUE attribute filter (repeatable)");
   export_cmd->add_flag("--annotate", export_options.annotate, "Suffix kernel frames _[k] and JIT frames _[j]");
   export_cmd->add_option("-o,--output", export_options.output, "Write to a file instead of stdout");
+
+  capture::ImportCommand import_options;
+  import_options.data_dir = where.data_dir;
+  CLI::App* import_cmd = cli.add_subcommand("import", "Import capture files into a store");
+  import_cmd->add_option("--data-dir", import_options.data_dir, "Store directory")->capture_default_str();
+  import_cmd->add_option("--sample-type", import_options.sample_type, "pprof: the sample type to read");
+  import_cmd->add_option("--event", import_options.perf_event, "perf script: the event to read");
+  import_cmd->add_option("files", import_options.files, "OTLP (protobuf/JSON), pprof, folded or perf script files")
+      ->required();
 
   StatsOptions stats_options;
   stats_options.data_dir = where.data_dir;
@@ -120,7 +142,32 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(cli, argc, argv);
 
+  if (export_cmd->parsed() && !input.empty()) {
+    capture::ConvertCommand convert;
+    convert.input = input;
+    convert.format = export_options.format;
+    // Unset kind/group-by let the converter choose from the capture.
+    if (kind_opt->count() > 0) convert.kind = export_options.kind;
+    if (group_opt->count() > 0) convert.group_by = export_options.group_by;
+    for (const auto& [text, target] : {std::pair{&export_options.from, &convert.from_ns}, {&export_options.to, &convert.to_ns}}) {
+      if (text->empty()) continue;
+      auto t = ParseTimeArgument(*text);
+      if (!t.ok()) {
+        std::fprintf(stderr, "kiln export: %s\n", std::string(t.status().message()).c_str());
+        return 2;
+      }
+      *target = *t;
+    }
+    convert.filters = export_options.filters;
+    convert.annotate = export_options.annotate;
+    convert.hide_inline = hide_inline;
+    convert.sample_type = sample_type;
+    convert.perf_event = perf_event;
+    convert.output = export_options.output;
+    return capture::RunConvertCommand(convert, std::cout, std::cerr);
+  }
   if (export_cmd->parsed()) return RunExport(export_options);
+  if (import_cmd->parsed()) return capture::RunImportCommand(import_options, std::cout, std::cerr);
   if (stats_cmd->parsed()) return RunStats(stats_options);
   if (headless) return RunHeadless(where);
   if (!size.empty()) {
