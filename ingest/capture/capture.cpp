@@ -176,7 +176,7 @@ CaptureFormat SniffFormat(std::string_view data) {
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       pos = end + 1;
       ++lines;
-      if (line.substr(0, 9) == "# ========" || line.substr(0, 10) == "# cmdline ") {
+      if (line.substr(0, 10) == "# ========" || line.substr(0, 10) == "# cmdline ") {
         return CaptureFormat::kPerfScript;
       }
       if (LooksLikePerfStackLine(line)) return CaptureFormat::kPerfScript;

@@ -200,6 +200,7 @@ TEST_CASE("sniffing ignores names and recognises each format") {
   CHECK(SniffFormat("{\"resourceProfiles\":[]}") == CaptureFormat::kOtlpJson);
   CHECK(SniffFormat("a;b 1\n") == CaptureFormat::kFolded);
   CHECK(SniffFormat("x 1 cpu-clock:\n\t 1234 main (/bin/x)\n") == CaptureFormat::kPerfScript);
+  CHECK(SniffFormat("# ========\n# captured on: x\n# ========\n") == CaptureFormat::kPerfScript);
   CHECK(SniffFormat(SmallPprof().SerializeAsString()) == CaptureFormat::kPprof);
   CHECK(SniffCompression("\x28\xb5\x2f\xfd") == Compression::kZstd);
   auto e = ImportBytes("", "empty.pb.gz");
