@@ -54,7 +54,7 @@ struct ImportOptions {
   // (Unix ns). ImportFile uses the file's modification time when 0.
   int64_t anchor_time_ns = 0;
   // Refuse inputs that decompress to more than this (zip bombs).
-  uint64_t max_decompressed_bytes = uint64_t{8} << 30;
+  uint64_t max_decompressed_bytes = uint64_t{4} << 30;
   // Called every few MB of input; return false to cancel (the import then
   // fails with absl::CancelledError).
   std::function<bool(const ImportProgress&)> progress;
