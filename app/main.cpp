@@ -60,9 +60,9 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui) {
   auto receiver = ingest::OtlpReceiver::Start(store->get(), receiver_options);
   std::unique_ptr<ingest::OtlpReceiver> running;
   if (receiver.ok()) {
+    // The status line shows where kiln listens; stdout stays quiet so a
+    // failure to open the window is the one line a user sees.
     running = std::move(*receiver);
-    std::printf("kiln: listening on %s, storing in %s\n", running->stats().listen_address.c_str(),
-                data_dir.c_str());
   } else {
     // The window is still useful without a listener (viewing stored data),
     // so this is a warning, shown in the Log view too.

@@ -96,12 +96,12 @@ int Distance(ui::Rgba a, ui::Rgba b) {
          std::abs(ui::BlueOf(a) - ui::BlueOf(b));
 }
 
-// Runs kiln_gui_shot; returns its exit code. Keeps a copy of the PNG for people.
+// Runs kiln (receiver on a free loopback port); returns its exit code. Keeps a copy of the PNG for people.
 // `name` is the file name the copy for people gets ("smoke-top.png").
 int Screenshot(const std::string& data_dir, const std::string& tab, const std::string& png,
                const std::string& name) {
   testing::TestDisplay::Get("gui_smoke_test");
-  const std::string command = std::string(KILN_GUI_SHOT) + " --data-dir " + data_dir + " --tab " + tab +
+  const std::string command = std::string(KILN_BIN) + " --listen 127.0.0.1:0 --data-dir " + data_dir + " --tab " + tab +
                               " --size " + std::to_string(kWidth) + "x" + std::to_string(kHeight) +
                               " --screenshot " + png;
   const int status = std::system(command.c_str());
@@ -183,8 +183,8 @@ TEST_CASE("an empty store shows how to add data") {
 TEST_CASE("without a display it says so in one line and points to --headless") {
   const std::string dir = MakeTempDir();
   const std::string err = dir + "/stderr.txt";
-  const std::string command = "env -u DISPLAY -u WAYLAND_DISPLAY " + std::string(KILN_GUI_SHOT) +
-                              " --data-dir " + dir + "/store 2>" + err;
+  const std::string command = "env -u DISPLAY -u WAYLAND_DISPLAY " + std::string(KILN_BIN) +
+                              " --listen 127.0.0.1:0 --data-dir " + dir + "/store 2>" + err;
   const int status = std::system(command.c_str());
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) != 0);
