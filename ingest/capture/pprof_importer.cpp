@@ -92,6 +92,62 @@ class IdIndex {
   absl::flat_hash_map<uint64_t, uint32_t> map_;
 };
 
+// Stack ids by the raw bytes of a sample's packed location ids. Open
+// addressing over 8-byte slots (hash tag, entry): a third of the memory of
+// a general map, one cache line per probe, and a prefetch hook, because
+// with a million distinct stacks every lookup is a cache miss. Keys view
+// the input buffer, which outlives the decoder.
+class PackedStackIndex {
+ public:
+  void Reserve(size_t entries) {
+    size_t n = 16;
+    while (n < entries * 2) n <<= 1;
+    slots_.assign(n, 0);
+    mask_ = n - 1;
+    keys_.reserve(entries);
+    stacks_.reserve(entries);
+  }
+  static uint64_t Hash(absl::string_view key) { return absl::Hash<absl::string_view>{}(key); }
+  void Prefetch(uint64_t hash) const { __builtin_prefetch(&slots_[hash & mask_]); }
+  // The stack of `key`, or kUnset.
+  uint32_t Find(absl::string_view key, uint64_t hash) const {
+    const auto tag = static_cast<uint32_t>(hash >> 32);
+    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
+      uint64_t slot = slots_[i];
+      if (slot == 0) return kUnset;
+      if (static_cast<uint32_t>(slot >> 32) == tag) {
+        auto entry = static_cast<uint32_t>(slot) - 1;
+        if (keys_[entry] == key) return stacks_[entry];
+      }
+    }
+  }
+  void Insert(absl::string_view key, uint64_t hash, uint32_t stack) {
+    if ((keys_.size() + 1) * 2 > slots_.size()) Grow();
+    Place(hash, static_cast<uint32_t>(keys_.size()));
+    keys_.push_back(key);
+    stacks_.push_back(stack);
+  }
+
+ private:
+  void Place(uint64_t hash, uint32_t entry) {
+    size_t i = hash & mask_;
+    while (slots_[i] != 0) i = (i + 1) & mask_;
+    slots_[i] = (hash >> 32 << 32) | (uint64_t{entry} + 1);
+  }
+  void Grow() {
+    std::vector<uint64_t> old;
+    old.swap(slots_);
+    slots_.assign(std::max<size_t>(16, old.size() * 2), 0);
+    mask_ = slots_.size() - 1;
+    for (uint32_t e = 0; e < keys_.size(); ++e) Place(Hash(keys_[e]), e);
+  }
+
+  std::vector<uint64_t> slots_;
+  size_t mask_ = 0;
+  std::vector<absl::string_view> keys_;
+  std::vector<uint32_t> stacks_;
+};
+
 class PprofDecoder {
  public:
   PprofDecoder(std::string_view data, ParseContext& ctx)
@@ -477,7 +533,8 @@ absl::Status PprofDecoder::DecodeSamples() {
   const int64_t time = time_nanos_ != 0 ? time_nanos_ : ctx_.options().anchor_time_ns;
   // Stacks deduplicated on the raw packed location ids: the key views the
   // input buffer (alive for the whole import), so a lookup allocates nothing.
-  absl::flat_hash_map<absl::string_view, uint32_t> stack_by_packed;
+  PackedStackIndex stack_by_packed;
+  uint64_t hash_ring[16] = {};                              // hashes of the next samples' packed ids
   absl::flat_hash_map<std::string, uint32_t> stack_by_ids;  // unpacked encodings
   absl::flat_hash_map<std::string, uint32_t> attrs_by_labels;
   std::vector<uint64_t> ids;
@@ -486,7 +543,7 @@ absl::Status PprofDecoder::DecodeSamples() {
   std::vector<Span> labels;
   out->batch.samples.reserve(samples_.size());
   AdviseHugePages(out->batch.samples.data(), out->batch.samples.capacity() * sizeof(storage::Sample));
-  stack_by_packed.reserve(samples_.size());
+  stack_by_packed.Reserve(samples_.size());
   // Upper bound of frames: every location id takes at least one byte.
   uint64_t sample_bytes = 0;
   for (const SampleRef& s : samples_) sample_bytes += s.size;
@@ -501,8 +558,16 @@ absl::Status PprofDecoder::DecodeSamples() {
     const Span s = samples_[si].span(data_);
     // The table outgrows the caches; each lookup would otherwise wait for
     // memory.
-    if (si + kPrefetchDistance < samples_.size() && samples_[si + kPrefetchDistance].packed_ids_size != 0) {
-      stack_by_packed.prefetch(samples_[si + kPrefetchDistance].packed_ids(data_));
+    if (si == 0) {
+      for (size_t k = 0; k < kPrefetchDistance && k < samples_.size(); ++k) {
+        hash_ring[k & 15] = PackedStackIndex::Hash(samples_[k].packed_ids(data_));
+        stack_by_packed.Prefetch(hash_ring[k & 15]);
+      }
+    }
+    if (si + kPrefetchDistance < samples_.size()) {
+      uint64_t h = PackedStackIndex::Hash(samples_[si + kPrefetchDistance].packed_ids(data_));
+      hash_ring[(si + kPrefetchDistance) & 15] = h;
+      stack_by_packed.Prefetch(h);
     }
     WireReader r(s.data, s.offset);
     ids.clear();
@@ -571,10 +636,16 @@ absl::Status PprofDecoder::DecodeSamples() {
 
     // Stack: deduplicated on the raw ids.
     uint32_t stack = kUnset;
+    uint64_t packed_hash = 0;
     bool use_packed = packed_ids_only && packed_fields <= 1;
     if (use_packed) {
-      auto it = stack_by_packed.find(packed);
-      if (it != stack_by_packed.end()) stack = it->second;
+      // The first pass found the same bytes unless the sample's layout was
+      // unusual (ids not first, or a long length prefix).
+      absl::string_view first_pass = samples_[si].packed_ids(data_);
+      packed_hash = packed.data() == first_pass.data() && packed.size() == first_pass.size()
+                        ? hash_ring[si & 15]
+                        : PackedStackIndex::Hash(packed);
+      stack = stack_by_packed.Find(packed, packed_hash);
     } else {
       key.assign(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(uint64_t));
       auto it = stack_by_ids.find(key);
@@ -603,7 +674,7 @@ absl::Status PprofDecoder::DecodeSamples() {
       stack = static_cast<uint32_t>(offsets.size() - 1);
       offsets.push_back(static_cast<uint32_t>(frames.size()));
       if (use_packed) {
-        stack_by_packed.emplace(packed, stack);
+        stack_by_packed.Insert(packed, packed_hash, stack);
       } else {
         stack_by_ids.emplace(key, stack);
       }
