@@ -46,3 +46,14 @@ TEST_CASE("exporter: unsent data is bounded, the oldest is dropped and counted")
   CHECK(s.sent_requests == 0);
   CHECK(exporter.CheckReachable(std::chrono::milliseconds(200)).find("not reachable") != std::string::npos);
 }
+
+TEST_CASE("exporter: requests are gzip-compressed") {
+  // A receiver that refuses gzip rejects every request the exporter sends.
+  kiln::agent::testing::TestReceiver no_gzip(/*accept_gzip=*/false);
+  OtlpExporter exporter({.target = no_gzip.address(), .disable_tls = true});
+  exporter.Enqueue(RequestOfSize(100), 1);
+  REQUIRE(exporter.Flush(std::chrono::seconds(10)));
+  CHECK(exporter.stats().sent_requests == 0);
+  CHECK(exporter.stats().dropped_requests == 1);
+  CHECK(no_gzip.requests().empty());
+}

@@ -4,8 +4,9 @@
 
 namespace kiln::agent::testing {
 
-TestReceiver::TestReceiver() {
+TestReceiver::TestReceiver(bool accept_gzip) {
   grpc::ServerBuilder builder;
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, accept_gzip);
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.RegisterService(this);

@@ -24,8 +24,10 @@ using ExportRequest = opentelemetry::proto::collector::profiles::v1development::
 class TestReceiver final
     : public opentelemetry::proto::collector::profiles::v1development::ProfilesService::Service {
  public:
-  // Listens on 127.0.0.1 with an ephemeral port; port() says which.
-  TestReceiver();
+  // Listens on 127.0.0.1 with an ephemeral port; port() says which. With
+  // accept_gzip false, gzip-compressed requests fail with UNIMPLEMENTED,
+  // which is how a test proves the client compresses.
+  explicit TestReceiver(bool accept_gzip = true);
   ~TestReceiver() override;
 
   int port() const { return port_; }
