@@ -379,5 +379,15 @@ TEST_CASE("an OTLP export always reads back, whatever its first bytes look like"
   }
 }
 
+TEST_CASE("pprof: a last sample shorter than two bytes (fuzz finding)") {
+  std::string input =
+      absl::HexStringToBytes("0a000a007a000a000a000a0012001200650a001200320012006500310032120165");
+  ImportOptions options;
+  ImportedCapture out;
+  ParseContext ctx("short.pb", options, &out);
+  absl::Status status = ImportPprof(input, ctx);  // an error or not, never an exception
+  CHECK((status.ok() || std::string(status.message()).rfind("short.pb", 0) == 0));
+}
+
 }  // namespace
 }  // namespace kiln::capture

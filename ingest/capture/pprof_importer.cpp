@@ -185,6 +185,7 @@ class PprofDecoder {
     uint32_t packed_ids_size;
     Span span(std::string_view data) const { return {data.substr(offset, size), offset}; }
     absl::string_view packed_ids(std::string_view data) const {
+      if (packed_ids_size == 0) return {};
       return Av(data.substr(offset + 2, packed_ids_size));
     }
   };
