@@ -166,6 +166,7 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
         HasProcessAttributes(capture->batch.dict) ? storage::GroupBy::kProcess : storage::GroupBy::kNone;
   }
   export_options.annotate = command.annotate;
+  export_options.node_color = command.node_color;
   export_options.show_inline = !command.hide_inline;
   export_options.title =
       command.title.empty() ? command.input.substr(command.input.rfind('/') + 1) : command.title;

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "ingest/capture/capture.h"
+#include "ingest/capture/export.h"
 #include "storage/store.h"
 
 namespace kiln::capture {
