@@ -46,6 +46,8 @@ struct ConvertCommand {
   std::string perf_event;   // perf script input: which event
   std::string title;        // svg title; "" = the input's file name
   std::string output;       // "" = `out`
+  // svg colours; main passes ui::NodeColor so the SVG matches the window.
+  decltype(ExportOptions::node_color) node_color;
 };
 // Reads one capture file and writes it in another format, no store needed.
 int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ostream& err);
