@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -196,6 +197,7 @@ int main(int argc, char** argv) {
               receiver.requests().size());
 
   WriteProc("/proc/sys/kernel/bpf_stats_enabled", old_stats.c_str());
+  std::filesystem::remove_all(dir);
   for (pid_t s : spinners) {
     kill(s, SIGKILL);
     WaitExit(s);

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -378,7 +379,11 @@ int main(int argc, char** argv) {
         "exited process still reported (" + std::to_string(short_events) + " events)");
   Check(short_chain, "exited process has its user frames (main;short_leaf)");
 
-  std::printf("%s (%d failed checks); files in %s\n", g_failures == 0 ? "PASS" : "FAIL", g_failures,
-              dir.c_str());
-  return g_failures == 0 ? 0 : 1;
+  if (g_failures == 0) {
+    std::printf("PASS\n");
+    std::filesystem::remove_all(dir);  // perf.data and logs are only worth keeping on failure
+    return 0;
+  }
+  std::printf("FAIL (%d failed checks); files kept in %s\n", g_failures, dir.c_str());
+  return 1;
 }
