@@ -5,3 +5,5 @@ option(KILN_BUILD_AGENT "Build kiln-agent (Linux, needs libbpf, bpftool, clang)"
 option(KILN_BUILD_BENCHMARKS "Build the benchmarks in tests/bench" ON)
 option(KILN_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
 option(KILN_WERROR "Treat compiler warnings as errors" OFF)
+option(KILN_BUILD_FUZZERS "Build libFuzzer targets for the capture parsers (clang)" OFF)
+set(KILN_FUZZ_SECONDS 60 CACHE STRING "Seconds per fuzzer for the kiln_fuzz target")
