@@ -44,9 +44,9 @@ namespace {
 // The tree is built without per-step hashing: every distinct (stack,
 // attribute set) becomes a key sequence [process, thread, frame...] where a
 // key is (label rank << 4 | frame type). Sorting the sequences puts equal
-// prefixes next to each other and siblings in label order, so one pass
-// creates the nodes (preorder) and a breadth-first renumbering makes
-// children contiguous without further sorting.
+// prefixes next to each other and siblings in label order, so the nodes of
+// each depth can be emitted in one pass over the sorted entries, already in
+// their final breadth-first place.
 constexpr int kTypeBits = 4;
 static_assert(kFrameTypeCount <= (1 << kTypeBits), "frame type must fit in the key's low bits");
 
@@ -136,80 +136,111 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
                                         seq.begin() + seq_offsets[b], seq.begin() + seq_offsets[b + 1]);
   });
 
-  // 3. One pass in sorted order creates nodes in preorder.
-  std::vector<FlameNode> pre;
-  pre.reserve(seq.size() + 1);
-  pre.push_back(root);
-  std::vector<uint32_t> path;  // node per depth below the root
-  uint32_t prev = UINT32_MAX;
-  for (uint32_t e : order) {
-    const uint32_t* s = seq.data() + seq_offsets[e];
-    const size_t n = seq_offsets[e + 1] - seq_offsets[e];
-    size_t common = 0;
-    if (prev != UINT32_MAX) {
-      const uint32_t* p = seq.data() + seq_offsets[prev];
-      const size_t pn = seq_offsets[prev + 1] - seq_offsets[prev];
-      const size_t limit = std::min({n, pn, path.size()});
-      common = static_cast<size_t>(std::mismatch(s, s + limit, p).first - s);
-    }
-    path.resize(common);
-    for (size_t i = common; i < n; ++i) {
-      FlameNode node;
-      node.parent = path.empty() ? 0 : path.back();
-      node.label = label_of_rank[s[i] >> kTypeBits];
-      node.type = static_cast<FrameType>(s[i] & ((1u << kTypeBits) - 1));
-      node.kind = static_cast<int>(i) < group_levels ? (i == 0 ? NodeKind::kProcess : NodeKind::kThread)
-                                                     : NodeKind::kFrame;
-      node.frame = seq_frame[seq_offsets[e] + i];
-      node.depth = static_cast<uint16_t>(std::min<size_t>(i + 1, UINT16_MAX));
-      pre.push_back(node);
-      path.push_back(static_cast<uint32_t>(pre.size() - 1));
-    }
-    pre[path.empty() ? 0 : path.back()].self += weights[e].weight;
-    prev = e;
+  // 3. Breadth-first, depth by depth. In sorted order, the distinct
+  // prefixes of length d+1 are exactly the nodes at depth d+1, grouped by
+  // parent and in label order; so nodes are appended in their final
+  // breadth-first position and each parent's children come out contiguous.
+  // lcp[k] is the common prefix length of sorted entries k-1 and k; for two
+  // entries further apart it is the minimum over the lcps between them.
+  const size_t entries = order.size();
+  // lcp[k]: common prefix length of sorted entries k-1 and k.
+  std::vector<uint32_t> lcp(entries, 0);
+  std::vector<uint32_t> len(entries);
+  size_t max_len = 0;
+  for (size_t k = 0; k < entries; ++k) {
+    const uint32_t e = order[k];
+    len[k] = seq_offsets[e + 1] - seq_offsets[e];
+    max_len = std::max<size_t>(max_len, len[k]);
+    if (k == 0 || len[k] == 0) continue;
+    const uint32_t p = order[k - 1];
+    const size_t limit = std::min<size_t>(len[k], seq_offsets[p + 1] - seq_offsets[p]);
+    const uint32_t* s0 = seq.data() + seq_offsets[e];
+    lcp[k] = static_cast<uint32_t>(std::mismatch(s0, s0 + limit, seq.data() + seq_offsets[p]).first - s0);
   }
-  // Totals bottom-up: in preorder every child comes after its parent.
-  for (size_t i = pre.size(); i-- > 0;) {
-    pre[i].total += pre[i].self;
-    if (i > 0) pre[pre[i].parent].total += pre[i].total;
+  // Column-major copies: column d holds element d of every entry longer
+  // than d, in sorted order, which is exactly the order the depth-d pass
+  // below visits them; each pass then reads memory front to back.
+  std::vector<uint32_t> column_start(max_len + 1, 0);
+  for (size_t k = 0; k < entries; ++k) {
+    for (uint32_t d = 0; d < len[k]; ++d) column_start[d + 1]++;
+  }
+  for (size_t d = 0; d < max_len; ++d) column_start[d + 1] += column_start[d];
+  std::vector<uint32_t> column_keys(seq.size()), column_frames(seq.size());
+  {
+    std::vector<uint32_t> fill(column_start.begin(), column_start.end() - 1);
+    for (size_t k = 0; k < entries; ++k) {
+      const uint32_t base = seq_offsets[order[k]];
+      for (uint32_t d = 0; d < len[k]; ++d) {
+        column_keys[fill[d]] = seq[base + d];
+        column_frames[fill[d]++] = seq_frame[base + d];
+      }
+    }
   }
 
-  // 4. Breadth-first renumbering: children become contiguous, and they are
-  // already in label order because preorder visited them that way.
-  const size_t count = pre.size();
-  std::vector<uint32_t> start(count + 1, 0);
-  for (size_t i = 1; i < count; ++i) start[pre[i].parent + 1]++;
-  for (size_t i = 0; i < count; ++i) start[i + 1] += start[i];
-  std::vector<uint32_t> children(count > 0 ? count - 1 : 0);
-  {
-    std::vector<uint32_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 1; i < count; ++i) children[fill[pre[i].parent]++] = static_cast<uint32_t>(i);
-  }
-  // Walk the small integer arrays first to get the new order, then copy the
-  // nodes in one sequential read: copying in breadth-first order directly
-  // would read 40-byte nodes at random and dominate the build.
-  std::vector<uint32_t> bfs;  // old ids in breadth-first order
-  bfs.reserve(count);
-  std::vector<uint32_t> first_child(count);
-  bfs.push_back(0);
-  for (size_t k = 0; k < bfs.size(); ++k) {
-    uint32_t old = bfs[k];
-    first_child[k] = static_cast<uint32_t>(bfs.size());
-    bfs.insert(bfs.end(), children.begin() + start[old], children.begin() + start[old + 1]);
-  }
-  std::vector<uint32_t> new_of_old(count);
-  for (uint32_t k = 0; k < count; ++k) new_of_old[bfs[k]] = k;
   std::vector<FlameNode>& out = tree.nodes;
-  out.resize(count);
-  for (uint32_t old = 0; old < count; ++old) {
-    uint32_t k = new_of_old[old];
-    FlameNode& node = out[k];
-    node = pre[old];
-    node.parent = new_of_old[pre[old].parent];
-    node.first_child = first_child[k];
-    node.child_count = start[old + 1] - start[old];
-    tree.max_depth = std::max(tree.max_depth, node.depth);
+  out.reserve(seq.size() / 2 + 1);
+  out.push_back(root);
+  // The entries still long enough for the current depth, each with its
+  // node at the previous depth and its lcp to the previous active entry.
+  struct Active {
+    uint32_t k;
+    uint32_t node;
+    uint32_t lcp;
+  };
+  std::vector<Active> active;
+  active.reserve(entries);
+  for (size_t k = 0; k < entries; ++k) {
+    if (len[k] == 0) {
+      out[0].self += weights[order[k]].weight;
+    } else {
+      active.push_back({static_cast<uint32_t>(k), 0, lcp[k]});
+    }
   }
+  for (size_t d = 0; !active.empty(); ++d) {
+    const uint32_t* keys_d = column_keys.data() + column_start[d];
+    const uint32_t* frames_d = column_frames.data() + column_start[d];
+    const NodeKind kind = static_cast<int>(d) < group_levels ? (d == 0 ? NodeKind::kProcess : NodeKind::kThread)
+                                                             : NodeKind::kFrame;
+    const auto depth = static_cast<uint16_t>(std::min<size_t>(d + 1, UINT16_MAX));
+    size_t kept = 0;
+    uint32_t carried_lcp = UINT32_MAX;  // min lcp over entries dropped since the last kept one
+    uint32_t current = 0;
+    for (size_t i = 0; i < active.size(); ++i) {
+      const Active a = active[i];
+      if (i == 0 || a.lcp <= d) {
+        const uint32_t key = keys_d[i];
+        FlameNode node;
+        node.parent = a.node;
+        node.label = label_of_rank[key >> kTypeBits];
+        node.type = static_cast<FrameType>(key & ((1u << kTypeBits) - 1));
+        node.kind = kind;
+        node.frame = frames_d[i];
+        node.depth = depth;
+        current = static_cast<uint32_t>(out.size());
+        FlameNode& parent = out[node.parent];
+        if (parent.child_count++ == 0) parent.first_child = current;
+        out.push_back(node);
+      }
+      if (len[a.k] == d + 1) {
+        // Ends here: its weight is this node's self; its lcp carries over
+        // to the next active entry.
+        out[current].self += weights[order[a.k]].weight;
+        carried_lcp = std::min(carried_lcp, a.lcp);
+      } else {
+        // Next pass compares with the previous entry that is still active.
+        active[kept++] = {a.k, current, std::min(carried_lcp, a.lcp)};
+        carried_lcp = UINT32_MAX;
+      }
+    }
+    active.resize(kept);
+  }
+  // 4. Totals bottom-up: in breadth-first order every child comes after its
+  // parent.
+  for (size_t i = out.size(); i-- > 0;) {
+    out[i].total += out[i].self;
+    if (i > 0) out[out[i].parent].total += out[i].total;
+  }
+  tree.max_depth = static_cast<uint16_t>(std::min<size_t>(max_len, UINT16_MAX));
   return tree;
 }
 
