@@ -12,23 +12,15 @@
 #include <sstream>
 
 #include "ingest/capture/capture_commands.h"
+#include "tests/import/corpus_files.h"
 #include "storage/flame_tree.h"
 #include "storage/folded.h"
 
 namespace kiln::capture {
 namespace {
 
-std::string Corpus() {
-  const char* src = std::getenv("KILN_SOURCE_DIR");
-  return std::string(src != nullptr ? src : ".") + "/../shared/corpus";
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using testing::ReadAll;
+std::string Corpus() { return testing::CorpusDir(); }
 
 // A fresh directory, removed when the test ends.
 struct TempDir {

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "ingest/capture/capture.h"
+#include "tests/import/corpus_files.h"
 #include "ingest/capture/export.h"
 #include "ingest/capture/importers.h"
 #include "ingest/capture/slice_builder.h"
@@ -27,11 +28,9 @@
 namespace kiln::capture {
 namespace {
 
-std::string CorpusDir() {
-  const char* src = std::getenv("KILN_SOURCE_DIR");
-  std::string root = src != nullptr ? src : ".";
-  return root + "/../shared/corpus";
-}
+using testing::CorpusDir;
+using testing::Gunzip;
+using testing::ReadAll;
 
 bool CorpusPresent() {
   struct stat st {};
@@ -56,31 +55,6 @@ std::vector<std::string> ListFiles(const std::string& dir) {
   }
   closedir(d);
   std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string Gunzip(const std::string& data) {
-  std::string out;
-  z_stream zs{};
-  inflateInit2(&zs, 16 + MAX_WBITS);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  char buf[65536];
-  int rc;
-  do {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof(buf);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof(buf) - zs.avail_out);
-  } while (rc == Z_OK);
-  inflateEnd(&zs);
   return out;
 }
 

@@ -22,44 +22,19 @@
 #include <string>
 
 #include "ingest/capture/capture.h"
+#include "tests/import/corpus_files.h"
 #include "ingest/capture/capture_commands.h"
 #include "ingest/capture/export.h"
 #include "pprof/profile.pb.h"
 
 namespace {
 
+using kiln::capture::testing::Gunzip;
+using kiln::capture::testing::ReadAll;
+std::string Corpus() { return kiln::capture::testing::CorpusDir(); }
+
 using kiln::capture::ImportBytes;
 using kiln::capture::ImportFile;
-
-std::string Corpus() {
-  const char* src = std::getenv("KILN_SOURCE_DIR");
-  return std::string(src != nullptr ? src : ".") + "/../shared/corpus";
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string Gunzip(const std::string& data) {
-  std::string out;
-  z_stream zs{};
-  inflateInit2(&zs, 16 + MAX_WBITS);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  char buf[65536];
-  int rc;
-  do {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof(buf);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof(buf) - zs.avail_out);
-  } while (rc == Z_OK);
-  inflateEnd(&zs);
-  return out;
-}
 
 std::string BuildPprof(size_t target_bytes) {
   perftools::profiles::Profile base;
