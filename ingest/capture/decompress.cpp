@@ -76,7 +76,11 @@ absl::StatusOr<std::string> Unzstd(std::string_view data, uint64_t max_bytes, st
   char buf[1 << 16];
   absl::Status status;
   size_t last = 1;
-  while (in.pos < in.size) {
+  // Runs while input remains, then on until zstd reports the frame complete
+  // (last == 0); a call that neither consumes nor produces anything after the
+  // input is gone means the data ended mid-frame.
+  while (status.ok() && (in.pos < in.size || last != 0)) {
+    const size_t consumed_before = in.pos;
     ZSTD_outBuffer ob{buf, sizeof(buf), 0};
     last = ZSTD_decompressStream(ds, &ob, &in);
     if (ZSTD_isError(last)) {
@@ -90,23 +94,7 @@ absl::StatusOr<std::string> Unzstd(std::string_view data, uint64_t max_bytes, st
       break;
     }
     out.append(buf, ob.pos);
-  }
-  // Drain what zstd still holds once the input is consumed.
-  while (status.ok() && last != 0) {
-    ZSTD_outBuffer ob{buf, sizeof(buf), 0};
-    last = ZSTD_decompressStream(ds, &ob, &in);
-    if (ZSTD_isError(last)) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat(Av(name), ": byte ", in.pos, ": corrupt zstd data (", ZSTD_getErrorName(last), ")"));
-      break;
-    }
-    if (out.size() + ob.pos > max_bytes) {
-      status = absl::ResourceExhaustedError(
-          absl::StrCat(Av(name), ": zstd content is larger than the limit of ", max_bytes, " bytes"));
-      break;
-    }
-    out.append(buf, ob.pos);
-    if (ob.pos == 0 && last != 0) {
+    if (in.pos == in.size && consumed_before == in.pos && ob.pos == 0 && last != 0) {
       status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", data.size(),
                                                        ": zstd data is truncated (", out.size(),
                                                        " bytes decompressed so far)"));
