@@ -44,9 +44,9 @@ namespace {
 // The tree is built without per-step hashing: every distinct (stack,
 // attribute set) becomes a key sequence [process, thread, frame...] where a
 // key is (label rank << 4 | frame type). Sorting the sequences puts equal
-// prefixes next to each other and siblings in label order, so the nodes of
-// each depth can be emitted in one pass over the sorted entries, already in
-// their final breadth-first place.
+// prefixes next to each other and siblings in label order, so one walk
+// over the sorted entries emits every node straight into its final
+// breadth-first place.
 constexpr int kTypeBits = 4;
 static_assert(kFrameTypeCount <= (1 << kTypeBits), "frame type must fit in the key's low bits");
 
@@ -136,103 +136,60 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
                                         seq.begin() + seq_offsets[b], seq.begin() + seq_offsets[b + 1]);
   });
 
-  // 3. Breadth-first, depth by depth. In sorted order, the distinct
-  // prefixes of length d+1 are exactly the nodes at depth d+1, grouped by
-  // parent and in label order; so nodes are appended in their final
-  // breadth-first position and each parent's children come out contiguous.
-  // lcp[k] is the common prefix length of sorted entries k-1 and k; for two
-  // entries further apart it is the minimum over the lcps between them.
+  // 3. Nodes straight into breadth-first position. In sorted order, entry
+  // k creates the nodes at depths lcp[k] .. len[k]-1 (lcp[k]: common prefix
+  // with entry k-1), and the nodes of one depth appear in the same order
+  // breadth-first and in this walk. So counting nodes per depth first gives
+  // every node its final index as it is created, each parent's children
+  // land next to each other, and each entry's keys are read front to back.
   const size_t entries = order.size();
-  // lcp[k]: common prefix length of sorted entries k-1 and k.
   std::vector<uint32_t> lcp(entries, 0);
-  std::vector<uint32_t> len(entries);
   size_t max_len = 0;
   for (size_t k = 0; k < entries; ++k) {
     const uint32_t e = order[k];
-    len[k] = seq_offsets[e + 1] - seq_offsets[e];
-    max_len = std::max<size_t>(max_len, len[k]);
-    if (k == 0 || len[k] == 0) continue;
+    const size_t n = seq_offsets[e + 1] - seq_offsets[e];
+    max_len = std::max(max_len, n);
+    if (k == 0 || n == 0) continue;
     const uint32_t p = order[k - 1];
-    const size_t limit = std::min<size_t>(len[k], seq_offsets[p + 1] - seq_offsets[p]);
+    const size_t limit = std::min<size_t>(n, seq_offsets[p + 1] - seq_offsets[p]);
     const uint32_t* s0 = seq.data() + seq_offsets[e];
     lcp[k] = static_cast<uint32_t>(std::mismatch(s0, s0 + limit, seq.data() + seq_offsets[p]).first - s0);
   }
-  // Column-major copies: column d holds element d of every entry longer
-  // than d, in sorted order, which is exactly the order the depth-d pass
-  // below visits them; each pass then reads memory front to back.
-  std::vector<uint32_t> column_start(max_len + 1, 0);
+  // depth_start[d]: index of the first node at depth d + 1 (the root is 0).
+  std::vector<uint32_t> depth_start(max_len + 2, 0);
   for (size_t k = 0; k < entries; ++k) {
-    for (uint32_t d = 0; d < len[k]; ++d) column_start[d + 1]++;
+    const uint32_t e = order[k];
+    const uint32_t n = seq_offsets[e + 1] - seq_offsets[e];
+    for (uint32_t d = lcp[k]; d < n; ++d) depth_start[d + 1]++;
   }
-  for (size_t d = 0; d < max_len; ++d) column_start[d + 1] += column_start[d];
-  std::vector<uint32_t> column_keys(seq.size()), column_frames(seq.size());
-  {
-    std::vector<uint32_t> fill(column_start.begin(), column_start.end() - 1);
-    for (size_t k = 0; k < entries; ++k) {
-      const uint32_t base = seq_offsets[order[k]];
-      for (uint32_t d = 0; d < len[k]; ++d) {
-        column_keys[fill[d]] = seq[base + d];
-        column_frames[fill[d]++] = seq_frame[base + d];
-      }
-    }
-  }
-
+  depth_start[0] = 1;
+  for (size_t d = 0; d <= max_len; ++d) depth_start[d + 1] += depth_start[d];
   std::vector<FlameNode>& out = tree.nodes;
-  out.reserve(seq.size() / 2 + 1);
-  out.push_back(root);
-  // The entries still long enough for the current depth, each with its
-  // node at the previous depth and its lcp to the previous active entry.
-  struct Active {
-    uint32_t k;
-    uint32_t node;
-    uint32_t lcp;
-  };
-  std::vector<Active> active;
-  active.reserve(entries);
+  out.assign(depth_start[max_len], FlameNode{});
+  out[0] = root;
+  std::vector<uint32_t> next(depth_start.begin(), depth_start.end() - 1);  // next free index per depth
+  std::vector<uint32_t> path(max_len + 1, 0);  // path[d]: node at depth d of the current entry
   for (size_t k = 0; k < entries; ++k) {
-    if (len[k] == 0) {
-      out[0].self += weights[order[k]].weight;
-    } else {
-      active.push_back({static_cast<uint32_t>(k), 0, lcp[k]});
+    const uint32_t e = order[k];
+    const uint32_t begin = seq_offsets[e];
+    const uint32_t n = seq_offsets[e + 1] - begin;
+    for (uint32_t d = lcp[k]; d < n; ++d) {
+      const uint32_t key = seq[begin + d];
+      const uint32_t parent = d == 0 ? 0 : path[d];
+      const uint32_t index = next[d]++;
+      FlameNode& node = out[index];
+      node.parent = parent;
+      node.label = label_of_rank[key >> kTypeBits];
+      node.type = static_cast<FrameType>(key & ((1u << kTypeBits) - 1));
+      node.kind = static_cast<int>(d) < group_levels ? (d == 0 ? NodeKind::kProcess : NodeKind::kThread)
+                                                     : NodeKind::kFrame;
+      node.frame = seq_frame[begin + d];
+      node.depth = static_cast<uint16_t>(std::min<uint32_t>(d + 1, UINT16_MAX));
+      FlameNode& p = out[parent];
+      if (p.child_count++ == 0) p.first_child = index;
+      path[d + 1] = index;
     }
-  }
-  for (size_t d = 0; !active.empty(); ++d) {
-    const uint32_t* keys_d = column_keys.data() + column_start[d];
-    const uint32_t* frames_d = column_frames.data() + column_start[d];
-    const NodeKind kind = static_cast<int>(d) < group_levels ? (d == 0 ? NodeKind::kProcess : NodeKind::kThread)
-                                                             : NodeKind::kFrame;
-    const auto depth = static_cast<uint16_t>(std::min<size_t>(d + 1, UINT16_MAX));
-    size_t kept = 0;
-    uint32_t carried_lcp = UINT32_MAX;  // min lcp over entries dropped since the last kept one
-    uint32_t current = 0;
-    for (size_t i = 0; i < active.size(); ++i) {
-      const Active a = active[i];
-      if (i == 0 || a.lcp <= d) {
-        const uint32_t key = keys_d[i];
-        FlameNode node;
-        node.parent = a.node;
-        node.label = label_of_rank[key >> kTypeBits];
-        node.type = static_cast<FrameType>(key & ((1u << kTypeBits) - 1));
-        node.kind = kind;
-        node.frame = frames_d[i];
-        node.depth = depth;
-        current = static_cast<uint32_t>(out.size());
-        FlameNode& parent = out[node.parent];
-        if (parent.child_count++ == 0) parent.first_child = current;
-        out.push_back(node);
-      }
-      if (len[a.k] == d + 1) {
-        // Ends here: its weight is this node's self; its lcp carries over
-        // to the next active entry.
-        out[current].self += weights[order[a.k]].weight;
-        carried_lcp = std::min(carried_lcp, a.lcp);
-      } else {
-        // Next pass compares with the previous entry that is still active.
-        active[kept++] = {a.k, current, std::min(carried_lcp, a.lcp)};
-        carried_lcp = UINT32_MAX;
-      }
-    }
-    active.resize(kept);
+    out[n == 0 ? 0 : path[n]].self += weights[e].weight;
   }
   // 4. Totals bottom-up: in breadth-first order every child comes after its
   // parent.
