@@ -5,6 +5,7 @@
 //   [SECTION] Clock and window setup (including "no display")
 //   [SECTION] Requests: from the session state to the worker
 //   [SECTION] One frame: header, timeline, view, status line
+//   [SECTION] File dialogs: Open, Export, Save PNG
 //   [SECTION] RunGui: the loop and --screenshot
 
 #include "app/gui_app.h"
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,14 +28,17 @@
 #include <backends/imgui_impl_opengl3_loader.h>
 #include <imgui.h>
 
+#include "app/capture_sources.h"
 #include "app/gui_screenshot.h"
 #include "app/gui_worker.h"
 #include "app/view_registry.h"
 #include "storage/store.h"
+#include "ui/format.h"
 #include "ui/header_bar.h"
 #include "ui/status_line.h"
 #include "ui/theme.h"
 #include "ui/timeline_bar.h"
+#include "ui/widgets.h"
 
 namespace kiln::app {
 
@@ -111,59 +116,90 @@ ui::AnalysisRequest BuildRequest(const ui::SessionState& session, uint64_t data_
   return r;
 }
 
+// "Now" for a source: the clock for the live store; the newest sample for a
+// capture, so presets ("Last 15m") mean the capture's last 15 minutes.
+int64_t SourceNow(const Source& source) {
+  if (source.IsCapture() && source.status && source.status->stats.samples > 0) {
+    return source.status->stats.last_sample_ns + 1;
+  }
+  return NowNs();
+}
+
+constexpr const char* kExportFormats[] = {"otlp", "pprof", "folded", "svg"};
+
 struct App {
-  storage::Store& store;
-  GuiWorker worker;
+  SourceList sources;
   std::vector<std::unique_ptr<ui::View>> views;
   std::vector<ui::View*> view_ptrs;
   size_t active_view = 0;
-  ui::SessionState session;
   ui::HeaderBar header;
   ui::TimelineBar timeline;
   ui::Fonts fonts;
 
-  std::shared_ptr<const ui::AnalysisSnapshot> analysis;
-  std::shared_ptr<const ui::StatusSnapshot> status;
-  bool session_initialized = false;
-  bool has_request = false;
-  ui::AnalysisRequest last_request;
-  uint64_t submitted_generation = 0;
-  uint64_t data_version = 0;
   int timeline_buckets = 300;
   bool empty_help_drawn = false;            // the content area showed the empty-store help
   bool freeze_after_first_request = false;  // --screenshot
+  std::vector<std::string> dropped;         // paths from the drop callback, opened next frame
+
+  // File menu dialogs.
+  bool open_dialog_requested = false, export_dialog_requested = false, png_dialog_requested = false;
+  char open_path[1024] = {};
+  std::string browse_dir;                                    // listing cached for this directory
+  std::vector<std::pair<std::string, bool>> browse_entries;  // name, is directory
+  std::string browse_error;
+  int export_format = 2;  // folded
+  char export_path[1024] = {};
+  char png_path[1024] = {};
+  std::string pending_png;  // written from the framebuffer once the dialog is gone
+  int pending_png_frames = 0;
 
   App(storage::Store& s, const ingest::OtlpReceiver* receiver, const GuiOptions& options)
-      : store(s), worker(s, receiver, options.data_dir, [] { glfwPostEmptyEvent(); }), views(CreateViews()) {
+      : sources(s, receiver, options.data_dir, [] { glfwPostEmptyEvent(); }), views(CreateViews()) {
     for (auto& v : views) view_ptrs.push_back(v.get());
     for (size_t i = 0; i < views.size(); ++i) {
       if (!options.tab.empty() && views[i]->Id() == options.tab) active_view = i;
     }
     // The tab bar owns the selection; ask it, as the other views do.
-    session.requested_tab = std::string(views[active_view]->Id());
+    sources.Current().session.requested_tab = std::string(views[active_view]->Id());
+    for (const std::string& path : options.open_files) sources.Open(path);
   }
 
-  bool Current() const { return analysis && analysis->generation == submitted_generation; }
+  Source& Src() { return sources.Current(); }
+  const Source& Src() const { return sources.Current(); }
+  bool Current() const {
+    const Source& s = Src();
+    return s.analysis && s.analysis->generation == s.submitted_generation;
+  }
 
-  // Frame start: adopt the newest snapshots, move the live window, submit
-  // a new request when anything it depends on changed.
+  // Frame start: adopt finished loads and the newest snapshots, move the
+  // live window, submit a new request when anything it depends on changed.
   void Update() {
-    analysis = worker.LatestAnalysis();
-    status = worker.LatestStatus();
-    if (!status) return;  // the window and the first query need the store's time range
-    const int64_t now = NowNs();
-    const auto& stats = status->stats;
-    if (!session_initialized) {
+    for (const std::string& path : dropped) sources.Open(path);
+    dropped.clear();
+    const size_t before = sources.selected();
+    sources.Poll();
+    if (sources.selected() != before) {
+      // A new source starts on the tab the user is on.
+      Src().session.requested_tab = std::string(views[active_view]->Id());
+    }
+    Source& src = Src();
+    src.analysis = src.worker->LatestAnalysis();
+    src.status = src.worker->LatestStatus();
+    if (!src.status) return;  // the window and the first query need the store's time range
+    ui::SessionState& session = src.session;
+    const int64_t now = SourceNow(src);
+    const auto& stats = src.status->stats;
+    if (!src.session_initialized) {
       // A store whose data is older than the default preset opens on All,
       // not on an empty 15 minutes.
       if (stats.samples > 0 && stats.last_sample_ns < now - 15 * 60 * ui::kNsPerSecond) {
         session.preset = ui::TimePreset::kAll;
       }
-      session_initialized = true;
+      src.session_initialized = true;
     }
     // A screenshot captures one moment: after the first request the window
     // stops following, or a busy agent could keep it computing forever.
-    const bool frozen = freeze_after_first_request && has_request;
+    const bool frozen = freeze_after_first_request && src.has_request;
     if (session.live && !frozen) {
       // The window slides in steps of 1% of its span (at least 2 s): a
       // re-query of a big selection is not free, and a step that small is
@@ -171,27 +207,29 @@ struct App {
       const ui::TimeRange span =
           ui::PresetRange(session.preset, now, stats.first_sample_ns, stats.last_sample_ns);
       const int64_t step = std::max(kLiveStepNs, span.Span() / 100);
-      const int64_t now_step = (now / step + 1) * step;
+      const int64_t now_step = src.IsCapture() ? now : (now / step + 1) * step;
       session.window = ui::PresetRange(session.preset, now_step, stats.first_sample_ns, stats.last_sample_ns);
-      data_version = stats.samples;  // new samples: query again
+      src.data_version = stats.samples;  // new samples: query again
     } else if (session.window.Empty()) {
       session.window = ui::PresetRange(session.preset, now, stats.first_sample_ns, stats.last_sample_ns);
     }
-    const ui::AnalysisRequest request = BuildRequest(session, data_version, timeline_buckets);
-    if (!has_request || !(request == last_request)) {
-      submitted_generation = worker.Submit(request);
-      last_request = request;
-      has_request = true;
+    const ui::AnalysisRequest request = BuildRequest(session, src.data_version, timeline_buckets);
+    if (!src.has_request || !(request == src.last_request)) {
+      src.submitted_generation = src.worker->Submit(request);
+      src.last_request = request;
+      src.has_request = true;
     }
   }
 
   // Limit for timeline wheel zoom: the preset window joined with the data.
   ui::TimeRange ZoomLimit() const {
+    const Source& src = Src();
+    const int64_t now = SourceNow(src);
     ui::TimeRange limit =
-        ui::PresetRange(ui::TimePreset::kAll, NowNs(), status ? status->stats.first_sample_ns : 0,
-                        status ? status->stats.last_sample_ns : 0);
-    limit.from_ns = std::min(limit.from_ns, session.window.from_ns);
-    limit.to_ns = std::max({limit.to_ns, session.window.to_ns, NowNs()});
+        ui::PresetRange(ui::TimePreset::kAll, now, src.status ? src.status->stats.first_sample_ns : 0,
+                        src.status ? src.status->stats.last_sample_ns : 0);
+    limit.from_ns = std::min(limit.from_ns, src.session.window.from_ns);
+    limit.to_ns = std::max({limit.to_ns, src.session.window.to_ns, now});
     return limit;
   }
 
@@ -204,14 +242,18 @@ struct App {
     ImGui::SetNextWindowPos(viewport->WorkPos);
     ImGui::SetNextWindowSize(viewport->WorkSize);
     const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove |
-                                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus;
+                                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus |
+                                   ImGuiWindowFlags_MenuBar;
     ImGui::Begin("kiln", nullptr, flags);
-    const bool computing = worker.Busy();
-    header.Draw(view_ptrs, &active_view, session, status.get(), computing);
+    DrawMenuBar();
+    Source& src = Src();
+    const bool computing = src.worker->Busy();
+    header.Draw(view_ptrs, &active_view, src.session, src.status.get(), computing);
+    DrawLoadsAndNotices();
 
     const float em = ImGui::GetFontSize();
     const float timeline_h = em * 4.6f;
-    timeline.Draw(session, analysis.get(), ZoomLimit(), timeline_h);
+    timeline.Draw(src.session, src.analysis.get(), ZoomLimit(), timeline_h);
     timeline_buckets = std::clamp(static_cast<int>(ImGui::GetItemRectSize().x / 4.f), 60, 600);
     ImGui::Separator();
 
@@ -219,14 +261,14 @@ struct App {
     ImGui::BeginChild("##content", ImVec2(0, -status_h), false);
     ui::View* view = views[active_view].get();
     ui::ViewContext context;
-    context.analysis = analysis.get();
-    context.status = status.get();
-    context.session = &session;
+    context.analysis = src.analysis.get();
+    context.status = src.status.get();
+    context.session = &src.session;
     context.computing = computing;
     context.mono_font = fonts.mono;
-    const bool empty_store = status && status->stats.samples == 0;
+    const bool empty_store = src.status && src.status->stats.samples == 0;
     if (empty_store && view->Id() != "log") {
-      ui::DrawEmptyStoreHelp(status.get());
+      ui::DrawEmptyStoreHelp(src.status.get());
       empty_help_drawn = true;
     } else {
       view->Draw(context);
@@ -234,18 +276,261 @@ struct App {
     }
     ImGui::EndChild();
     ImGui::Separator();
-    ui::DrawStatusLine(session, status.get(), analysis.get(), computing);
+    ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing);
+    DrawDialogs();
     ImGui::End();
+  }
+
+  // The File menu and the source switcher. Dialog requests are recorded
+  // here and opened at window level (a popup opened inside a menu would
+  // belong to the menu's ID stack).
+  void DrawMenuBar() {
+    if (!ImGui::BeginMenuBar()) return;
+    const bool capture = Src().IsCapture();
+    if (ImGui::BeginMenu("File")) {
+      if (ImGui::MenuItem("Open...")) open_dialog_requested = true;
+      if (ImGui::MenuItem("Import into store", nullptr, false, capture)) sources.ImportIntoLive(Src().path);
+      if (ImGui::IsItemHovered() && !capture) ImGui::SetTooltip("Select an opened capture first");
+      if (ImGui::MenuItem("Export...", nullptr, false, Src().analysis && Src().analysis->slice)) {
+        export_dialog_requested = true;
+      }
+      if (ImGui::MenuItem("Save PNG of view...")) png_dialog_requested = true;
+      ImGui::Separator();
+      if (ImGui::MenuItem("Close capture", nullptr, false, capture)) sources.Close(sources.selected());
+      ImGui::EndMenu();
+    }
+    ImGui::TextDisabled("Source:");
+    const auto& list = sources.sources();
+    const std::string current = Src().name + (Src().IsCapture() ? "  (capture, read-only)" : "");
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 22.f);
+    if (ImGui::BeginCombo("##source", current.c_str())) {
+      for (size_t i = 0; i < list.size(); ++i) {
+        ImGui::PushID(static_cast<int>(i));
+        if (ImGui::Selectable(list[i]->name.c_str(), i == sources.selected())) sources.Select(i);
+        if (ImGui::IsItemHovered() && list[i]->IsCapture()) ImGui::SetTooltip("%s", list[i]->path.c_str());
+        ImGui::PopID();
+      }
+      ImGui::EndCombo();
+    }
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("%s", Src().IsCapture() ? Src().path.c_str()
+                                                : "The store the receiver writes to. Open or drop capture "
+                                                  "files to add sources.");
+    }
+    ImGui::EndMenuBar();
+  }
+
+  // Progress bars with Cancel for loads in flight, then the newest notice.
+  void DrawLoadsAndNotices() {
+    const float em = ImGui::GetFontSize();
+    for (const auto& load : sources.loads()) {
+      const CaptureLoadProgress p = load->Progress();
+      ImGui::PushID(load.get());
+      ImGui::Text("Opening %s", DisplayName(load->path()).c_str());
+      ImGui::SameLine();
+      char overlay[160];
+      if (p.writing) {
+        std::snprintf(overlay, sizeof overlay, "%s samples read; writing into a temporary store...",
+                      ui::FormatCount(p.samples).c_str());
+      } else {
+        std::snprintf(overlay, sizeof overlay, "%s of %s, %s samples", ui::FormatBytes(p.bytes_done).c_str(),
+                      p.bytes_total ? ui::FormatBytes(p.bytes_total).c_str() : "?",
+                      ui::FormatCount(p.samples).c_str());
+      }
+      const float fraction =
+          p.writing ? 1.f : (p.bytes_total ? static_cast<float>(p.bytes_done) / p.bytes_total : 0.f);
+      ImGui::ProgressBar(fraction, ImVec2(em * 30.f, 0), overlay);
+      ImGui::SameLine();
+      if (ImGui::SmallButton("Cancel")) load->Cancel();
+      ImGui::PopID();
+    }
+    for (const auto& task : sources.tasks()) {
+      ui::Spinner();
+      ImGui::SameLine();
+      ImGui::TextDisabled("%s...", task->what().c_str());
+    }
+    // The newest notices, errors in red; Dismiss clears them (they stay in
+    // the Log).
+    const auto& notices = sources.notices();
+    constexpr size_t kShown = 3;
+    for (size_t i = notices.size() > kShown ? notices.size() - kShown : 0; i < notices.size(); ++i) {
+      const Notice& n = notices[i];
+      const ImVec4 color = n.error ? ImVec4(1.f, 0.45f, 0.4f, 1.f) : ImVec4(0.55f, 0.8f, 1.f, 1.f);
+      ImGui::TextColored(color, "%s", n.text.c_str());
+      if (i + 1 == notices.size()) {
+        ImGui::SameLine();
+        if (ImGui::SmallButton("Dismiss")) sources.DismissNotices();
+      }
+    }
+  }
+
+  // =========================================================================
+  // [SECTION] File dialogs: Open, Export, Save PNG
+  // =========================================================================
+
+  void RefreshListing(const std::string& dir) {
+    browse_dir = dir;
+    browse_entries.clear();
+    browse_error.clear();
+    std::error_code ec;
+    constexpr size_t kMaxEntries = 2000;  // a listing, not a file manager
+    for (auto it = std::filesystem::directory_iterator(dir, ec);
+         !ec && it != std::filesystem::directory_iterator() && browse_entries.size() < kMaxEntries;
+         it.increment(ec)) {
+      std::error_code type_ec;
+      browse_entries.emplace_back(it->path().filename().string(), it->is_directory(type_ec));
+    }
+    if (ec) browse_error = dir + ": " + ec.message();
+    std::sort(browse_entries.begin(), browse_entries.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+  }
+
+  void DrawDialogs() {
+    const float em = ImGui::GetFontSize();
+    if (open_dialog_requested) {
+      open_dialog_requested = false;
+      std::error_code ec;
+      if (browse_dir.empty()) RefreshListing(std::filesystem::current_path(ec).string());
+      ImGui::OpenPopup("Open capture");
+    }
+    if (export_dialog_requested) {
+      export_dialog_requested = false;
+      if (!export_path[0])
+        std::snprintf(export_path, sizeof export_path, "kiln-export.%s", kExportFormats[export_format]);
+      ImGui::OpenPopup("Export");
+    }
+    if (png_dialog_requested) {
+      png_dialog_requested = false;
+      if (!png_path[0])
+        std::snprintf(png_path, sizeof png_path, "kiln-%s.png",
+                      std::string(views[active_view]->Id()).c_str());
+      ImGui::OpenPopup("Save PNG of view");
+    }
+
+    ImGui::SetNextWindowSize(ImVec2(em * 46, em * 30), ImGuiCond_Appearing);
+    if (ImGui::BeginPopupModal("Open capture")) {
+      ImGui::TextDisabled("OTLP (protobuf/JSON), pprof, folded stacks or perf script; gzip/zstd are fine.");
+      ImGui::Text("Directory: %s", browse_dir.c_str());
+      ImGui::SameLine();
+      if (ImGui::SmallButton("Up")) RefreshListing(std::filesystem::path(browse_dir).parent_path().string());
+      ImGui::BeginChild("##listing", ImVec2(0, -ImGui::GetFrameHeightWithSpacing() * 2.2f), true);
+      if (!browse_error.empty())
+        ImGui::TextColored(ImVec4(1.f, 0.45f, 0.4f, 1.f), "%s", browse_error.c_str());
+      std::string enter;
+      for (const auto& [name, is_dir] : browse_entries) {
+        const std::string label = is_dir ? name + "/" : name;
+        const std::string full = (std::filesystem::path(browse_dir) / name).string();
+        if (ImGui::Selectable(label.c_str(), full == open_path, ImGuiSelectableFlags_AllowDoubleClick)) {
+          if (is_dir) {
+            enter = full;
+          } else {
+            std::snprintf(open_path, sizeof open_path, "%s", full.c_str());
+            if (ImGui::IsMouseDoubleClicked(0)) {
+              sources.Open(open_path);
+              ImGui::CloseCurrentPopup();
+            }
+          }
+        }
+      }
+      ImGui::EndChild();
+      if (!enter.empty()) RefreshListing(enter);
+      ImGui::SetNextItemWidth(-em * 9);
+      const bool submitted =
+          ImGui::InputText("##path", open_path, sizeof open_path, ImGuiInputTextFlags_EnterReturnsTrue);
+      ImGui::SameLine();
+      if ((ImGui::Button("Open") || submitted) && open_path[0]) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(open_path, ec)) {
+          RefreshListing(open_path);
+        } else {
+          sources.Open(open_path);
+          ImGui::CloseCurrentPopup();
+        }
+      }
+      ImGui::SameLine();
+      if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
+        ImGui::CloseCurrentPopup();
+      ImGui::EndPopup();
+    }
+
+    if (ImGui::BeginPopupModal("Export", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+      const Source& src = Src();
+      ImGui::Text("What the view shows: %s, %s, %zu filter key%s", src.name.c_str(),
+                  std::string(storage::SampleKindName(src.session.kind)).c_str(), src.session.filters.size(),
+                  src.session.filters.size() == 1 ? "" : "s");
+      ImGui::SetNextItemWidth(em * 8);
+      const int before = export_format;
+      ImGui::Combo("Format", &export_format, kExportFormats, 4);
+      if (before != export_format) {
+        // Keep the user's name, switch the extension.
+        std::string path = export_path;
+        const std::string old_ext = std::string(".") + kExportFormats[before];
+        if (path.size() >= old_ext.size() &&
+            path.compare(path.size() - old_ext.size(), old_ext.size(), old_ext) == 0) {
+          path.resize(path.size() - old_ext.size());
+          path += std::string(".") + kExportFormats[export_format];
+          std::snprintf(export_path, sizeof export_path, "%s", path.c_str());
+        }
+      }
+      ImGui::SetNextItemWidth(em * 30);
+      ImGui::InputText("File", export_path, sizeof export_path);
+      if (ImGui::Button("Export") && export_path[0]) {
+        capture::ExportFormat format = capture::ExportFormat::kFolded;
+        (void)capture::ParseExportFormat(kExportFormats[export_format], &format);
+        sources.Export(src.analysis ? src.analysis->slice : nullptr, format, src.session.group_by,
+                       src.session.show_inline, export_path);
+        ImGui::CloseCurrentPopup();
+      }
+      ImGui::SameLine();
+      if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
+        ImGui::CloseCurrentPopup();
+      ImGui::EndPopup();
+    }
+
+    if (ImGui::BeginPopupModal("Save PNG of view", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+      ImGui::SetNextItemWidth(em * 30);
+      ImGui::InputText("File", png_path, sizeof png_path);
+      if (ImGui::Button("Save") && png_path[0]) {
+        pending_png = png_path;
+        pending_png_frames = 2;  // the dialog is still in this frame and the next
+        ImGui::CloseCurrentPopup();
+      }
+      ImGui::SameLine();
+      if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
+        ImGui::CloseCurrentPopup();
+      ImGui::EndPopup();
+    }
+  }
+
+  // After rendering: writes a requested PNG once the dialog has gone.
+  void MaybeSavePng(int fb_w, int fb_h) {
+    if (pending_png.empty() || --pending_png_frames > 0) return;
+    std::string error;
+    if (WriteFramebufferPng(pending_png, fb_w, fb_h, &error)) {
+      sources.Notify(false, "Saved " + pending_png);
+    } else {
+      sources.Notify(true, error);
+    }
+    pending_png.clear();
   }
 
   // Whether the active view shows its final data (for --screenshot).
   bool Settled() const {
-    if (!status || !has_request) return false;
+    const Source& src = Src();
+    if (sources.Busy()) return false;  // captures from the command line are still loading
+    if (!src.status || !src.has_request) return false;
     if (empty_help_drawn) return true;
-    if (Current() && !analysis->error.empty()) return true;  // the error is what there is to show
-    return Current() && !worker.Busy() && views[active_view]->Settled();
+    if (Current() && !src.analysis->error.empty()) return true;  // the error is what there is to show
+    return Current() && !src.worker->Busy() && views[active_view]->Settled();
   }
 };
+
+void OnDrop(GLFWwindow* window, int count, const char** paths) {
+  auto* app = static_cast<App*>(glfwGetWindowUserPointer(window));
+  if (!app) return;
+  for (int i = 0; i < count; ++i) app->dropped.emplace_back(paths[i]);
+}
 
 }  // namespace
 
@@ -296,6 +581,8 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
     app.fonts = ui::ApplyTheme(scale_x);
     ImGui_ImplGlfw_InitForOpenGL(window.get(), true);
     ImGui_ImplOpenGL3_Init("#version 150");
+    glfwSetWindowUserPointer(window.get(), &app);
+    glfwSetDropCallback(window.get(), OnDrop);
 
     const auto start = std::chrono::steady_clock::now();
     int settled_frames = 0;
@@ -316,7 +603,7 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
         glfwPollEvents();
         second_frame = false;
       } else {
-        glfwWaitEventsTimeout(app.worker.Busy() ? 1.0 / 30 : 0.5);
+        glfwWaitEventsTimeout(app.Src().worker->Busy() || app.sources.Busy() ? 1.0 / 30 : 0.5);
         second_frame = true;
       }
       app.Update();
@@ -333,6 +620,7 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
       glClearColor(0.11f, 0.118f, 0.141f, 1.f);
       glClear(GL_COLOR_BUFFER_BIT);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+      app.MaybeSavePng(fb_w, fb_h);
       // Startup figures for the benchmark (README): first frame, first
       // frame with the view's data, and RSS at each.
       if (report_startup && (first_frame || !reported_settled)) {
@@ -341,9 +629,10 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
         if (first_frame) {
           std::fprintf(stderr, "kiln: first frame after %.1f ms, RSS %.1f MB\n", ms, ResidentMegabytes());
         } else if (app.Settled()) {
-          std::fprintf(stderr, "kiln: view drawn with its data after %.1f ms, RSS %.1f MB (%zu tree nodes)\n",
-                       ms, ResidentMegabytes(),
-                       app.analysis && app.analysis->tree ? app.analysis->tree->nodes.size() : 0);
+          std::fprintf(
+              stderr, "kiln: view drawn with its data after %.1f ms, RSS %.1f MB (%zu tree nodes)\n", ms,
+              ResidentMegabytes(),
+              app.Src().analysis && app.Src().analysis->tree ? app.Src().analysis->tree->nodes.size() : 0);
           reported_settled = true;
         }
       }
@@ -360,9 +649,9 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
           if (!WriteFramebufferPng(options.screenshot_path, fb_w, fb_h, &error)) {
             std::fprintf(stderr, "kiln: %s\n", error.c_str());
             status = 1;
-          } else if (app.analysis && !app.analysis->error.empty()) {
+          } else if (app.Src().analysis && !app.Src().analysis->error.empty()) {
             std::fprintf(stderr, "kiln: the query failed (%s); wrote %s showing the error\n",
-                         app.analysis->error.c_str(), options.screenshot_path.c_str());
+                         app.Src().analysis->error.c_str(), options.screenshot_path.c_str());
             status = 1;
           } else if (timed_out) {
             std::fprintf(stderr, "kiln: the view did not finish loading within 120 s; wrote %s anyway\n",
@@ -384,9 +673,11 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
                    frame_cpu_ms.size(), sum / frame_cpu_ms.size(),
                    frame_cpu_ms[frame_cpu_ms.size() * 95 / 100], frame_cpu_ms.back());
     }
+    glfwSetDropCallback(window.get(), nullptr);
+    glfwSetWindowUserPointer(window.get(), nullptr);
     ImGui_ImplOpenGL3_Shutdown();
     ImGui_ImplGlfw_Shutdown();
-  }  // the worker joins here, before the GL context goes away
+  }  // the workers and loads join here, before the GL context goes away
   ImGui::DestroyContext();
   window.reset();
   glfwTerminate();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace kiln::storage {
 class Store;
@@ -15,12 +16,15 @@ class OtlpReceiver;
 namespace kiln::app {
 
 struct GuiOptions {
-  std::string data_dir;         // shown in the status line
-  std::string tab;              // initial tab: flamegraph|top|executables|log ("" = flamegraph)
-  int width = 1600;             // initial window size in screen coordinates
+  std::string data_dir;  // shown in the status line
+  std::string tab;       // initial tab: flamegraph|top|executables|log ("" = flamegraph)
+  int width = 1600;      // initial window size in screen coordinates
   int height = 1000;
   std::string screenshot_path;  // non-empty: wait until the view is drawn, write PNG, exit
   bool demo = false;            // the store was filled with the built-in synthetic profile
+  // Capture files opened at start (`kiln FILE...`, `--open FILE`), each as a
+  // source of its own beside the store; the last one is shown when loaded.
+  std::vector<std::string> open_files;
 };
 
 // Returns the process exit code. `receiver` may be null (no listener, e.g.

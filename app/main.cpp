@@ -1,6 +1,6 @@
 // kiln: the desktop profile viewer and OTLP profiles receiver.
 //
-//   kiln [--listen ADDR] [--data-dir DIR]        window + receiver (default)
+//   kiln [--listen ADDR] [--data-dir DIR] [FILE...] [--open FILE]   window + receiver (default)
 //   kiln --headless [--listen ADDR] [--data-dir DIR]
 //   kiln export --data-dir DIR --format folded|otlp|pprof|svg [--kind K] [--group-by G] [--from T] [--to T]
 //   kiln export --input FILE --format ...           (a converter; no store)
@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
   cli.add_option("--size", size, "Window size WxH, e.g. 1920x1080");
   cli.add_option("--screenshot", gui.screenshot_path, "Write a PNG of the window once the view is drawn, then exit");
   cli.add_flag("--demo", gui.demo, "Fill a temporary store with a built-in synthetic profile");
+  std::vector<std::string> open_files, positional_files;
+  cli.add_option("--open", open_files, "Open a capture file in the window (repeatable)");
+  cli.add_option("files", positional_files, "Capture files to open in the window");
 
   ExportOptions export_options;
   export_options.data_dir = where.data_dir;
@@ -169,6 +172,10 @@ int main(int argc, char** argv) {
   if (export_cmd->parsed()) return RunExport(export_options);
   if (import_cmd->parsed()) return capture::RunImportCommand(import_options, std::cout, std::cerr);
   if (stats_cmd->parsed()) return RunStats(stats_options);
+  if (headless && (!open_files.empty() || !positional_files.empty())) {
+    std::fprintf(stderr, "kiln: --headless opens no capture files; use `kiln import --data-dir DIR FILE...`\n");
+    return 2;
+  }
   if (headless) return RunHeadless(where);
   if (!size.empty()) {
     if (std::sscanf(size.c_str(), "%dx%d", &gui.width, &gui.height) != 2 || gui.width < 200 ||
@@ -177,5 +184,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  gui.open_files = open_files;
+  gui.open_files.insert(gui.open_files.end(), positional_files.begin(), positional_files.end());
   return RunWindow(where, gui);
 }

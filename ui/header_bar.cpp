@@ -82,7 +82,11 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
     if (active) ImGui::PopStyleColor();
   }
   ImGui::SameLine();
-  if (session.live) {
+  if (session.offline) {
+    ImGui::TextDisabled("capture");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("An opened capture file: read-only; presets count back from its newest sample.");
+  } else if (session.live) {
     ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1.f), "LIVE");
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Following new data. Select a range in the timeline to stop.");

@@ -22,6 +22,9 @@ struct SessionState {
   // it arrives. Selecting a range or zooming the timeline stops it; choosing
   // a preset starts it again.
   bool live = true;
+  // An opened capture: nothing arrives, so presets count back from its newest
+  // sample and the header shows "capture" instead of LIVE.
+  bool offline = false;
   TimeRange window;                               // what the timeline shows
   TimeRange selection;                            // what the views show; Empty() = the whole window
   std::vector<storage::AttributeFilter> filters;  // AND across keys, OR within a key

@@ -24,28 +24,18 @@
 
 #include "app/demo_profile.h"
 #include "storage/store.h"
+#define KILN_TEST_NAME "gui_smoke_test"
+#include "tests/gui/screenshot_checks.h"
 #include "tests/gui/test_display.h"
 #include "ui/frame_colors.h"
 
 namespace kiln {
 namespace {
 
-namespace fs = std::filesystem;
-using storage::FrameType;
-
-constexpr int kWidth = 1280;
-constexpr int kHeight = 800;
-
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-std::string MakeTempDir() {
-  std::string tmpl = (fs::temp_directory_path() / "kiln-gui-test-XXXXXX").string();
-  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-  return tmpl;
 }
 
 // A data dir holding the demo profile and a few log entries of every level.
@@ -71,78 +61,6 @@ std::string DemoStore() {
     return d;
   }();
   return dir;
-}
-
-struct Image {
-  int width = 0, height = 0;
-  std::vector<ui::Rgba> pixels;
-};
-
-Image LoadPng(const std::string& path) {
-  Image image;
-  int channels = 0;
-  unsigned char* data = stbi_load(path.c_str(), &image.width, &image.height, &channels, 4);
-  REQUIRE_MESSAGE(data != nullptr, "cannot read " << path);
-  image.pixels.resize(static_cast<size_t>(image.width) * image.height);
-  for (size_t i = 0; i < image.pixels.size(); ++i) {
-    image.pixels[i] = ui::PackRgba(data[4 * i], data[4 * i + 1], data[4 * i + 2]);
-  }
-  stbi_image_free(data);
-  return image;
-}
-
-int Distance(ui::Rgba a, ui::Rgba b) {
-  return std::abs(ui::RedOf(a) - ui::RedOf(b)) + std::abs(ui::GreenOf(a) - ui::GreenOf(b)) +
-         std::abs(ui::BlueOf(a) - ui::BlueOf(b));
-}
-
-// Runs kiln (receiver on a free loopback port); returns its exit code. Keeps a copy of the PNG for people.
-// `name` is the file name the copy for people gets ("smoke-top.png").
-int Screenshot(const std::string& data_dir, const std::string& tab, const std::string& png,
-               const std::string& name) {
-  testing::TestDisplay::Get("gui_smoke_test");
-  const std::string command = std::string(KILN_BIN) + " --listen 127.0.0.1:0 --data-dir " + data_dir + " --tab " + tab +
-                              " --size " + std::to_string(kWidth) + "x" + std::to_string(kHeight) +
-                              " --screenshot " + png;
-  const int status = std::system(command.c_str());
-  if (const char* bin = std::getenv("KILN_BINARY_DIR"); bin && fs::exists(png)) {
-    const fs::path keep = fs::path(bin) / "gui_screenshots";
-    fs::create_directories(keep);
-    fs::copy_file(png, keep / name, fs::copy_options::overwrite_existing);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-void CheckNotBlank(const Image& image) {
-  CHECK(image.width == kWidth);
-  CHECK(image.height == kHeight);
-  std::set<ui::Rgba> colors;
-  size_t differs = 0;
-  const ui::Rgba background = image.pixels[image.pixels.size() / 2 + kWidth / 3];
-  for (ui::Rgba p : image.pixels) {
-    if (colors.size() < 5000) colors.insert(p);
-    if (Distance(p, background) > 30) ++differs;
-  }
-  CHECK(colors.size() > 50);  // text, bars, widgets: not a flat fill
-  CHECK(differs > image.pixels.size() / 100);
-}
-
-// Pixels whose nearest legend colour is `type`'s and which are close to it.
-std::map<FrameType, size_t> CountTypeColors(const Image& image) {
-  std::map<FrameType, size_t> counts;
-  for (ui::Rgba p : image.pixels) {
-    int best = 1 << 30;
-    FrameType best_type = FrameType::kUnknown;
-    for (int t = 0; t < storage::kFrameTypeCount; ++t) {
-      const int d = Distance(p, ui::FrameTypeColor(static_cast<FrameType>(t)));
-      if (d < best) {
-        best = d;
-        best_type = static_cast<FrameType>(t);
-      }
-    }
-    if (best < 75) ++counts[best_type];
-  }
-  return counts;
 }
 
 TEST_CASE("every view renders the demo store") {
@@ -180,6 +98,7 @@ TEST_CASE("an empty store shows how to add data") {
   fs::remove_all(dir);
 }
 
+// The capture corpus next to the checkout (../shared/corpus), or "" after
 TEST_CASE("without a display it says so in one line and points to --headless") {
   const std::string dir = MakeTempDir();
   const std::string err = dir + "/stderr.txt";

@@ -1,0 +1,287 @@
+#include "app/capture_sources.h"
+
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "ingest/capture/capture_commands.h"
+#include "ui/frame_colors.h"
+
+namespace kiln::app {
+
+std::string DisplayName(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  return name.empty() ? path : name;
+}
+
+// ---------------------------------------------------------------------------
+// TemporaryStore
+// ---------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<TemporaryStore>> TemporaryStore::Create() {
+  std::error_code ec;
+  std::filesystem::path base = std::filesystem::temp_directory_path(ec);
+  if (ec) base = "/tmp";
+  std::string dir = (base / "kiln-capture-XXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) {
+    return absl::InternalError(absl::StrCat("cannot create a temporary store directory in ", base.string()));
+  }
+  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
+  if (!store.ok()) {
+    std::filesystem::remove_all(dir, ec);
+    return store.status();
+  }
+  return std::unique_ptr<TemporaryStore>(new TemporaryStore(dir, *std::move(store)));
+}
+
+TemporaryStore::~TemporaryStore() {
+  store_.reset();  // RocksDB closes its files before the directory goes
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+// ---------------------------------------------------------------------------
+// CaptureLoad
+// ---------------------------------------------------------------------------
+
+CaptureLoad::CaptureLoad(std::string path, std::function<void()> on_done)
+    : path_(std::move(path)), on_done_(std::move(on_done)), result_(absl::UnknownError("not finished")) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+CaptureLoad::~CaptureLoad() {
+  cancel_ = true;
+  thread_.join();
+}
+
+CaptureLoadProgress CaptureLoad::Progress() const {
+  CaptureLoadProgress p;
+  p.bytes_done = bytes_done_;
+  p.bytes_total = bytes_total_;
+  p.samples = samples_;
+  p.writing = writing_;
+  return p;
+}
+
+absl::StatusOr<LoadedCapture> CaptureLoad::Take() { return std::move(result_); }
+
+void CaptureLoad::Run() {
+  auto finish = [this](absl::StatusOr<LoadedCapture> result) {
+    result_ = std::move(result);
+    done_ = true;
+    if (on_done_) on_done_();
+  };
+  capture::ImportOptions options;
+  options.cancel = &cancel_;
+  options.progress = [this](const capture::ImportProgress& p) {
+    bytes_done_ = p.bytes_done;
+    bytes_total_ = p.bytes_total;
+    samples_ = p.samples;
+    if (on_done_) on_done_();  // wake the UI so the progress bar moves
+    return true;
+  };
+  auto imported = capture::ImportFile(path_, options);
+  if (!imported.ok()) return finish(imported.status());
+  if (cancel_) return finish(absl::CancelledError(absl::StrCat(path_, ": cancelled")));
+  if (imported->batch.samples.empty()) {
+    // An empty source would only show the "how to add data" help.
+    std::string why = absl::StrCat(path_, ": no samples in this ",
+                                   std::string(capture::CaptureFormatName(imported->format)), " file");
+    if (imported->skipped_records > 0)
+      absl::StrAppend(&why, " (", imported->skipped_records, " records skipped");
+    if (!imported->warnings.empty()) absl::StrAppend(&why, "; first: ", imported->warnings.front());
+    if (imported->skipped_records > 0) absl::StrAppend(&why, ")");
+    return finish(absl::InvalidArgumentError(why));
+  }
+  samples_ = imported->batch.samples.size();
+  bytes_done_ = bytes_total_ = imported->decompressed_bytes;
+  writing_ = true;
+  if (on_done_) on_done_();
+  auto store = TemporaryStore::Create();
+  if (!store.ok()) return finish(store.status());
+  if (absl::Status s = (*store)->store().Write(imported->batch); !s.ok()) {
+    return finish(absl::Status(s.code(), absl::StrCat(path_, ": ", s.message())));
+  }
+  (void)(*store)->store().AppendLog(
+      storage::LogLevel::kInfo,
+      absl::StrCat("opened ", path_, " (", std::string(capture::CaptureFormatName(imported->format)),
+                   "): ", imported->batch.samples.size(), " samples, ", imported->skipped_records,
+                   " records skipped"));
+  for (const std::string& w : imported->warnings) {
+    (void)(*store)->store().AppendLog(storage::LogLevel::kWarning, w);
+  }
+  LoadedCapture out;
+  out.path = path_;
+  out.store = *std::move(store);
+  out.format = imported->format;
+  out.samples = imported->batch.samples.size();
+  out.skipped_records = imported->skipped_records;
+  out.dominant_kind = imported->dominant_kind;
+  out.warnings = std::move(imported->warnings);
+  finish(std::move(out));
+}
+
+// ---------------------------------------------------------------------------
+// BackgroundTask and ExportSliceToFile
+// ---------------------------------------------------------------------------
+
+BackgroundTask::BackgroundTask(std::string what, std::function<absl::StatusOr<std::string>()> job,
+                               std::function<void()> wake)
+    : what_(std::move(what)), result_(absl::UnknownError("not finished")) {
+  thread_ = std::thread([this, job = std::move(job), wake = std::move(wake)] {
+    result_ = job();
+    done_ = true;
+    if (wake) wake();
+  });
+}
+
+BackgroundTask::~BackgroundTask() { thread_.join(); }
+
+absl::StatusOr<std::string> ExportSliceToFile(const std::shared_ptr<const storage::ProfileSlice>& slice,
+                                              capture::ExportFormat format, storage::GroupBy group_by,
+                                              bool show_inline, const std::string& path) {
+  if (!slice) return absl::FailedPreconditionError("nothing to export yet: the view has no data");
+  if (path.empty()) return absl::InvalidArgumentError("no output file given");
+  capture::ExportOptions options;
+  options.format = format;
+  options.group_by = group_by;
+  options.show_inline = show_inline;
+  options.title = DisplayName(path);
+  options.node_color = [](storage::NodeKind kind, storage::FrameType type, std::string_view label) {
+    const ui::Rgba c = ui::NodeColor(kind, type, label);
+    return capture::Rgb{ui::RedOf(c), ui::GreenOf(c), ui::BlueOf(c)};
+  };
+  auto bytes = capture::ExportSlice(slice, options);
+  if (!bytes.ok()) return bytes.status();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  return absl::StrCat("Exported ", bytes->size(), " bytes to ", path);
+}
+
+// ---------------------------------------------------------------------------
+// SourceList
+// ---------------------------------------------------------------------------
+
+SourceList::SourceList(storage::Store& live, const ingest::OtlpReceiver* receiver, std::string live_data_dir,
+                       std::function<void()> wake_ui)
+    : live_(live), wake_ui_(std::move(wake_ui)) {
+  auto source = std::make_unique<Source>();
+  source->name = "Live store";
+  source->store = &live;
+  source->worker = std::make_unique<GuiWorker>(live, receiver, std::move(live_data_dir), wake_ui_);
+  sources_.push_back(std::move(source));
+}
+
+SourceList::~SourceList() {
+  tasks_.clear();    // an export or import finishes first
+  loads_.clear();    // cancel and join the loads first: they may be writing
+  sources_.clear();  // each worker joins before its store goes
+}
+
+void SourceList::Open(const std::string& path) {
+  loads_.push_back(std::make_unique<CaptureLoad>(path, wake_ui_));
+}
+
+void SourceList::RunTask(std::string what, std::function<absl::StatusOr<std::string>()> job) {
+  tasks_.push_back(std::make_unique<BackgroundTask>(std::move(what), std::move(job), wake_ui_));
+}
+
+void SourceList::ImportIntoLive(const std::string& path) {
+  storage::Store* live = &live_;
+  RunTask(absl::StrCat("Import of ", path), [live, path]() -> absl::StatusOr<std::string> {
+    auto result = capture::ImportIntoStore(live, path, {});
+    if (!result.ok()) return result.status();
+    return absl::StrCat("Imported ", result->samples, " samples from ", path, " into the live store");
+  });
+}
+
+void SourceList::Export(std::shared_ptr<const storage::ProfileSlice> slice, capture::ExportFormat format,
+                        storage::GroupBy group_by, bool show_inline, const std::string& path) {
+  RunTask(absl::StrCat("Export to ", path), [slice = std::move(slice), format, group_by, show_inline, path] {
+    return ExportSliceToFile(slice, format, group_by, show_inline, path);
+  });
+}
+
+bool SourceList::Poll() {
+  bool changed = false;
+  for (size_t i = 0; i < tasks_.size();) {
+    if (!tasks_[i]->Done()) {
+      ++i;
+      continue;
+    }
+    auto result = tasks_[i]->Take();
+    const std::string what = tasks_[i]->what();
+    tasks_.erase(tasks_.begin() + static_cast<std::ptrdiff_t>(i));
+    changed = true;
+    if (result.ok()) {
+      Notify(false, *result);
+    } else {
+      Notify(true, absl::StrCat(what, " failed: ", std::string(result.status().message())));
+    }
+  }
+  for (size_t i = 0; i < loads_.size();) {
+    if (!loads_[i]->Done()) {
+      ++i;
+      continue;
+    }
+    auto loaded = loads_[i]->Take();
+    const std::string path = loads_[i]->path();
+    loads_.erase(loads_.begin() + static_cast<std::ptrdiff_t>(i));
+    changed = true;
+    if (!loaded.ok()) {
+      if (absl::IsCancelled(loaded.status())) {
+        Notify(false, absl::StrCat("Opening ", path, " was cancelled"));
+      } else {
+        Notify(true, absl::StrCat("Cannot open ", std::string(loaded.status().message())));
+      }
+      continue;
+    }
+    auto source = std::make_unique<Source>();
+    source->name = DisplayName(path);
+    source->path = path;
+    source->capture_store = std::move(loaded->store);
+    source->store = &source->capture_store->store();
+    source->worker = std::make_unique<GuiWorker>(*source->store, nullptr, path, wake_ui_);
+    // A capture opens on its dominant kind and its whole range.
+    source->session.kind = loaded->dominant_kind;
+    source->session.preset = ui::TimePreset::kAll;
+    source->session.offline = true;
+    source->session_initialized = true;
+    std::string text =
+        absl::StrCat("Opened ", path, " (", std::string(capture::CaptureFormatName(loaded->format)),
+                     "): ", loaded->samples, " samples");
+    if (loaded->skipped_records > 0)
+      absl::StrAppend(&text, ", ", loaded->skipped_records, " records skipped");
+    Notify(false, text);
+    sources_.push_back(std::move(source));
+    selected_ = sources_.size() - 1;
+  }
+  return changed;
+}
+
+void SourceList::Select(size_t index) {
+  if (index < sources_.size()) selected_ = index;
+}
+
+void SourceList::Close(size_t index) {
+  if (index == 0 || index >= sources_.size()) return;
+  sources_.erase(sources_.begin() + static_cast<std::ptrdiff_t>(index));
+  if (selected_ >= index) selected_ = selected_ == index ? 0 : selected_ - 1;
+}
+
+void SourceList::Notify(bool error, const std::string& text) {
+  notices_.push_back({error, text});
+  constexpr size_t kMaxNotices = 8;
+  if (notices_.size() > kMaxNotices) notices_.erase(notices_.begin());
+  (void)live_.AppendLog(error ? storage::LogLevel::kError : storage::LogLevel::kInfo, text);
+  sources_[0]->worker->RefreshStatus();  // the Log view shows it now, not in a second
+}
+
+}  // namespace kiln::app

@@ -1,0 +1,295 @@
+// The window's capture logic without a window (app/capture_sources.h): the
+// source list, loads with errors and cancel, the File menu's export and
+// import actions. No display needed.
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "app/capture_sources.h"
+#include "ingest/capture/capture.h"
+#include "ingest/capture/capture_commands.h"
+#include "ingest/capture/export.h"
+#include "storage/flame_tree.h"
+#include "storage/folded.h"
+#include "storage/store.h"
+
+namespace kiln::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string MakeTempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "kiln-capture-sources-test-XXXXXX").string();
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+}
+
+// Polls like the frame loop until nothing is in flight (at most 60 s).
+void PollUntilIdle(SourceList& list) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (list.Busy() && std::chrono::steady_clock::now() < deadline) {
+    list.Poll();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  list.Poll();
+  REQUIRE_FALSE(list.Busy());
+}
+
+// Folded lines of everything a store holds for `kind`, as the exporter
+// prints them with the window's default grouping.
+std::vector<std::string> StoreFolded(storage::Store& store, storage::SampleKind kind) {
+  storage::Query query;
+  query.kind = kind;
+  auto slice = store.Run(query);
+  REQUIRE(slice.ok());
+  capture::ExportOptions options;
+  options.group_by = storage::GroupBy::kNone;
+  const std::string text = capture::FoldedText(*slice, options);
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+struct Fixture {
+  std::string dir = MakeTempDir();
+  std::unique_ptr<storage::Store> live;
+  Fixture() {
+    auto store = storage::Store::Open(dir + "/live", storage::Store::Mode::kReadWrite);
+    REQUIRE(store.ok());
+    live = *std::move(store);
+  }
+  ~Fixture() {
+    live.reset();
+    fs::remove_all(dir);
+  }
+};
+
+constexpr const char* kFolded =
+    "main;parse;lex 5\n"
+    "main;parse 2\n"
+    "main;render;draw 7\n";
+
+bool LogHas(storage::Store& store, storage::LogLevel level, const std::string& needle) {
+  for (const auto& e : store.ReadLog(100)) {
+    if (e.level == level && e.message.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_CASE("the live store is the first source; an opened capture becomes the selected one") {
+  Fixture f;
+  const std::string path = f.dir + "/stacks.folded";
+  WriteFile(path, kFolded);
+  std::string temp_dir;
+  {
+    SourceList list(*f.live, nullptr, f.dir + "/live", {});
+    REQUIRE(list.sources().size() == 1);
+    CHECK(list.sources()[0]->name == "Live store");
+    CHECK_FALSE(list.Current().IsCapture());
+    CHECK(list.selected() == 0);
+
+    list.Open(path);
+    CHECK(list.Busy());
+    PollUntilIdle(list);
+    REQUIRE(list.sources().size() == 2);
+    CHECK(list.selected() == 1);
+    const Source& s = list.Current();
+    CHECK(s.IsCapture());
+    CHECK(s.name == "stacks.folded");
+    CHECK(s.path == path);
+    CHECK(s.session.offline);
+    CHECK(s.session.preset == ui::TimePreset::kAll);
+    CHECK(s.store->Stats().samples > 0);
+    temp_dir = s.capture_store->dir();
+    CHECK(fs::exists(temp_dir));
+    REQUIRE(!list.notices().empty());
+    CHECK_FALSE(list.notices().back().error);
+    CHECK(list.notices().back().text.find("Opened " + path) != std::string::npos);
+    // The capture's own store holds exactly the file's stacks; the live
+    // store received nothing but the log line.
+    CHECK(StoreFolded(*s.store, storage::SampleKind::kOnCpu) ==
+          std::vector<std::string>{"main;parse 2", "main;parse;lex 5", "main;render;draw 7"});
+    CHECK(f.live->Stats().samples == 0);
+    CHECK(LogHas(*f.live, storage::LogLevel::kInfo, "Opened " + path));
+
+    list.Select(0);
+    CHECK_FALSE(list.Current().IsCapture());
+    list.Select(7);  // out of range: ignored
+    CHECK(list.selected() == 0);
+
+    list.Close(0);  // the live store cannot be closed
+    CHECK(list.sources().size() == 2);
+    list.Select(1);
+    list.Close(1);
+    CHECK(list.sources().size() == 1);
+    CHECK(list.selected() == 0);
+    CHECK_FALSE(fs::exists(temp_dir));  // closing removes the temporary store
+  }
+}
+
+TEST_CASE("temporary stores are removed when the list goes away") {
+  Fixture f;
+  const std::string path = f.dir + "/stacks.folded";
+  WriteFile(path, kFolded);
+  std::string temp_dir;
+  {
+    SourceList list(*f.live, nullptr, "", {});
+    list.Open(path);
+    PollUntilIdle(list);
+    REQUIRE(list.sources().size() == 2);
+    temp_dir = list.sources()[1]->capture_store->dir();
+    CHECK(fs::exists(temp_dir));
+  }
+  CHECK_FALSE(fs::exists(temp_dir));
+}
+
+TEST_CASE("a bad file (dropped or opened) gives an error notice and a Log entry naming file and position") {
+  Fixture f;
+  SourceList list(*f.live, nullptr, "", {});
+  // Binary that is neither OTLP nor a valid pprof: a field with a huge
+  // declared length.
+  const std::string bad = f.dir + "/broken.pb";
+  WriteFile(bad, std::string("\x0a\xff\xff\xff\xff\x0f", 6) + "abc");
+  const std::string missing = f.dir + "/does-not-exist.pprof";
+  const std::string empty = f.dir + "/nothing.txt";
+  WriteFile(empty, "this is not a profile\n");
+  list.Open(bad);
+  list.Open(missing);
+  list.Open(empty);
+  PollUntilIdle(list);
+  CHECK(list.sources().size() == 1);  // none became a source
+  CHECK(list.selected() == 0);
+  REQUIRE(list.notices().size() == 3);
+  for (const Notice& n : list.notices()) {
+    CAPTURE(n.text);
+    CHECK(n.error);
+    CHECK(n.text.rfind("Cannot open ", 0) == 0);
+  }
+  auto find = [&](const std::string& path) -> std::string {
+    for (const Notice& n : list.notices()) {
+      if (n.text.find(path) != std::string::npos) return n.text;
+    }
+    return "";
+  };
+  const std::string bad_text = find(bad + ": byte ");
+  CAPTURE(bad_text);
+  CHECK(!bad_text.empty());  // "FILE: byte N: ..." from the importer
+  CHECK(!find(missing).empty());
+  CHECK(!find(empty).empty());  // the folded importer: no stack lines, first bad line named
+  CHECK(LogHas(*f.live, storage::LogLevel::kError, bad));
+  CHECK(LogHas(*f.live, storage::LogLevel::kError, missing));
+  list.DismissNotices();
+  CHECK(list.notices().empty());
+}
+
+TEST_CASE("cancel stops a large load") {
+  Fixture f;
+  const std::string big = f.dir + "/big.folded";
+  {
+    // ~48 MB: the importer checks the cancel flag every few MB.
+    std::ofstream out(big);
+    const std::string frame(60, 'f');
+    for (int i = 0; i < 400000; ++i) out << "main;" << frame << ";" << frame << i % 97 << " 1\n";
+  }
+  SourceList list(*f.live, nullptr, "", {});
+  list.Open(big);
+  REQUIRE(list.loads().size() == 1);
+  list.loads()[0]->Cancel();
+  PollUntilIdle(list);
+  CHECK(list.sources().size() == 1);
+  REQUIRE(list.notices().size() == 1);
+  CHECK_FALSE(list.notices()[0].error);
+  CHECK(list.notices()[0].text.find("cancelled") != std::string::npos);
+}
+
+TEST_CASE("export of the current slice writes a file that re-imports with the same folded lines") {
+  Fixture f;
+  const std::string path = f.dir + "/stacks.folded";
+  WriteFile(path, kFolded);
+  SourceList list(*f.live, nullptr, "", {});
+  list.Open(path);
+  PollUntilIdle(list);
+  REQUIRE(list.sources().size() == 2);
+  storage::Store& capture_store = *list.Current().store;
+  const auto expected = StoreFolded(capture_store, storage::SampleKind::kOnCpu);
+  storage::Query query;
+  auto slice = capture_store.Run(query);
+  REQUIRE(slice.ok());
+
+  for (const char* name : {"otlp", "pprof", "folded", "svg"}) {
+    CAPTURE(name);
+    capture::ExportFormat format;
+    REQUIRE(capture::ParseExportFormat(name, &format));
+    const std::string out = f.dir + "/export." + name;
+    // Through a BackgroundTask, as the File menu runs it.
+    list.Export(*slice, format, storage::GroupBy::kNone, true, out);
+    PollUntilIdle(list);
+    REQUIRE(!list.notices().empty());
+    CAPTURE(list.notices().back().text);
+    CHECK_FALSE(list.notices().back().error);
+    CHECK(list.notices().back().text.find(out) != std::string::npos);
+    REQUIRE(fs::file_size(out) > 0);
+    if (std::string(name) == "svg") {
+      std::ifstream in(out);
+      const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      CHECK(svg.find("<svg") != std::string::npos);
+      CHECK(svg.find("render") != std::string::npos);
+      continue;
+    }
+    auto back = TemporaryStore::Create();
+    REQUIRE(back.ok());
+    auto imported = capture::ImportIntoStore(&(*back)->store(), out, {});
+    REQUIRE(imported.ok());
+    CHECK(StoreFolded((*back)->store(), storage::SampleKind::kOnCpu) == expected);
+  }
+}
+
+TEST_CASE("export failures are reported, not thrown") {
+  auto no_slice =
+      ExportSliceToFile(nullptr, capture::ExportFormat::kFolded, storage::GroupBy::kNone, true, "/tmp/x");
+  CHECK_FALSE(no_slice.ok());
+  auto slice = std::make_shared<const storage::ProfileSlice>();
+  auto bad_dir = ExportSliceToFile(slice, capture::ExportFormat::kFolded, storage::GroupBy::kNone, true,
+                                   "/nonexistent-dir/out");
+  CHECK_FALSE(bad_dir.ok());
+  CHECK(std::string(bad_dir.status().message()).find("/nonexistent-dir/out") != std::string::npos);
+}
+
+TEST_CASE("import into store copies the capture into the live store") {
+  Fixture f;
+  const std::string path = f.dir + "/stacks.folded";
+  WriteFile(path, kFolded);
+  SourceList list(*f.live, nullptr, "", {});
+  list.ImportIntoLive(path);
+  PollUntilIdle(list);
+  REQUIRE(!list.notices().empty());
+  CHECK_FALSE(list.notices().back().error);
+  CHECK(list.notices().back().text.find("Imported 3 samples from " + path) != std::string::npos);
+  CHECK(StoreFolded(*f.live, storage::SampleKind::kOnCpu) ==
+        std::vector<std::string>{"main;parse 2", "main;parse;lex 5", "main;render;draw 7"});
+}
+
+TEST_CASE("DisplayName is the file name") {
+  CHECK(DisplayName("/a/b/perf.txt") == "perf.txt");
+  CHECK(DisplayName("perf.txt") == "perf.txt");
+}
+
+}  // namespace
+}  // namespace kiln::app

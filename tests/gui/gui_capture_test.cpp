@@ -1,0 +1,90 @@
+// GUI tests of opened captures through the real `kiln` binary: `kiln --open
+// FILE` shows the capture's flamegraph beside an empty store, and a file that
+// cannot be read leaves the window up with the error in the Log.
+//
+// Needs a display (its own Xvfb when DISPLAY is unset) and the capture corpus
+// at $KILN_SOURCE_DIR/../shared/corpus; without either it prints why and
+// exits 77 (ctest: skipped). PNGs are kept in $KILN_BINARY_DIR/gui_screenshots.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "storage/store.h"
+
+#define KILN_TEST_NAME "gui_capture_test"
+#include "tests/gui/screenshot_checks.h"
+
+namespace kiln {
+namespace {
+
+// Runs first: it needs no corpus.
+TEST_CASE("a capture that cannot be read leaves the window up with the error") {
+  const std::string dir = MakeTempDir();
+  const std::string bad = dir + "-broken.pb.gz";
+  {
+    std::ofstream out(bad, std::ios::binary);
+    out << std::string("\x1f\x8b\x08\x00garbage", 12);  // gzip magic, truncated stream
+  }
+  const std::string png = dir + "-bad.png";
+  // Positional files work like --open.
+  REQUIRE(Screenshot(dir, "log", png, "capture-open-bad.png", bad) == 0);
+  CheckNotBlank(LoadPng(png));
+  fs::remove(png);
+  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadOnly);
+  REQUIRE(store.ok());
+  bool logged = false;
+  for (const auto& e : (*store)->ReadLog(50)) {
+    if (e.level == storage::LogLevel::kError && e.message.find(bad) != std::string::npos) logged = true;
+  }
+  CHECK(logged);
+  store->reset();
+  fs::remove(bad);
+  fs::remove_all(dir);
+}
+
+// The capture corpus next to the checkout (../shared/corpus), or "" after
+// printing why the test is skipped.
+std::string CorpusDir() {
+  const char* source = std::getenv("KILN_SOURCE_DIR");
+  const fs::path dir = fs::path(source ? source : ".") / ".." / "shared" / "corpus";
+  if (!fs::exists(dir / "flamegraph" / "perf-numa-stacks-01.txt")) {
+    std::printf("gui_capture_test: skipped: no capture corpus at %s\n", dir.string().c_str());
+    return "";
+  }
+  return fs::canonical(dir).string();
+}
+
+TEST_CASE("kiln --open shows the capture's flamegraph beside an empty store") {
+  const std::string corpus = CorpusDir();
+  if (corpus.empty()) std::_Exit(testing::kSkip);
+  const std::string dir = MakeTempDir();
+  const std::string png = dir + "-open.png";
+  REQUIRE(Screenshot(dir, "flamegraph", png, "capture-open.png",
+                     "--open " + corpus + "/flamegraph/perf-numa-stacks-01.txt") == 0);
+  const Image image = LoadPng(png);
+  CheckNotBlank(image);
+  // perf-numa-stacks: java with JIT frames ([perf-PID.map]) over kernel
+  // page-fault paths, and swapper in the kernel. The empty live store alone
+  // would show the help text and hardly any of these colours.
+  const auto counts = CountTypeColors(image);
+  auto count = [&](FrameType t) {
+    const auto it = counts.find(t);
+    return it == counts.end() ? size_t{0} : it->second;
+  };
+  CHECK(count(FrameType::kKernel) > 20000);
+  CHECK(count(FrameType::kJit) > 2000);
+  fs::remove(png);
+  // The capture was imported into a temporary store, not into the live one.
+  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadOnly);
+  REQUIRE(store.ok());
+  CHECK((*store)->Stats().samples == 0);
+  store->reset();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln
