@@ -162,7 +162,9 @@ absl::StatusOr<std::string> ExportSliceToFile(const std::shared_ptr<const storag
   out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
   out.close();
   if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
-  return absl::StrCat("Exported ", bytes->size(), " bytes to ", path);
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  return absl::StrCat("Exported ", bytes->size(), " bytes to ", ec ? path : absolute.string());
 }
 
 // ---------------------------------------------------------------------------
@@ -276,8 +278,14 @@ void SourceList::Close(size_t index) {
   if (selected_ >= index) selected_ = selected_ == index ? 0 : selected_ - 1;
 }
 
+void SourceList::ExpireNotices(std::chrono::steady_clock::time_point now) {
+  std::erase_if(notices_, [now](const Notice& n) {
+    return !n.error && now - n.time > std::chrono::seconds(kInfoNoticeSeconds);
+  });
+}
+
 void SourceList::Notify(bool error, const std::string& text) {
-  notices_.push_back({error, text});
+  notices_.push_back({error, text, std::chrono::steady_clock::now()});
   constexpr size_t kMaxNotices = 8;
   if (notices_.size() > kMaxNotices) notices_.erase(notices_.begin());
   (void)live_.AppendLog(error ? storage::LogLevel::kError : storage::LogLevel::kInfo, text);

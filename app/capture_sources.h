@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -146,10 +147,13 @@ struct Source {
 
 // A message for the user (shown above the status line) that is also in the
 // live store's Log.
+// Errors stay until dismissed; other notices go after kInfoNoticeSeconds.
 struct Notice {
   bool error = false;
   std::string text;
+  std::chrono::steady_clock::time_point time;
 };
+inline constexpr int kInfoNoticeSeconds = 20;
 
 // The live store first, then the opened captures in opening order; loads in
 // flight; notices. The live store and receiver outlive the list.
@@ -187,6 +191,8 @@ class SourceList {
   void Close(size_t index);
 
   const std::vector<Notice>& notices() const { return notices_; }
+  // Drops info notices older than kInfoNoticeSeconds at `now`.
+  void ExpireNotices(std::chrono::steady_clock::time_point now);
   // Adds a notice and writes it to the live store's Log.
   void Notify(bool error, const std::string& text);
   void DismissNotices() { notices_.clear(); }

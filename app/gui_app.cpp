@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -88,6 +89,12 @@ double ResidentMegabytes() {
   std::fclose(f);
   return mb;
 }
+
+// SIGINT/SIGTERM close the window like its close button, so the workers
+// join and the temporary stores of opened captures are removed. The loop
+// polls this flag (it wakes at least every half second).
+volatile std::sig_atomic_t g_quit_signal = 0;
+void OnQuitSignal(int) { g_quit_signal = 1; }
 
 struct WindowDeleter {
   void operator()(GLFWwindow* w) const { glfwDestroyWindow(w); }
@@ -178,6 +185,7 @@ struct App {
     dropped.clear();
     const size_t before = sources.selected();
     sources.Poll();
+    sources.ExpireNotices(std::chrono::steady_clock::now());
     if (sources.selected() != before) {
       // A new source starts on the tab the user is on.
       Src().session.requested_tab = std::string(views[active_view]->Id());
@@ -189,11 +197,13 @@ struct App {
     ui::SessionState& session = src.session;
     const int64_t now = SourceNow(src);
     const auto& stats = src.status->stats;
-    if (!src.session_initialized) {
+    if (!src.session_initialized && stats.samples > 0) {
       // A store whose data is older than the default preset opens on All,
-      // not on an empty 15 minutes.
-      if (stats.samples > 0 && stats.last_sample_ns < now - 15 * 60 * ui::kNsPerSecond) {
+      // not on an empty 15 minutes. An empty store decides when its first
+      // data arrives: an agent's is recent, an imported capture's may not be.
+      if (stats.last_sample_ns < now - 15 * 60 * ui::kNsPerSecond && session.live) {
         session.preset = ui::TimePreset::kAll;
+        session.window = {};
       }
       src.session_initialized = true;
     }
@@ -368,7 +378,9 @@ struct App {
   // [SECTION] File dialogs: Open, Export, Save PNG
   // =========================================================================
 
-  void RefreshListing(const std::string& dir) {
+  void RefreshListing(std::string dir) {
+    // "/a/b/" -> "/a/b", so Up goes to "/a".
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     browse_dir = dir;
     browse_entries.clear();
     browse_error.clear();
@@ -594,7 +606,13 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
     // Benchmarks ask for more frames before the capture to average over.
     const char* settle_env = std::getenv("KILN_SETTLE_FRAMES");
     const int settle_frames = settle_env ? std::max(3, std::atoi(settle_env)) : 3;
-    while (!glfwWindowShouldClose(window.get())) {
+    struct sigaction quit {
+    }, old_int{}, old_term{};
+    quit.sa_handler = OnQuitSignal;
+    sigemptyset(&quit.sa_mask);
+    sigaction(SIGINT, &quit, &old_int);
+    sigaction(SIGTERM, &quit, &old_term);
+    while (!glfwWindowShouldClose(window.get()) && !g_quit_signal) {
       // Idle at a few frames per second, but animate promptly while the
       // worker computes; the worker wakes us when a result lands.
       // ImGui settles some changes (tab switches, popups) one frame after
@@ -673,6 +691,8 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
                    frame_cpu_ms.size(), sum / frame_cpu_ms.size(),
                    frame_cpu_ms[frame_cpu_ms.size() * 95 / 100], frame_cpu_ms.back());
     }
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
     glfwSetDropCallback(window.get(), nullptr);
     glfwSetWindowUserPointer(window.get(), nullptr);
     ImGui_ImplOpenGL3_Shutdown();

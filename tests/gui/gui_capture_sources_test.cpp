@@ -129,6 +129,12 @@ TEST_CASE("the live store is the first source; an opened capture becomes the sel
     CHECK(f.live->Stats().samples == 0);
     CHECK(LogHas(*f.live, storage::LogLevel::kInfo, "Opened " + path));
 
+    // Info notices go by themselves.
+    list.ExpireNotices(std::chrono::steady_clock::now());
+    CHECK(!list.notices().empty());
+    list.ExpireNotices(std::chrono::steady_clock::now() + std::chrono::seconds(kInfoNoticeSeconds + 1));
+    CHECK(list.notices().empty());
+
     list.Select(0);
     CHECK_FALSE(list.Current().IsCapture());
     list.Select(7);  // out of range: ignored
@@ -195,6 +201,9 @@ TEST_CASE("a bad file (dropped or opened) gives an error notice and a Log entry 
   CHECK(!find(empty).empty());  // the folded importer: no stack lines, first bad line named
   CHECK(LogHas(*f.live, storage::LogLevel::kError, bad));
   CHECK(LogHas(*f.live, storage::LogLevel::kError, missing));
+  // Errors stay until dismissed.
+  list.ExpireNotices(std::chrono::steady_clock::now() + std::chrono::hours(1));
+  CHECK(list.notices().size() == 3);
   list.DismissNotices();
   CHECK(list.notices().empty());
 }
