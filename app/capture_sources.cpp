@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ingest/capture/capture_commands.h"
+#include "ui/format.h"
 #include "ui/frame_colors.h"
 
 namespace kiln::app {
@@ -200,7 +201,8 @@ void SourceList::ImportIntoLive(const std::string& path) {
   RunTask(absl::StrCat("Import of ", path), [live, path]() -> absl::StatusOr<std::string> {
     auto result = capture::ImportIntoStore(live, path, {});
     if (!result.ok()) return result.status();
-    return absl::StrCat("Imported ", result->samples, " samples from ", path, " into the live store");
+    return absl::StrCat("Imported ", ui::FormatCount(result->samples), " samples from ", path,
+                        " into the live store");
   });
 }
 
@@ -258,7 +260,7 @@ bool SourceList::Poll() {
     source->session_initialized = true;
     std::string text =
         absl::StrCat("Opened ", path, " (", std::string(capture::CaptureFormatName(loaded->format)),
-                     "): ", loaded->samples, " samples");
+                     "): ", ui::FormatCount(loaded->samples), " samples");
     if (loaded->skipped_records > 0)
       absl::StrAppend(&text, ", ", loaded->skipped_records, " records skipped");
     Notify(false, text);

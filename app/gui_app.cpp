@@ -342,10 +342,11 @@ struct App {
       if (p.writing) {
         std::snprintf(overlay, sizeof overlay, "%s samples read; writing into a temporary store...",
                       ui::FormatCount(p.samples).c_str());
+      } else if (p.bytes_total == 0) {
+        std::snprintf(overlay, sizeof overlay, "reading the file...");
       } else {
         std::snprintf(overlay, sizeof overlay, "%s of %s, %s samples", ui::FormatBytes(p.bytes_done).c_str(),
-                      p.bytes_total ? ui::FormatBytes(p.bytes_total).c_str() : "?",
-                      ui::FormatCount(p.samples).c_str());
+                      ui::FormatBytes(p.bytes_total).c_str(), ui::FormatCount(p.samples).c_str());
       }
       const float fraction =
           p.writing ? 1.f : (p.bytes_total ? static_cast<float>(p.bytes_done) / p.bytes_total : 0.f);
@@ -434,11 +435,14 @@ struct App {
         const std::string label = is_dir ? name + "/" : name;
         const std::string full = (std::filesystem::path(browse_dir) / name).string();
         if (ImGui::Selectable(label.c_str(), full == open_path, ImGuiSelectableFlags_AllowDoubleClick)) {
-          if (is_dir) {
-            enter = full;
-          } else {
-            std::snprintf(open_path, sizeof open_path, "%s", full.c_str());
-            if (ImGui::IsMouseDoubleClicked(0)) {
+          // A click selects, a double-click enters or opens: entering on a
+          // single click would let a double-click's second click land on
+          // whatever the new listing shows there.
+          std::snprintf(open_path, sizeof open_path, "%s", full.c_str());
+          if (ImGui::IsMouseDoubleClicked(0)) {
+            if (is_dir) {
+              enter = full;
+            } else {
               sources.Open(open_path);
               ImGui::CloseCurrentPopup();
             }
