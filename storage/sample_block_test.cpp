@@ -37,7 +37,7 @@ TEST_CASE("periodic samples store their time deltas as period multiples plus sma
     int64_t t = 1'700'000'000'000'000'000 + thread * 1'000'000;
     for (int i = 0; i < 250; ++i) {
       t += 50'000'000 * (1 + static_cast<int64_t>(rng() % 3));
-      in.push_back({t + static_cast<int64_t>(rng() % 20'000), rng() % 1500, thread, 0, 1});
+      in.push_back({t + static_cast<int64_t>(rng() % 20'000), static_cast<uint32_t>(rng() % 1500), thread, 0, 1});
     }
   }
   std::string block = EncodeSampleBlock(in);
