@@ -1,5 +1,8 @@
 // The desktop window: GLFW + OpenGL 3.2 core + Dear ImGui, the frame loop,
-// live follow, and --screenshot.
+// live follow, --screenshot, and the sources: the live store and every
+// opened capture (app/capture_sources.h), switched in the menu bar, with the
+// File menu and dropped files. Everything slow (loads, exports, imports,
+// queries) runs off this thread; a frame only reads finished results.
 //
 // Index
 //   [SECTION] Clock and window setup (including "no display")
@@ -519,15 +522,19 @@ struct App {
     }
   }
 
-  // After rendering: writes a requested PNG once the dialog has gone.
+  // After rendering: reads the framebuffer for a requested PNG once the
+  // dialog has gone; the encoding and the write run as a task.
   void MaybeSavePng(int fb_w, int fb_h) {
     if (pending_png.empty() || --pending_png_frames > 0) return;
-    std::string error;
-    if (WriteFramebufferPng(pending_png, fb_w, fb_h, &error)) {
-      sources.Notify(false, "Saved " + pending_png);
-    } else {
-      sources.Notify(true, error);
-    }
+    auto pixels = std::make_shared<const std::vector<unsigned char>>(ReadFramebufferRgba(fb_w, fb_h));
+    const std::string path = pending_png;
+    sources.RunTask("Saving " + path, [pixels, path, fb_w, fb_h]() -> absl::StatusOr<std::string> {
+      std::string error;
+      if (!WriteRgbaPng(path, fb_w, fb_h, *pixels, &error)) return absl::UnavailableError(error);
+      std::error_code ec;
+      const auto absolute = std::filesystem::absolute(path, ec);
+      return "Saved " + (ec ? path : absolute.string());
+    });
     pending_png.clear();
   }
 

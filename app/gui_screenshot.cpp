@@ -17,22 +17,43 @@
 
 namespace kiln::app {
 
-bool WriteFramebufferPng(const std::string& path, int width, int height, std::string* error) {
-  if (width <= 0 || height <= 0) {
+std::vector<unsigned char> ReadFramebufferRgba(int width, int height) {
+  if (width <= 0 || height <= 0) return {};
+  const size_t row = static_cast<size_t>(width) * 4;
+  std::vector<unsigned char> pixels(row * height);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, width, height, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+  // GL's origin is bottom-left, PNG's top-left. Flipping here rather than
+  // with stbi_flip_vertically_on_write keeps stb's global flag out of it,
+  // so encoding can run on any thread.
+  std::vector<unsigned char> tmp(row);
+  for (int y = 0; y < height / 2; ++y) {
+    unsigned char* a = pixels.data() + row * y;
+    unsigned char* b = pixels.data() + row * (height - 1 - y);
+    std::memcpy(tmp.data(), a, row);
+    std::memcpy(a, b, row);
+    std::memcpy(b, tmp.data(), row);
+  }
+  // Opaque: the window has no meaningful alpha.
+  for (size_t i = 3; i < pixels.size(); i += 4) pixels[i] = 255;
+  return pixels;
+}
+
+bool WriteRgbaPng(const std::string& path, int width, int height, const std::vector<unsigned char>& rgba,
+                  std::string* error) {
+  if (width <= 0 || height <= 0 || rgba.size() != static_cast<size_t>(width) * height * 4) {
     *error = "empty framebuffer";
     return false;
   }
-  std::vector<unsigned char> pixels(static_cast<size_t>(width) * height * 4);
-  glPixelStorei(GL_PACK_ALIGNMENT, 1);
-  glReadPixels(0, 0, width, height, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
-  // Opaque: the window has no meaningful alpha.
-  for (size_t i = 3; i < pixels.size(); i += 4) pixels[i] = 255;
-  stbi_flip_vertically_on_write(1);  // GL's origin is bottom-left, PNG's top-left
-  if (!stbi_write_png(path.c_str(), width, height, 4, pixels.data(), width * 4)) {
+  if (!stbi_write_png(path.c_str(), width, height, 4, rgba.data(), width * 4)) {
     *error = "cannot write " + path + ": " + std::strerror(errno);
     return false;
   }
   return true;
+}
+
+bool WriteFramebufferPng(const std::string& path, int width, int height, std::string* error) {
+  return WriteRgbaPng(path, width, height, ReadFramebufferRgba(width, height), error);
 }
 
 }  // namespace kiln::app
