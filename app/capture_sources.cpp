@@ -86,6 +86,10 @@ void CaptureLoad::Run() {
     if (on_done_) on_done_();  // wake the UI so the progress bar moves
     return true;
   };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path_, ec)) {
+    return finish(absl::InvalidArgumentError(absl::StrCat(path_, ": is a directory, not a capture file")));
+  }
   auto imported = capture::ImportFile(path_, options);
   if (!imported.ok()) return finish(imported.status());
   if (cancel_) return finish(absl::CancelledError(absl::StrCat(path_, ": cancelled")));

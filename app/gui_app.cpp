@@ -475,8 +475,12 @@ struct App {
 
     if (ImGui::BeginPopupModal("Export", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
       const Source& src = Src();
-      ImGui::Text("What the view shows: %s, %s, %zu filter key%s", src.name.c_str(),
-                  std::string(storage::SampleKindName(src.session.kind)).c_str(), src.session.filters.size(),
+      // The slice the view shows is what gets written: say what it is.
+      const ui::TimeRange range = src.session.QueryRange();
+      ImGui::Text("Exports what the view shows: %s, %s, %s - %s (%s), %zu filter key%s", src.name.c_str(),
+                  std::string(storage::SampleKindName(src.session.kind)).c_str(),
+                  ui::FormatDateTime(range.from_ns).c_str(), ui::FormatDateTime(range.to_ns).c_str(),
+                  ui::FormatDuration(range.Span()).c_str(), src.session.filters.size(),
                   src.session.filters.size() == 1 ? "" : "s");
       ImGui::SetNextItemWidth(em * 8);
       const int before = export_format;

@@ -179,10 +179,11 @@ TEST_CASE("a bad file (dropped or opened) gives an error notice and a Log entry 
   list.Open(bad);
   list.Open(missing);
   list.Open(empty);
+  list.Open(f.dir);  // a directory
   PollUntilIdle(list);
   CHECK(list.sources().size() == 1);  // none became a source
   CHECK(list.selected() == 0);
-  REQUIRE(list.notices().size() == 3);
+  REQUIRE(list.notices().size() == 4);
   for (const Notice& n : list.notices()) {
     CAPTURE(n.text);
     CHECK(n.error);
@@ -198,12 +199,13 @@ TEST_CASE("a bad file (dropped or opened) gives an error notice and a Log entry 
   CAPTURE(bad_text);
   CHECK(!bad_text.empty());  // "FILE: byte N: ..." from the importer
   CHECK(!find(missing).empty());
+  CHECK(!find(f.dir + ": is a directory").empty());
   CHECK(!find(empty).empty());  // the folded importer: no stack lines, first bad line named
   CHECK(LogHas(*f.live, storage::LogLevel::kError, bad));
   CHECK(LogHas(*f.live, storage::LogLevel::kError, missing));
   // Errors stay until dismissed.
   list.ExpireNotices(std::chrono::steady_clock::now() + std::chrono::hours(1));
-  CHECK(list.notices().size() == 3);
+  CHECK(list.notices().size() == 4);
   list.DismissNotices();
   CHECK(list.notices().empty());
 }
