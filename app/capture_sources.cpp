@@ -112,6 +112,8 @@ void CaptureLoad::Run() {
   if (absl::Status s = (*store)->store().Write(imported->batch); !s.ok()) {
     return finish(absl::Status(s.code(), absl::StrCat(path_, ": ", s.message())));
   }
+  // Cancel pressed while writing: the store (and its directory) goes now.
+  if (cancel_) return finish(absl::CancelledError(absl::StrCat(path_, ": cancelled")));
   (void)(*store)->store().AppendLog(
       storage::LogLevel::kInfo,
       absl::StrCat("opened ", path_, " (", std::string(capture::CaptureFormatName(imported->format)),
