@@ -158,6 +158,10 @@ int main(int argc, char** argv) {
   std::printf("top functions:        %.0f ms (%zu rows)\n", top_ms, top.size());
   std::printf("peak RSS:             %ld MiB\n", PeakRssMiB());
   store.reset();
-  std::filesystem::remove_all(dir);
+  if (std::getenv("KILN_BENCH_KEEP") != nullptr) {
+    std::printf("store kept in %s\n", dir.c_str());
+  } else {
+    std::filesystem::remove_all(dir);
+  }
   return 0;
 }
