@@ -3,7 +3,7 @@
 # with BPF when root). The README's test command; CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash packaging/setup-debian.sh
+bash packaging/install-deps.sh
 build="${KILN_BUILD_DIR:-build}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${KILN_CMAKE_ARGS:-}
 cmake --build "$build" -j"$(nproc)"
