@@ -23,7 +23,8 @@ struct GuiOptions {
   std::string screenshot_path;  // non-empty: wait until the view is drawn, write PNG, exit
   bool demo = false;            // the store was filled with the built-in synthetic profile
   // Capture files opened at start (`kiln FILE...`, `--open FILE`), each as a
-  // source of its own beside the store; the last one is shown when loaded.
+  // source of its own beside the store, selected as it finishes loading;
+  // --screenshot waits for all of them.
   std::vector<std::string> open_files;
 };
 
