@@ -3,7 +3,6 @@
 #include "ingest/capture/capture.h"
 
 #include <doctest/doctest.h>
-#include <zlib.h>
 #include <zstd.h>
 
 #include "absl/strings/escaping.h"
@@ -28,20 +27,6 @@ std::string Folded(const ImportedCapture& c, storage::GroupBy group_by, bool ann
   std::string text;
   for (const std::string& l : storage::FoldedLines(tree, {annotate})) text += l + "\n";
   return text;
-}
-
-std::string Gzip(std::string_view data) {
-  z_stream zs{};
-  deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&zs, data.size()) + 64, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  deflate(&zs, Z_FINISH);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
 }
 
 TEST_CASE("folded: CRLF, comments and invalid lines are skipped and counted") {
@@ -146,7 +131,7 @@ perftools::profiles::Profile SmallPprof() {
 }
 
 TEST_CASE("pprof: default sample type is the last, inlined lines expand caller first") {
-  std::string bytes = Gzip(SmallPprof().SerializeAsString());
+  std::string bytes = GzipCompress(SmallPprof().SerializeAsString());
   auto c = ImportBytes(bytes, "p.pb.gz");
   REQUIRE(c.ok());
   CHECK(c->compression == Compression::kGzip);
@@ -190,7 +175,7 @@ TEST_CASE("pprof: malformed input names the file and the byte") {
   REQUIRE(!d.ok());
   CHECK(std::string(d.status().message()).find("location_id 99 does not exist") != std::string::npos);
   // Truncated gzip.
-  std::string gz = Gzip(good);
+  std::string gz = GzipCompress(good);
   auto g = ImportBytes(std::string_view(gz).substr(0, gz.size() / 2), "cut.pb.gz");
   REQUIRE(!g.ok());
   CHECK(std::string(g.status().message()).find("cut.pb.gz: byte ") == 0);
