@@ -50,8 +50,8 @@ class SymbolTable {
   bool empty() const { return interval_start_.empty(); }
   size_t MemoryBytes() const;
 
-  // Versioned, zstd-compressed; Deserialize checks every index, so a
-  // corrupted blob is a DataLoss error, never a crash.
+  // Versioned varint encoding (the store compresses it); Deserialize checks
+  // every index, so a corrupted blob is a DataLoss error, never a crash.
   std::string Serialize() const;
   [[nodiscard]] static absl::StatusOr<SymbolTable> Deserialize(std::string_view bytes);
 
