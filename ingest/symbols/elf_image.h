@@ -1,0 +1,66 @@
+// ElfImage (internal to ingest/symbols): one ELF file opened with libelf and
+// checked up front, so the readers after it can trust offsets and sizes.
+//
+// Checks: ELF magic, class and byte order, a complete ELF header, and that
+// the program and section header tables and every section's data lie inside
+// the file. libelf alone accepts some of these and then fails (or reads
+// garbage) later; checking here gives one clear message naming the file.
+// One thread at a time per image; distinct images are independent.
+#pragma once
+
+#include <gelf.h>
+#include <libelf.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::symbols::internal {
+
+class ElfImage {
+ public:
+  // Maps the file read-only (ELF_C_READ_MMAP).
+  [[nodiscard]] static absl::StatusOr<ElfImage> Open(const std::string& path);
+  // Over a private copy of `bytes`; `name` is used in messages.
+  [[nodiscard]] static absl::StatusOr<ElfImage> FromBytes(std::string_view bytes, const std::string& name);
+
+  ElfImage(ElfImage&& other) noexcept;
+  ElfImage& operator=(ElfImage&& other) noexcept;
+  ElfImage(const ElfImage&) = delete;
+  ElfImage& operator=(const ElfImage&) = delete;
+  ~ElfImage();
+
+  Elf* elf() const { return elf_; }
+  int fd() const { return fd_; }  // -1 for images from bytes
+  const std::string& name() const { return name_; }
+  uint64_t size() const { return size_; }
+  int elf_class() const { return elf_class_; }  // 32 or 64
+  bool big_endian() const { return big_endian_; }
+
+  // Section name ("" when it has none or the name is out of range).
+  std::string_view SectionName(const GElf_Shdr& shdr) const;
+  // The first section called `name`, or nullptr.
+  Elf_Scn* FindSection(std::string_view name, GElf_Shdr* shdr) const;
+
+ private:
+  ElfImage() = default;
+  absl::Status Check();
+  void Release();
+
+  std::string name_;
+  int fd_ = -1;
+  std::unique_ptr<std::string> bytes_;  // backing store for FromBytes (stable address)
+  Elf* elf_ = nullptr;
+  uint64_t size_ = 0;
+  size_t shstrndx_ = 0;
+  int elf_class_ = 0;
+  bool big_endian_ = false;
+};
+
+// "0x1f" for messages.
+std::string Hex(uint64_t v);
+
+}  // namespace kiln::symbols::internal

@@ -1,0 +1,622 @@
+// ReadSymbols: ELF symbol tables, MiniDebugInfo and DWARF into a SymbolTable.
+//
+// Index:
+//   [DEMANGLE]   Itanium and Rust legacy names as addr2line -C prints them
+//   [ELF]        .symtab / .dynsym function symbols, MiniDebugInfo (xz)
+//   [DWARF]      subprograms, inlined calls, line tables (libdw)
+//   [READ]       ReadSymbols: the files in order, counts, description
+#include "ingest/symbols/elf_symbols.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/version.h>
+#include <lzma.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ingest/symbols/elf_identity.h"
+#include "ingest/symbols/elf_image.h"
+
+namespace kiln::symbols {
+namespace {
+
+using internal::ElfImage;
+using storage::SymbolTableBuilder;
+
+constexpr size_t kMaxMiniDebugInfoBytes = 512u << 20;
+constexpr int kMaxDieDepth = 512;         // deeper nesting is garbage DWARF, not code
+constexpr uint32_t kElfCompressZstd = 2;  // ELFCOMPRESS_ZSTD, not in 0.188's headers
+
+bool Cancelled(const SymbolReadOptions& options) {
+  return options.cancel && options.cancel->load(std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------
+// [DEMANGLE]
+// ---------------------------------------------------------------------------
+
+bool IsHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// Rust legacy symbols are Itanium-mangled paths whose last element is
+// "h<16 hex digits>" and whose elements escape punctuation as $..$.
+bool StripRustHash(std::string* s) {
+  constexpr size_t kLen = 3 + 16;  // "::h" + hash
+  if (s->size() <= kLen || s->compare(s->size() - kLen, 3, "::h") != 0) return false;
+  for (size_t i = s->size() - 16; i < s->size(); ++i)
+    if (!IsHex((*s)[i])) return false;
+  s->resize(s->size() - kLen);
+  return true;
+}
+
+std::string DecodeRustEscapes(const std::string& s) {
+  static const std::pair<const char*, const char*> kEscapes[] = {{"$SP$", "@"}, {"$BP$", "*"}, {"$RF$", "&"},
+                                                                 {"$LT$", "<"}, {"$GT$", ">"}, {"$LP$", "("},
+                                                                 {"$RP$", ")"}, {"$C$", ","}};
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    if (s[i] == '$') {
+      bool done = false;
+      for (const auto& [from, to] : kEscapes) {
+        size_t n = std::strlen(from);
+        if (s.compare(i, n, from) == 0) {
+          out += to;
+          i += n;
+          done = true;
+          break;
+        }
+      }
+      if (!done && i + 1 < s.size() && s[i + 1] == 'u') {
+        size_t end = s.find('$', i + 2);
+        if (end != std::string::npos && end - i - 2 <= 6) {
+          unsigned long cp = std::strtoul(s.substr(i + 2, end - i - 2).c_str(), nullptr, 16);
+          if (cp > 0 && cp < 0x80) {
+            out.push_back(static_cast<char>(cp));
+            i = end + 1;
+            done = true;
+          }
+        }
+      }
+      if (!done) out.push_back(s[i++]);
+    } else if (s[i] == '.' && i + 1 < s.size() && s[i + 1] == '.') {
+      out += "::";
+      i += 2;
+    } else {
+      out.push_back(s[i++]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Demangle(const std::string& name) {
+  if (name.size() < 3 || name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) {
+    std::free(d);
+    return name;
+  }
+  std::string out(d);
+  std::free(d);
+  if (name.compare(0, 3, "_ZN") == 0 && StripRustHash(&out)) out = DecodeRustEscapes(out);
+  return out;
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// [ELF]
+// ---------------------------------------------------------------------------
+
+// Adds the function symbols of every section of `section_type`; returns how
+// many.
+size_t AddElfSymbols(const ElfImage& image, uint32_t section_type, SymbolTableBuilder& builder,
+                     const SymbolReadOptions& options) {
+  size_t added = 0;
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(image.elf(), &ehdr)) return 0;
+  for (Elf_Scn* scn = elf_nextscn(image.elf(), nullptr); scn; scn = elf_nextscn(image.elf(), scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != section_type || shdr.sh_entsize == 0) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (!data) continue;
+    size_t count = shdr.sh_size / shdr.sh_entsize;
+    for (size_t i = 0; i < count; ++i) {
+      if ((i & 4095) == 0 && Cancelled(options)) return added;
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+      int type = GELF_ST_TYPE(sym.st_info);
+      if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 || sym.st_shndx == SHN_UNDEF ||
+          sym.st_name == 0)
+        continue;
+      const char* name = elf_strptr(image.elf(), shdr.sh_link, sym.st_name);
+      if (!name || !*name) continue;
+      uint64_t start = sym.st_value;
+      if (ehdr.e_machine == EM_ARM) start &= ~uint64_t{1};  // Thumb bit
+      builder.AddSymbol(Demangle(name), start, sym.st_size);
+      ++added;
+    }
+  }
+  return added;
+}
+
+// .gnu_debugdata is a complete .xz stream whose decompressed size is not
+// stored up front, so decode in steps into a growing buffer (bounded).
+absl::StatusOr<std::string> XzDecode(const uint8_t* in, size_t in_size, const std::string& name) {
+  lzma_stream strm = LZMA_STREAM_INIT;
+  if (lzma_stream_decoder(&strm, UINT64_MAX, 0) != LZMA_OK)
+    return absl::ResourceExhaustedError(name + ": liblzma could not start a decoder");
+  std::string out(std::min<size_t>(in_size * 4 + 4096, kMaxMiniDebugInfoBytes), '\0');
+  strm.next_in = in;
+  strm.avail_in = in_size;
+  strm.next_out = reinterpret_cast<uint8_t*>(out.data());
+  strm.avail_out = out.size();
+  lzma_ret ret;
+  while ((ret = lzma_code(&strm, LZMA_FINISH)) == LZMA_OK || (ret == LZMA_BUF_ERROR && strm.avail_out == 0)) {
+    if (strm.avail_out != 0) continue;
+    if (out.size() >= kMaxMiniDebugInfoBytes) {
+      lzma_end(&strm);
+      return absl::ResourceExhaustedError(absl::StrCat(name, ": .gnu_debugdata decompresses to more than ",
+                                                       kMaxMiniDebugInfoBytes, " bytes"));
+    }
+    size_t used = out.size();
+    out.resize(std::min(out.size() * 2, kMaxMiniDebugInfoBytes));
+    strm.next_out = reinterpret_cast<uint8_t*>(out.data()) + used;
+    strm.avail_out = out.size() - used;
+  }
+  size_t produced = out.size() - strm.avail_out;
+  lzma_end(&strm);
+  if (ret != LZMA_STREAM_END)
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": .gnu_debugdata is not a valid xz stream (liblzma error ", static_cast<int>(ret), ")"));
+  out.resize(produced);
+  return out;
+}
+
+absl::StatusOr<size_t> AddMiniDebugInfo(const ElfImage& image, SymbolTableBuilder& builder,
+                                        const SymbolReadOptions& options) {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = image.FindSection(".gnu_debugdata", &shdr);
+  if (!scn || shdr.sh_type == SHT_NOBITS) return 0;
+  Elf_Data* data = elf_rawdata(scn, nullptr);
+  if (!data || !data->d_buf || data->d_size == 0) return 0;
+  auto inner = XzDecode(static_cast<const uint8_t*>(data->d_buf), data->d_size, image.name());
+  if (!inner.ok()) return inner.status();
+  auto mini = ElfImage::FromBytes(*inner, image.name() + " [.gnu_debugdata]");
+  if (!mini.ok()) return mini.status();
+  return AddElfSymbols(*mini, SHT_SYMTAB, builder, options);
+}
+
+// ---------------------------------------------------------------------------
+// [DWARF]
+// ---------------------------------------------------------------------------
+
+// Address ranges of the file's code sections. Line sequences and functions
+// outside them are what the linker discarded (COMDAT duplicates, gc'ed
+// sections) and left at address 0: they would overlap real code.
+struct CodeRanges {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  bool Contains(uint64_t a) const {
+    if (ranges.empty()) return true;
+    for (const auto& [s, e] : ranges)
+      if (a >= s && a < e) return true;
+    return false;
+  }
+};
+
+CodeRanges CodeRangesOf(const ElfImage& image) {
+  CodeRanges out;
+  for (Elf_Scn* scn = elf_nextscn(image.elf(), nullptr); scn; scn = elf_nextscn(image.elf(), scn)) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_ALLOC) && (shdr.sh_flags & SHF_EXECINSTR) &&
+        shdr.sh_size > 0 && shdr.sh_addr + shdr.sh_size > shdr.sh_addr)
+      out.ranges.emplace_back(shdr.sh_addr, shdr.sh_addr + shdr.sh_size);
+  }
+  return out;
+}
+
+// Names zstd-compressed .debug_* sections, which libdw < 0.189 cannot read.
+absl::Status CheckDebugCompression(const ElfImage& image) {
+#if _ELFUTILS_VERSION < 189
+  for (Elf_Scn* scn = elf_nextscn(image.elf(), nullptr); scn; scn = elf_nextscn(image.elf(), scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_COMPRESSED) || shdr.sh_type == SHT_NOBITS)
+      continue;
+    std::string_view name = image.SectionName(shdr);
+    if (name.substr(0, 7) != ".debug_") continue;
+    GElf_Chdr chdr;
+    if (gelf_getchdr(scn, &chdr) && chdr.ch_type == kElfCompressZstd)
+      return absl::FailedPreconditionError(
+          absl::StrCat(image.name(), ": section ", std::string(name),
+                       " is zstd-compressed; zstd-compressed debug sections need elfutils >= 0.189 (this "
+                       "build uses libdw ",
+                       _ELFUTILS_VERSION / 100, ".", _ELFUTILS_VERSION % 100, ")"));
+  }
+#else
+  (void)image;
+#endif
+  return absl::OkStatus();
+}
+
+struct DwarfCounts {
+  size_t functions = 0, inlined = 0, lines = 0, units = 0;
+  size_t bad_units = 0;
+};
+
+class DwarfReader {
+ public:
+  DwarfReader(Dwarf* dbg, const CodeRanges& code, SymbolTableBuilder& builder,
+              const SymbolReadOptions& options)
+      : dbg_(dbg), code_(code), builder_(builder), options_(options) {}
+
+  // Reads every unit; `progress_from..progress_to` is this phase's share.
+  absl::Status ReadAll(uint64_t debug_info_size, double progress_from, double progress_to) {
+    Dwarf_CU* cu = nullptr;
+    Dwarf_Half version = 0;
+    uint8_t unit_type = 0;
+    Dwarf_Die cudie, subdie;
+    double last_reported = -1;
+    int rc;
+    while ((rc = dwarf_get_units(dbg_, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+      if (Cancelled(options_)) return absl::CancelledError("reading symbols cancelled");
+      if (options_.progress && debug_info_size > 0) {
+        double f = progress_from + (progress_to - progress_from) *
+                                       std::min(1.0, static_cast<double>(dwarf_dieoffset(&cudie)) /
+                                                         static_cast<double>(debug_info_size));
+        if (f - last_reported >= 0.005) {
+          options_.progress(f);
+          last_reported = f;
+        }
+      }
+      if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
+      int tag = dwarf_tag(&cudie);
+      if (tag != DW_TAG_compile_unit && tag != DW_TAG_partial_unit) continue;
+      ++counts_.units;
+      ReadUnit(&cudie);
+    }
+    if (rc < 0 && counts_.units == 0)
+      return absl::InvalidArgumentError(absl::StrCat("DWARF units unreadable: ", dwarf_errmsg(-1)));
+    if (rc < 0) ++counts_.bad_units;  // stop at the first broken unit header, keep what came before
+    return absl::OkStatus();
+  }
+
+  const DwarfCounts& counts() const { return counts_; }
+
+ private:
+  void ReadUnit(Dwarf_Die* cudie) {
+    comp_dir_ = nullptr;
+    Dwarf_Attribute attr;
+    if (dwarf_attr(cudie, DW_AT_comp_dir, &attr)) comp_dir_ = dwarf_formstring(&attr);
+    files_ = nullptr;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(cudie, &files_, &nfiles) != 0) files_ = nullptr;
+    ReadLines(cudie);
+    WalkChildren(cudie, SymbolTableBuilder::kNoScope, 0);
+  }
+
+  // File names as addr2line prints them: libdw joins the directory and the
+  // name; a directory that is itself relative is under DW_AT_comp_dir.
+  uint32_t FileId(const char* path) {
+    if (!path) return 0;
+    auto it = file_ids_.find(path);
+    if (it != file_ids_.end()) return it->second;
+    uint32_t id;
+    if (path[0] != '/' && comp_dir_ && *comp_dir_)
+      id = builder_.Intern(absl::StrCat(comp_dir_, "/", path));
+    else
+      id = builder_.Intern(path);
+    file_ids_.emplace(path, id);
+    return id;
+  }
+
+  void ReadLines(Dwarf_Die* cudie) {
+    Dwarf_Attribute attr;
+    Dwarf_Word stmt_list = 0;
+    // dwz and partial units share line tables; read each one once.
+    if (dwarf_attr(cudie, DW_AT_stmt_list, &attr) && dwarf_formudata(&attr, &stmt_list) == 0 &&
+        !line_tables_seen_.insert(stmt_list).second)
+      return;
+    Dwarf_Lines* lines = nullptr;
+    size_t n = 0;
+    if (dwarf_getsrclines(cudie, &lines, &n) != 0) return;
+    // libdw returns the rows sorted by address (stable, an end of sequence
+    // before a row at the same address). Rows of one sequence stay together
+    // once sequences outside the code sections are dropped.
+    bool in_sequence = false;
+    uint64_t last_addr = 0;
+    for (size_t i = 0; i < n; ++i) {
+      Dwarf_Line* line = dwarf_onesrcline(lines, i);
+      Dwarf_Addr addr = 0;
+      bool end = false;
+      if (!line || dwarf_lineaddr(line, &addr) != 0 || dwarf_lineendsequence(line, &end) != 0) continue;
+      if (end) {
+        if (in_sequence) {
+          FlushRow();
+          builder_.EndLineSequence(addr);
+        }
+        in_sequence = false;
+        continue;
+      }
+      if (!code_.Contains(addr)) continue;
+      int lineno = 0;
+      dwarf_lineno(line, &lineno);
+      uint32_t file = FileId(dwarf_linesrc(line, nullptr, nullptr));
+      // binutils keeps the last of several rows at one address (PR ld/4986).
+      if (in_sequence && pending_ && addr == last_addr) {
+        pending_row_ = {addr, file, lineno};
+        continue;
+      }
+      FlushRow();
+      pending_row_ = {addr, file, lineno};
+      pending_ = true;
+      in_sequence = true;
+      last_addr = addr;
+    }
+    if (in_sequence) FlushRow();  // a table without its end marker: the builder ends it
+  }
+
+  void FlushRow() {
+    if (!pending_) return;
+    builder_.AddLine(pending_row_.address, pending_row_.file, pending_row_.line);
+    ++counts_.lines;
+    pending_ = false;
+  }
+
+  uint32_t NameId(Dwarf_Die* die) {
+    Dwarf_Attribute attr;
+    const char* raw = nullptr;
+    bool linkage = false;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr)) {
+      raw = dwarf_formstring(&attr);
+      linkage = raw != nullptr;
+    }
+    if (!raw && dwarf_attr_integrate(die, DW_AT_name, &attr)) raw = dwarf_formstring(&attr);
+    if (!raw) return 0;
+    auto it = name_ids_.find(raw);
+    if (it != name_ids_.end()) return it->second;
+    uint32_t id = builder_.Intern(linkage ? Demangle(raw) : std::string(raw));
+    name_ids_.emplace(raw, id);
+    return id;
+  }
+
+  // The die's code ranges that lie in code sections.
+  void Ranges(Dwarf_Die* die, std::vector<std::pair<uint64_t, uint64_t>>* out) {
+    out->clear();
+    ptrdiff_t off = 0;
+    Dwarf_Addr base = 0, start = 0, end = 0;
+    for (int guard = 0; guard < 100000 && (off = dwarf_ranges(die, off, &base, &start, &end)) > 0; ++guard) {
+      if (end > start && code_.Contains(start)) out->emplace_back(start, end);
+    }
+  }
+
+  void WalkChildren(Dwarf_Die* parent_die, uint32_t parent_scope, int depth) {
+    if (depth > kMaxDieDepth) return;
+    Dwarf_Die child;
+    if (dwarf_child(parent_die, &child) != 0) return;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    do {
+      switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram: {
+          Ranges(&child, &ranges);
+          if (ranges.empty()) break;  // a declaration or an abstract instance
+          uint32_t scope = builder_.AddScope(NameId(&child), SymbolTableBuilder::kNoScope);
+          for (const auto& [s, e] : ranges) builder_.AddRange(scope, s, e);
+          ++counts_.functions;
+          WalkChildren(&child, scope, depth + 1);
+          break;
+        }
+        case DW_TAG_inlined_subroutine: {
+          if (parent_scope == SymbolTableBuilder::kNoScope) break;
+          Ranges(&child, &ranges);
+          if (ranges.empty()) break;
+          Dwarf_Attribute attr;
+          Dwarf_Word call_file = 0, call_line = 0;
+          uint32_t file_id = 0;
+          if (dwarf_attr(&child, DW_AT_call_file, &attr) && dwarf_formudata(&attr, &call_file) == 0 && files_)
+            file_id = FileId(dwarf_filesrc(files_, call_file, nullptr, nullptr));
+          if (dwarf_attr(&child, DW_AT_call_line, &attr)) dwarf_formudata(&attr, &call_line);
+          uint32_t scope =
+              builder_.AddScope(NameId(&child), parent_scope, file_id,
+                                static_cast<int64_t>(std::min<Dwarf_Word>(call_line, INT32_MAX)));
+          for (const auto& [s, e] : ranges) builder_.AddRange(scope, s, e);
+          ++counts_.inlined;
+          WalkChildren(&child, scope, depth + 1);
+          break;
+        }
+        // Scopes that can hold code-bearing DIEs; types and variables cannot.
+        case DW_TAG_lexical_block:
+        case DW_TAG_try_block:
+        case DW_TAG_catch_block:
+        case DW_TAG_namespace:
+        case DW_TAG_module:
+        case DW_TAG_class_type:
+        case DW_TAG_structure_type:
+        case DW_TAG_union_type:
+          WalkChildren(&child, parent_scope, depth + 1);
+          break;
+        default:
+          break;
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  struct Row {
+    uint64_t address = 0;
+    uint32_t file = 0;
+    int64_t line = 0;
+  };
+
+  Dwarf* dbg_;
+  const CodeRanges& code_;
+  SymbolTableBuilder& builder_;
+  const SymbolReadOptions& options_;
+  DwarfCounts counts_;
+  const char* comp_dir_ = nullptr;
+  Dwarf_Files* files_ = nullptr;
+  // libdw's strings live as long as the Dwarf, so their addresses are keys.
+  // A file path's id depends on its unit's comp_dir only for relative paths,
+  // which libdw already makes unit-specific pointers.
+  std::unordered_map<const char*, uint32_t> file_ids_;
+  std::unordered_map<const char*, uint32_t> name_ids_;
+  std::unordered_set<Dwarf_Word> line_tables_seen_;
+  Row pending_row_;
+  bool pending_ = false;
+};
+
+uint64_t DebugInfoSize(const ElfImage& image) {
+  GElf_Shdr shdr;
+  if (image.FindSection(".debug_info", &shdr) || image.FindSection(".zdebug_info", &shdr))
+    return shdr.sh_size;
+  return 0;
+}
+
+bool HasDwarf(const ElfImage& image) {
+  GElf_Shdr shdr;
+  Elf_Scn* scn = image.FindSection(".debug_info", &shdr);
+  if (!scn) scn = image.FindSection(".zdebug_info", &shdr);
+  return scn && shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// [READ]
+// ---------------------------------------------------------------------------
+
+absl::StatusOr<SymbolReadResult> ReadSymbols(const std::vector<std::string>& files,
+                                             const SymbolReadOptions& options) {
+  if (files.empty()) return absl::InvalidArgumentError("no files given to read symbols from");
+  SymbolReadResult result;
+  SymbolTableBuilder builder;
+  std::vector<ElfImage> images;
+  std::vector<std::string> build_ids;
+  absl::Status first_error;
+  std::string first_build_id, first_path;
+  int first_class = 0;
+  uint16_t first_machine = 0;
+
+  // Open and check every file first, so a mismatch is found before work.
+  for (const std::string& path : files) {
+    auto id = ReadElfIdentity(path);
+    absl::StatusOr<ElfImage> image = id.ok() ? ElfImage::Open(path) : absl::StatusOr<ElfImage>(id.status());
+    if (!image.ok()) {
+      if (first_error.ok()) first_error = image.status();
+      result.warnings.push_back(std::string(image.status().message()));
+      continue;
+    }
+    if (first_path.empty()) {
+      first_path = path;
+      first_build_id = id->gnu_build_id;
+      first_class = id->elf_class;
+      first_machine = id->machine;
+    } else {
+      if (!first_build_id.empty() && !id->gnu_build_id.empty() && id->gnu_build_id != first_build_id)
+        return absl::InvalidArgumentError(absl::StrCat(path, ": GNU build id ", id->gnu_build_id,
+                                                       " differs from ", first_path, "'s ", first_build_id,
+                                                       "; they are not the same executable"));
+      if (id->elf_class != first_class || id->machine != first_machine)
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": ", id->elf_class, "-bit ", ElfMachineName(id->machine), " does not match ",
+                         first_path, "'s ", first_class, "-bit ", ElfMachineName(first_machine)));
+    }
+    images.push_back(*std::move(image));
+  }
+  if (images.empty()) return first_error;
+
+  // DWARF from the first file that has it.
+  const ElfImage* dwarf_image = nullptr;
+  DwarfCounts dwarf_counts;
+  for (const ElfImage& image : images) {
+    if (!HasDwarf(image)) continue;
+    if (absl::Status s = CheckDebugCompression(image); !s.ok()) {
+      if (images.size() == 1) return s;
+      result.warnings.push_back(std::string(s.message()));
+      if (first_error.ok()) first_error = s;
+      continue;
+    }
+    Dwarf* dbg = dwarf_begin_elf(image.elf(), DWARF_C_READ, nullptr);
+    if (!dbg) {
+      result.warnings.push_back(absl::StrCat(image.name(), ": DWARF unreadable: ", dwarf_errmsg(-1)));
+      continue;
+    }
+    CodeRanges code = CodeRangesOf(image);
+    DwarfReader reader(dbg, code, builder, options);
+    absl::Status s = reader.ReadAll(DebugInfoSize(image), 0.0, 0.9);
+    dwarf_end(dbg);
+    if (s.code() == absl::StatusCode::kCancelled) return s;
+    if (!s.ok()) {
+      result.warnings.push_back(absl::StrCat(image.name(), ": ", s.message()));
+      continue;
+    }
+    if (reader.counts().bad_units > 0)
+      result.warnings.push_back(
+          absl::StrCat(image.name(), ": DWARF read up to a broken unit: ", dwarf_errmsg(-1)));
+    dwarf_counts = reader.counts();
+    if (dwarf_counts.functions == 0 && dwarf_counts.lines == 0) continue;
+    dwarf_image = &image;
+    break;
+  }
+
+  // ELF symbols from every file, the preferred ones first.
+  size_t best_symbols = 0;
+  const ElfImage* best_symbol_image = nullptr;
+  for (const ElfImage& image : images) {
+    if (Cancelled(options)) return absl::CancelledError("reading symbols cancelled");
+    size_t symtab = AddElfSymbols(image, SHT_SYMTAB, builder, options);
+    size_t dynsym = AddElfSymbols(image, SHT_DYNSYM, builder, options);
+    size_t mini = 0;
+    auto m = AddMiniDebugInfo(image, builder, options);
+    if (m.ok()) {
+      mini = *m;
+    } else {
+      result.warnings.push_back(std::string(m.status().message()));
+    }
+    result.symtab_symbols += symtab;
+    result.dynsym_symbols += dynsym;
+    result.minidebug_symbols += mini;
+    if (symtab + dynsym + mini > best_symbols) {
+      best_symbols = symtab + dynsym + mini;
+      best_symbol_image = &image;
+    }
+  }
+  if (Cancelled(options)) return absl::CancelledError("reading symbols cancelled");
+
+  result.dwarf_functions = dwarf_counts.functions;
+  result.inlined_calls = dwarf_counts.inlined;
+  result.line_rows = dwarf_counts.lines;
+  if (!dwarf_image && best_symbols == 0) {
+    if (!first_error.ok() && images.size() < files.size()) return first_error;
+    std::string msg = absl::StrCat("no function symbols or DWARF in ", absl::StrJoin(files, ", "));
+    if (!result.warnings.empty()) absl::StrAppend(&msg, " (", absl::StrJoin(result.warnings, "; "), ")");
+    return absl::NotFoundError(msg);
+  }
+  result.source_path = dwarf_image ? dwarf_image->name() : best_symbol_image->name();
+
+  std::vector<std::string> parts;
+  if (dwarf_image) {
+    parts.push_back(absl::StrCat("DWARF: ", dwarf_counts.functions, " functions, ", dwarf_counts.lines,
+                                 " lines", dwarf_counts.inlined > 0 ? ", inline chains" : ""));
+  }
+  if (result.symtab_symbols) parts.push_back(absl::StrCat("symtab: ", result.symtab_symbols, " symbols"));
+  if (result.dynsym_symbols) parts.push_back(absl::StrCat("dynsym: ", result.dynsym_symbols, " symbols"));
+  if (result.minidebug_symbols)
+    parts.push_back(absl::StrCat("MiniDebugInfo: ", result.minidebug_symbols, " symbols"));
+  result.description = absl::StrJoin(parts, "; ");
+
+  if (options.progress) options.progress(0.95);
+  result.table = std::move(builder).Build();
+  if (options.progress) options.progress(1.0);
+  return result;
+}
+
+}  // namespace kiln::symbols
