@@ -21,10 +21,16 @@
 //            'l' u32 id                    -> link: varint len, trace id, span id
 //   blocks   u8 kind | u64 bucket^sign | u64 seq -> SampleBlock (zstd by RocksDB)
 //   log      u64 seq                       -> zigzag time, u8 level, message
+//   symbols  't' key                       -> SymbolTable::Serialize() (blob file, zstd)
+//            'a' key                       -> key of the table this key shares
+//            's' key                       -> symbol status (see EncodeSymbolStatus)
+//            (key = "htlhash:<hex>" or "gnu:<hex>", see SymbolKeys)
 //
 // The dictionary is small next to the samples, so it is loaded into memory
 // on open and every id is resolved there; sample blocks are only read by
 // queries.
+#include "storage/store.h"
+
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
@@ -36,13 +42,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <shared_mutex>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "storage/sample_block.h"
-#include "storage/store.h"
 #include "storage/varint.h"
 
 namespace kiln::storage {
@@ -155,6 +161,46 @@ absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
 
 absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
+constexpr char kSymbolTableTag = 't', kSymbolAliasTag = 'a', kSymbolStatusTag = 's';
+
+std::string SymbolRecordKey(char tag, std::string_view key) {
+  std::string k(1, tag);
+  k.append(key);
+  return k;
+}
+
+std::string EncodeSymbolStatus(const SymbolStatus& st) {
+  std::string v;
+  PutVarint(&v, static_cast<uint64_t>(st.state));
+  PutVarint(&v, st.functions);
+  PutVarint(&v, ZigZag(st.updated_ns));
+  PutVarint(&v, st.source.size());
+  v += st.source;
+  v += st.detail;
+  return v;
+}
+
+bool DecodeSymbolStatus(std::string_view bytes, SymbolStatus* st) {
+  ValueReader r{bytes.data(), bytes.data() + bytes.size()};
+  uint64_t state = r.Next();
+  st->functions = r.Next();
+  st->updated_ns = UnZigZag(r.Next());
+  uint64_t source_size = r.Next();
+  if (!r.ok || state > 3 || source_size > static_cast<uint64_t>(r.end - r.p)) return false;
+  st->state = static_cast<SymbolStatus::State>(state);
+  st->source.assign(r.p, source_size);
+  st->detail.assign(r.p + source_size, r.end);
+  return true;
+}
+
+// Frames the producer could not name for itself, or named from the host's
+// own symbols: native code in an executable. Interpreted frames (Python,
+// JVM, ...) are named by their runtime and keep their names.
+bool SymbolizableFrame(const Frame& f) {
+  return f.executable != 0 &&
+         (f.type == FrameType::kNative || f.type == FrameType::kUnknown || f.type == FrameType::kKernel);
+}
+
 struct ExecutableHash {
   size_t operator()(const Executable& e) const {
     return absl::HashOf(e.file_name, e.htlhash, e.gnu_build_id, e.go_build_id);
@@ -162,8 +208,8 @@ struct ExecutableHash {
 };
 struct FrameHash {
   size_t operator()(const Frame& f) const {
-    return absl::HashOf(f.function, f.file, f.executable, f.line, f.address,
-                        static_cast<uint8_t>(f.type), f.inlined);
+    return absl::HashOf(f.function, f.file, f.executable, f.line, f.address, static_cast<uint8_t>(f.type),
+                        f.inlined);
   }
 };
 
@@ -171,12 +217,43 @@ struct FrameHash {
 
 std::string_view LogLevelName(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarning: return "warning";
-    case LogLevel::kError: return "error";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarning:
+      return "warning";
+    case LogLevel::kError:
+      return "error";
   }
   return "info";
+}
+
+std::string HtlhashSymbolKey(std::string_view htlhash_hex) {
+  return absl::StrCat("htlhash:", AsAbsl(htlhash_hex));
+}
+std::string GnuBuildIdSymbolKey(std::string_view build_id_hex) {
+  return absl::StrCat("gnu:", AsAbsl(build_id_hex));
+}
+std::vector<std::string> SymbolKeys(std::string_view htlhash_hex, std::string_view gnu_build_id_hex) {
+  std::vector<std::string> keys;
+  if (!htlhash_hex.empty()) keys.push_back(HtlhashSymbolKey(htlhash_hex));
+  if (!gnu_build_id_hex.empty()) keys.push_back(GnuBuildIdSymbolKey(gnu_build_id_hex));
+  return keys;
+}
+
+std::string_view SymbolStateName(SymbolStatus::State state) {
+  switch (state) {
+    case SymbolStatus::State::kNotAttempted:
+      return "not attempted";
+    case SymbolStatus::State::kSymbolized:
+      return "symbolized";
+    case SymbolStatus::State::kNoSymbols:
+      return "no symbols found";
+    case SymbolStatus::State::kFailed:
+      return "failed";
+  }
+  return "not attempted";
 }
 
 std::string DefaultDataDirectory() {
@@ -223,9 +300,9 @@ struct GlobalDictionary {
     size_t strings, executables, frames, stacks, stack_frames, attribute_sets, attributes, links;
   };
   Mark Snapshot() const {
-    return {dict.strings.size(), dict.executables.size(), dict.frames.size(),
-            dict.stack_offsets.size(), dict.stack_frames.size(),
-            dict.attribute_set_offsets.size(), dict.attributes.size(), dict.links.size()};
+    return {dict.strings.size(),       dict.executables.size(),  dict.frames.size(),
+            dict.stack_offsets.size(), dict.stack_frames.size(), dict.attribute_set_offsets.size(),
+            dict.attributes.size(),    dict.links.size()};
   }
 };
 
@@ -283,12 +360,26 @@ class RocksStore final : public Store {
   std::vector<LogEntry> ReadLog(size_t max) const override;
   absl::Status Flush() override;
   absl::Status Compact() override;
+  absl::Status PutSymbols(const std::vector<std::string>& keys, const SymbolTable& table,
+                          const SymbolStatus& status) override;
+  absl::Status PutSymbolStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
+                               bool drop_table) override;
+  std::vector<std::pair<std::string, SymbolStatus>> SymbolStatuses() const override;
+  uint64_t SymbolsVersion() const override { return symbols_version_.load(); }
+  std::vector<ExecutableInfo> Executables() const override;
   const std::string& directory() const override { return dir_; }
   bool read_only() const override { return read_only_; }
 
  private:
   absl::Status LoadDictionary();
   absl::Status LoadMeta();
+  absl::Status LoadSymbolStatuses();
+  // The table stored for `key` (following an alias), loaded on first use;
+  // null when there is none or it cannot be read.
+  std::shared_ptr<const SymbolTable> SymbolTableFor(const std::string& key) const;
+  // For each executable id of the global dictionary below `count`, its
+  // table or null. Caller holds dict_mutex_.
+  std::vector<std::shared_ptr<const SymbolTable>> TablesByExecutable(size_t count) const;
   // Calls `visit(sample)` for every stored sample of the query's kind in
   // its time range that passes its filters. Also returns the dictionary
   // sizes valid for every id seen.
@@ -300,6 +391,9 @@ class RocksStore final : public Store {
   rocksdb::ColumnFamilyHandle* meta_cf() const { return handles_[0]; }
   rocksdb::ColumnFamilyHandle* blocks_cf() const { return handles_[1]; }
   rocksdb::ColumnFamilyHandle* log_cf() const { return handles_[2]; }
+  // Null for a store opened read-only that was written before symbols
+  // existed.
+  rocksdb::ColumnFamilyHandle* symbols_cf() const { return handles_.size() > 3 ? handles_[3] : nullptr; }
 
   const std::string dir_;
   const bool read_only_;
@@ -312,6 +406,13 @@ class RocksStore final : public Store {
   Counters counters_;
   std::atomic<uint64_t> next_log_seq_{1};
   std::mutex log_mutex_;
+
+  // Symbols: statuses are small and all in memory; tables are loaded when a
+  // query first needs them and then shared by every later query.
+  mutable std::mutex symbols_mutex_;
+  std::map<std::string, SymbolStatus> symbol_statuses_;
+  mutable absl::flat_hash_map<std::string, std::shared_ptr<const SymbolTable>> symbol_tables_;
+  std::atomic<uint64_t> symbols_version_{0};
 };
 
 // ============================================================================
@@ -323,9 +424,8 @@ absl::Status RocksStore::OpenDb() {
   std::error_code ec;
   if (read_only_) {
     if (!fs::exists(fs::path(dir_) / "CURRENT", ec)) {
-      return absl::NotFoundError(absl::StrCat("no kiln store in ", dir_,
-                                              " (start kiln with --data-dir ", dir_,
-                                              " or import a capture first)"));
+      return absl::NotFoundError(absl::StrCat("no kiln store in ", dir_, " (start kiln with --data-dir ",
+                                              dir_, " or import a capture first)"));
     }
   } else {
     fs::create_directories(dir_, ec);
@@ -358,14 +458,29 @@ absl::Status RocksStore::OpenDb() {
   block_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::ColumnFamilyOptions log_options;
   log_options.compression = rocksdb::kLZ4Compression;
+  // Symbol tables are large values (MBs for a big C++ binary), written once
+  // and read whole: blob files keep them out of the LSM tree's compactions.
+  rocksdb::ColumnFamilyOptions symbol_options;
+  symbol_options.compression = rocksdb::kLZ4Compression;
+  symbol_options.enable_blob_files = true;
+  symbol_options.min_blob_size = 4096;
+  symbol_options.blob_compression_type = rocksdb::kZSTD;
 
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, meta_options},
       {"blocks", block_options},
       {"log", log_options},
+      {"symbols", symbol_options},
   };
   rocksdb::Status s;
   if (read_only_) {
+    // A store from before symbols existed has no "symbols" family, and a
+    // read-only open cannot create it.
+    std::vector<std::string> existing;
+    if (rocksdb::DB::ListColumnFamilies(db_options, dir_, &existing).ok() &&
+        std::find(existing.begin(), existing.end(), "symbols") == existing.end()) {
+      cfs.pop_back();
+    }
     s = rocksdb::DB::OpenForReadOnly(db_options, dir_, cfs, &handles_, &db_);
   } else {
     s = rocksdb::DB::Open(db_options, dir_, cfs, &handles_, &db_);
@@ -373,10 +488,10 @@ absl::Status RocksStore::OpenDb() {
   if (!s.ok()) {
     std::string text = s.ToString();
     if (s.IsIOError() && text.find("lock") != std::string::npos) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "data directory ", dir_,
-          " is in use by another kiln process; stop it, or read it with `kiln export`/`kiln "
-          "stats` (they open it read-only), or choose another --data-dir"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("data directory ", dir_,
+                       " is in use by another kiln process; stop it, or read it with `kiln export`/`kiln "
+                       "stats` (they open it read-only), or choose another --data-dir"));
     }
     return absl::InternalError(absl::StrCat("cannot open kiln store in ", dir_, ": ", text));
   }
@@ -392,8 +507,7 @@ absl::Status RocksStore::OpenDb() {
     PutBigEndian32(&v, kSchemaVersion);
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    if (auto st = FromRocks(db_->Put(wo, meta_cf(), kSchemaKey, v), "writing schema version");
-        !st.ok()) {
+    if (auto st = FromRocks(db_->Put(wo, meta_cf(), kSchemaKey, v), "writing schema version"); !st.ok()) {
       return st;
     }
   } else if (!s.ok()) {
@@ -401,12 +515,13 @@ absl::Status RocksStore::OpenDb() {
   } else {
     uint32_t found = version.size() == 4 ? GetBigEndian32(version.data()) : 0;
     if (found != kSchemaVersion) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "kiln store in ", dir_, " has schema version ", found, "; this kiln reads version ",
-          kSchemaVersion, ". Use a kiln that matches, or a new --data-dir."));
+      return absl::FailedPreconditionError(absl::StrCat("kiln store in ", dir_, " has schema version ", found,
+                                                        "; this kiln reads version ", kSchemaVersion,
+                                                        ". Use a kiln that matches, or a new --data-dir."));
     }
   }
   if (auto st = LoadMeta(); !st.ok()) return st;
+  if (auto st = LoadSymbolStatuses(); !st.ok()) return st;
   return LoadDictionary();
 }
 
@@ -609,7 +724,8 @@ class BatchInterner {
         ids.push_back(frames_[f]);
       }
       key = EncodeIds(ids.data(), ids.data() + ids.size());
-      stacks_[i] = InternKey(&g_.stack_ids, key, static_cast<uint32_t>(d.StackCount()), kTagStack, &new_stacks_);
+      stacks_[i] =
+          InternKey(&g_.stack_ids, key, static_cast<uint32_t>(d.StackCount()), kTagStack, &new_stacks_);
       if (stacks_[i] == d.StackCount()) {
         d.stack_frames.insert(d.stack_frames.end(), ids.begin(), ids.end());
         d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
@@ -628,7 +744,8 @@ class BatchInterner {
       attrs.clear();
       for (const Attribute& a : l.AttributeSet(i)) {
         Attribute g = a;
-        if (!MapString(&g.key) || !MapString(&g.value)) return Bad("attribute set", i, "string index out of range");
+        if (!MapString(&g.key) || !MapString(&g.value))
+          return Bad("attribute set", i, "string index out of range");
         attrs.push_back(g);
       }
       // Global ids sort differently from the producer's strings; key order by
@@ -678,8 +795,8 @@ class BatchInterner {
  private:
   // Looks `key` up in `ids`; a new key gets `next_id`, is queued for
   // RocksDB under `tag` and remembered in `added` for Undo().
-  uint32_t InternKey(absl::flat_hash_map<std::string, uint32_t>* ids, const std::string& key, uint32_t next_id,
-                     char tag, std::vector<std::string>* added) {
+  uint32_t InternKey(absl::flat_hash_map<std::string, uint32_t>* ids, const std::string& key,
+                     uint32_t next_id, char tag, std::vector<std::string>* added) {
     if (auto it = ids->find(key); it != ids->end()) return it->second;
     ids->emplace(key, next_id);
     wb_.Put(cf_, DictKey(tag, next_id), key);
@@ -702,7 +819,8 @@ class BatchInterner {
     return true;
   }
   static absl::Status Bad(std::string_view table, size_t i, std::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat("batch ", std::string(table), " ", i, ": ", std::string(what)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch ", std::string(table), " ", i, ": ", std::string(what)));
   }
 
   GlobalDictionary& g_;
@@ -720,8 +838,8 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   // Check the samples before touching anything shared.
   for (size_t i = 0; i < batch.samples.size(); ++i) {
     const Sample& s = batch.samples[i];
-    if (s.stack >= l.StackCount() || s.attribute_set >= l.AttributeSetCount() ||
-        s.link >= l.links.size() || static_cast<int>(s.kind) >= kSampleKindCount) {
+    if (s.stack >= l.StackCount() || s.attribute_set >= l.AttributeSetCount() || s.link >= l.links.size() ||
+        static_cast<int>(s.kind) >= kSampleKindCount) {
       return absl::InvalidArgumentError(absl::StrCat("batch sample ", i, " has an index out of range"));
     }
   }
@@ -747,10 +865,10 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   std::vector<Keyed> keyed;
   keyed.reserve(batch.samples.size());
   for (const Sample& s : batch.samples) {
-    keyed.push_back({static_cast<uint8_t>(s.kind), FloorDiv(s.time_ns, kBucketNs),
-                     BlockSample{s.time_ns, interner.stacks_[s.stack],
-                                 interner.attribute_sets_[s.attribute_set], interner.links_[s.link],
-                                 s.value}});
+    keyed.push_back(
+        {static_cast<uint8_t>(s.kind), FloorDiv(s.time_ns, kBucketNs),
+         BlockSample{s.time_ns, interner.stacks_[s.stack], interner.attribute_sets_[s.attribute_set],
+                     interner.links_[s.link], s.value}});
   }
   std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
     if (a.kind != b.kind) return a.kind < b.kind;
@@ -776,7 +894,8 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
       first = std::min(first, b.time_ns);
       last = std::max(last, b.time_ns);
     }
-    if (counters.samples() == run.size() || first < counters.first_sample_ns) counters.first_sample_ns = first;
+    if (counters.samples() == run.size() || first < counters.first_sample_ns)
+      counters.first_sample_ns = first;
     if (counters.samples() == run.size() || last > counters.last_sample_ns) counters.last_sample_ns = last;
     i = j;
   }
@@ -837,10 +956,9 @@ absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& v
   std::string lower = BlockKeyPrefix(query.kind, FloorDiv(query.from_ns, kBucketNs));
   // Upper bound: the first block key past the bucket holding to_ns - 1, or
   // the end of this kind's keys for an open-ended range.
-  std::string upper =
-      query.to_ns == std::numeric_limits<int64_t>::max()
-          ? std::string(1, static_cast<char>(static_cast<uint8_t>(query.kind) + 1))
-          : BlockKeyPrefix(query.kind, FloorDiv(query.to_ns - 1, kBucketNs) + 1);
+  std::string upper = query.to_ns == std::numeric_limits<int64_t>::max()
+                          ? std::string(1, static_cast<char>(static_cast<uint8_t>(query.kind) + 1))
+                          : BlockKeyPrefix(query.kind, FloorDiv(query.to_ns - 1, kBucketNs) + 1);
   rocksdb::Slice upper_slice(upper);
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper_slice;
@@ -932,19 +1050,56 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
     if (exec_map[id] == kNone) {
       const Executable& e = g.executables[id];
       exec_map[id] = static_cast<uint32_t>(out.executables.size());
-      out.executables.push_back({map_string(e.file_name), map_string(e.htlhash),
-                                 map_string(e.gnu_build_id), map_string(e.go_build_id)});
+      out.executables.push_back({map_string(e.file_name), map_string(e.htlhash), map_string(e.gnu_build_id),
+                                 map_string(e.go_build_id)});
     }
     return exec_map[id];
   };
+  // Names from symbol tables are interned into the slice beside the copied
+  // strings; a table outlives this call (held in `tables`).
+  absl::flat_hash_map<absl::string_view, uint32_t> symbol_strings;
+  auto map_symbol_string = [&](std::string_view text) -> uint32_t {
+    if (text.empty()) return 0;
+    auto [it, inserted] = symbol_strings.try_emplace(AsAbsl(text), 0);
+    if (inserted) {
+      it->second = static_cast<uint32_t>(out.strings.size());
+      out.strings.emplace_back(text);
+    }
+    return it->second;
+  };
+  const std::vector<std::shared_ptr<const SymbolTable>> tables = TablesByExecutable(g.executables.size());
+  // A stored frame becomes one slice frame, or with symbols its inline
+  // chain: frame_map holds the first of its slice frames (consecutive, root
+  // first) and frame_span how many.
+  std::vector<uint8_t> frame_span(g.frames.size(), 1);
+  std::vector<SymbolizedFrame> chain;
   auto map_frame = [&](uint32_t id) {
     if (frame_map[id] == kNone) {
       Frame f = g.frames[id];
-      f.function = map_string(f.function);
-      f.file = map_string(f.file);
-      f.executable = map_exec(f.executable);
-      frame_map[id] = static_cast<uint32_t>(out.frames.size());
-      out.frames.push_back(f);
+      const SymbolTable* table = SymbolizableFrame(f) ? tables[f.executable].get() : nullptr;
+      if (table != nullptr && table->Lookup(f.address, &chain)) {
+        // Chains are innermost first; stacks are root first. Deeper than
+        // 255 levels of inlining is not real code: keep the outermost.
+        size_t n = std::min<size_t>(chain.size(), 255);
+        frame_map[id] = static_cast<uint32_t>(out.frames.size());
+        frame_span[id] = static_cast<uint8_t>(n);
+        uint32_t exec = map_exec(f.executable);
+        for (size_t i = chain.size(); i-- > chain.size() - n;) {
+          Frame sf = f;
+          sf.function = map_symbol_string(chain[i].function);
+          sf.file = map_symbol_string(chain[i].file);
+          sf.line = chain[i].line;
+          sf.executable = exec;
+          sf.inlined = i != chain.size() - 1;
+          out.frames.push_back(sf);
+        }
+      } else {
+        f.function = map_string(f.function);
+        f.file = map_string(f.file);
+        f.executable = map_exec(f.executable);
+        frame_map[id] = static_cast<uint32_t>(out.frames.size());
+        out.frames.push_back(f);
+      }
     }
     return frame_map[id];
   };
@@ -955,7 +1110,10 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
     }
     if (stack_map[w.stack] == kNone) {
       frames.clear();
-      for (uint32_t f : g.Stack(w.stack)) frames.push_back(map_frame(f));
+      for (uint32_t f : g.Stack(w.stack)) {
+        uint32_t first = map_frame(f);
+        for (uint32_t i = 0; i < frame_span[f]; ++i) frames.push_back(first + i);
+      }
       stack_map[w.stack] = out.AddStack(frames);
     }
     if (set_map[w.attribute_set] == kNone) {
@@ -969,6 +1127,159 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
     w.attribute_set = set_map[w.attribute_set];
   }
   return std::shared_ptr<const ProfileSlice>(std::move(slice));
+}
+
+// ============================================================================
+// [SECTION] Symbols
+// ============================================================================
+
+absl::Status RocksStore::LoadSymbolStatuses() {
+  if (symbols_cf() == nullptr) return absl::OkStatus();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), symbols_cf()));
+  std::string prefix(1, kSymbolStatusTag);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    SymbolStatus st;
+    std::string key = it->key().ToString().substr(1);
+    if (!DecodeSymbolStatus(std::string_view(it->value().data(), it->value().size()), &st)) {
+      return absl::DataLossError(absl::StrCat("store: symbol status of ", key, " is corrupt"));
+    }
+    symbol_statuses_[key] = std::move(st);
+  }
+  return FromRocks(it->status(), "reading symbol statuses");
+}
+
+std::shared_ptr<const SymbolTable> RocksStore::SymbolTableFor(const std::string& key) const {
+  {
+    std::lock_guard lock(symbols_mutex_);
+    if (auto it = symbol_tables_.find(key); it != symbol_tables_.end()) return it->second;
+  }
+  std::shared_ptr<const SymbolTable> table;
+  if (symbols_cf() != nullptr) {
+    std::string target, bytes;
+    rocksdb::Status s =
+        db_->Get(rocksdb::ReadOptions(), symbols_cf(), SymbolRecordKey(kSymbolAliasTag, key), &target);
+    if (!s.ok()) target = key;
+    s = db_->Get(rocksdb::ReadOptions(), symbols_cf(), SymbolRecordKey(kSymbolTableTag, target), &bytes);
+    if (s.ok()) {
+      auto parsed = SymbolTable::Deserialize(bytes);
+      // A damaged table leaves frames unnamed rather than failing queries.
+      if (parsed.ok()) table = std::make_shared<const SymbolTable>(std::move(*parsed));
+    }
+  }
+  std::lock_guard lock(symbols_mutex_);
+  return symbol_tables_.try_emplace(key, std::move(table)).first->second;
+}
+
+std::vector<std::shared_ptr<const SymbolTable>> RocksStore::TablesByExecutable(size_t count) const {
+  std::vector<std::shared_ptr<const SymbolTable>> tables(count);
+  {
+    std::lock_guard lock(symbols_mutex_);
+    if (symbol_statuses_.empty()) return tables;
+  }
+  const ProfileDictionary& d = dict_.dict;
+  for (size_t e = 1; e < count; ++e) {
+    for (const std::string& key :
+         SymbolKeys(d.strings[d.executables[e].htlhash], d.strings[d.executables[e].gnu_build_id])) {
+      {
+        std::lock_guard lock(symbols_mutex_);
+        auto st = symbol_statuses_.find(key);
+        if (st == symbol_statuses_.end() || st->second.state != SymbolStatus::State::kSymbolized) {
+          continue;
+        }
+      }
+      if ((tables[e] = SymbolTableFor(key)) != nullptr) break;
+    }
+  }
+  return tables;
+}
+
+absl::Status RocksStore::PutSymbols(const std::vector<std::string>& keys, const SymbolTable& table,
+                                    const SymbolStatus& status) {
+  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+  if (keys.empty()) return absl::InvalidArgumentError("symbols need at least one executable key");
+  SymbolStatus st = status;
+  st.state = SymbolStatus::State::kSymbolized;
+  st.functions = table.function_count();
+  // One copy of the table under the first key; the others point to it.
+  rocksdb::WriteBatch wb;
+  wb.Put(symbols_cf(), SymbolRecordKey(kSymbolTableTag, keys[0]), table.Serialize());
+  wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolAliasTag, keys[0]));
+  for (size_t i = 1; i < keys.size(); ++i) {
+    wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolTableTag, keys[i]));
+    wb.Put(symbols_cf(), SymbolRecordKey(kSymbolAliasTag, keys[i]), keys[0]);
+  }
+  for (const std::string& key : keys) {
+    wb.Put(symbols_cf(), SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
+  }
+  if (auto s = FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "writing symbols"); !s.ok()) {
+    return s;
+  }
+  auto shared = std::make_shared<const SymbolTable>(table);
+  {
+    std::lock_guard lock(symbols_mutex_);
+    for (const std::string& key : keys) {
+      symbol_statuses_[key] = st;
+      symbol_tables_[key] = shared;
+    }
+  }
+  symbols_version_.fetch_add(1);
+  return absl::OkStatus();
+}
+
+absl::Status RocksStore::PutSymbolStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
+                                         bool drop_table) {
+  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+  rocksdb::WriteBatch wb;
+  std::vector<SymbolStatus> written;
+  {
+    std::lock_guard lock(symbols_mutex_);
+    for (const std::string& key : keys) {
+      SymbolStatus st = status;
+      auto old = symbol_statuses_.find(key);
+      bool has_table = old != symbol_statuses_.end() && old->second.state == SymbolStatus::State::kSymbolized;
+      if (has_table && !drop_table) {
+        // The table stays in use: keep it described as it is, with the new
+        // attempt's outcome as detail.
+        st = old->second;
+        st.detail = status.detail.empty() ? st.detail : status.detail;
+        st.updated_ns = status.updated_ns;
+      } else if (has_table) {
+        wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolTableTag, key));
+        wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolAliasTag, key));
+      }
+      wb.Put(symbols_cf(), SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
+      written.push_back(st);
+    }
+  }
+  if (auto s = FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "writing symbol status"); !s.ok()) {
+    return s;
+  }
+  {
+    std::lock_guard lock(symbols_mutex_);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      symbol_statuses_[keys[i]] = written[i];
+      if (drop_table) symbol_tables_.erase(keys[i]);
+    }
+  }
+  symbols_version_.fetch_add(1);
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<std::string, SymbolStatus>> RocksStore::SymbolStatuses() const {
+  std::lock_guard lock(symbols_mutex_);
+  return {symbol_statuses_.begin(), symbol_statuses_.end()};
+}
+
+std::vector<ExecutableInfo> RocksStore::Executables() const {
+  std::shared_lock lock(dict_mutex_);
+  const ProfileDictionary& d = dict_.dict;
+  std::vector<ExecutableInfo> out;
+  for (size_t e = 1; e < d.executables.size(); ++e) {
+    const Executable& x = d.executables[e];
+    out.push_back(
+        {d.strings[x.file_name], d.strings[x.htlhash], d.strings[x.gnu_build_id], d.strings[x.go_build_id]});
+  }
+  return out;
 }
 
 absl::StatusOr<Timeline> RocksStore::RunTimeline(const Query& query, int bucket_count) const {

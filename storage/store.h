@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "storage/profile_model.h"
+#include "storage/symbol_table.h"
 
 namespace kiln::storage {
 
@@ -56,7 +57,7 @@ struct StoreStats {
   uint64_t blocks = 0;
   int64_t first_sample_ns = 0;  // 0 when empty
   int64_t last_sample_ns = 0;
-  uint64_t disk_bytes = 0;      // all files in the data directory
+  uint64_t disk_bytes = 0;  // all files in the data directory
 };
 
 enum class LogLevel : uint8_t { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
@@ -69,6 +70,41 @@ struct LogEntry {
   std::string message;
 };
 
+// Symbols are kept per executable identity key: "htlhash:<32 hex>" (the
+// OpenTelemetry eBPF profiler's file id) or "gnu:<hex>" (GNU build id). A
+// table stored under several keys of one file is applied to frames of any
+// executable with one of them.
+std::string HtlhashSymbolKey(std::string_view htlhash_hex);
+std::string GnuBuildIdSymbolKey(std::string_view build_id_hex);
+// The keys of a stored executable, htlhash first; empty when it has no id.
+std::vector<std::string> SymbolKeys(std::string_view htlhash_hex, std::string_view gnu_build_id_hex);
+
+struct SymbolStatus {
+  enum class State : uint8_t {
+    kNotAttempted = 0,
+    kSymbolized = 1,  // a table is stored
+    kNoSymbols = 2,   // every source tried, nothing found
+    kFailed = 3,      // a source was found but could not be read
+  };
+  State state = State::kNotAttempted;
+  std::string source;  // where the symbols came from or what was tried:
+                       // "debug file /usr/lib/debug/.build-id/..", "debuginfod
+                       // http://..", "local file /usr/bin/x", "added: /path"
+  std::string detail;  // failure reason, or what the table holds
+  uint64_t functions = 0;
+  int64_t updated_ns = 0;  // Unix ns
+  bool operator==(const SymbolStatus&) const = default;
+};
+std::string_view SymbolStateName(SymbolStatus::State state);
+
+// An executable as stored in the dictionary (strings, not indices).
+struct ExecutableInfo {
+  std::string file_name;
+  std::string htlhash;
+  std::string gnu_build_id;
+  std::string go_build_id;
+};
+
 class Store {
  public:
   enum class Mode {
@@ -79,8 +115,7 @@ class Store {
   // Opens (creating in kReadWrite mode) the store in `dir`.
   // Errors: directory in use (FailedPrecondition, naming the directory),
   // schema version mismatch (FailedPrecondition, both versions), corruption.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir,
-                                                                    Mode mode);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir, Mode mode);
   virtual ~Store() = default;
 
   // Interns the batch's dictionary and appends its samples in compact
@@ -92,14 +127,12 @@ class Store {
 
   // Weights per (stack, attribute set) for the query, with the dictionary
   // entries they reference.
-  [[nodiscard]] virtual absl::StatusOr<std::shared_ptr<const ProfileSlice>> Run(
-      const Query& query) const = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::shared_ptr<const ProfileSlice>> Run(const Query& query) const = 0;
 
   // Weight over time for the query's kind and filters, `bucket_count`
   // buckets evenly covering [query.from_ns, query.to_ns) (clamped to the
   // stored data's range when open-ended).
-  [[nodiscard]] virtual absl::StatusOr<Timeline> RunTimeline(const Query& query,
-                                                             int bucket_count) const = 0;
+  [[nodiscard]] virtual absl::StatusOr<Timeline> RunTimeline(const Query& query, int bucket_count) const = 0;
 
   virtual StoreStats Stats() const = 0;
 
@@ -112,6 +145,25 @@ class Store {
   virtual absl::Status AppendLog(LogLevel level, std::string_view message) = 0;
   // The newest `max` entries, newest first.
   virtual std::vector<LogEntry> ReadLog(size_t max) const = 0;
+
+  // --- Symbols ---------------------------------------------------------
+  // Stores `table` under every key in `keys` (replacing older tables) with
+  // `status`, durably. Queries that start after the call name native frames
+  // of matching executables from the table: its names replace the
+  // producer's, and inline chains become extra frames marked inlined.
+  // Addresses the table does not cover keep the producer's frame.
+  [[nodiscard]] virtual absl::Status PutSymbols(const std::vector<std::string>& keys,
+                                                const SymbolTable& table, const SymbolStatus& status) = 0;
+  // Records an outcome without a table (no symbols found, failed). An
+  // existing table under these keys is kept unless `drop_table`.
+  [[nodiscard]] virtual absl::Status PutSymbolStatus(const std::vector<std::string>& keys,
+                                                     const SymbolStatus& status, bool drop_table = false) = 0;
+  // Status per key, for every key that has one.
+  virtual std::vector<std::pair<std::string, SymbolStatus>> SymbolStatuses() const = 0;
+  // Bumps whenever symbols change, so views know to query again.
+  virtual uint64_t SymbolsVersion() const = 0;
+  // Every executable in the dictionary (the symbolizer's work list).
+  virtual std::vector<ExecutableInfo> Executables() const = 0;
 
   // Flushes memtables to SST files (for stats and benchmarks; not needed
   // for durability).

@@ -61,8 +61,10 @@ TEST_CASE("queries select kind and half-open time range") {
   auto store = OpenOrDie(dir.path);
   int64_t t0 = 1'700'000'000'000'000'000;
   REQUIRE(store->Write(testing::BatchFromFolded("cpu 4", {.first_time_ns = t0})).ok());
-  REQUIRE(store->Write(testing::BatchFromFolded("wait 2", {.kind = SampleKind::kOffCpu,
-                                                           .first_time_ns = t0, .value = 1000})).ok());
+  REQUIRE(store
+              ->Write(testing::BatchFromFolded(
+                  "wait 2", {.kind = SampleKind::kOffCpu, .first_time_ns = t0, .value = 1000}))
+              .ok());
   // Samples at t0, t0+1ms, t0+2ms, t0+3ms; a window across a 10 s bucket edge too.
   REQUIRE(store->Write(testing::BatchFromFolded("later 1", {.first_time_ns = t0 + 25'000'000'000})).ok());
   CHECK(Folded(*store) == std::vector<std::string>{"cpu 4", "later 1"});
@@ -132,7 +134,7 @@ TEST_CASE("schema version mismatch names both versions") {
     // written it.
     rocksdb::DB* raw = nullptr;
     std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-        {rocksdb::kDefaultColumnFamilyName, {}}, {"blocks", {}}, {"log", {}}};
+        {rocksdb::kDefaultColumnFamilyName, {}}, {"blocks", {}}, {"log", {}}, {"symbols", {}}};
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path, cfs, &handles, &raw).ok());
     REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x07", 4)).ok());
@@ -187,6 +189,154 @@ TEST_CASE("links and unsymbolized frames survive storage") {
   batch.samples[0].link = 1;
   REQUIRE(store->Write(batch).ok());
   CHECK(Folded(*store) == std::vector<std::string>{"main;libfoo.so+0x1a2b 1"});
+}
+
+namespace {
+
+constexpr std::string_view kAppHtlhash = "00112233445566778899aabbccddeeff";
+constexpr std::string_view kAppBuildId = "beef01";
+
+// Two stacks of native frames in executable "app" (the ids above): an
+// address inside the fixture's inline chain under an address the table does
+// not cover, and an unnamed address in the table's outer function alone.
+ProfileBatch NativeBatch(std::string_view htlhash = kAppHtlhash, std::string_view build_id = kAppBuildId) {
+  ProfileBatch b;
+  ProfileDictionary& d = b.dict;
+  d.executables.push_back({d.AddString("/usr/bin/app"), d.AddString(htlhash), d.AddString(build_id), 0});
+  auto native = [&](std::string_view name, uint64_t address) {
+    d.frames.push_back({name.empty() ? 0 : d.AddString(name), 0, 1, 0, address, FrameType::kNative, false});
+    return static_cast<uint32_t>(d.frames.size() - 1);
+  };
+  uint32_t in_chain = native("producer_name", 0x135);
+  uint32_t uncovered = native("producer_leaf", 0x300);
+  uint32_t outer = native("", 0x1ff);
+  uint32_t s1 = d.AddStack({in_chain, uncovered});
+  uint32_t s2 = d.AddStack({outer});
+  b.samples.push_back({.time_ns = 1'000, .stack = s1});
+  b.samples.push_back({.time_ns = 2'000, .stack = s2, .value = 2});
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("stored symbols name native frames in queries, with inline chains, after restart too") {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(dir.path);
+    REQUIRE(store->Write(NativeBatch()).ok());
+    CHECK(Folded(*store) == std::vector<std::string>{"app+0x1ff 2", "producer_name;producer_leaf 1"});
+    CHECK(store->SymbolsVersion() == 0);
+
+    SymbolStatus status{.source = "debug file /tmp/app.debug"};
+    REQUIRE(
+        store->PutSymbols(SymbolKeys(kAppHtlhash, kAppBuildId), testing::NestedSymbolTable(), status).ok());
+    CHECK(store->SymbolsVersion() == 1);
+    // The table's names replace the producer's; the uncovered address keeps
+    // its producer name; the inline chain becomes frames root first.
+    CHECK(Folded(*store) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1"});
+
+    auto slice = store->Run({});
+    REQUIRE(slice.ok());
+    auto tree = BuildFlameTree(*slice, {.group_by = GroupBy::kNone, .show_inline = false});
+    CHECK(FoldedLines(tree, {}) == std::vector<std::string>{"f 2", "f;producer_leaf 1"});
+    // Frames of the chain carry file and line from the table.
+    bool saw_h = false;
+    for (const Frame& f : (*slice)->dict.frames) {
+      if ((*slice)->dict.strings[f.function] == "h") {
+        saw_h = true;
+        CHECK((*slice)->dict.strings[f.file] == "/src/util.h");
+        CHECK(f.line == 2);
+        CHECK(f.inlined);
+        CHECK(f.address == 0x135);
+      }
+    }
+    CHECK(saw_h);
+
+    auto statuses = store->SymbolStatuses();
+    REQUIRE(statuses.size() == 2);
+    CHECK(statuses[0].first == "gnu:beef01");
+    CHECK(statuses[1].first == "htlhash:00112233445566778899aabbccddeeff");
+    CHECK(statuses[1].second.state == SymbolStatus::State::kSymbolized);
+    CHECK(statuses[1].second.functions == 1);
+    CHECK(statuses[1].second.source == "debug file /tmp/app.debug");
+  }
+  {
+    auto store = OpenOrDie(dir.path);
+    CHECK(Folded(*store) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1"});
+    CHECK(store->SymbolStatuses().size() == 2);
+    auto executables = store->Executables();
+    REQUIRE(executables.size() == 1);
+    CHECK(executables[0].file_name == "/usr/bin/app");
+    CHECK(executables[0].htlhash == kAppHtlhash);
+    CHECK(executables[0].gnu_build_id == kAppBuildId);
+  }
+  // A read-only reader beside nothing else sees the symbols as well.
+  auto reader = OpenOrDie(dir.path, Store::Mode::kReadOnly);
+  CHECK(Folded(*reader) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1"});
+}
+
+TEST_CASE("a table stored under a build id applies to executables that only carry the build id") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  REQUIRE(store->Write(NativeBatch("", kAppBuildId)).ok());
+  REQUIRE(store
+              ->PutSymbols(SymbolKeys("ffffffffffffffffffffffffffffffff", kAppBuildId),
+                           testing::NestedSymbolTable(), {})
+              .ok());
+  CHECK(Folded(*store) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1"});
+}
+
+TEST_CASE("symbol statuses without tables, and dropping a table") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  REQUIRE(store->Write(NativeBatch()).ok());
+  auto keys = SymbolKeys(kAppHtlhash, kAppBuildId);
+  SymbolStatus none{.state = SymbolStatus::State::kNoSymbols,
+                    .source = "local files, debuginfod",
+                    .detail = "no debug file with build id beef01"};
+  REQUIRE(store->PutSymbolStatus(keys, none).ok());
+  CHECK(store->SymbolStatuses()[0].second == none);
+  CHECK(Folded(*store) == std::vector<std::string>{"app+0x1ff 2", "producer_name;producer_leaf 1"});
+
+  REQUIRE(store->PutSymbols(keys, testing::NestedSymbolTable(), {.source = "added: app.debug"}).ok());
+  // A later failed attempt keeps the table that works, noting the failure.
+  SymbolStatus failed{.state = SymbolStatus::State::kFailed, .detail = "debuginfod: timeout"};
+  REQUIRE(store->PutSymbolStatus(keys, failed).ok());
+  CHECK(store->SymbolStatuses()[0].second.state == SymbolStatus::State::kSymbolized);
+  CHECK(store->SymbolStatuses()[0].second.detail == "debuginfod: timeout");
+  CHECK(Folded(*store) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1"});
+
+  REQUIRE(store->PutSymbolStatus(keys, failed, /*drop_table=*/true).ok());
+  CHECK(store->SymbolStatuses()[0].second == failed);
+  CHECK(Folded(*store) == std::vector<std::string>{"app+0x1ff 2", "producer_name;producer_leaf 1"});
+  CHECK(store->SymbolsVersion() == 4);  // every change bumps it
+}
+
+TEST_CASE("a store written before symbols existed opens read-only and read-write") {
+  TempDir dir;
+  {
+    // The layout of a store from before the "symbols" column family.
+    rocksdb::DB* raw = nullptr;
+    rocksdb::DBOptions options;
+    options.create_if_missing = true;
+    options.create_missing_column_families = true;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+        {rocksdb::kDefaultColumnFamilyName, {}}, {"blocks", {}}, {"log", {}}};
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    REQUIRE(rocksdb::DB::Open(options, dir.path, cfs, &handles, &raw).ok());
+    REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x01", 4)).ok());
+    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+  }
+  {
+    auto reader = OpenOrDie(dir.path, Store::Mode::kReadOnly);
+    CHECK(reader->SymbolStatuses().empty());
+    CHECK(Folded(*reader).empty());
+  }
+  auto store = OpenOrDie(dir.path);
+  REQUIRE(store->Write(NativeBatch()).ok());
+  REQUIRE(store->PutSymbols(SymbolKeys(kAppHtlhash, ""), testing::NestedSymbolTable(), {}).ok());
+  CHECK(Folded(*store) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1"});
 }
 
 }  // namespace kiln::storage

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/test_fixtures.h"
+
 namespace kiln::storage {
 namespace {
 
@@ -21,28 +23,8 @@ std::string Chain(const SymbolTable& table, uint64_t address) {
   return out;
 }
 
-// f [0x100, 0x200) in main.c, with g inlined at main.c:10 covering
-// [0x120, 0x160), and h inlined into g at util.h:5 covering [0x130, 0x140).
-SymbolTable NestedTable() {
-  SymbolTableBuilder b;
-  uint32_t main_c = b.Intern("/src/main.c"), util_h = b.Intern("/src/util.h");
-  uint32_t f = b.AddScope(b.Intern("f"), SymbolTableBuilder::kNoScope);
-  b.AddRange(f, 0x100, 0x200);
-  uint32_t g = b.AddScope(b.Intern("g"), f, main_c, 10);
-  b.AddRange(g, 0x120, 0x160);
-  uint32_t h = b.AddScope(b.Intern("h"), g, util_h, 5);
-  b.AddRange(h, 0x130, 0x140);
-  b.AddLine(0x100, main_c, 8);
-  b.AddLine(0x120, util_h, 4);
-  b.AddLine(0x130, util_h, 2);
-  b.AddLine(0x140, util_h, 6);
-  b.AddLine(0x160, main_c, 12);
-  b.EndLineSequence(0x200);
-  return std::move(b).Build();
-}
-
 TEST_CASE("lookup gives the inline chain innermost first with call sites") {
-  SymbolTable t = NestedTable();
+  SymbolTable t = testing::NestedSymbolTable();
   CHECK(t.function_count() == 1);
   CHECK(t.has_inline_info());
   CHECK(Chain(t, 0x0ff) == "-");
@@ -123,7 +105,7 @@ TEST_CASE("broken nesting is clipped, never crashes, and every answer covers the
 }
 
 TEST_CASE("serialized tables round trip and corrupted bytes are rejected without crashing") {
-  SymbolTable t = NestedTable();
+  SymbolTable t = testing::NestedSymbolTable();
   std::string bytes = t.Serialize();
   auto back = SymbolTable::Deserialize(bytes);
   REQUIRE(back.ok());

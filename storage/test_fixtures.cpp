@@ -21,7 +21,8 @@ ProfileBatch BatchFromFolded(std::string_view text, const FoldedFixtureOptions& 
   uint32_t set = attrs.empty() ? 0 : d.AddAttributeSet(attrs);
   int64_t t = options.first_time_ns;
   std::map<std::string, uint32_t> executables;
-  for (absl::string_view line : absl::StrSplit(absl::string_view(text.data(), text.size()), '\n', absl::SkipWhitespace())) {
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(text.data(), text.size()), '\n', absl::SkipWhitespace())) {
     size_t space = line.find_last_of(' ');
     // absl::string_view (Debian builds abseil without std::string_view).
     int64_t count = 0;
@@ -100,6 +101,24 @@ void AppendBatch(ProfileBatch* batch, const ProfileBatch& more) {
     s.link += l0;
     batch->samples.push_back(s);
   }
+}
+
+SymbolTable NestedSymbolTable() {
+  SymbolTableBuilder b;
+  uint32_t main_c = b.Intern("/src/main.c"), util_h = b.Intern("/src/util.h");
+  uint32_t f = b.AddScope(b.Intern("f"), SymbolTableBuilder::kNoScope);
+  b.AddRange(f, 0x100, 0x200);
+  uint32_t g = b.AddScope(b.Intern("g"), f, main_c, 10);
+  b.AddRange(g, 0x120, 0x160);
+  uint32_t h = b.AddScope(b.Intern("h"), g, util_h, 5);
+  b.AddRange(h, 0x130, 0x140);
+  b.AddLine(0x100, main_c, 8);
+  b.AddLine(0x120, util_h, 4);
+  b.AddLine(0x130, util_h, 2);
+  b.AddLine(0x140, util_h, 6);
+  b.AddLine(0x160, main_c, 12);
+  b.EndLineSequence(0x200);
+  return std::move(b).Build();
 }
 
 }  // namespace kiln::storage::testing

@@ -8,14 +8,15 @@
 #include <vector>
 
 #include "storage/profile_model.h"
+#include "storage/symbol_table.h"
 
 namespace kiln::storage::testing {
 
 struct FoldedFixtureOptions {
   SampleKind kind = SampleKind::kOnCpu;
   int64_t first_time_ns = 1'700'000'000'000'000'000;  // samples are 1 ms apart from here
-  std::string process;  // process.executable.name of every sample ("" = none)
-  std::string thread;   // thread.name of every sample ("" = none)
+  std::string process;                                // process.executable.name of every sample ("" = none)
+  std::string thread;                                 // thread.name of every sample ("" = none)
   // The value per event; a line's count N makes N samples of this value.
   int64_t value = 1;
 };
@@ -28,5 +29,11 @@ ProfileBatch BatchFromFolded(std::string_view text, const FoldedFixtureOptions& 
 
 // Appends `more` to `batch` (dictionaries concatenated, indices shifted).
 void AppendBatch(ProfileBatch* batch, const ProfileBatch& more);
+
+// A symbol table with an inline chain: f [0x100, 0x200) in /src/main.c,
+// g inlined at main.c:10 covering [0x120, 0x160), h inlined into g at
+// util.h:5 covering [0x130, 0x140); line rows at 0x100 main.c:8, 0x120
+// util.h:4, 0x130 util.h:2, 0x140 util.h:6, 0x160 main.c:12.
+SymbolTable NestedSymbolTable();
 
 }  // namespace kiln::storage::testing
