@@ -36,6 +36,33 @@ bool Inside(uint64_t offset, uint64_t size, uint64_t file_size) {
   return offset <= file_size && size <= file_size - offset;
 }
 
+// e_ident and the header size, before libelf sees the file: its own
+// message for these ("invalid ELF file data") does not say what is wrong.
+absl::Status CheckIdent(const std::string& name, const char* p, size_t n, uint64_t file_size) {
+  if (n < SELFMAG || std::memcmp(p, ELFMAG, SELFMAG) != 0) {
+    if (n >= 7 && std::memcmp(p, "!<arch>", 7) == 0)
+      return Invalid(name, "an ar archive (static library), not an ELF file");
+    return Invalid(name, absl::StrCat("not an ELF file (starts with ", FirstBytes(p, n),
+                                      ", ELF files start with 7f 45 4c 46)"));
+  }
+  if (n < EI_NIDENT)
+    return Invalid(name, absl::StrCat("truncated: ", file_size, " bytes, shorter than e_ident"));
+  auto cls = static_cast<unsigned char>(p[EI_CLASS]);
+  if (cls != ELFCLASS32 && cls != ELFCLASS64)
+    return Invalid(name, absl::StrCat("unknown ELF class ", cls,
+                                      " in e_ident[EI_CLASS] (1 = 32-bit and 2 = 64-bit are valid)"));
+  auto data = static_cast<unsigned char>(p[EI_DATA]);
+  if (data != ELFDATA2LSB && data != ELFDATA2MSB)
+    return Invalid(name,
+                   absl::StrCat("unknown byte order ", data,
+                                " in e_ident[EI_DATA] (1 = little-endian and 2 = big-endian are valid)"));
+  uint64_t ehdr_size = cls == ELFCLASS32 ? sizeof(Elf32_Ehdr) : sizeof(Elf64_Ehdr);
+  if (file_size < ehdr_size)
+    return Invalid(name, absl::StrCat("truncated: ", file_size, " bytes, the ", cls == ELFCLASS32 ? 32 : 64,
+                                      "-bit ELF header needs ", ehdr_size));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string Hex(uint64_t v) { return absl::StrFormat("0x%x", v); }
@@ -58,6 +85,10 @@ absl::StatusOr<ElfImage> ElfImage::Open(const std::string& path) {
   if (!S_ISREG(st.st_mode)) return Invalid(path, "not a regular file");
   image.size_ = static_cast<uint64_t>(st.st_size);
   if (image.size_ == 0) return Invalid(path, "empty file, not an ELF file");
+  char head[EI_NIDENT];
+  ssize_t got = pread(image.fd_, head, sizeof(head), 0);
+  if (got < 0) return absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
+  if (absl::Status s = CheckIdent(path, head, static_cast<size_t>(got), image.size_); !s.ok()) return s;
   image.elf_ = elf_begin(image.fd_, ELF_C_READ_MMAP, nullptr);
   if (!image.elf_) return Invalid(path, absl::StrCat("libelf cannot open it: ", elf_errmsg(-1)));
   if (absl::Status s = image.Check(); !s.ok()) return s;
@@ -71,6 +102,7 @@ absl::StatusOr<ElfImage> ElfImage::FromBytes(std::string_view bytes, const std::
   image.bytes_ = std::make_unique<std::string>(bytes);
   image.size_ = bytes.size();
   if (image.size_ == 0) return Invalid(name, "empty, not an ELF file");
+  if (absl::Status s = CheckIdent(name, bytes.data(), bytes.size(), bytes.size()); !s.ok()) return s;
   image.elf_ = elf_memory(image.bytes_->data(), image.bytes_->size());
   if (!image.elf_) return Invalid(name, absl::StrCat("libelf cannot open it: ", elf_errmsg(-1)));
   if (absl::Status s = image.Check(); !s.ok()) return s;
@@ -125,7 +157,14 @@ absl::Status ElfImage::Check() {
       return Invalid(name_, absl::StrCat("section header table offset e_shoff ", Hex(ehdr.e_shoff),
                                          " is past the end of the file (", size_, " bytes); truncated?"));
   }
-  size_t shnum = 0;
+  // libelf quietly counts only the section headers that fit in the file, so
+  // the header's own count is checked first (0 means "in section 0").
+  size_t shnum = ehdr.e_shnum;
+  if (ehdr.e_shoff != 0 && shnum > 0 && !Inside(ehdr.e_shoff, shnum * shdr_size, size_))
+    return Invalid(
+        name_,
+        absl::StrCat("section header table at ", Hex(ehdr.e_shoff), " (", shnum, " entries of ", shdr_size,
+                     " bytes) extends past the end of the file (", size_, " bytes); truncated?"));
   if (elf_getshdrnum(elf_, &shnum) != 0)
     return Invalid(name_, absl::StrCat("bad section count: ", elf_errmsg(-1)));
   if (shnum > 0 && !Inside(ehdr.e_shoff, shnum * shdr_size, size_))

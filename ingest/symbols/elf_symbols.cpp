@@ -62,6 +62,13 @@ std::string DecodeRustEscapes(const std::string& s) {
                                                                  {"$RP$", ")"}, {"$C$", ","}};
   std::string out;
   for (size_t i = 0; i < s.size();) {
+    // An element that starts with an escape is written "_$..."; the "_" is
+    // only there to make it a valid identifier.
+    bool element_start = i == 0 || (i >= 2 && s[i - 1] == ':' && s[i - 2] == ':');
+    if (element_start && s[i] == '_' && i + 1 < s.size() && s[i + 1] == '$') {
+      ++i;
+      continue;
+    }
     if (s[i] == '$') {
       bool done = false;
       for (const auto& [from, to] : kEscapes) {

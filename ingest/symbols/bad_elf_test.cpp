@@ -1,0 +1,160 @@
+// Broken ELF input: every outcome is a clear error or partial symbols, never
+// a crash (the fuzz target in fuzz/ explores the rest).
+#include <doctest/doctest.h>
+#include <elf.h>
+
+#include <cstring>
+#include <random>
+
+#include "ingest/symbols/elf_identity.h"
+#include "ingest/symbols/elf_symbols.h"
+#include "ingest/symbols/symbols_test_util.h"
+
+using namespace kiln::symbols;
+using namespace kiln::symbols::testing;
+
+namespace {
+
+// Section header i of a 64-bit little-endian file.
+Elf64_Shdr* Shdr(std::string& bytes, size_t i) {
+  auto* ehdr = reinterpret_cast<Elf64_Ehdr*>(bytes.data());
+  return reinterpret_cast<Elf64_Shdr*>(bytes.data() + ehdr->e_shoff + i * sizeof(Elf64_Shdr));
+}
+
+size_t SectionIndex(std::string& bytes, const char* name) {
+  auto* ehdr = reinterpret_cast<Elf64_Ehdr*>(bytes.data());
+  const Elf64_Shdr* strtab = Shdr(bytes, ehdr->e_shstrndx);
+  for (size_t i = 1; i < ehdr->e_shnum; ++i)
+    if (std::strcmp(bytes.data() + strtab->sh_offset + Shdr(bytes, i)->sh_name, name) == 0) return i;
+  return 0;
+}
+
+// Both readers over `bytes` written to a file; returns the identity status.
+absl::Status ReadBoth(const TempDir& dir, const std::string& bytes, const std::string& name) {
+  std::string path = dir / name;
+  WriteFileBytes(path, bytes);
+  auto id = ReadElfIdentity(path);
+  auto from_bytes = ReadElfIdentityFromBytes(bytes, path);
+  CHECK(id.ok() == from_bytes.ok());
+  auto symbols = ReadSymbols({path});
+  if (!id.ok()) {
+    CHECK(id.status().message().find(path) == 0);
+    CHECK_FALSE(symbols.ok());
+  }
+  if (!symbols.ok()) CHECK(symbols.status().message().find(path) != std::string::npos);
+  return id.status();
+}
+
+}  // namespace
+
+TEST_CASE("truncated at many offsets: an error naming the file, or fewer symbols") {
+  TempDir dir;
+  std::string full = ReadFileBytes(TestBin("c_g_pie"));
+  REQUIRE(full.size() > 4096);
+  std::vector<size_t> cuts = {0, 1, 3, 4, 15, 16, 17, 40, 63, 64, 65};
+  for (size_t c = 128; c < full.size(); c += 97) cuts.push_back(c);
+  size_t errors = 0;
+  for (size_t cut : cuts) {
+    CAPTURE(cut);
+    absl::Status s = ReadBoth(dir, full.substr(0, cut), "cut");
+    if (!s.ok()) ++errors;
+  }
+  // Section headers sit at the end: every cut loses them.
+  CHECK(errors == cuts.size());
+  auto s = ReadElfIdentity((WriteFileBytes(dir / "t40", full.substr(0, 40)), dir / "t40"));
+  CHECK(s.status().message() == dir / "t40" + ": truncated: 40 bytes, the 64-bit ELF header needs 64");
+  s = ReadElfIdentity((WriteFileBytes(dir / "t0", ""), dir / "t0"));
+  CHECK(s.status().message() == dir / "t0" + ": empty file, not an ELF file");
+  s = ReadElfIdentity((WriteFileBytes(dir / "t9000", full.substr(0, 9000)), dir / "t9000"));
+  CHECK(s.status().message().find("past the end of the file (9000 bytes); truncated?") != std::string::npos);
+}
+
+TEST_CASE("not ELF, wrong class, wrong byte order") {
+  TempDir dir;
+  std::string full = ReadFileBytes(TestBin("c_g_pie"));
+  CHECK(ReadBoth(dir, "#!/bin/sh\necho hi\n", "script")
+            .message()
+            .find("not an ELF file (starts with 23 21 2f 62, ELF files start with 7f 45 4c 46)") !=
+        std::string::npos);
+  CHECK(ReadBoth(dir, "!<arch>\nfoo", "archive").message().find("ar archive") != std::string::npos);
+  std::string bad_class = full;
+  bad_class[EI_CLASS] = 7;
+  CHECK(ReadBoth(dir, bad_class, "class").message().find("unknown ELF class 7 in e_ident[EI_CLASS]") !=
+        std::string::npos);
+  std::string bad_data = full;
+  bad_data[EI_DATA] = 0;
+  CHECK(ReadBoth(dir, bad_data, "data").message().find("unknown byte order 0") != std::string::npos);
+  // A 64-bit file that claims to be 32-bit: its header sizes give it away.
+  std::string as32 = full;
+  as32[EI_CLASS] = ELFCLASS32;
+  CHECK_FALSE(ReadBoth(dir, as32, "as32").ok());
+}
+
+TEST_CASE("garbage section headers: huge e_shoff, sh_offset, sh_size, bad e_shentsize and e_shstrndx") {
+  TempDir dir;
+  const std::string full = ReadFileBytes(TestBin("c_g_pie"));
+  {
+    std::string b = full;
+    reinterpret_cast<Elf64_Ehdr*>(b.data())->e_shoff = 0xffffffffffff0000ull;
+    CHECK(ReadBoth(dir, b, "shoff").message().find("past the end of the file") != std::string::npos);
+  }
+  {
+    std::string b = full;
+    reinterpret_cast<Elf64_Ehdr*>(b.data())->e_shentsize = 12;
+    CHECK(ReadBoth(dir, b, "shentsize").message().find("e_shentsize 12 is not 64") != std::string::npos);
+  }
+  {
+    std::string b = full;
+    reinterpret_cast<Elf64_Ehdr*>(b.data())->e_shnum = 0xfff0;
+    auto m = std::string(ReadBoth(dir, b, "shnum").message());
+    CHECK_MESSAGE(m.find("extends past the end of the file") != std::string::npos, m);
+  }
+  {
+    std::string b = full;
+    reinterpret_cast<Elf64_Ehdr*>(b.data())->e_shstrndx = 0x7ff0;
+    CHECK_FALSE(ReadBoth(dir, b, "shstrndx").ok());
+  }
+  for (const char* section : {".debug_info", ".symtab", ".text", ".debug_line"}) {
+    CAPTURE(section);
+    std::string b = full;
+    size_t i = SectionIndex(b, section);
+    REQUIRE(i > 0);
+    Shdr(b, i)->sh_offset = 0x7fffffffffffff00ull;
+    auto m = std::string(ReadBoth(dir, b, "off").message());
+    CHECK(m.find(std::string("(") + section + ") data at 0x7fffffffffffff00") != std::string::npos);
+    b = full;
+    Shdr(b, i)->sh_size = 0xffffffffffffff00ull;
+    m = std::string(ReadBoth(dir, b, "size").message());
+    CHECK(m.find("+ 0xffffffffffffff00 extends past the end of the file") != std::string::npos);
+  }
+}
+
+TEST_CASE("garbage DWARF sections: partial symbols or a clear error, no crash") {
+  TempDir dir;
+  const std::string full = ReadFileBytes(TestBin("cpp_inline"));
+  std::mt19937 rng(42);
+  for (const char* section : {".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_rnglists",
+                              ".debug_line_str", ".symtab", ".strtab"}) {
+    for (int round = 0; round < 4; ++round) {
+      CAPTURE(section);
+      CAPTURE(round);
+      std::string b = full;
+      size_t i = SectionIndex(b, section);
+      if (i == 0) continue;
+      Elf64_Shdr* sh = Shdr(b, i);
+      // Round 0 overwrites the whole section, later rounds a few bytes.
+      size_t n = round == 0 ? sh->sh_size : 1 + rng() % 8;
+      for (size_t k = 0; k < n; ++k) b[sh->sh_offset + (round == 0 ? k : rng() % sh->sh_size)] = char(rng());
+      std::string path = dir / "garbage";
+      WriteFileBytes(path, b);
+      auto r = ReadSymbols({path});
+      if (r.ok()) {
+        std::vector<kiln::storage::SymbolizedFrame> chain;
+        for (uint64_t a = 0; a < 0x3000; a += 7) r->table.Lookup(a, &chain);
+        CHECK((r->symtab_symbols + r->dynsym_symbols + r->dwarf_functions) > 0);
+      } else {
+        CHECK(r.status().message().find(path) != std::string::npos);
+      }
+    }
+  }
+}

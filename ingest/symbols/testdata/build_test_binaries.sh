@@ -1,0 +1,42 @@
+#!/bin/sh
+# Builds the ELF files the symbol reader tests read, in OUT_DIR:
+#   c_g_pie        C, -O1 -g, PIE
+#   c_g_nopie      C, -O1 -g, -no-pie
+#   c_nodebug      C, -O1 without -g (symbol tables only)
+#   c_gz           C, -O1 -g -gz=zlib (SHF_COMPRESSED zlib debug sections)
+#   c_stripped     c_g_pie stripped, .gnu_debuglink to c_stripped.debug
+#   c_stripped.debug   objcopy --only-keep-debug of c_g_pie
+#   c_minidebug    c_g_pie stripped with MiniDebugInfo (.gnu_debugdata) built
+#                  like Fedora's find-debuginfo: function symbols not in
+#                  .dynsym, kept in an only-keep-debug copy, xz, add-section
+#   cpp_inline     C++, -O2 -g, always_inline helpers in namespaces, a template
+#   cpp_inline_nopie   the same, -no-pie
+# Usage: build_test_binaries.sh CC CXX OBJCOPY STRIP NM SRC_DIR OUT_DIR
+set -eu
+cc="$1"; cxx="$2"; objcopy="$3"; strip="$4"; nm="$5"; src="$6"; out="$7"
+mkdir -p "$out"
+cd "$out"
+common="-Wl,--build-id -fno-omit-frame-pointer"
+"$cc" -O1 -g $common -fPIE -pie "$src/sample.c" -o c_g_pie
+"$cc" -O1 -g $common -fno-pie -no-pie "$src/sample.c" -o c_g_nopie
+"$cc" -O1 $common "$src/sample.c" -o c_nodebug
+"$cc" -O1 -g -gz=zlib $common "$src/sample.c" -o c_gz
+"$cxx" -O2 -g $common "$src/inline_sample.cpp" -o cpp_inline
+"$cxx" -O2 -g $common -fno-pie -no-pie "$src/inline_sample.cpp" -o cpp_inline_nopie
+
+# Separate debug file, linked by name and CRC; found by build id too.
+"$objcopy" --only-keep-debug c_g_pie c_stripped.debug
+"$strip" --strip-all -o c_stripped c_g_pie
+"$objcopy" --add-gnu-debuglink=c_stripped.debug c_stripped
+
+# MiniDebugInfo.
+"$nm" -D c_g_pie --format=posix --defined-only | awk '{ print $1 }' | sort > mini.dynsyms
+"$nm" c_g_pie --format=posix --defined-only | awk '{ if ($2 == "T" || $2 == "t") print $1 }' | sort > mini.funcsyms
+comm -13 mini.dynsyms mini.funcsyms > mini.keep
+"$objcopy" --only-keep-debug c_g_pie mini.debug
+"$objcopy" -S --remove-section .gdb_index --remove-section .comment --keep-symbols=mini.keep mini.debug mini.elf
+rm -f mini.elf.xz
+xz -k mini.elf
+"$strip" --strip-all -o c_minidebug c_g_pie
+"$objcopy" --add-section .gnu_debugdata=mini.elf.xz c_minidebug
+rm -f mini.dynsyms mini.funcsyms mini.keep mini.debug mini.elf mini.elf.xz
