@@ -156,6 +156,39 @@ TEST_CASE("pprof: default sample type is the last, inlined lines expand caller f
   CHECK(std::string(e.status().message()).find("samples/count, cpu/nanoseconds") != std::string::npos);
 }
 
+TEST_CASE("pprof: unpacked and split location ids, values after labels, types after samples") {
+  std::string bytes = SmallPprof().SerializeAsString();
+  // Appended fields extend the repeated ones (protobuf merge rules).
+  // ids 2, 1 unpacked; values unpacked.
+  bytes += std::string("\x12\x08\x08\x02\x08\x01\x10\x03\x10\x1e", 10);
+  // ids in two packed fields (2, then 1), packed values.
+  bytes += std::string("\x12\x0a\x0a\x01\x02\x0a\x01\x01\x12\x02\x03\x1e", 12);
+  // a label (key 10 = "thread", str 11 = "t1") before the values.
+  bytes += std::string("\x12\x0e\x0a\x02\x02\x01\x1a\x04\x08\x0a\x10\x0b\x12\x02\x01\x0a", 16);
+  auto c = ImportBytes(bytes, "odd.pb");
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(Folded(*c, storage::GroupBy::kThread, false, storage::SampleKind::kOnCpu) ==
+        "unknown;t1;main;work;inl 40\nunknown;unknown thread;main 10\n"
+        "unknown;unknown thread;main;work;inl 60\n");
+
+  // A sample before the sample types: the walk cannot know which value
+  // pprof's rule picks, so it reads the values again at the end.
+  perftools::profiles::Profile p = SmallPprof();
+  perftools::profiles::Profile types_last = p;
+  types_last.clear_sample_type();
+  std::string reordered = types_last.SerializeAsString();
+  for (const auto& st : p.sample_type()) {
+    std::string one = st.SerializeAsString();
+    reordered += '\x0a';
+    reordered += static_cast<char>(one.size());
+    reordered += one;
+  }
+  auto d = ImportBytes(reordered, "late-types.pb");
+  REQUIRE_MESSAGE(d.ok(), d.status().message());
+  CHECK(Folded(*d, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+        "main 10\nmain;work;inl 30\n");
+}
+
 TEST_CASE("pprof: malformed input names the file and the byte") {
   std::string good = SmallPprof().SerializeAsString();
   // Truncated in the middle.

@@ -16,7 +16,6 @@
 #include <sstream>
 
 #include "ingest/capture/capture.h"
-#include "tests/import/corpus_files.h"
 #include "ingest/capture/export.h"
 #include "ingest/capture/importers.h"
 #include "ingest/capture/slice_builder.h"
@@ -24,6 +23,7 @@
 #include "storage/flame_tree.h"
 #include "storage/folded.h"
 #include "storage/top_functions.h"
+#include "tests/import/corpus_files.h"
 
 namespace kiln::capture {
 namespace {
@@ -175,6 +175,67 @@ TEST_CASE("pprof self totals per function match the file's own samples") {
       }
     }
     CHECK(got == expected);
+  }
+}
+
+// Folded lines with every weight multiplied by `n`.
+std::string TimesN(const std::string& folded, int64_t n) {
+  std::string out;
+  std::istringstream in(folded);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t space = line.rfind(' ');
+    out += line.substr(0, space + 1) + std::to_string(std::stoll(line.substr(space + 1)) * n) + "\n";
+  }
+  return out;
+}
+
+TEST_CASE("a large pprof (read by two threads) imports like the copies it is made of") {
+  SKIP_WITHOUT_CORPUS();
+  // Copies of one profile with fresh location ids: distinct stacks by id,
+  // the same names, so the folded weights are the copies' sum.
+  perftools::profiles::Profile base;
+  REQUIRE(base.ParseFromString(Gunzip(ReadAll(CorpusDir() + "/parca/alloc_objects.pb.gz"))));
+  perftools::profiles::Profile big = base;
+  big.clear_sample();
+  big.clear_location();
+  uint64_t max_id = 0;
+  for (const auto& l : base.location()) max_id = std::max<uint64_t>(max_id, l.id());
+  const int copies = static_cast<int>((6u << 20) / base.ByteSizeLong()) + 1;
+  for (int c = 0; c < copies; ++c) {
+    for (const auto& l : base.location()) {
+      auto* nl = big.add_location();
+      *nl = l;
+      nl->set_id(l.id() + c * max_id);
+    }
+    for (const auto& s : base.sample()) {
+      auto* ns = big.add_sample();
+      *ns = s;
+      for (int i = 0; i < ns->location_id_size(); ++i) ns->set_location_id(i, s.location_id(i) + c * max_id);
+    }
+  }
+  std::string small_bytes = base.SerializeAsString();
+  std::string big_bytes = big.SerializeAsString();
+  REQUIRE(big_bytes.size() > (4u << 20));
+  // pprof's rule (default_sample_type, read after the samples) and each
+  // type by name: the walk reads one value and the others again later.
+  std::vector<std::string> types = {""};
+  for (const auto& st : base.sample_type()) types.push_back(base.string_table(static_cast<int>(st.type())));
+  for (const std::string& type : types) {
+    CAPTURE(type);
+    ImportOptions o;
+    o.sample_type = type;
+    auto one = ImportBytes(small_bytes, "one.pb", o);
+    auto all = ImportBytes(big_bytes, "big.pb", o);
+    REQUIRE_MESSAGE(one.ok(), one.status().message());
+    REQUIRE_MESSAGE(all.ok(), all.status().message());
+    CHECK(all->value_description == one->value_description);
+    storage::SampleKind kind = one->dominant_kind;
+    CHECK(FoldedOf(*all, storage::GroupBy::kThread, true, kind) ==
+          TimesN(FoldedOf(*one, storage::GroupBy::kThread, true, kind), copies));
+    auto attrs = AttributeWeights(*one, kind);
+    for (auto& [k, w] : attrs) w *= copies;
+    CHECK(AttributeWeights(*all, kind) == attrs);
   }
 }
 
