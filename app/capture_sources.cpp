@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ingest/capture/capture_commands.h"
+#include "ingest/capture/capture_store_dirs.h"
 #include "ui/format.h"
 #include "ui/frame_colors.h"
 
@@ -25,25 +26,21 @@ std::string DisplayName(const std::string& path) {
 // ---------------------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<TemporaryStore>> TemporaryStore::Create() {
-  std::error_code ec;
-  std::filesystem::path base = std::filesystem::temp_directory_path(ec);
-  if (ec) base = "/tmp";
-  std::string dir = (base / "kiln-capture-XXXXXX").string();
-  if (mkdtemp(dir.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot create a temporary store directory in ", base.string()));
-  }
-  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
+  // TMPDIR/kiln-capture-XXXXXX with a marker naming this process, so a
+  // later kiln can sweep it if this one is killed (capture_store_dirs.h).
+  auto dir = capture::CreateCaptureStoreDir();
+  if (!dir.ok()) return dir.status();
+  auto store = storage::Store::Open(*dir, storage::Store::Mode::kReadWrite);
   if (!store.ok()) {
-    std::filesystem::remove_all(dir, ec);
+    capture::RemoveCaptureStoreDir(*dir);
     return store.status();
   }
-  return std::unique_ptr<TemporaryStore>(new TemporaryStore(dir, *std::move(store)));
+  return std::unique_ptr<TemporaryStore>(new TemporaryStore(*dir, *std::move(store)));
 }
 
 TemporaryStore::~TemporaryStore() {
   store_.reset();  // RocksDB closes its files before the directory goes
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
+  capture::RemoveCaptureStoreDir(dir_);
 }
 
 // ---------------------------------------------------------------------------
@@ -186,6 +183,20 @@ SourceList::SourceList(storage::Store& live, const ingest::OtlpReceiver* receive
   source->store = &live;
   source->worker = std::make_unique<GuiWorker>(live, receiver, std::move(live_data_dir), wake_ui_);
   sources_.push_back(std::move(source));
+  // Capture stores left by kilns that were killed (kill -9, a crash): only
+  // marked ones whose kiln is gone and whose store nobody holds open. Said
+  // in the Log, not as a notice.
+  storage::Store* log = &live_;
+  RunTask("Removing leftover capture stores", [log]() -> absl::StatusOr<std::string> {
+    auto sweep = capture::SweepCaptureStoreDirs();
+    for (const std::string& dir : sweep.removed) {
+      (void)log->AppendLog(storage::LogLevel::kInfo,
+                           absl::StrCat("Removed ", dir,
+                                        ", a capture store left by a kiln that ended without "
+                                        "closing it"));
+    }
+    return std::string();
+  });
 }
 
 SourceList::~SourceList() {
@@ -231,7 +242,7 @@ bool SourceList::Poll() {
     tasks_.erase(tasks_.begin() + static_cast<std::ptrdiff_t>(i));
     changed = true;
     if (result.ok()) {
-      Notify(false, *result);
+      if (!result->empty()) Notify(false, *result);  // empty: nothing to say
     } else {
       Notify(true, absl::StrCat(what, " failed: ", std::string(result.status().message())));
     }
