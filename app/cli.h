@@ -10,9 +10,17 @@
 
 namespace kiln::app {
 
+// Where symbols come from besides the profile's own paths (--debug-dir,
+// --debuginfod-urls); used by the window and --headless.
+struct SymbolFlags {
+  std::vector<std::string> debug_dirs;
+  std::string debuginfod_urls;  // "" = $DEBUGINFOD_URLS
+};
+
 struct HeadlessOptions {
   std::string listen_address = "0.0.0.0:11000";
   std::string data_dir;
+  SymbolFlags symbols;
 };
 // Runs the receiver and the store until SIGINT/SIGTERM.
 int RunHeadless(const HeadlessOptions& options);
@@ -34,6 +42,21 @@ struct StatsOptions {
   std::string data_dir;
 };
 int RunStats(const StatsOptions& options);
+
+// `kiln symbols add --data-dir DIR FILE...`: stores the symbols of each ELF
+// file under the executables it matches. Exit 1 when any file failed.
+struct SymbolsAddOptions {
+  std::string data_dir;
+  std::vector<std::string> files;
+};
+int RunSymbolsAdd(const SymbolsAddOptions& options);
+
+// `kiln symbols list --data-dir DIR`: every executable with its ids and
+// symbol status (read-only, works while kiln runs).
+struct SymbolsListOptions {
+  std::string data_dir;
+};
+int RunSymbolsList(const SymbolsListOptions& options);
 
 // Parses a time given as Unix nanoseconds or RFC 3339
 // ("2026-11-21T10:00:00Z", fractional seconds and offsets allowed).

@@ -5,9 +5,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <thread>
 
 #include "app/cli.h"
+#include "app/symbol_service.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
 
@@ -38,8 +40,18 @@ int RunHeadless(const HeadlessOptions& options) {
               (*receiver)->stats().listen_address.c_str());
   std::printf("kiln: storing in %s\n", options.data_dir.c_str());
   std::fflush(stdout);
-  (void)(*store)->AppendLog(storage::LogLevel::kInfo,
-                            "listening on " + (*receiver)->stats().listen_address);
+  (void)(*store)->AppendLog(storage::LogLevel::kInfo, "listening on " + (*receiver)->stats().listen_address);
+
+  // Names for native frames, found in the background (logged in the store,
+  // visible with `kiln symbols list`).
+  SymbolSourceOptions symbol_options;
+  symbol_options.debug_dirs = options.symbols.debug_dirs;
+  symbol_options.debuginfod_urls = DebuginfodUrls(options.symbols.debuginfod_urls);
+  if (!symbol_options.debuginfod_urls.empty()) {
+    std::printf("kiln: fetching missing debug files from debuginfod (%zu server%s)\n",
+                symbol_options.debuginfod_urls.size(), symbol_options.debuginfod_urls.size() == 1 ? "" : "s");
+  }
+  auto symbols = std::make_unique<SymbolService>(**store, symbol_options);
 
   // A reporter prints a line every 5 s while data arrives, so a user sees
   // an agent is connected without opening the window.
@@ -68,6 +80,7 @@ int RunHeadless(const HeadlessOptions& options) {
   stop = true;
   reporter.join();
   (*receiver)->Stop();
+  symbols.reset();  // cancels a read or download in progress
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "shut down");
   receiver->reset();
   store->reset();  // closes RocksDB

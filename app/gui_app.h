@@ -26,6 +26,11 @@ struct GuiOptions {
   // source of its own beside the store, selected as it finishes loading;
   // --screenshot waits for all of them.
   std::vector<std::string> open_files;
+  // Symbol sources besides the profile's paths and /usr/lib/debug
+  // (--debug-dir, --debuginfod-urls; "" = $DEBUGINFOD_URLS). The window
+  // symbolizes its stores in the background (app/symbol_service.h).
+  std::vector<std::string> debug_dirs;
+  std::string debuginfod_urls;
 };
 
 // Returns the process exit code. `receiver` may be null (no listener, e.g.

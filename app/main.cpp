@@ -6,6 +6,7 @@
 //   kiln export --input FILE --format ...           (a converter; no store)
 //   kiln import --data-dir DIR FILE...
 //   kiln stats --data-dir DIR
+//   kiln symbols add --data-dir DIR FILE...  /  kiln symbols list --data-dir DIR
 #include <CLI/CLI.hpp>
 #include <signal.h>
 #include <stdlib.h>
@@ -107,6 +108,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> open_files, positional_files;
   cli.add_option("--open", open_files, "Open a capture file in the window (repeatable)");
   cli.add_option("files", positional_files, "Capture files to open in the window");
+  cli.add_option("--debug-dir", where.symbols.debug_dirs,
+                 "Also look for debug files here, like /usr/lib/debug (repeatable)");
+  cli.add_option("--debuginfod-urls", where.symbols.debuginfod_urls,
+                 "debuginfod servers to fetch debug files from (space-separated; default $DEBUGINFOD_URLS)");
 
   ExportOptions export_options;
   export_options.data_dir = where.data_dir;
@@ -143,6 +148,21 @@ int main(int argc, char** argv) {
   CLI::App* stats_cmd = cli.add_subcommand("stats", "Show what a store holds");
   stats_cmd->add_option("--data-dir", stats_options.data_dir, "Store directory")->capture_default_str();
 
+  CLI::App* symbols_cmd = cli.add_subcommand("symbols", "Symbols for native frames: add files, list status");
+  symbols_cmd->require_subcommand(1);
+  SymbolsAddOptions symbols_add;
+  symbols_add.data_dir = where.data_dir;
+  CLI::App* symbols_add_cmd = symbols_cmd->add_subcommand(
+      "add", "Store the symbols of ELF files (executables, libraries, debug files)");
+  symbols_add_cmd->add_option("--data-dir", symbols_add.data_dir, "Store directory")->capture_default_str();
+  symbols_add_cmd->add_option("files", symbols_add.files, "ELF files, matched by htlhash or GNU build id")
+      ->required();
+  SymbolsListOptions symbols_list;
+  symbols_list.data_dir = where.data_dir;
+  CLI::App* symbols_list_cmd =
+      symbols_cmd->add_subcommand("list", "Every executable seen, with its ids and symbol status");
+  symbols_list_cmd->add_option("--data-dir", symbols_list.data_dir, "Store directory")->capture_default_str();
+
   CLI11_PARSE(cli, argc, argv);
 
   if (export_cmd->parsed() && !input.empty()) {
@@ -172,6 +192,8 @@ int main(int argc, char** argv) {
   if (export_cmd->parsed()) return RunExport(export_options);
   if (import_cmd->parsed()) return capture::RunImportCommand(import_options, std::cout, std::cerr);
   if (stats_cmd->parsed()) return RunStats(stats_options);
+  if (symbols_add_cmd->parsed()) return RunSymbolsAdd(symbols_add);
+  if (symbols_list_cmd->parsed()) return RunSymbolsList(symbols_list);
   if (headless && (!open_files.empty() || !positional_files.empty())) {
     std::fprintf(stderr, "kiln: --headless opens no capture files; use `kiln import --data-dir DIR FILE...`\n");
     return 2;
@@ -185,6 +207,8 @@ int main(int argc, char** argv) {
     }
   }
   gui.open_files = open_files;
+  gui.debug_dirs = where.symbols.debug_dirs;
+  gui.debuginfod_urls = where.symbols.debuginfod_urls;
   gui.open_files.insert(gui.open_files.end(), positional_files.begin(), positional_files.end());
   return RunWindow(where, gui);
 }

@@ -87,9 +87,11 @@ CommandResult RunKiln(const std::vector<std::string>& args) {
   return r;
 }
 
-HeadlessKiln::HeadlessKiln(const std::string& data_dir) {
+HeadlessKiln::HeadlessKiln(const std::string& data_dir, const std::vector<std::string>& extra_args) {
   int err_fd;
-  pid_ = Spawn({"--headless", "--listen", "127.0.0.1:0", "--data-dir", data_dir}, &out_fd_, &err_fd);
+  std::vector<std::string> args{"--headless", "--listen", "127.0.0.1:0", "--data-dir", data_dir};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  pid_ = Spawn(args, &out_fd_, &err_fd);
   close(err_fd);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   const std::string marker = "listening on 127.0.0.1:";

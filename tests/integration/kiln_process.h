@@ -23,7 +23,7 @@ class HeadlessKiln {
  public:
   // Starts `kiln --headless --listen 127.0.0.1:0 --data-dir DIR` and waits
   // until it prints the port it listens on.
-  explicit HeadlessKiln(const std::string& data_dir);
+  explicit HeadlessKiln(const std::string& data_dir, const std::vector<std::string>& extra_args = {});
   ~HeadlessKiln();  // kill -9 if still running
   int port() const { return port_; }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }

@@ -1,0 +1,526 @@
+// Index
+//   [SECTION] Helpers: options, ELF sniffing, status and log lines
+//   [SECTION] Sources: the same file, local debug files, debuginfod
+//   [SECTION] AddSymbolFile: a user-given file
+//   [SECTION] SymbolService: the background thread
+
+#include "app/symbol_service.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ingest/symbols/debug_files.h"
+#include "ingest/symbols/debuginfod_client.h"
+#include "ingest/symbols/elf_identity.h"
+#include "ingest/symbols/elf_symbols.h"
+
+namespace kiln::app {
+
+namespace {
+
+// ===========================================================================
+// [SECTION] Helpers: options, ELF sniffing, status and log lines
+// ===========================================================================
+
+using storage::SymbolStatus;
+using State = storage::SymbolStatus::State;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Basename(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// "app (htlhash 0123abcd.., build id 5f3e..)" for log lines.
+std::string Describe(const storage::ExecutableInfo& exe) {
+  std::string out = exe.file_name.empty() ? std::string("(unnamed)") : exe.file_name;
+  std::vector<std::string> ids;
+  if (!exe.htlhash.empty()) ids.push_back("htlhash " + exe.htlhash);
+  if (!exe.gnu_build_id.empty()) ids.push_back("build id " + exe.gnu_build_id);
+  if (!ids.empty()) absl::StrAppend(&out, " (", absl::StrJoin(ids, ", "), ")");
+  return out;
+}
+
+std::vector<std::string> KeysOf(const storage::ExecutableInfo& exe) {
+  return storage::SymbolKeys(exe.htlhash, exe.gnu_build_id);
+}
+
+std::string FunctionsText(size_t n) { return absl::StrCat(n, n == 1 ? " function" : " functions"); }
+
+// Stores a table under `keys` and logs it; the error, if any, is logged too.
+bool StoreTable(storage::Store& store, const std::vector<std::string>& keys, const std::string& what,
+                symbols::SymbolReadResult& result, const std::string& source) {
+  SymbolStatus status;
+  status.state = State::kSymbolized;
+  status.source = source;
+  status.detail = result.description;
+  status.functions = result.table.function_count();
+  status.updated_ns = NowNs();
+  if (absl::Status s = store.PutSymbols(keys, result.table, status); !s.ok()) {
+    (void)store.AppendLog(storage::LogLevel::kError,
+                          absl::StrCat("symbols for ", what, ": could not store them: ", s.message()));
+    return false;
+  }
+  (void)store.AppendLog(storage::LogLevel::kInfo,
+                        absl::StrCat("symbols for ", what, ": ", FunctionsText(status.functions), " from ",
+                                     source, result.description.empty() ? "" : " (", result.description,
+                                     result.description.empty() ? "" : ")"));
+  for (const std::string& w : result.warnings) {
+    (void)store.AppendLog(storage::LogLevel::kWarning, absl::StrCat("symbols for ", what, ": ", w));
+  }
+  return true;
+}
+
+// ===========================================================================
+// [SECTION] Sources: the same file, local debug files, debuginfod
+// ===========================================================================
+
+// The profile's path when it is this very file (same htlhash or build id):
+// kiln and the agent on one host. "" otherwise, with why in `note`.
+std::string SameFileOnThisMachine(const storage::ExecutableInfo& exe, symbols::ElfIdentity* identity,
+                                  std::string* note) {
+  if (exe.file_name.empty() || exe.file_name[0] != '/') return "";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(exe.file_name, ec)) return "";
+  auto id = symbols::ReadElfIdentity(exe.file_name);
+  if (!id.ok()) {
+    *note = std::string(id.status().message());
+    return "";
+  }
+  const bool same = (!exe.htlhash.empty() && id->htlhash == exe.htlhash) ||
+                    (!exe.gnu_build_id.empty() && id->gnu_build_id == exe.gnu_build_id);
+  if (!same) {
+    *note = absl::StrCat(exe.file_name, " on this machine is another build (htlhash ", id->htlhash, ")");
+    return "";
+  }
+  *identity = *std::move(id);
+  return exe.file_name;
+}
+
+}  // namespace
+
+std::vector<std::string> DebuginfodUrls(const std::string& flag) {
+  std::string text = flag;
+  if (text.empty()) {
+    const char* env = std::getenv("DEBUGINFOD_URLS");
+    if (env) text = env;
+  }
+  std::vector<std::string> urls;
+  std::string current;
+  for (char c : text + " ") {
+    if (c == ' ' || c == ',' || c == '\t' || c == '\n') {
+      if (!current.empty()) urls.push_back(current);
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  return urls;
+}
+
+bool IsElfFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char magic[4] = {};
+  const ssize_t n = pread(fd, magic, sizeof magic, 0);
+  close(fd);
+  return n == 4 && std::memcmp(magic,
+                               "\x7f"
+                               "ELF",
+                               4) == 0;
+}
+
+// ===========================================================================
+// [SECTION] AddSymbolFile: a user-given file
+// ===========================================================================
+
+AddFileOutcome AddSymbolFile(storage::Store& store, const std::string& path, const std::atomic<bool>* cancel,
+                             const std::function<void(double)>& progress) {
+  AddFileOutcome out;
+  out.path = path;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    out.message = "cannot read it: no such file";
+    return out;
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    out.message = "is a directory, not an ELF file";
+    return out;
+  }
+  if (!IsElfFile(path)) {
+    out.message = "not an ELF file (executables, shared libraries and debug files start with \\x7fELF)";
+    return out;
+  }
+  auto identity = symbols::ReadElfIdentity(path);
+  if (!identity.ok()) {
+    out.message = absl::StrCat("unreadable ELF file: ", identity.status().message());
+    return out;
+  }
+  std::vector<storage::ExecutableInfo> matches;
+  for (storage::ExecutableInfo& exe : store.Executables()) {
+    const bool by_htlhash = !exe.htlhash.empty() && exe.htlhash == identity->htlhash;
+    const bool by_build_id = !exe.gnu_build_id.empty() && exe.gnu_build_id == identity->gnu_build_id;
+    if (by_htlhash || by_build_id) matches.push_back(std::move(exe));
+  }
+  const std::string ids =
+      absl::StrCat("htlhash ", identity->htlhash,
+                   identity->gnu_build_id.empty() ? ", no build id" : ", build id " + identity->gnu_build_id);
+  if (matches.empty()) {
+    out.message = absl::StrCat("matches no executable in ", store.directory(), " (", ids, ")");
+    (void)store.AppendLog(storage::LogLevel::kWarning,
+                          absl::StrCat("symbols from ", path, ": ", out.message));
+    return out;
+  }
+  symbols::SymbolReadOptions options;
+  options.cancel = cancel;
+  options.progress = progress;
+  auto result = symbols::ReadSymbols({path}, options);
+  std::vector<std::string> names;
+  std::vector<std::string> keys;
+  for (const auto& exe : matches) {
+    names.push_back(Describe(exe));
+    for (std::string& k : KeysOf(exe)) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
+    }
+  }
+  const std::string what = absl::StrJoin(names, ", ");
+  if (!result.ok()) {
+    out.message = absl::StrCat("matched ", what, " but stored nothing: ", result.status().message());
+    (void)store.AppendLog(storage::LogLevel::kWarning,
+                          absl::StrCat("symbols from ", path, ": ", out.message));
+    return out;
+  }
+  const std::string source = "added file " + path;
+  if (!StoreTable(store, keys, what, *result, source)) {
+    out.message = absl::StrCat("matched ", what, " but the store refused the symbols (see the Log)");
+    return out;
+  }
+  out.ok = true;
+  out.message = absl::StrCat("matched ", what, ": stored ", FunctionsText(result->table.function_count()),
+                             result->description.empty() ? "" : " (", result->description,
+                             result->description.empty() ? "" : ")");
+  return out;
+}
+
+// ===========================================================================
+// [SECTION] SymbolService: the background thread
+// ===========================================================================
+
+SymbolService::SymbolService(storage::Store& store, SymbolSourceOptions options,
+                             std::function<void()> on_change)
+    : store_(store), options_(std::move(options)), on_change_(std::move(on_change)) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+SymbolService::~SymbolService() {
+  stop_ = true;
+  wake_.notify_all();
+  thread_.join();
+}
+
+void SymbolService::Retry(const std::string& key) {
+  {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back({Job::Kind::kRetry, key});
+    scanned_all_ = false;
+  }
+  wake_.notify_all();
+}
+
+void SymbolService::AddFiles(const std::vector<std::string>& paths) {
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::string& p : paths) jobs_.push_back({Job::Kind::kAddFile, p});
+    scanned_all_ = false;
+  }
+  wake_.notify_all();
+}
+
+void SymbolService::Poke() {
+  {
+    std::lock_guard lock(mutex_);
+    poked_ = true;
+  }
+  wake_.notify_all();
+}
+
+SymbolProgress SymbolService::Progress() const {
+  std::lock_guard lock(mutex_);
+  SymbolProgress p = progress_;
+  p.queued += jobs_.size();
+  return p;
+}
+
+std::vector<AddFileOutcome> SymbolService::TakeOutcomes() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(outcomes_, {});
+}
+
+bool SymbolService::Idle() const {
+  std::lock_guard lock(mutex_);
+  return jobs_.empty() && !progress_.busy && scanned_all_;
+}
+
+void SymbolService::SetProgress(std::string executable, std::string source, double fraction) {
+  {
+    std::lock_guard lock(mutex_);
+    progress_.busy = true;
+    progress_.executable = std::move(executable);
+    progress_.source = std::move(source);
+    progress_.fraction = fraction;
+  }
+  if (on_change_) on_change_();
+}
+
+void SymbolService::Changed() {
+  if (on_change_) on_change_();
+}
+
+void SymbolService::Run() {
+  constexpr auto kScanInterval = std::chrono::seconds(2);
+  while (!stop_) {
+    std::optional<Job> job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, kScanInterval, [this] { return stop_ || poked_ || !jobs_.empty(); });
+      if (stop_) return;
+      poked_ = false;
+      if (!jobs_.empty()) {
+        job = jobs_.front();
+        jobs_.pop_front();
+        progress_.busy = true;
+      }
+    }
+    if (job && job->kind == Job::Kind::kAddFile) {
+      SetProgress(Basename(job->argument), "added file", 0);
+      const std::string path = job->argument;
+      AddFileOutcome outcome = AddSymbolFile(
+          store_, path, &stop_, [this, path](double f) { SetProgress(Basename(path), "added file", f); });
+      {
+        std::lock_guard lock(mutex_);
+        outcomes_.push_back(std::move(outcome));
+        progress_ = SymbolProgress{false, "", "", 0, 0, progress_.done + 1};
+        poked_ = true;  // scan next, so Idle() can become true
+      }
+      Changed();
+      continue;
+    }
+    if (job && job->kind == Job::Kind::kRetry) {
+      for (const storage::ExecutableInfo& exe : store_.Executables()) {
+        const auto keys = KeysOf(exe);
+        if (std::find(keys.begin(), keys.end(), job->argument) == keys.end()) continue;
+        for (const auto& k : keys) attempted_.insert(k);
+        (void)store_.AppendLog(storage::LogLevel::kInfo, "retrying symbols for " + Describe(exe));
+        Symbolize(exe);
+        break;
+      }
+      {
+        std::lock_guard lock(mutex_);
+        progress_ = SymbolProgress{false, "", "", 0, 0, progress_.done + 1};
+        poked_ = true;  // scan next, so Idle() can become true
+      }
+      Changed();
+      continue;
+    }
+    // The work list: executables with an id, no status under any key, and
+    // not tried by this process yet.
+    std::set<std::string> have_status;
+    for (auto& [key, status] : store_.SymbolStatuses()) have_status.insert(key);
+    std::vector<storage::ExecutableInfo> todo;
+    for (storage::ExecutableInfo& exe : store_.Executables()) {
+      const auto keys = KeysOf(exe);
+      if (keys.empty()) continue;
+      bool skip = false;
+      for (const auto& k : keys) skip = skip || have_status.count(k) || attempted_.count(k);
+      if (!skip) {
+        for (const auto& k : keys) attempted_.insert(k);
+        todo.push_back(std::move(exe));
+      }
+    }
+    bool interrupted = false;
+    for (size_t i = 0; i < todo.size() && !stop_; ++i) {
+      {
+        std::lock_guard lock(mutex_);
+        progress_.queued = todo.size() - i - 1;
+        if (!jobs_.empty()) {
+          // The user is waiting: the rest goes back to the next scan.
+          for (size_t j = i; j < todo.size(); ++j) {
+            for (const auto& k : KeysOf(todo[j])) attempted_.erase(k);
+          }
+          interrupted = true;
+          break;
+        }
+      }
+      Symbolize(todo[i]);
+      {
+        std::lock_guard lock(mutex_);
+        ++progress_.done;
+      }
+      Changed();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      progress_ = SymbolProgress{false, "", "", 0, 0, progress_.done};
+      scanned_all_ = !interrupted && jobs_.empty();
+    }
+    if (!todo.empty()) Changed();
+  }
+}
+
+std::vector<std::string> SymbolService::LocalDebugFiles(const storage::ExecutableInfo& exe,
+                                                        const symbols::ElfIdentity* binary) const {
+  symbols::DebugFileSearchOptions search;
+  search.debug_roots = options_.debug_dirs;
+  search.debug_roots.push_back("/usr/lib/debug");
+  symbols::ElfIdentity wanted;
+  if (binary) {
+    wanted = *binary;
+  } else if (!exe.gnu_build_id.empty()) {
+    // Only the build id is known (the binary is on another host): the
+    // build-id trees under the roots are the places to look.
+    wanted.gnu_build_id = exe.gnu_build_id;
+  } else {
+    return {};
+  }
+  std::vector<std::string> out;
+  for (const symbols::DebugFileCandidate& c : symbols::FindDebugFiles(wanted, search).found)
+    out.push_back(c.path);
+  return out;
+}
+
+absl::StatusOr<std::string> SymbolService::FetchDebuginfo(const std::string& build_id, std::string* server) {
+  symbols::DebuginfodOptions fetch;
+  fetch.urls = absl::StrJoin(options_.debuginfod_urls, " ");
+  fetch.cache_dir = options_.debuginfod_cache_dir;
+  fetch.cancel = &stop_;
+  fetch.progress = [this](int64_t done, int64_t total) {
+    std::string executable;
+    {
+      std::lock_guard lock(mutex_);
+      executable = progress_.executable;
+    }
+    SetProgress(executable, "debuginfod", total > 0 ? static_cast<double>(done) / total : 0);
+  };
+  *server = fetch.urls;
+  return symbols::FetchDebugInfo(build_id, fetch);
+}
+
+void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
+  const std::vector<std::string> keys = KeysOf(exe);
+  if (keys.empty()) return;
+  const std::string what = Describe(exe);
+  const std::string name = Basename(exe.file_name);
+  std::vector<std::string> tried;  // what was looked at, for the status
+  std::string failure;             // the first real error (not "nothing there")
+  auto read = [&](const std::vector<std::string>& files, const std::string& source_kind,
+                  std::string* source) -> std::optional<symbols::SymbolReadResult> {
+    SetProgress(name, source_kind, 0);
+    symbols::SymbolReadOptions options;
+    options.cancel = &stop_;
+    options.progress = [&](double f) { SetProgress(name, source_kind, f); };
+    auto result = symbols::ReadSymbols(files, options);
+    if (result.ok() && !result->table.empty()) {
+      *source = result->source_path;
+      return *std::move(result);
+    }
+    if (!result.ok() && !absl::IsNotFound(result.status()) && !absl::IsCancelled(result.status()) &&
+        failure.empty()) {
+      failure = std::string(result.status().message());
+    }
+    return std::nullopt;
+  };
+
+  // (2) The same file on this machine, and (3) its local debug files.
+  symbols::ElfIdentity identity;
+  std::string note;
+  const std::string binary = SameFileOnThisMachine(exe, &identity, &note);
+  if (!note.empty()) tried.push_back(note);
+  std::vector<std::string> debug_files = LocalDebugFiles(exe, binary.empty() ? nullptr : &identity);
+  std::vector<std::string> files = debug_files;
+  if (!binary.empty()) files.push_back(binary);
+  if (!files.empty()) {
+    std::string source_path;
+    auto result = read(files, debug_files.empty() ? "local file" : "debug files", &source_path);
+    if (stop_) return;
+    if (result) {
+      const bool from_binary = source_path == binary;
+      StoreTable(store_, keys, what, *result, (from_binary ? "local file " : "debug file ") + source_path);
+      return;
+    }
+    tried.push_back(
+        absl::StrCat(debug_files.empty() ? "local file " : "local files ", absl::StrJoin(files, ", ")));
+  } else {
+    tried.push_back("no local file or debug file");
+  }
+
+  // (4) debuginfod, by build id.
+  if (!options_.debuginfod_urls.empty()) {
+    if (exe.gnu_build_id.empty()) {
+      tried.push_back("debuginfod needs a GNU build id (the profile has none)");
+    } else {
+      SetProgress(name, "debuginfod", 0);
+      std::string server;
+      auto fetched = FetchDebuginfo(exe.gnu_build_id, &server);
+      if (stop_) return;
+      if (fetched.ok()) {
+        std::vector<std::string> with_binary{*fetched};
+        if (!binary.empty()) with_binary.push_back(binary);
+        std::string source_path;
+        auto result = read(with_binary, "debuginfod", &source_path);
+        if (stop_) return;
+        if (result) {
+          StoreTable(store_, keys, what, *result, "debuginfod " + server);
+          return;
+        }
+        tried.push_back("debuginfod file " + *fetched);
+      } else if (absl::IsNotFound(fetched.status())) {
+        tried.push_back(absl::StrCat("debuginfod: ", fetched.status().message()));
+      } else {
+        tried.push_back(absl::StrCat("debuginfod: ", fetched.status().message()));
+        if (failure.empty()) failure = absl::StrCat("debuginfod: ", fetched.status().message());
+      }
+    }
+  }
+
+  // Nothing: record what was tried. An older table (a retry that found
+  // nothing better) is kept along with its status.
+  for (auto& [key, status] : store_.SymbolStatuses()) {
+    if (status.state == State::kSymbolized && std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      (void)store_.AppendLog(
+          storage::LogLevel::kInfo,
+          absl::StrCat("symbols for ", what, ": nothing new found; keeping ", status.source));
+      return;
+    }
+  }
+  SymbolStatus status;
+  status.state = failure.empty() ? State::kNoSymbols : State::kFailed;
+  status.source = "tried: " + absl::StrJoin(tried, "; ");
+  status.detail = failure;
+  status.updated_ns = NowNs();
+  if (absl::Status s = store_.PutSymbolStatus(keys, status); !s.ok()) {
+    (void)store_.AppendLog(storage::LogLevel::kError,
+                           absl::StrCat("symbols for ", what, ": could not store the status: ", s.message()));
+    return;
+  }
+  (void)store_.AppendLog(
+      failure.empty() ? storage::LogLevel::kInfo : storage::LogLevel::kWarning,
+      failure.empty() ? absl::StrCat("no symbols found for ", what, " (", status.source, ")")
+                      : absl::StrCat("symbols for ", what, " failed: ", failure, " (", status.source, ")"));
+}
+
+}  // namespace kiln::app

@@ -1,0 +1,145 @@
+// Native symbolization of one store: the work behind the Executables view,
+// `kiln symbols add` and the symbols that `kiln --headless` finds by itself.
+//
+// SymbolService runs one background thread per read-write store. It walks
+// Store::Executables() and, for each executable without a symbol status,
+// tries in order: the same file on this machine (the profile's path, when
+// its htlhash or GNU build id matches), local debug files (build id under
+// the debug roots, .gnu_debuglink, MiniDebugInfo), then debuginfod when
+// URLs are configured. Each outcome is stored (Store::PutSymbols /
+// PutSymbolStatus, under every key of the executable) and logged.
+//
+// Threads: every SymbolService method may be called from any thread; none
+// waits for symbol reading. The store must outlive the service; the
+// destructor cancels the reading in progress (including a debuginfod
+// download) and joins. AddSymbolFile is synchronous and runs on the caller's
+// thread (the CLI's, or the service's).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "storage/store.h"
+
+namespace kiln::symbols {
+struct ElfIdentity;
+}
+
+namespace kiln::app {
+
+struct SymbolSourceOptions {
+  // Searched like /usr/lib/debug (build-id tree and debuglink), before it.
+  std::vector<std::string> debug_dirs;
+  // debuginfod servers; empty = debuginfod is not used.
+  std::vector<std::string> debuginfod_urls;
+  // Where downloads are cached; "" = $DEBUGINFOD_CACHE_PATH or
+  // ~/.cache/debuginfod_client, as for every libdebuginfod client.
+  std::string debuginfod_cache_dir;
+};
+
+// The debuginfod servers to use: `flag` (--debuginfod-urls) when given,
+// else $DEBUGINFOD_URLS; both are space- or comma-separated lists.
+std::vector<std::string> DebuginfodUrls(const std::string& flag);
+
+// True when `path` is a readable file starting with the ELF magic
+// ("\x7f" "ELF"): a dropped file goes to symbols rather than captures.
+bool IsElfFile(const std::string& path);
+
+// What the service is doing, for the UI's progress line.
+struct SymbolProgress {
+  bool busy = false;
+  std::string executable;  // file name of the executable being worked on
+  std::string source;      // "local file", "debug files", "debuginfod", "added file"
+  double fraction = 0;     // of the current read or download, 0..1 (0 when unknown)
+  size_t queued = 0;       // executables and files still waiting after this one
+  size_t done = 0;         // finished since the service started
+};
+
+// The outcome of one user-given file (AddFiles, `kiln symbols add`).
+struct AddFileOutcome {
+  std::string path;
+  bool ok = false;
+  // One line for the user: "matched app (htlhash 0123..): stored 42 functions
+  // from it" or "matches no executable in DIR" or "not an ELF file".
+  std::string message;
+};
+
+// Reads `path` (an executable, shared library or debug file), matches it by
+// htlhash or GNU build id against the store's executables and stores its
+// symbols under the keys of every match, with a log line. A file that
+// matches nothing, is not ELF or has no symbols is reported and stores
+// nothing. `cancel` and `progress` (0..1) may be null/empty.
+AddFileOutcome AddSymbolFile(storage::Store& store, const std::string& path,
+                             const std::atomic<bool>* cancel = nullptr,
+                             const std::function<void(double)>& progress = {});
+
+class SymbolService {
+ public:
+  // `on_change` runs on the service thread after each stored outcome and on
+  // progress (the window passes its wake-up); may be empty.
+  SymbolService(storage::Store& store, SymbolSourceOptions options, std::function<void()> on_change = {});
+  ~SymbolService();
+  SymbolService(const SymbolService&) = delete;
+  SymbolService& operator=(const SymbolService&) = delete;
+
+  // Tries the executable with symbol key `key` again, whatever its status.
+  void Retry(const std::string& key);
+  // Queues user-given ELF files; outcomes arrive through TakeOutcomes().
+  void AddFiles(const std::vector<std::string>& paths);
+  // New executables may have arrived: look now rather than at the next tick.
+  void Poke();
+
+  SymbolProgress Progress() const;
+  // Outcomes of AddFiles since the last call, oldest first.
+  std::vector<AddFileOutcome> TakeOutcomes();
+  // True when nothing is queued or running and every executable with an id
+  // has a status (tests and --screenshot wait for this).
+  bool Idle() const;
+
+ private:
+  struct Job {
+    enum class Kind { kAddFile, kRetry } kind;
+    std::string argument;  // path or key
+  };
+  void Run();
+  void Symbolize(const storage::ExecutableInfo& exe);
+  // Separate debug files of `exe` on this machine (build id under the debug
+  // roots, the binary's .gnu_debuglink); `binary` is the matching file when
+  // there is one.
+  std::vector<std::string> LocalDebugFiles(const storage::ExecutableInfo& exe,
+                                           const symbols::ElfIdentity* binary) const;
+  // The debug file for `build_id` from the configured debuginfod servers
+  // (cached on disk); `server` gets the URL it came from.
+  absl::StatusOr<std::string> FetchDebuginfo(const std::string& build_id, std::string* server);
+  void SetProgress(std::string executable, std::string source, double fraction);
+  void Changed();
+
+  storage::Store& store_;
+  const SymbolSourceOptions options_;
+  std::function<void()> on_change_;
+  std::atomic<bool> stop_{false};
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool poked_ = true;
+  std::deque<Job> jobs_;
+  std::vector<AddFileOutcome> outcomes_;
+  SymbolProgress progress_;
+  bool scanned_all_ = false;  // the last scan found nothing left to try
+
+  // Service thread only: keys already attempted in this process, so an
+  // executable whose outcome could not be stored is not tried in a loop.
+  std::set<std::string> attempted_;
+  std::thread thread_;
+};
+
+}  // namespace kiln::app

@@ -1,0 +1,117 @@
+// debuginfod end to end: a real `debuginfod` server on loopback serves the
+// test program's debug file; `kiln --headless` with DEBUGINFOD_URLS (and a
+// private DEBUGINFOD_CACHE_PATH) fetches it for a stripped binary that is
+// not on this machine, and `kiln export` shows the names. Skips (77) when
+// the debuginfod binary is not installed (Debian package `debuginfod`).
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "tests/integration/symbols_fixture.h"
+
+namespace kiln::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string DebuginfodBinary() {
+  for (const char* p : {"/usr/bin/debuginfod", "/usr/sbin/debuginfod", "/usr/local/bin/debuginfod"}) {
+    if (access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// `debuginfod -F DIR -p PORT -d DB` on loopback, killed at scope exit.
+struct DebuginfodServer {
+  DebuginfodServer(const std::string& binary, const std::string& serve_dir, const std::string& db) {
+    port = FreePort();
+    std::fflush(stdout);  // or the child's freopen writes our buffered output again
+    std::fflush(stderr);
+    pid = fork();
+    if (pid == 0) {
+      freopen("/dev/null", "w", stdout);
+      freopen((db + ".log").c_str(), "w", stderr);
+      const std::string p = std::to_string(port);
+      execl(binary.c_str(), binary.c_str(), "-F", serve_dir.c_str(), "-p", p.c_str(), "-d", db.c_str(), "-t",
+            "1", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  ~DebuginfodServer() {
+    kill(pid, SIGTERM);
+    waitpid(pid, nullptr, 0);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+  int pid = -1;
+  int port = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a stripped binary from another host gets its names from a real debuginfod server") {
+  const std::string debuginfod = DebuginfodBinary();
+  if (debuginfod.empty()) {
+    std::printf(
+        "symbols_debuginfod_test: skipped: the debuginfod binary is not installed (apt install "
+        "debuginfod)\n");
+    std::fflush(stdout);
+    std::_Exit(77);
+  }
+  TempDir work;
+  const std::string serve = work.path + "/serve";
+  fs::create_directories(serve);
+  fs::copy_file(KILN_VICTIM_DEBUG, serve + "/victim.debug");
+  DebuginfodServer server(debuginfod, serve, work.path + "/debuginfod.sqlite");
+  const std::string build_id = BuildIdOf(KILN_VICTIM_STRIPPED);
+  REQUIRE(!build_id.empty());
+
+  // Wait until the server has scanned the folder and serves the file
+  // (checked with libdebuginfod's own client, with a fresh cache per try:
+  // the client remembers a 404 for ten minutes).
+  bool served = false;
+  for (int i = 0; i < 120 && !served; ++i) {
+    const std::string out =
+        Shell("DEBUGINFOD_URLS=" + server.url() + " DEBUGINFOD_CACHE_PATH=" + work.path + "/probe-cache-" +
+              std::to_string(i) + " debuginfod-find debuginfo " + build_id + " 2>/dev/null");
+    served = !out.empty() && fs::exists(out);
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  REQUIRE_MESSAGE(served, "debuginfod did not serve " << build_id << " within 60 s");
+
+  TempDir dir;
+  const std::string cache = work.path + "/kiln-cache";
+  setenv("DEBUGINFOD_URLS", server.url().c_str(), 1);
+  setenv("DEBUGINFOD_CACHE_PATH", cache.c_str(), 1);
+  HeadlessKiln kiln(dir.path);
+  unsetenv("DEBUGINFOD_URLS");
+  unsetenv("DEBUGINFOD_CACHE_PATH");
+  Send(kiln.target(), VictimRequest("/nonexistent/kiln-test/victim", HtlhashOf(KILN_VICTIM_STRIPPED),
+                                    build_id, KILN_VICTIM));
+  const std::string folded = WaitForFolded(dir.path, kNamed, 90);
+  CHECK_MESSAGE(folded.find(kNamed) != std::string::npos, folded);
+  const std::string list = WaitForList(dir.path, "status:    symbolized");
+  CHECK_MESSAGE(list.find("source:    debuginfod " + server.url()) != std::string::npos, list);
+  // Downloaded into the configured cache, not the user's.
+  CHECK(Shell("find '" + cache + "' -name debuginfo | head -1").find(build_id) != std::string::npos);
+  CHECK(kiln.Stop(SIGTERM) == 0);
+}
+
+}  // namespace kiln::testing
