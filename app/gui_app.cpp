@@ -1,8 +1,10 @@
 // The desktop window: GLFW + OpenGL 3.2 core + Dear ImGui, the frame loop,
 // live follow, --screenshot, and the sources: the live store and every
 // opened capture (app/capture_sources.h), switched in the menu bar, with the
-// File menu and dropped files. Everything slow (loads, exports, imports,
-// queries) runs off this thread; a frame only reads finished results.
+// File menu and dropped files, and a symbolizer per source
+// (app/symbol_service.h): dropped ELF files go to it, the Executables view
+// drives it. Everything slow (loads, exports, imports, queries, symbols)
+// runs off this thread; a frame only reads finished results.
 //
 // Index
 //   [SECTION] Clock and window setup (including "no display")
@@ -21,8 +23,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #define GLFW_INCLUDE_NONE
@@ -35,6 +40,7 @@
 #include "app/capture_sources.h"
 #include "app/gui_screenshot.h"
 #include "app/gui_worker.h"
+#include "app/symbol_service.h"
 #include "app/view_registry.h"
 #include "storage/store.h"
 #include "ui/format.h"
@@ -150,9 +156,16 @@ struct App {
   bool empty_help_drawn = false;            // the content area showed the empty-store help
   bool freeze_after_first_request = false;  // --screenshot
   std::vector<std::string> dropped;         // paths from the drop callback, opened next frame
+  // One symbolizer per source's store, destroyed before the sources (member
+  // order) and before a capture is closed.
+  SymbolSourceOptions symbol_options;
+  std::map<storage::Store*, std::unique_ptr<SymbolService>> symbolizers;
+  ui::ViewContext::Requests view_requests;
+  ui::SymbolActivity symbol_activity;
 
   // File menu dialogs.
   bool open_dialog_requested = false, export_dialog_requested = false, png_dialog_requested = false;
+  bool symbols_dialog_requested = false;  // the Open dialog's browser, for ELF files
   char open_path[1024] = {};
   std::string browse_dir;                                    // listing cached for this directory
   std::vector<std::pair<std::string, bool>> browse_entries;  // name, is directory
@@ -171,7 +184,42 @@ struct App {
     }
     // The tab bar owns the selection; ask it, as the other views do.
     sources.Current().session.requested_tab = std::string(views[active_view]->Id());
-    for (const std::string& path : options.open_files) sources.Open(path);
+    symbol_options.debug_dirs = options.debug_dirs;
+    symbol_options.debuginfod_urls = DebuginfodUrls(options.debuginfod_urls);
+    for (const std::string& path : options.open_files) OpenPath(path);
+  }
+
+  // A symbolizer for every source that has none yet (new captures).
+  void StartSymbolizers() {
+    for (const auto& source : sources.sources()) {
+      if (!source->store || symbolizers.count(source->store)) continue;
+      GuiWorker* worker = source->worker.get();
+      symbolizers[source->store] = std::make_unique<SymbolService>(*source->store, symbol_options, [worker] {
+        worker->RefreshStatus();  // new statuses and SymbolsVersion: the views query again
+        glfwPostEmptyEvent();
+      });
+    }
+  }
+  SymbolService* Symbolizer() {
+    auto it = symbolizers.find(Src().store);
+    return it == symbolizers.end() ? nullptr : it->second.get();
+  }
+  void CloseSource(size_t index) {
+    if (index == 0 || index >= sources.sources().size()) return;
+    symbolizers.erase(sources.sources()[index]->store);  // joins before the store goes
+    sources.Close(index);
+  }
+  // A file from Open..., the command line or a drop: ELF files are symbols
+  // for the shown source, anything else a capture.
+  void OpenPath(const std::string& path) {
+    if (IsElfFile(path)) {
+      StartSymbolizers();
+      if (SymbolService* s = Symbolizer()) {
+        s->AddFiles({path});
+        return;
+      }
+    }
+    sources.Open(path);
   }
 
   Source& Src() { return sources.Current(); }
@@ -184,10 +232,21 @@ struct App {
   // Frame start: adopt finished loads and the newest snapshots, move the
   // live window, submit a new request when anything it depends on changed.
   void Update() {
-    for (const std::string& path : dropped) sources.Open(path);
+    for (const std::string& path : dropped) OpenPath(path);
     dropped.clear();
     const size_t before = sources.selected();
     sources.Poll();
+    StartSymbolizers();
+    for (const auto& [store, service] : symbolizers) {
+      for (const AddFileOutcome& o : service->TakeOutcomes())
+        sources.Notify(!o.ok, "Symbols from " + o.path + ": " + o.message);
+    }
+    if (SymbolService* s = Symbolizer()) {
+      const SymbolProgress p = s->Progress();
+      symbol_activity = {p.busy, p.executable, p.source, p.fraction, p.queued};
+    } else {
+      symbol_activity = {};
+    }
     sources.ExpireNotices(std::chrono::steady_clock::now());
     if (sources.selected() != before) {
       // A new source starts on the tab the user is on.
@@ -226,7 +285,8 @@ struct App {
     } else if (session.window.Empty()) {
       session.window = ui::PresetRange(session.preset, now, stats.first_sample_ns, stats.last_sample_ns);
     }
-    const ui::AnalysisRequest request = BuildRequest(session, src.data_version, timeline_buckets);
+    ui::AnalysisRequest request = BuildRequest(session, src.data_version, timeline_buckets);
+    request.symbols_version = src.status->symbols_version;
     if (!src.has_request || !(request == src.last_request)) {
       src.submitted_generation = src.worker->Submit(request);
       src.last_request = request;
@@ -279,6 +339,8 @@ struct App {
     context.session = &src.session;
     context.computing = computing;
     context.mono_font = fonts.mono;
+    context.symbols = &symbol_activity;
+    context.requests = &view_requests;
     const bool empty_store = src.status && src.status->stats.samples == 0;
     if (empty_store && view->Id() != "log") {
       ui::DrawEmptyStoreHelp(src.status.get());
@@ -287,6 +349,11 @@ struct App {
       view->Draw(context);
       empty_help_drawn = false;
     }
+    if (SymbolService* s = Symbolizer()) {
+      for (const std::string& key : view_requests.retry_symbol_keys) s->Retry(key);
+    }
+    view_requests.retry_symbol_keys.clear();
+    if (std::exchange(view_requests.add_symbol_files, false)) symbols_dialog_requested = true;
     ImGui::EndChild();
     ImGui::Separator();
     ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing);
@@ -302,6 +369,7 @@ struct App {
     const bool capture = Src().IsCapture();
     if (ImGui::BeginMenu("File")) {
       if (ImGui::MenuItem("Open...")) open_dialog_requested = true;
+      if (ImGui::MenuItem("Add symbols from a file...")) symbols_dialog_requested = true;
       if (ImGui::MenuItem("Import into store", nullptr, false, capture)) sources.ImportIntoLive(Src().path);
       if (ImGui::IsItemHovered() && !capture) ImGui::SetTooltip("Select an opened capture first");
       if (ImGui::MenuItem("Export...", nullptr, false, Src().analysis && Src().analysis->slice)) {
@@ -309,7 +377,7 @@ struct App {
       }
       if (ImGui::MenuItem("Save PNG of view...")) png_dialog_requested = true;
       ImGui::Separator();
-      if (ImGui::MenuItem("Close capture", nullptr, false, capture)) sources.Close(sources.selected());
+      if (ImGui::MenuItem("Close capture", nullptr, false, capture)) CloseSource(sources.selected());
       ImGui::EndMenu();
     }
     ImGui::TextDisabled("Source:");
@@ -402,6 +470,57 @@ struct App {
     });
   }
 
+  // The Open dialog's body: a directory listing, a path field, a button
+  // labelled `action` that calls `pick` with the chosen file. Shared by
+  // File > Open... and Add symbols from a file.
+  void DrawFileBrowser(const char* hint, const char* action,
+                       const std::function<void(const std::string&)>& pick) {
+    const float em = ImGui::GetFontSize();
+    ImGui::TextDisabled("%s", hint);
+    ImGui::Text("Directory: %s", browse_dir.c_str());
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Up")) RefreshListing(std::filesystem::path(browse_dir).parent_path().string());
+    ImGui::BeginChild("##listing", ImVec2(0, -ImGui::GetFrameHeightWithSpacing() * 2.2f), true);
+    if (!browse_error.empty()) ImGui::TextColored(ImVec4(1.f, 0.45f, 0.4f, 1.f), "%s", browse_error.c_str());
+    std::string enter;
+    for (const auto& [name, is_dir] : browse_entries) {
+      const std::string label = is_dir ? name + "/" : name;
+      const std::string full = (std::filesystem::path(browse_dir) / name).string();
+      if (ImGui::Selectable(label.c_str(), full == open_path, ImGuiSelectableFlags_AllowDoubleClick)) {
+        // A click selects, a double-click enters or opens: entering on a
+        // single click would let a double-click's second click land on
+        // whatever the new listing shows there.
+        std::snprintf(open_path, sizeof open_path, "%s", full.c_str());
+        if (ImGui::IsMouseDoubleClicked(0)) {
+          if (is_dir) {
+            enter = full;
+          } else {
+            pick(open_path);
+            ImGui::CloseCurrentPopup();
+          }
+        }
+      }
+    }
+    ImGui::EndChild();
+    if (!enter.empty()) RefreshListing(enter);
+    ImGui::SetNextItemWidth(-em * 9);
+    const bool submitted =
+        ImGui::InputText("##path", open_path, sizeof open_path, ImGuiInputTextFlags_EnterReturnsTrue);
+    ImGui::SameLine();
+    if ((ImGui::Button(action) || submitted) && open_path[0]) {
+      std::error_code ec;
+      if (std::filesystem::is_directory(open_path, ec)) {
+        RefreshListing(open_path);
+      } else {
+        pick(open_path);
+        ImGui::CloseCurrentPopup();
+      }
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
+      ImGui::CloseCurrentPopup();
+  }
+
   void DrawDialogs() {
     const float em = ImGui::GetFontSize();
     if (open_dialog_requested) {
@@ -409,6 +528,12 @@ struct App {
       std::error_code ec;
       if (browse_dir.empty()) RefreshListing(std::filesystem::current_path(ec).string());
       ImGui::OpenPopup("Open capture");
+    }
+    if (symbols_dialog_requested) {
+      symbols_dialog_requested = false;
+      std::error_code ec;
+      if (browse_dir.empty()) RefreshListing(std::filesystem::current_path(ec).string());
+      ImGui::OpenPopup("Add symbols from a file");
     }
     if (export_dialog_requested) {
       export_dialog_requested = false;
@@ -426,50 +551,21 @@ struct App {
 
     ImGui::SetNextWindowSize(ImVec2(em * 46, em * 30), ImGuiCond_Appearing);
     if (ImGui::BeginPopupModal("Open capture")) {
-      ImGui::TextDisabled("OTLP (protobuf/JSON), pprof, folded stacks or perf script; gzip/zstd are fine.");
-      ImGui::Text("Directory: %s", browse_dir.c_str());
-      ImGui::SameLine();
-      if (ImGui::SmallButton("Up")) RefreshListing(std::filesystem::path(browse_dir).parent_path().string());
-      ImGui::BeginChild("##listing", ImVec2(0, -ImGui::GetFrameHeightWithSpacing() * 2.2f), true);
-      if (!browse_error.empty())
-        ImGui::TextColored(ImVec4(1.f, 0.45f, 0.4f, 1.f), "%s", browse_error.c_str());
-      std::string enter;
-      for (const auto& [name, is_dir] : browse_entries) {
-        const std::string label = is_dir ? name + "/" : name;
-        const std::string full = (std::filesystem::path(browse_dir) / name).string();
-        if (ImGui::Selectable(label.c_str(), full == open_path, ImGuiSelectableFlags_AllowDoubleClick)) {
-          // A click selects, a double-click enters or opens: entering on a
-          // single click would let a double-click's second click land on
-          // whatever the new listing shows there.
-          std::snprintf(open_path, sizeof open_path, "%s", full.c_str());
-          if (ImGui::IsMouseDoubleClicked(0)) {
-            if (is_dir) {
-              enter = full;
-            } else {
-              sources.Open(open_path);
-              ImGui::CloseCurrentPopup();
-            }
-          }
-        }
-      }
-      ImGui::EndChild();
-      if (!enter.empty()) RefreshListing(enter);
-      ImGui::SetNextItemWidth(-em * 9);
-      const bool submitted =
-          ImGui::InputText("##path", open_path, sizeof open_path, ImGuiInputTextFlags_EnterReturnsTrue);
-      ImGui::SameLine();
-      if ((ImGui::Button("Open") || submitted) && open_path[0]) {
-        std::error_code ec;
-        if (std::filesystem::is_directory(open_path, ec)) {
-          RefreshListing(open_path);
-        } else {
-          sources.Open(open_path);
-          ImGui::CloseCurrentPopup();
-        }
-      }
-      ImGui::SameLine();
-      if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
-        ImGui::CloseCurrentPopup();
+      DrawFileBrowser(
+          "OTLP (protobuf/JSON), pprof, folded stacks or perf script; gzip/zstd are fine. "
+          "ELF files add symbols.",
+          "Open", [this](const std::string& path) { OpenPath(path); });
+      ImGui::EndPopup();
+    }
+    ImGui::SetNextWindowSize(ImVec2(em * 46, em * 30), ImGuiCond_Appearing);
+    if (ImGui::BeginPopupModal("Add symbols from a file")) {
+      DrawFileBrowser(
+          "An executable, shared library or debug file of an executable in the profile; matched by "
+          "htlhash or GNU build id.",
+          "Add", [this](const std::string& path) {
+            StartSymbolizers();
+            if (SymbolService* s = Symbolizer()) s->AddFiles({path});
+          });
       ImGui::EndPopup();
     }
 
@@ -546,6 +642,8 @@ struct App {
   bool Settled() const {
     const Source& src = Src();
     if (sources.Busy()) return false;  // captures from the command line are still loading
+    if (const auto it = symbolizers.find(src.store); it != symbolizers.end() && !it->second->Idle())
+      return false;  // symbols are still arriving
     if (!src.status || !src.has_request) return false;
     if (empty_help_drawn) return true;
     if (Current() && !src.analysis->error.empty()) return true;  // the error is what there is to show

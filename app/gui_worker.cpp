@@ -144,6 +144,7 @@ std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generati
   out->request = request;
   const bool same_query = previous_ && previous_->slice && previous_->error.empty() &&
                           previous_->request.data_version == request.data_version &&
+                          previous_->request.symbols_version == request.symbols_version &&
                           SameQuery(previous_->request.query, request.query);
   const auto query_start = Clock::now();
   if (same_query) {
@@ -221,12 +222,22 @@ std::shared_ptr<const ui::StatusSnapshot> GuiWorker::PollStatus() {
   out->stats = store_.Stats();
   if (receiver_) out->receiver = receiver_->stats();
   out->log = store_.ReadLog(kLogEntries);
+  // Read the version before the statuses: a change in between shows up as a
+  // newer version at the next poll, never as a missed one.
+  out->symbols_version = store_.SymbolsVersion();
   // Attribute scans walk the whole dictionary: redo them only when the set
   // of attribute sets changed since the last poll.
   std::shared_ptr<const ui::StatusSnapshot> previous;
   {
     std::lock_guard lock(mutex_);
     previous = status_;
+  }
+  if (previous && previous->symbols_version == out->symbols_version && previous->symbol_statuses) {
+    out->symbol_statuses = previous->symbol_statuses;
+  } else {
+    auto statuses = std::make_shared<std::map<std::string, storage::SymbolStatus>>();
+    for (auto& [key, status] : store_.SymbolStatuses()) (*statuses)[key] = std::move(status);
+    out->symbol_statuses = std::move(statuses);
   }
   if (previous && previous->stats.attribute_sets == out->stats.attribute_sets) {
     out->attribute_keys = previous->attribute_keys;

@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "ui/flame_search.h"
 #include "ui/format.h"
@@ -11,22 +12,128 @@
 namespace kiln::ui {
 
 using storage::ExecutableRow;
+using State = storage::SymbolStatus::State;
 
 namespace {
-enum Column : int { kName, kWeight, kSymbols, kFrames, kHtlhash, kGnuBuildId, kGoBuildId, kColumnCount };
+enum Column : int {
+  kName,
+  kWeight,
+  kSymbols,
+  kSource,
+  kFrames,
+  kHtlhash,
+  kGnuBuildId,
+  kGoBuildId,
+  kColumnCount
+};
 
 std::string_view Basename(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
+
+ImVec4 StatusColor(const storage::SymbolStatus& s, bool has_id) {
+  if (!has_id) return ImVec4(0.6f, 0.6f, 0.6f, 1.f);
+  switch (s.state) {
+    case State::kSymbolized:
+      return ImVec4(0.55f, 0.85f, 0.55f, 1.f);
+    case State::kNoSymbols:
+      return ImVec4(0.95f, 0.85f, 0.45f, 1.f);
+    case State::kFailed:
+      return ImVec4(1.f, 0.5f, 0.42f, 1.f);
+    case State::kNotAttempted:
+      break;
+  }
+  return ImVec4(0.7f, 0.7f, 0.75f, 1.f);
+}
+
+const SymbolStatusMap& EmptyStatuses() {
+  static const SymbolStatusMap empty;
+  return empty;
+}
 }  // namespace
 
-std::string SymbolStatus(const ExecutableRow& row) {
-  if (row.frames == 0) return "-";
-  if (row.unsymbolized_frames == 0) return "symbolized";
-  if (row.unsymbolized_frames == row.frames) return "no symbols";
-  return std::to_string(row.unsymbolized_frames) + " of " + std::to_string(row.frames) +
-         " frames unsymbolized";
+void ExecutablesView::DrawToolbar(const ViewContext& context, const ExecutableRow* selected) {
+  const bool can_act = context.requests != nullptr;
+  ImGui::BeginDisabled(!can_act);
+  if (ImGui::Button("Add symbols from a file...")) context.requests->add_symbol_files = true;
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip(
+        "An executable, shared library or its debug file; matched by htlhash or GNU build id.\n"
+        "Dropping ELF files on the window does the same.");
+  ImGui::SameLine();
+  const bool has_key = selected && (!selected->htlhash.empty() || !selected->gnu_build_id.empty());
+  ImGui::BeginDisabled(!can_act || !has_key);
+  if (ImGui::Button("Retry")) {
+    const auto keys = storage::SymbolKeys(selected->htlhash, selected->gnu_build_id);
+    if (!keys.empty()) context.requests->retry_symbol_keys.push_back(keys.front());
+  }
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip(selected ? "Look for symbols of the selected executable again"
+                               : "Select an executable first");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!selected);
+  ImGui::Checkbox("Show unsymbolized frames", &show_unsymbolized_);
+  ImGui::EndDisabled();
+
+  if (context.symbols && context.symbols->busy) {
+    const SymbolActivity& a = *context.symbols;
+    ImGui::SameLine();
+    Spinner();
+    ImGui::SameLine();
+    ImGui::Text("Symbolizing %s (%s)", a.executable.c_str(), a.source.c_str());
+    ImGui::SameLine();
+    char overlay[32];
+    std::snprintf(overlay, sizeof overlay, "%.0f%%", a.fraction * 100);
+    ImGui::ProgressBar(static_cast<float>(a.fraction), ImVec2(ImGui::GetFontSize() * 8, 0), overlay);
+    if (a.queued > 0) {
+      ImGui::SameLine();
+      ImGui::TextDisabled("%zu more queued", a.queued);
+    }
+  }
+}
+
+void ExecutablesView::DrawUnsymbolized(const ViewContext& context, const ExecutableRow& row) {
+  const storage::ProfileSlice* slice = context.analysis->slice.get();
+  const std::string key = row.file_name + '\n' + row.htlhash + '\n' + row.gnu_build_id;
+  if (slice != listed_slice_ || key != listed_key_) {
+    unsymbolized_ = slice ? UnsymbolizedAddresses(*slice, row) : std::vector<UnsymbolizedAddress>{};
+    listed_slice_ = slice;
+    listed_key_ = key;
+  }
+  const std::string_view base = Basename(row.file_name);
+  ImGui::Text("Unsymbolized frames of %.*s: %zu address%s", static_cast<int>(base.size()), base.data(),
+              unsymbolized_.size(), unsymbolized_.size() == 1 ? "" : "es");
+  if (unsymbolized_.empty()) return;
+  const storage::SampleKind kind = context.analysis->request.query.kind;
+  const int64_t total = std::max<int64_t>(slice->total_weight, 1);
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
+  if (!ImGui::BeginTable("##unsymbolized", 2, flags)) return;
+  const float em = ImGui::GetFontSize();
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("Address", 0, em * 12);
+  ImGui::TableSetupColumn("Weight", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableHeadersRow();
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(unsymbolized_.size()));
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      const UnsymbolizedAddress& u = unsymbolized_[static_cast<size_t>(i)];
+      ImGui::TableNextRow();
+      ImGui::TableSetColumnIndex(0);
+      if (context.mono_font) ImGui::PushFont(context.mono_font);
+      ImGui::Text("0x%llx", static_cast<unsigned long long>(u.address));
+      if (context.mono_font) ImGui::PopFont();
+      ImGui::TableSetColumnIndex(1);
+      const double fraction = static_cast<double>(u.weight) / total;
+      InlineBar(fraction, PackRgba(0x7a, 0x5a, 0x2a),
+                FormatWeight(kind, u.weight) + "  " + FormatPercent(fraction));
+    }
+  }
+  ImGui::EndTable();
 }
 
 void ExecutablesView::Draw(const ViewContext& context) {
@@ -35,6 +142,23 @@ void ExecutablesView::Draw(const ViewContext& context) {
     rows_ = context.analysis->executables;
     order_dirty_ = true;
   }
+  if (context.status && context.status->symbol_statuses != statuses_) {
+    statuses_ = context.status->symbol_statuses;
+    order_dirty_ = true;  // the Symbols column may sort differently now
+  }
+  const SymbolStatusMap& statuses = statuses_ ? *statuses_ : EmptyStatuses();
+
+  const ExecutableRow* selected = nullptr;
+  if (rows_) {
+    for (const ExecutableRow& r : *rows_) {
+      if (r.file_name == selected_file_ && r.htlhash == selected_htlhash_ &&
+          r.gnu_build_id == selected_gnu_) {
+        selected = &r;
+      }
+    }
+  }
+  DrawToolbar(context, selected);
+
   ImGui::SetNextItemWidth(320.f * ImGui::GetFontSize() / 15.f);
   if (ImGui::InputTextWithHint("##filter", "Filter by name or id", filter_, sizeof filter_))
     order_dirty_ = true;
@@ -50,18 +174,24 @@ void ExecutablesView::Draw(const ViewContext& context) {
       std::max<int64_t>(context.analysis->slice ? context.analysis->slice->total_weight : 1, 1);
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable |
-                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_Hideable |
+                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_Hideable |
                                 ImGuiTableFlags_SizingFixedFit;
-  if (!ImGui::BeginTable("##executables", kColumnCount, flags)) return;
   const float em = ImGui::GetFontSize();
+  const bool listing = show_unsymbolized_ && selected;
+  const float table_height = listing ? ImGui::GetContentRegionAvail().y * 0.55f : 0.f;
+  if (!ImGui::BeginTable("##executables", kColumnCount, flags, ImVec2(0, table_height))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn("File name", ImGuiTableColumnFlags_WidthStretch);
-  ImGui::TableSetupColumn(
-      "Weight", ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending, em * 11);
-  ImGui::TableSetupColumn("Symbols", 0, em * 12);
-  ImGui::TableSetupColumn("Frames", ImGuiTableColumnFlags_PreferSortDescending, em * 4);
+  // Fixed widths and horizontal scrolling: ids and sources are long, and a
+  // squeezed file name column would hide the one thing a row is about.
+  ImGui::TableSetupColumn("File name", ImGuiTableColumnFlags_NoHide, em * 13);
+  ImGui::TableSetupColumn(kind == storage::SampleKind::kOffCpu ? "Off-CPU time" : "Samples",
+                          ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending,
+                          em * 10);
+  ImGui::TableSetupColumn("Symbols", 0, em * 19);
+  ImGui::TableSetupColumn("Source", 0, em * 17);
+  ImGui::TableSetupColumn("Unsymbolized", ImGuiTableColumnFlags_PreferSortDescending, em * 6);
   ImGui::TableSetupColumn("htlhash", 0, em * 17);
-  ImGui::TableSetupColumn("GNU build id", 0, em * 17);
+  ImGui::TableSetupColumn("GNU build id", 0, em * 24);
   ImGui::TableSetupColumn("Go build id", ImGuiTableColumnFlags_DefaultHide, em * 14);
   ImGui::TableHeadersRow();
 
@@ -72,7 +202,8 @@ void ExecutablesView::Draw(const ViewContext& context) {
     for (uint32_t i = 0; i < rows.size(); ++i) {
       const ExecutableRow& r = rows[i];
       if (!filter_[0] || LabelMatches(r.file_name, filter_) || LabelMatches(r.htlhash, filter_) ||
-          LabelMatches(r.gnu_build_id, filter_) || LabelMatches(r.go_build_id, filter_)) {
+          LabelMatches(r.gnu_build_id, filter_) || LabelMatches(r.go_build_id, filter_) ||
+          LabelMatches(ExecutableStatusText(statuses, r), filter_)) {
         order_.push_back(i);
       }
     }
@@ -87,9 +218,12 @@ void ExecutablesView::Draw(const ViewContext& context) {
           case kWeight:
             return x.weight < y.weight;
           case kSymbols:
-            return x.unsymbolized_frames * y.frames < y.unsymbolized_frames * x.frames;
+            return ExecutableStatusText(statuses, x) < ExecutableStatusText(statuses, y);
+          case kSource:
+            return StatusOfExecutable(statuses, x.htlhash, x.gnu_build_id).source <
+                   StatusOfExecutable(statuses, y.htlhash, y.gnu_build_id).source;
           case kFrames:
-            return x.frames < y.frames;
+            return x.unsymbolized_frames < y.unsymbolized_frames;
           case kHtlhash:
             return x.htlhash < y.htlhash;
           case kGnuBuildId:
@@ -120,21 +254,31 @@ void ExecutablesView::Draw(const ViewContext& context) {
       ImGui::PushID(i);
       ImGui::TableSetColumnIndex(kName);
       const std::string_view base = Basename(row.file_name);
-      ImGui::TextUnformatted(base.data(), base.data() + base.size());
+      const bool is_selected = &row == selected;
+      const std::string label(base.empty() ? std::string_view("(unnamed)") : base);
+      if (ImGui::Selectable(label.c_str(), is_selected, ImGuiSelectableFlags_SpanAllColumns)) {
+        selected_file_ = row.file_name;
+        selected_htlhash_ = row.htlhash;
+        selected_gnu_ = row.gnu_build_id;
+      }
       if (ImGui::IsItemHovered() && base.size() != row.file_name.size())
         ImGui::SetTooltip("%s", row.file_name.c_str());
       ImGui::TableSetColumnIndex(kWeight);
       const double fraction = static_cast<double>(row.weight) / total;
       InlineBar(fraction, PackRgba(0x7a, 0x5a, 0x2a),
                 FormatWeight(kind, row.weight) + "  " + FormatPercent(fraction));
+      const storage::SymbolStatus status = StatusOfExecutable(statuses, row.htlhash, row.gnu_build_id);
+      const bool has_id = !row.htlhash.empty() || !row.gnu_build_id.empty();
       ImGui::TableSetColumnIndex(kSymbols);
-      const std::string status = SymbolStatus(row);
-      const ImVec4 color = row.unsymbolized_frames == 0            ? ImVec4(0.55f, 0.85f, 0.55f, 1.f)
-                           : row.unsymbolized_frames == row.frames ? ImVec4(0.95f, 0.6f, 0.4f, 1.f)
-                                                                   : ImVec4(0.95f, 0.85f, 0.45f, 1.f);
-      ImGui::TextColored(color, "%s", status.c_str());
+      const std::string text = ExecutableStatusText(statuses, row);
+      ImGui::TextColored(StatusColor(status, has_id), "%s", text.c_str());
+      if (ImGui::IsItemHovered() && !status.detail.empty()) ImGui::SetTooltip("%s", status.detail.c_str());
+      ImGui::TableSetColumnIndex(kSource);
+      ImGui::TextUnformatted(status.source.empty() ? "-" : status.source.c_str());
+      if (ImGui::IsItemHovered() && !status.source.empty()) ImGui::SetTooltip("%s", status.source.c_str());
       ImGui::TableSetColumnIndex(kFrames);
-      ImGui::Text("%llu", static_cast<unsigned long long>(row.frames));
+      ImGui::Text("%llu of %llu", static_cast<unsigned long long>(row.unsymbolized_frames),
+                  static_cast<unsigned long long>(row.frames));
       if (context.mono_font) ImGui::PushFont(context.mono_font);
       ImGui::TableSetColumnIndex(kHtlhash);
       ImGui::TextUnformatted(row.htlhash.empty() ? "-" : row.htlhash.c_str());
@@ -147,7 +291,11 @@ void ExecutablesView::Draw(const ViewContext& context) {
     }
   }
   ImGui::EndTable();
-  settled_ = !context.computing;
+  if (listing) {
+    ImGui::Separator();
+    DrawUnsymbolized(context, *selected);
+  }
+  settled_ = !context.computing && !(context.symbols && context.symbols->busy);
 }
 
 }  // namespace kiln::ui

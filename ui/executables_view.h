@@ -1,10 +1,14 @@
 // Executables tab: every executable seen in native frames of the selection,
-// with its ids, weight and symbol status.
+// with its ids, samples and symbol status; the background symbolizer's
+// progress; actions to add symbols from files, retry, and list the frames
+// that are still unsymbolized. The pure parts live in executables_model.h.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "ui/executables_model.h"
 #include "ui/view.h"
 
 namespace kiln::ui {
@@ -17,15 +21,22 @@ class ExecutablesView : public View {
   bool Settled() const override { return settled_; }
 
  private:
+  void DrawToolbar(const ViewContext& context, const storage::ExecutableRow* selected);
+  void DrawUnsymbolized(const ViewContext& context, const storage::ExecutableRow& row);
+
   std::shared_ptr<const std::vector<storage::ExecutableRow>> rows_;
+  std::shared_ptr<const SymbolStatusMap> statuses_;
   std::vector<uint32_t> order_;
   char filter_[256] = {};
   bool order_dirty_ = true;
   bool settled_ = false;
+  // The selected executable, by identity (rows are rebuilt on every query).
+  std::string selected_file_, selected_htlhash_, selected_gnu_;
+  bool show_unsymbolized_ = false;
+  // The unsymbolized listing, cached per (slice, selection).
+  const storage::ProfileSlice* listed_slice_ = nullptr;
+  std::string listed_key_;
+  std::vector<UnsymbolizedAddress> unsymbolized_;
 };
-
-// "symbolized", "no symbols", "3 of 10 frames unsymbolized": what the
-// Symbols column says for a row. Pure, for tests.
-std::string SymbolStatus(const storage::ExecutableRow& row);
 
 }  // namespace kiln::ui

@@ -47,16 +47,12 @@ TEST_CASE("requests compare by everything that changes the result") {
   CHECK_FALSE(a == b);
 }
 
-TEST_CASE("symbol status column text") {
-  storage::ExecutableRow row;
-  row.frames = 10;
-  CHECK(SymbolStatus(row) == "symbolized");
-  row.unsymbolized_frames = 10;
-  CHECK(SymbolStatus(row) == "no symbols");
-  row.unsymbolized_frames = 3;
-  CHECK(SymbolStatus(row) == "3 of 10 frames unsymbolized");
-  row.frames = 0;
-  CHECK(SymbolStatus(row) == "-");
+TEST_CASE("new symbols make a new request, so the views rename frames without a restart") {
+  AnalysisRequest a;
+  AnalysisRequest b = a;
+  CHECK(a == b);
+  b.symbols_version = 1;
+  CHECK_FALSE(a == b);
 }
 
 }  // namespace

@@ -29,6 +29,8 @@ struct AnalysisRequest {
   TimeRange timeline_window;  // what the timeline shows
   int timeline_buckets = 300;
   uint64_t data_version = 0;  // bumps when the store gained samples (live)
+  // Store::SymbolsVersion(): new symbols rename frames, so query again.
+  uint64_t symbols_version = 0;
 
   bool operator==(const AnalysisRequest& o) const;
 };
@@ -58,6 +60,20 @@ struct StatusSnapshot {
   std::vector<std::string> attribute_keys;
   std::map<std::string, std::vector<std::string>> attribute_values;  // for the filter bar
   std::string data_dir;
+  // Symbols: Store::SymbolsVersion() and the status per symbol key
+  // (Store::SymbolStatuses(), re-read only when the version moves).
+  uint64_t symbols_version = 0;
+  std::shared_ptr<const std::map<std::string, storage::SymbolStatus>> symbol_statuses;
+};
+
+// What the background symbolizer is doing (app/symbol_service.h), copied
+// into the view context each frame.
+struct SymbolActivity {
+  bool busy = false;
+  std::string executable;
+  std::string source;
+  double fraction = 0;
+  size_t queued = 0;
 };
 
 }  // namespace kiln::ui

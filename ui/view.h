@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "ui/session_state.h"
 #include "ui/snapshots.h"
@@ -22,6 +24,14 @@ struct ViewContext {
   SessionState* session = nullptr;
   bool computing = false;       // a newer analysis than `analysis` is being built
   ImFont* mono_font = nullptr;  // for ids and hashes; may be null (use the default)
+  // The background symbolizer of the shown source; null when there is none.
+  const SymbolActivity* symbols = nullptr;
+  // What a view asks of the app; the app acts on it after Draw().
+  struct Requests {
+    std::vector<std::string> retry_symbol_keys;  // SymbolService::Retry
+    bool add_symbol_files = false;               // open the file picker for ELF files
+  };
+  Requests* requests = nullptr;  // may be null (no actions possible)
 };
 
 class View {
