@@ -228,7 +228,10 @@ SymbolService::SymbolService(storage::Store& store, SymbolSourceOptions options,
 }
 
 SymbolService::~SymbolService() {
-  stop_ = true;
+  {
+    std::lock_guard lock(mutex_);  // so the wait below cannot miss it
+    stop_ = true;
+  }
   wake_.notify_all();
   thread_.join();
 }

@@ -1,7 +1,9 @@
 // Dropping files on the kiln window, the way a file manager does it (the X11
 // drag-and-drop protocol, XDND): a good capture is opened and a bad one
-// gives an error naming the file, both recorded in the live store's Log;
-// then SIGTERM closes the window cleanly.
+// gives an error naming the file; a dropped ELF debug file adds symbols to
+// the executable it matches and another ELF file says it matches nothing;
+// all recorded in the live store's Log; then SIGTERM closes the window
+// cleanly.
 //
 // Needs a display (its own Xvfb when DISPLAY is unset); without one it
 // prints why and exits 77 (ctest: skipped).
@@ -73,6 +75,35 @@ void SendXdnd(Display* d, Window target, const char* type, const long (&data)[5]
   XFlush(d);
 }
 
+#ifdef KILN_VICTIM_DEBUG
+// A native frame of the test program as a profile from another host names
+// it: path missing here, GNU build id (from readelf) known.
+void StoreVictimFrame(const std::string& dir) {
+  FILE* p = popen("readelf -n '" KILN_VICTIM_DEBUG "' | sed -n 's/.*Build ID: *//p'", "r");
+  REQUIRE(p != nullptr);
+  char id[128] = {};
+  REQUIRE(std::fgets(id, sizeof id, p) != nullptr);
+  pclose(p);
+  std::string build_id(id);
+  while (!build_id.empty() && (build_id.back() == '\n' || build_id.back() == ' ')) build_id.pop_back();
+  storage::ProfileBatch b;
+  storage::Executable exe;
+  exe.file_name = b.dict.AddString("/nonexistent/victim");
+  exe.gnu_build_id = b.dict.AddString(build_id);
+  b.dict.executables.push_back(exe);
+  storage::Frame f;
+  f.executable = 1;
+  f.address = 0x1000;
+  f.type = storage::FrameType::kNative;
+  b.dict.frames.push_back(f);
+  const uint32_t stack = b.dict.AddStack({1});
+  b.samples.push_back({1'760'000'000'000'000'000, stack, 0, 0, storage::SampleKind::kOnCpu, 1});
+  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
+  REQUIRE(store.ok());
+  REQUIRE((*store)->Write(b).ok());
+}
+#endif
+
 // Drops `files` on `target` as a file manager would; true when the target
 // said it finished (XdndFinished).
 bool DropFiles(Display* d, Window target, const std::vector<std::string>& files) {
@@ -137,7 +168,7 @@ bool Logged(const std::vector<storage::LogEntry>& log, storage::LogLevel level, 
   return false;
 }
 
-TEST_CASE("files dropped on the window open as captures; a bad one shows its error") {
+TEST_CASE("files dropped on the window open as captures or add symbols; bad ones show their errors") {
   testing::TestDisplay::Get("gui_drop_test");
   const std::string dir = MakeTempDir();
   const std::string store_dir = dir + "/store";
@@ -145,6 +176,14 @@ TEST_CASE("files dropped on the window open as captures; a bad one shows its err
   const std::string bad = dir + "/broken.pb";
   std::ofstream(good) << "main;work;leaf 3\nmain;idle 1\n";
   std::ofstream(bad, std::ios::binary) << std::string("\x0a\xff\xff\xff\xff\x0f", 6);
+  std::vector<std::string> drop{good, bad};
+#ifdef KILN_VICTIM_DEBUG
+  // ELF files go to the symbolizer instead: a debug file that matches the
+  // stored executable, and another program that matches nothing.
+  StoreVictimFrame(store_dir);
+  drop.push_back(KILN_VICTIM_DEBUG);
+  drop.push_back(KILN_VICTIM_OTHER);
+#endif
 
   const pid_t kiln = fork();
   REQUIRE(kiln >= 0);
@@ -175,19 +214,32 @@ TEST_CASE("files dropped on the window open as captures; a bad one shows its err
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   REQUIRE_MESSAGE(target != 0, "no kiln window appeared");
-  CHECK(DropFiles(d, target, {good, bad}));
+  CHECK(DropFiles(d, target, drop));
 
   // Both outcomes land in the live store's Log.
   bool opened = false, failed = false;
+#ifdef KILN_VICTIM_DEBUG
+  bool symbols = false, unmatched = false;
+#else
+  bool symbols = true, unmatched = true;
+#endif
   for (auto deadline = Clock::now() + std::chrono::seconds(60);
-       Clock::now() < deadline && !(opened && failed);) {
+       Clock::now() < deadline && !(opened && failed && symbols && unmatched);) {
     const auto log = ReadLog(store_dir);
     opened = Logged(log, storage::LogLevel::kInfo, "Opened " + good);
     failed = Logged(log, storage::LogLevel::kError, "Cannot open " + bad + ": byte ");
-    if (!(opened && failed)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+#ifdef KILN_VICTIM_DEBUG
+    symbols = Logged(log, storage::LogLevel::kInfo,
+                     std::string("Symbols from ") + KILN_VICTIM_DEBUG + ": matched /nonexistent/victim");
+    unmatched = Logged(log, storage::LogLevel::kError,
+                       std::string("Symbols from ") + KILN_VICTIM_OTHER + ": matches no executable in ");
+#endif
+    if (!(opened && failed && symbols && unmatched)) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   CHECK(opened);
   CHECK(failed);
+  CHECK(symbols);
+  CHECK(unmatched);
   XCloseDisplay(d);
 
   // SIGTERM closes the window like its close button.
