@@ -1,13 +1,16 @@
 // Entry points of capture import: read, decompress, sniff, dispatch.
 #include "ingest/capture/capture.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "ingest/capture/importers.h"
@@ -273,30 +276,48 @@ absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_
 }
 
 absl::StatusOr<ImportedCapture> ImportFile(const std::string& path, const ImportOptions& options) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
-  std::string bytes;
-  // One read into a buffer of the file's size (no regrowth copies); keep
-  // reading past it in case the file grows or is a pipe.
+  // A regular file is read in one go into a buffer of its size that is
+  // never zero-filled first (a std::string would be: a pass over 100 MB
+  // for nothing); pipes and files that grow meanwhile continue below.
+  std::unique_ptr<char[]> buffer;
+  size_t size = 0, capacity = 0;
   struct stat st {};
-  if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    bytes.reserve(static_cast<size_t>(st.st_size));
-    AdviseHugePages(bytes.data(), bytes.capacity());
-    bytes.resize(static_cast<size_t>(st.st_size));
-    size_t got = std::fread(bytes.data(), 1, bytes.size(), f);
-    bytes.resize(got);
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    capacity = static_cast<size_t>(st.st_size);
+    buffer.reset(new char[capacity]);
+    AdviseHugePages(buffer.get(), capacity);
   }
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) bytes.append(buf, n);
-  bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  bool failed = false;
+  std::string rest;  // beyond the file's size at open
+  while (true) {
+    if (size < capacity) {
+      ssize_t n = read(fd, buffer.get() + size, capacity - size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) failed = true;
+      if (n <= 0) break;
+      size += static_cast<size_t>(n);
+      continue;
+    }
+    char chunk[1 << 16];
+    ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) failed = true;
+    if (n <= 0) break;
+    rest.append(chunk, static_cast<size_t>(n));
+  }
+  close(fd);
+  if (failed) return absl::DataLossError(absl::StrCat(path, ": read error: ", std::strerror(errno)));
   ImportOptions opts = options;
   if (opts.anchor_time_ns == 0) opts.anchor_time_ns = FileMtimeNs(path);
-  return ImportBytes(bytes, path, opts);
+  if (rest.empty()) return ImportBytes(std::string_view(buffer.get(), size), path, opts);
+  std::string all(buffer.get(), size);
+  buffer.reset();
+  all += rest;
+  return ImportBytes(all, path, opts);
 }
 
 }  // namespace kiln::capture

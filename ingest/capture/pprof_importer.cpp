@@ -173,6 +173,9 @@ class IdTable {
     auto it = map_.find(id);
     return it == map_.end() ? kUnset : it->second;
   }
+  // The dense table (empty when sparse), for loops that inline the lookup.
+  const std::vector<uint32_t>& dense() const { return table_; }
+  bool is_dense() const { return dense_; }
 
  private:
   bool dense_ = true;
@@ -223,6 +226,9 @@ class StackTable {
     // calloc: fresh zero pages from the kernel, no memset pass.
     slots_ = static_cast<Slot*>(std::calloc(n, sizeof(Slot)));
     if (slots_ == nullptr) throw std::bad_alloc();
+    // Probes land anywhere: 2 MB pages fault a few times, 4 KB ones on
+    // nearly every first probe.
+    AdviseHugePages(slots_, n * sizeof(Slot));
     mask_ = n - 1;
   }
   void Grow() {
@@ -384,6 +390,12 @@ uint32_t PprofDecoder::String(int64_t index) {
 // ============================================================================
 
 absl::Status PprofDecoder::ScanTables() {
+  // Generous (a location takes 10 bytes and more): only the pages used are
+  // ever touched, and nothing is copied as the tables grow.
+  locations_.reserve(data_.size() / 64 + 16);
+  lines_.reserve(data_.size() / 48 + 16);
+  AdviseHugePages(locations_.data(), locations_.capacity() * sizeof(PLocation));
+  AdviseHugePages(lines_.data(), lines_.capacity() * sizeof(PLine));
   WireReader r(data_, 0);
   uint32_t field, wire;
   while (r.NextField(&field, &wire)) {
@@ -862,6 +874,9 @@ absl::Status PprofDecoder::ScanSamples() {
   samples.reserve(data_.size() / 32 + 16);
   AdviseHugePages(samples.data(), samples.capacity() * sizeof(storage::Sample));
   arena_.push_back('\0');  // the empty stack's key: length 0
+  // Generous: only the pages used are ever touched.
+  stack_pos_.reserve(data_.size() / 48 + 16);
+  stack_first_.reserve(data_.size() / 48 + 16);
   StackTable table(data_.size() / 96);
   size_t types_seen = 0;
 
@@ -1033,28 +1048,42 @@ absl::Status PprofDecoder::ExpandStacks(const std::vector<uint32_t>& order, size
                                         std::vector<uint32_t>* frames, std::vector<uint32_t>* ends) {
   std::vector<uint32_t> refs;
   const size_t base = frames->size();
+  const bool dense = location_ref_.is_dense();
+  const uint32_t* table = location_ref_.dense().data();
+  const uint64_t table_size = location_ref_.dense().size();
+  ends->reserve(ends->size() + (end - begin));
   for (size_t k = begin; k < end; ++k) {
     uint32_t stack = order.empty() ? static_cast<uint32_t>(k) : order[k];
     uint64_t pos = stack_pos_[stack];
     uint64_t len, id;
     const uint8_t* q = KeyBytes(pos, &len);
     const uint8_t* e = q + len;
-    refs.clear();
+    // Every id takes at least a byte.
+    if (refs.size() < len) refs.resize(len);
+    size_t n = 0, total = 0;
     while (q < e) {
-      q = ReadVarint(q, e, &id);
-      if (q == nullptr) return ctx_.ErrorAtByte(pos, "Sample.location_id: truncated varint");
-      uint32_t ref = location_ref_.Find(id);
+      if (*q < 0x80) {
+        id = *q++;
+      } else {
+        q = ReadVarint(q, e, &id);
+        if (q == nullptr) return ctx_.ErrorAtByte(pos, "Sample.location_id: truncated varint");
+      }
+      uint32_t ref = dense ? (id < table_size ? table[id] : kUnset) : location_ref_.Find(id);
       if (ref == kUnset) return LocationError(stack, id);
-      refs.push_back(ref);
+      refs[n++] = ref;
+      total += (ref & 0x80000000u) == 0 ? 1 : multi_frames_[ref & 0x7fffffffu];
     }
     // Leaf first in the file, root first in the model.
-    for (size_t i = refs.size(); i-- > 0;) {
+    const size_t at = frames->size();
+    frames->resize(at + total);
+    uint32_t* out = frames->data() + at;
+    for (size_t i = n; i-- > 0;) {
       uint32_t ref = refs[i];
       if ((ref & 0x80000000u) == 0) {
-        frames->push_back(ref);
+        *out++ = ref;
       } else {
         const uint32_t* m = &multi_frames_[ref & 0x7fffffffu];
-        frames->insert(frames->end(), m + 1, m + 1 + m[0]);
+        out = std::copy(m + 1, m + 1 + m[0], out);
       }
     }
     ends->push_back(static_cast<uint32_t>(frames->size() - base));
