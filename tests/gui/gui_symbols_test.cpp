@@ -160,5 +160,35 @@ TEST_CASE("the Executables view shows what the window's symbolizer found and wha
   fs::remove_all(dir);
 }
 
+TEST_CASE("an opened capture is symbolized in its own store, like the live one") {
+  const std::string victim = fs::canonical(KILN_VICTIM).string();
+  auto identity = symbols::ReadElfIdentity(victim);
+  REQUIRE(identity.ok());
+  const std::string source = MakeTempDir();
+  {
+    auto store = storage::Store::Open(source, storage::Store::Mode::kReadWrite);
+    REQUIRE(store.ok());
+    REQUIRE((*store)->Write(Batch(victim, identity->htlhash)).ok());
+  }
+  // An OTLP capture of unnamed frames that carry the program's htlhash.
+  const std::string capture = source + "-capture.pb";
+  const std::string command =
+      std::string(KILN_BIN) + " export --data-dir " + source + " --format otlp -o " + capture;
+  REQUIRE(std::system(command.c_str()) == 0);
+  const std::string dir = MakeTempDir();
+  const std::string png = dir + "-capture.png";
+  REQUIRE(Screenshot(dir, "executables", png, "capture-executables-symbols.png", "--open " + capture) == 0);
+  CheckNotBlank(LoadPng(png));
+  // The capture's symbols went to its temporary store, not the live one.
+  auto live = storage::Store::Open(dir, storage::Store::Mode::kReadOnly);
+  REQUIRE(live.ok());
+  CHECK((*live)->SymbolStatuses().empty());
+  live->reset();
+  fs::remove(png);
+  fs::remove(capture);
+  fs::remove_all(dir);
+  fs::remove_all(source);
+}
+
 }  // namespace
 }  // namespace kiln
