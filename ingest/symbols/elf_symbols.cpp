@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -124,9 +125,14 @@ namespace {
 // [ELF]
 // ---------------------------------------------------------------------------
 
-// Adds the function symbols of every section of `section_type`; returns how
-// many.
-size_t AddElfSymbols(const ElfImage& image, uint32_t section_type, SymbolTableBuilder& builder,
+struct ElfFunction {
+  uint64_t start, size;
+  std::string name;  // demangled
+};
+
+// Appends the function symbols of every section of `section_type`; returns
+// how many.
+size_t AddElfSymbols(const ElfImage& image, uint32_t section_type, std::vector<ElfFunction>& out,
                      const SymbolReadOptions& options) {
   size_t added = 0;
   GElf_Ehdr ehdr;
@@ -149,7 +155,7 @@ size_t AddElfSymbols(const ElfImage& image, uint32_t section_type, SymbolTableBu
       if (!name || !*name) continue;
       uint64_t start = sym.st_value;
       if (ehdr.e_machine == EM_ARM) start &= ~uint64_t{1};  // Thumb bit
-      builder.AddSymbol(Demangle(name), start, sym.st_size);
+      out.push_back({start, sym.st_size, Demangle(name)});
       ++added;
     }
   }
@@ -189,7 +195,7 @@ absl::StatusOr<std::string> XzDecode(const uint8_t* in, size_t in_size, const st
   return out;
 }
 
-absl::StatusOr<size_t> AddMiniDebugInfo(const ElfImage& image, SymbolTableBuilder& builder,
+absl::StatusOr<size_t> AddMiniDebugInfo(const ElfImage& image, std::vector<ElfFunction>& out,
                                         const SymbolReadOptions& options) {
   GElf_Shdr shdr;
   Elf_Scn* scn = image.FindSection(".gnu_debugdata", &shdr);
@@ -200,12 +206,36 @@ absl::StatusOr<size_t> AddMiniDebugInfo(const ElfImage& image, SymbolTableBuilde
   if (!inner.ok()) return inner.status();
   auto mini = ElfImage::FromBytes(*inner, image.name() + " [.gnu_debugdata]");
   if (!mini.ok()) return mini.status();
-  return AddElfSymbols(*mini, SHT_SYMTAB, builder, options);
+  return AddElfSymbols(*mini, SHT_SYMTAB, out, options);
 }
 
 // ---------------------------------------------------------------------------
 // [DWARF]
 // ---------------------------------------------------------------------------
+
+// ELF function names by start address (the first one listed wins), for
+// DWARF functions that have no linkage name.
+class SymbolStarts {
+ public:
+  explicit SymbolStarts(const std::vector<ElfFunction>& functions) {
+    for (const ElfFunction& f : functions) starts_.push_back({f.start, &f.name});
+    std::stable_sort(starts_.begin(), starts_.end(),
+                     [](const Start& a, const Start& b) { return a.address < b.address; });
+  }
+  // The name of the symbol starting at `address`, or nullptr.
+  const std::string* At(uint64_t address) const {
+    auto it = std::lower_bound(starts_.begin(), starts_.end(), address,
+                               [](const Start& s, uint64_t a) { return s.address < a; });
+    return it != starts_.end() && it->address == address ? it->name : nullptr;
+  }
+
+ private:
+  struct Start {
+    uint64_t address;
+    const std::string* name;
+  };
+  std::vector<Start> starts_;
+};
 
 // Address ranges of the file's code sections. Line sequences and functions
 // outside them are what the linker discarded (COMDAT duplicates, gc'ed
@@ -261,9 +291,9 @@ struct DwarfCounts {
 
 class DwarfReader {
  public:
-  DwarfReader(Dwarf* dbg, const CodeRanges& code, SymbolTableBuilder& builder,
+  DwarfReader(Dwarf* dbg, const CodeRanges& code, const SymbolStarts& symbols, SymbolTableBuilder& builder,
               const SymbolReadOptions& options)
-      : dbg_(dbg), code_(code), builder_(builder), options_(options) {}
+      : dbg_(dbg), code_(code), symbols_(symbols), builder_(builder), options_(options) {}
 
   // Reads every unit; `progress_from..progress_to` is this phase's share.
   absl::Status ReadAll(uint64_t debug_info_size, double progress_from, double progress_to) {
@@ -307,7 +337,7 @@ class DwarfReader {
     size_t nfiles = 0;
     if (dwarf_getsrcfiles(cudie, &files_, &nfiles) != 0) files_ = nullptr;
     ReadLines(cudie);
-    WalkChildren(cudie, SymbolTableBuilder::kNoScope, 0);
+    WalkChildren(cudie, Parent{}, 0);
   }
 
   // File names as addr2line prints them: libdw joins the directory and the
@@ -378,7 +408,9 @@ class DwarfReader {
     pending_ = false;
   }
 
-  uint32_t NameId(Dwarf_Die* die) {
+  // The DIE's name: its linkage name demangled, else DW_AT_name (through
+  // abstract origins and specifications). *linkage_out says which.
+  uint32_t NameId(Dwarf_Die* die, bool* linkage_out = nullptr) {
     Dwarf_Attribute attr;
     const char* raw = nullptr;
     bool linkage = false;
@@ -388,6 +420,7 @@ class DwarfReader {
       linkage = raw != nullptr;
     }
     if (!raw && dwarf_attr_integrate(die, DW_AT_name, &attr)) raw = dwarf_formstring(&attr);
+    if (linkage_out) *linkage_out = linkage;
     if (!raw) return 0;
     auto it = name_ids_.find(raw);
     if (it != name_ids_.end()) return it->second;
@@ -406,7 +439,56 @@ class DwarfReader {
     }
   }
 
-  void WalkChildren(Dwarf_Die* parent_die, uint32_t parent_scope, int depth) {
+  // The scopes of the function or inlined call being walked: one, or (for a
+  // function split into parts named by different ELF symbols, e.g. "f" and
+  // "f.cold") one per part; an inlined call belongs to the part holding it.
+  struct Parent {
+    uint32_t scope = SymbolTableBuilder::kNoScope;
+    std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> parts;
+    uint32_t At(uint64_t address) const {
+      for (const auto& [s, e, sc] : parts)
+        if (address >= s && address < e) return sc;
+      return scope;
+    }
+  };
+
+  // A DWARF function. Without a linkage name (C, C++ static functions,
+  // lambdas, internal-linkage templates) DW_AT_name is unqualified
+  // ("ReadOk", "operator()"), so, as binutils and llvm-symbolizer do, each
+  // part is named after the ELF symbol at its start when there is one.
+  Parent AddFunction(Dwarf_Die* die, const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+    bool linkage = false;
+    uint32_t dwarf_name = NameId(die, &linkage);
+    Parent p;
+    if (linkage) {
+      p.scope = builder_.AddScope(dwarf_name, SymbolTableBuilder::kNoScope);
+      for (const auto& [s, e] : ranges) builder_.AddRange(p.scope, s, e);
+      return p;
+    }
+    Dwarf_Addr entry = ranges.front().first;
+    if (dwarf_entrypc(die, &entry) != 0) entry = ranges.front().first;
+    const std::string* entry_symbol = symbols_.At(entry);
+    uint32_t entry_name = entry_symbol ? builder_.Intern(*entry_symbol) : dwarf_name;
+    std::vector<std::pair<uint32_t, uint32_t>> name_scopes;  // name -> scope
+    for (const auto& [s, e] : ranges) {
+      const std::string* part_symbol = symbols_.At(s);
+      uint32_t name = part_symbol ? builder_.Intern(*part_symbol) : entry_name;
+      uint32_t scope = SymbolTableBuilder::kNoScope;
+      for (const auto& [n, sc] : name_scopes)
+        if (n == name) scope = sc;
+      if (scope == SymbolTableBuilder::kNoScope) {
+        scope = builder_.AddScope(name, SymbolTableBuilder::kNoScope);
+        name_scopes.emplace_back(name, scope);
+      }
+      builder_.AddRange(scope, s, e);
+      p.parts.emplace_back(s, e, scope);
+      if (p.scope == SymbolTableBuilder::kNoScope || s == entry) p.scope = scope;
+    }
+    if (name_scopes.size() == 1) p.parts.clear();
+    return p;
+  }
+
+  void WalkChildren(Dwarf_Die* parent_die, const Parent& parent, int depth) {
     if (depth > kMaxDieDepth) return;
     Dwarf_Die child;
     if (dwarf_child(parent_die, &child) != 0) return;
@@ -415,15 +497,20 @@ class DwarfReader {
       switch (dwarf_tag(&child)) {
         case DW_TAG_subprogram: {
           Ranges(&child, &ranges);
-          if (ranges.empty()) break;  // a declaration or an abstract instance
-          uint32_t scope = builder_.AddScope(NameId(&child), SymbolTableBuilder::kNoScope);
-          for (const auto& [s, e] : ranges) builder_.AddRange(scope, s, e);
+          if (ranges.empty()) {
+            // A declaration or an abstract instance: no code of its own, but
+            // GCC nests the concrete code of local classes' members (lambdas)
+            // inside the enclosing function's abstract DIE.
+            WalkChildren(&child, Parent{}, depth + 1);
+            break;
+          }
+          Parent function = AddFunction(&child, ranges);
           ++counts_.functions;
-          WalkChildren(&child, scope, depth + 1);
+          WalkChildren(&child, function, depth + 1);
           break;
         }
         case DW_TAG_inlined_subroutine: {
-          if (parent_scope == SymbolTableBuilder::kNoScope) break;
+          if (parent.scope == SymbolTableBuilder::kNoScope) break;
           Ranges(&child, &ranges);
           if (ranges.empty()) break;
           Dwarf_Attribute attr;
@@ -432,12 +519,28 @@ class DwarfReader {
           if (dwarf_attr(&child, DW_AT_call_file, &attr) && dwarf_formudata(&attr, &call_file) == 0 && files_)
             file_id = FileId(dwarf_filesrc(files_, call_file, nullptr, nullptr));
           if (dwarf_attr(&child, DW_AT_call_line, &attr)) dwarf_formudata(&attr, &call_line);
-          uint32_t scope =
-              builder_.AddScope(NameId(&child), parent_scope, file_id,
-                                static_cast<int64_t>(std::min<Dwarf_Word>(call_line, INT32_MAX)));
-          for (const auto& [s, e] : ranges) builder_.AddRange(scope, s, e);
+          uint32_t name = NameId(&child);
+          auto line = static_cast<int64_t>(std::min<Dwarf_Word>(call_line, INT32_MAX));
+          // A call split across parts of a split function (hot and .cold)
+          // gets one scope per part, each under its part's scope.
+          Parent call;
+          std::vector<std::pair<uint32_t, uint32_t>> by_parent;  // parent scope -> scope
+          for (const auto& [s, e] : ranges) {
+            uint32_t parent_scope = parent.At(s);
+            uint32_t scope = SymbolTableBuilder::kNoScope;
+            for (const auto& [ps, sc] : by_parent)
+              if (ps == parent_scope) scope = sc;
+            if (scope == SymbolTableBuilder::kNoScope) {
+              scope = builder_.AddScope(name, parent_scope, file_id, line);
+              by_parent.emplace_back(parent_scope, scope);
+            }
+            builder_.AddRange(scope, s, e);
+            call.parts.emplace_back(s, e, scope);
+            if (call.scope == SymbolTableBuilder::kNoScope) call.scope = scope;
+          }
+          if (by_parent.size() == 1) call.parts.clear();
           ++counts_.inlined;
-          WalkChildren(&child, scope, depth + 1);
+          WalkChildren(&child, call, depth + 1);
           break;
         }
         // Scopes that can hold code-bearing DIEs; types and variables cannot.
@@ -449,7 +552,7 @@ class DwarfReader {
         case DW_TAG_class_type:
         case DW_TAG_structure_type:
         case DW_TAG_union_type:
-          WalkChildren(&child, parent_scope, depth + 1);
+          WalkChildren(&child, parent, depth + 1);
           break;
         default:
           break;
@@ -465,6 +568,7 @@ class DwarfReader {
 
   Dwarf* dbg_;
   const CodeRanges& code_;
+  const SymbolStarts& symbols_;
   SymbolTableBuilder& builder_;
   const SymbolReadOptions& options_;
   DwarfCounts counts_;
@@ -540,8 +644,35 @@ absl::StatusOr<SymbolReadResult> ReadSymbols(const std::vector<std::string>& fil
   }
   if (images.empty()) return first_error;
 
+  // ELF symbols from every file, the preferred ones first. Read before the
+  // DWARF, which names functions without a linkage name after them.
+  std::vector<ElfFunction> elf_functions;
+  size_t best_symbols = 0;
+  const ElfImage* best_symbol_image = nullptr;
+  for (const ElfImage& image : images) {
+    if (Cancelled(options)) return absl::CancelledError("reading symbols cancelled");
+    size_t symtab = AddElfSymbols(image, SHT_SYMTAB, elf_functions, options);
+    size_t dynsym = AddElfSymbols(image, SHT_DYNSYM, elf_functions, options);
+    size_t mini = 0;
+    auto m = AddMiniDebugInfo(image, elf_functions, options);
+    if (m.ok()) {
+      mini = *m;
+    } else {
+      result.warnings.push_back(std::string(m.status().message()));
+    }
+    result.symtab_symbols += symtab;
+    result.dynsym_symbols += dynsym;
+    result.minidebug_symbols += mini;
+    if (symtab + dynsym + mini > best_symbols) {
+      best_symbols = symtab + dynsym + mini;
+      best_symbol_image = &image;
+    }
+  }
+  if (Cancelled(options)) return absl::CancelledError("reading symbols cancelled");
+
   // DWARF from the first file that has it.
   const ElfImage* dwarf_image = nullptr;
+  SymbolStarts symbol_starts(elf_functions);
   DwarfCounts dwarf_counts;
   for (const ElfImage& image : images) {
     if (!HasDwarf(image)) continue;
@@ -557,7 +688,7 @@ absl::StatusOr<SymbolReadResult> ReadSymbols(const std::vector<std::string>& fil
       continue;
     }
     CodeRanges code = CodeRangesOf(image);
-    DwarfReader reader(dbg, code, builder, options);
+    DwarfReader reader(dbg, code, symbol_starts, builder, options);
     absl::Status s = reader.ReadAll(DebugInfoSize(image), 0.0, 0.9);
     dwarf_end(dbg);
     if (s.code() == absl::StatusCode::kCancelled) return s;
@@ -574,29 +705,8 @@ absl::StatusOr<SymbolReadResult> ReadSymbols(const std::vector<std::string>& fil
     break;
   }
 
-  // ELF symbols from every file, the preferred ones first.
-  size_t best_symbols = 0;
-  const ElfImage* best_symbol_image = nullptr;
-  for (const ElfImage& image : images) {
-    if (Cancelled(options)) return absl::CancelledError("reading symbols cancelled");
-    size_t symtab = AddElfSymbols(image, SHT_SYMTAB, builder, options);
-    size_t dynsym = AddElfSymbols(image, SHT_DYNSYM, builder, options);
-    size_t mini = 0;
-    auto m = AddMiniDebugInfo(image, builder, options);
-    if (m.ok()) {
-      mini = *m;
-    } else {
-      result.warnings.push_back(std::string(m.status().message()));
-    }
-    result.symtab_symbols += symtab;
-    result.dynsym_symbols += dynsym;
-    result.minidebug_symbols += mini;
-    if (symtab + dynsym + mini > best_symbols) {
-      best_symbols = symtab + dynsym + mini;
-      best_symbol_image = &image;
-    }
-  }
-  if (Cancelled(options)) return absl::CancelledError("reading symbols cancelled");
+  for (ElfFunction& f : elf_functions) builder.AddSymbol(f.name, f.start, f.size);
+  elf_functions.clear();
 
   result.dwarf_functions = dwarf_counts.functions;
   result.inlined_calls = dwarf_counts.inlined;

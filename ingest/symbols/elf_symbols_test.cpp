@@ -4,11 +4,15 @@
 
 #include <doctest/doctest.h>
 #include <elfutils/version.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <random>
+#include <set>
+#include <sstream>
 
 #include "ingest/symbols/elf_identity.h"
 #include "ingest/symbols/symbols_test_util.h"
@@ -29,7 +33,8 @@ OracleComparison ExpectMatchesAddr2line(const std::string& oracle_file,
                                         const kiln::storage::SymbolTable& table,
                                         size_t* inline_chains = nullptr, size_t* max_depth = nullptr,
                                         bool symtab_only = false,
-                                        const std::map<std::string, std::string>& outer_renames = {}) {
+                                        const std::map<std::string, std::string>& outer_renames = {},
+                                        size_t allowed_stt_file_names = 0) {
   auto functions = NmFunctions(oracle_file);
   REQUIRE(functions.size() >= 4);
   auto addresses = EveryAddressIn(functions);
@@ -38,7 +43,7 @@ OracleComparison ExpectMatchesAddr2line(const std::string& oracle_file,
                    << cmp.report);
   CHECK(cmp.compared == addresses.size());
   CHECK(cmp.mismatches == 0);
-  if (!symtab_only) CHECK(cmp.stt_file_names == 0);
+  if (!symtab_only) CHECK(cmp.stt_file_names <= allowed_stt_file_names);
   if (outer_renames.empty()) CHECK(cmp.renamed == 0);
   if (inline_chains) *inline_chains = cmp.inline_chains;
   if (max_depth) *max_depth = cmp.max_depth;
@@ -71,14 +76,15 @@ TEST_CASE("C++ inline chains (namespaces, template, always_inline) match addr2li
     // One known difference, in main only. GCC moves main's unlikely path to
     // "main.cold" just below main; main's DWARF (DW_AT_name "main", no
     // linkage name) covers both parts through DW_AT_ranges, and the C
-    // function atoi is inlined into it. For a DWARF function without a
-    // linkage name binutils (bfd/dwarf2.c) prints the name of the ELF symbol
-    // at the address instead (atoi -> "main", main -> "main.cold") and, in
-    // one run, keeps the first such name for the rest of the function; at
-    // main.cold's first byte it falls back to the symbol table alone
-    // ("main.cold @ inline_sample.cpp:?"). kiln keeps the DWARF names.
+    // function atoi is inlined into it. kiln names each part of a function
+    // without a linkage name after the ELF symbol at its start ("main",
+    // "main.cold"). binutils (bfd/dwarf2.c) prints the ELF symbol at the
+    // address even for an inlined function (atoi -> "main") and, in one
+    // run, keeps the first name it printed for a function for the rest of
+    // it ("main.cold" for all of main); at main.cold's first byte it falls
+    // back to the symbol table alone ("main.cold @ inline_sample.cpp:?").
     auto cmp = ExpectMatchesAddr2line(TestBin(name), r.table, &chains, &depth, false,
-                                      {{"main", "main.cold"}, {"atoi", "main"}});
+                                      {{"main", "main.cold"}, {"atoi", "main"}}, 1);
     size_t main_bytes = 0;
     for (const auto& f : NmFunctions(TestBin(name)))
       if (f.name == "main" || f.name == "main.cold") main_bytes += f.size;
@@ -232,4 +238,97 @@ TEST_CASE("Demangle agrees with c++filt -i for C++ and Rust legacy; Rust v0 stay
   }
   // binutils knows v0; without a packaged v0 demangler we keep the name.
   CHECK(Demangle("_RNvCs1234_7mycrate3foo") == "_RNvCs1234_7mycrate3foo");
+}
+
+TEST_CASE("a real program (this test binary) matches addr2line at 3000 random addresses") {
+  char self[4096] = {};
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  REQUIRE(n > 0);
+  auto id = ReadElfIdentity(self);
+  REQUIRE(id.ok());
+  if (!id->has_debug_info) {
+    MESSAGE("this build has no DWARF (-g); nothing to compare");
+    return;
+  }
+  auto r = ReadOk({self});
+  auto functions = NmFunctions(self);
+  uint64_t total = 0;
+  for (const auto& f : functions) total += f.size;
+  REQUIRE(total > 0);
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> addresses;
+  for (int i = 0; i < 3000; ++i) {
+    uint64_t off = rng() % total;
+    for (const auto& f : functions) {
+      if (off < f.size) {
+        addresses.push_back(f.start + off);
+        break;
+      }
+      off -= f.size;
+    }
+  }
+  std::sort(addresses.begin(), addresses.end());
+  addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
+  // Known differences with binutils 2.40 on real C++ (both are counted,
+  // neither is a mismatch):
+  // 1. GCC gives static functions and lambdas no DW_AT_linkage_name, only
+  //    DW_AT_name ("ReadOk", "operator()"). For such a function bfd/dwarf2.c
+  //    prints the ELF symbol at the address ("(anonymous namespace)::
+  //    ReadOk(...) [clone .cold]"), but only the first time it meets the
+  //    function in a run; later addresses print the DWARF name, as kiln does.
+  // 2. In some template instances from headers, addr2line names the CU's
+  //    own file with the header's line ("elf_symbols_test.cpp:1821"; the
+  //    file has ~300 lines). There llvm-symbolizer is asked as well: every
+  //    frame's file:line must equal llvm-symbolizer's, and every name must
+  //    be addr2line's, llvm-symbolizer's or the ELF symbol's at the address.
+  auto cmp = CompareWithAddr2line(self, r.table, addresses, {}, &functions);
+  if (!HaveLlvmSymbolizer()) {
+    MESSAGE("llvm-symbolizer (package llvm) is not installed: "
+            << cmp.mismatches << " differences with binutils not arbitrated");
+    return;
+  }
+  std::vector<uint64_t> disputed;
+  for (const auto& [a, text] : cmp.mismatched) disputed.push_back(a);
+  auto llvm = LlvmSymbolize(self, disputed);
+  size_t confirmed = 0;
+  std::string unconfirmed;
+  for (const auto& [a, theirs] : cmp.mismatched) {
+    std::vector<kiln::storage::SymbolizedFrame> chain;
+    r.table.Lookup(a, &chain);
+    const auto& frames = llvm[a];
+    std::vector<std::string> binutils_names;
+    std::istringstream lines(theirs);
+    for (std::string line; std::getline(lines, line);)
+      binutils_names.push_back(line.substr(0, line.find(" @ ")));
+    // Aliases (GCC's identical code folding) put several symbols at one
+    // address; the tools may pick different ones.
+    std::set<std::string> by_symbol;
+    for (const auto& f : functions)
+      if (a >= f.start && a < f.start + f.size) by_symbol.insert(f.name);
+    bool ok = frames.size() == chain.size();
+    for (size_t i = 0; ok && i < chain.size(); ++i) {
+      std::string place = std::string(chain[i].file) + ":" + std::to_string(chain[i].line);
+      std::string name(chain[i].function);
+      bool name_ok = name == frames[i].first || by_symbol.count(name) ||
+                     (i < binutils_names.size() && name == binutils_names[i]);
+      ok = place == frames[i].second && name_ok;
+    }
+    if (ok) {
+      ++confirmed;
+    } else if (unconfirmed.size() < 4000) {
+      std::ostringstream s;
+      s << "0x" << std::hex << a << "\n  ours:\n"
+        << FormatChain(chain) << "  addr2line:\n"
+        << theirs << "  llvm-symbolizer:\n";
+      for (const auto& [n, w] : frames) s << n << " @ " << w << "\n";
+      unconfirmed += s.str();
+    }
+  }
+  INFO(unconfirmed);
+  MESSAGE(cmp.compared << " addresses, " << cmp.inline_chains << " with inline chains; " << cmp.renamed
+                       << " named by addr2line after the ELF symbol; " << confirmed
+                       << " where addr2line differs and llvm-symbolizer agrees with kiln");
+  CHECK(confirmed == cmp.mismatches);
+  CHECK(cmp.renamed < cmp.compared / 4);
+  CHECK(cmp.inline_chains > 0);
 }

@@ -101,7 +101,8 @@ std::string FormatChain(const std::vector<storage::SymbolizedFrame>& chain) {
 
 OracleComparison CompareWithAddr2line(const std::string& oracle_file, const storage::SymbolTable& table,
                                       const std::vector<uint64_t>& addresses,
-                                      const std::map<std::string, std::string>& renames) {
+                                      const std::map<std::string, std::string>& renames,
+                                      const std::vector<FunctionRange>* symbols) {
   OracleComparison cmp;
   char tmpl[] = "/tmp/kiln-addr2line-XXXXXX";
   int fd = mkstemp(tmpl);
@@ -161,21 +162,39 @@ OracleComparison CompareWithAddr2line(const std::string& oracle_file, const stor
       cmp.stt_files.insert(m[2].str());
       continue;
     }
-    if (ours != theirs && !chain.empty() && !renames.empty()) {
-      // Frame by frame: equal, or our name renamed equals theirs.
+    if (ours != theirs && !chain.empty() && (!renames.empty() || symbols)) {
+      // Frame by frame: equal, or our name renamed equals theirs, or our
+      // name is a bare DWARF name and theirs is the ELF symbol's here.
       std::vector<storage::SymbolizedFrame> renamed = chain;
       for (auto& f : renamed) {
         auto it = renames.find(std::string(f.function));
         if (it != renames.end()) f.function = it->second;
       }
+      std::set<std::string> by_symbol;  // aliases: several names at one address
+      if (symbols) {
+        for (const auto& f : *symbols)
+          if (a >= f.start && a < f.start + f.size) by_symbol.insert(f.name);
+      }
       std::string r = FormatChain(renamed);
       bool same = true;
-      std::istringstream a(ours), b(r), c(theirs);
+      std::istringstream sa(ours), sb(r), sc(theirs);
       std::string la, lb, lc;
-      while (std::getline(c, lc)) {
-        if (!std::getline(a, la) || !std::getline(b, lb) || (lc != la && lc != lb)) same = false;
+      while (std::getline(sc, lc)) {
+        if (!std::getline(sa, la) || !std::getline(sb, lb)) {
+          same = false;
+          break;
+        }
+        if (lc == la || lc == lb) continue;
+        // "name @ file:line": same place, bare name vs the symbol's name.
+        size_t pa = la.find(" @ "), pc = lc.find(" @ ");
+        // A bare DW_AT_name has no parameter list ("ReadOk", "operator()").
+        std::string name = pa == std::string::npos ? "" : la.substr(0, pa);
+        bool bare = !name.empty() && (name.find('(') == std::string::npos || name.rfind("operator", 0) == 0);
+        if (!(bare && pc != std::string::npos && by_symbol.count(lc.substr(0, pc)) &&
+              la.substr(pa) == lc.substr(pc)))
+          same = false;
       }
-      if (std::getline(a, la)) same = false;
+      if (std::getline(sa, la)) same = false;
       std::smatch sm;
       bool stt = renamed.size() == 1 && renamed[0].file.empty() && renamed[0].line == 0 &&
                  std::regex_match(theirs, sm, kSttFile) && sm[1].str() == std::string(renamed[0].function);
@@ -186,6 +205,7 @@ OracleComparison CompareWithAddr2line(const std::string& oracle_file, const stor
     }
     if (ours != theirs) {
       ++cmp.mismatches;
+      cmp.mismatched.emplace_back(a, theirs);
       // One example per kind of difference (first lines), up to 12 kinds.
       std::string kind = ours.substr(0, ours.find('\n')) + " | " + theirs.substr(0, theirs.find('\n'));
       if (kinds.size() < 12 && kinds.insert(kind).second) {
@@ -196,6 +216,41 @@ OracleComparison CompareWithAddr2line(const std::string& oracle_file, const stor
     }
   }
   return cmp;
+}
+
+bool HaveLlvmSymbolizer() { return std::string(KILN_LLVM_SYMBOLIZER).size() > 0; }
+
+std::map<uint64_t, std::vector<std::pair<std::string, std::string>>> LlvmSymbolize(
+    const std::string& file, const std::vector<uint64_t>& addresses) {
+  std::map<uint64_t, std::vector<std::pair<std::string, std::string>>> out;
+  if (!HaveLlvmSymbolizer() || addresses.empty()) return out;
+  char tmpl[] = "/tmp/kiln-llvm-symbolizer-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd < 0) return out;
+  close(fd);
+  {
+    std::ofstream list(tmpl);
+    for (uint64_t a : addresses) list << std::hex << "0x" << a << "\n";
+  }
+  // Default (LLVM) style: per address, "name" and "file:line:column" lines
+  // per frame, then an empty line; addresses come back in order.
+  auto r = RunCommand(std::string(KILN_LLVM_SYMBOLIZER) + " --obj='" + file +
+                      "' --inlining --functions=linkage --demangle < " + tmpl);
+  std::remove(tmpl);
+  std::istringstream lines(r.output);
+  std::string name, where;
+  size_t i = 0;
+  while (i < addresses.size() && std::getline(lines, name)) {
+    if (name.empty()) {
+      ++i;
+      continue;
+    }
+    if (!std::getline(lines, where)) break;
+    size_t col = where.rfind(':');
+    if (col != std::string::npos) where.resize(col);  // drop the column
+    out[addresses[i]].emplace_back(name, where);
+  }
+  return out;
 }
 
 }  // namespace kiln::symbols::testing

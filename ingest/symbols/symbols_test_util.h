@@ -64,17 +64,30 @@ struct OracleComparison {
   // the names seen are in stt_files.
   size_t stt_file_names = 0;
   std::set<std::string> stt_files;
-  // Addresses where frames differ only by the accepted renames given to
-  // CompareWithAddr2line (our name -> addr2line's), see elf_symbols_test.
+  // Addresses where frames differ only in names, each difference either one
+  // of the renames given to CompareWithAddr2line (our name -> addr2line's)
+  // or, when `symbols` are given, a DWARF name without a linkage name (no
+  // parameter list) for which addr2line printed the ELF symbol at the
+  // address. See "a real program" in elf_symbols_test.cpp for why.
   size_t renamed = 0;
   size_t inline_chains = 0;  // addresses whose chain has 2+ frames
   size_t max_depth = 0;
   std::string report;  // the first few mismatches, for the failure message
+  // Every mismatching address with addr2line's text for it.
+  std::vector<std::pair<uint64_t, std::string>> mismatched;
 };
 // Runs `addr2line -a -f -i -C -e oracle_file` once over `addresses` and
 // compares every chain with table.Lookup.
 OracleComparison CompareWithAddr2line(const std::string& oracle_file, const storage::SymbolTable& table,
                                       const std::vector<uint64_t>& addresses,
-                                      const std::map<std::string, std::string>& renames = {});
+                                      const std::map<std::string, std::string>& renames = {},
+                                      const std::vector<FunctionRange>* symbols = nullptr);
+
+// A second oracle, llvm-symbolizer (package llvm), for the addresses where
+// binutils and kiln disagree: frames (name, "file:line") innermost first.
+// Empty map when KILN_LLVM_SYMBOLIZER is not configured.
+std::map<uint64_t, std::vector<std::pair<std::string, std::string>>> LlvmSymbolize(
+    const std::string& file, const std::vector<uint64_t>& addresses);
+bool HaveLlvmSymbolizer();
 
 }  // namespace kiln::symbols::testing
