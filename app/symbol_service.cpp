@@ -186,10 +186,16 @@ AddFileOutcome AddSymbolFile(storage::Store& store, const std::string& path, con
                           absl::StrCat("symbols from ", path, ": ", out.message));
     return out;
   }
+  // A stripped binary brings its separate debug file along when this
+  // machine has it (build id under /usr/lib/debug, .gnu_debuglink).
+  std::vector<std::string> files{path};
+  for (const symbols::DebugFileCandidate& c : symbols::FindDebugFiles(*identity).found) {
+    if (std::find(files.begin(), files.end(), c.path) == files.end()) files.push_back(c.path);
+  }
   symbols::SymbolReadOptions options;
   options.cancel = cancel;
   options.progress = progress;
-  auto result = symbols::ReadSymbols({path}, options);
+  auto result = symbols::ReadSymbols(files, options);
   std::vector<std::string> names;
   std::vector<std::string> keys;
   for (const auto& exe : matches) {
@@ -205,7 +211,8 @@ AddFileOutcome AddSymbolFile(storage::Store& store, const std::string& path, con
                           absl::StrCat("symbols from ", path, ": ", out.message));
     return out;
   }
-  const std::string source = "added file " + path;
+  std::string source = "added file " + path;
+  if (result->source_path != path) source += " (debug file " + result->source_path + ")";
   if (!StoreTable(store, keys, what, *result, source)) {
     out.message = absl::StrCat("matched ", what, " but the store refused the symbols (see the Log)");
     return out;

@@ -123,4 +123,24 @@ TEST_CASE(
   CHECK(Contains(RunKiln({"symbols", "list", "--data-dir", dir.path}).out, "source:    added file " + debug));
 }
 
+TEST_CASE("kiln symbols add of a stripped binary brings its debug file along (.gnu_debuglink beside it)") {
+  TempDir dir;
+  const std::string stripped = fs::canonical(KILN_VICTIM_STRIPPED).string();
+  {
+    HeadlessKiln kiln(dir.path);
+    // Only the htlhash: a stripped binary from another host, without build id.
+    Send(kiln.target(), VictimRequest("/nonexistent/kiln-test/victim", HtlhashOf(stripped), "", KILN_VICTIM));
+    WaitForList(dir.path, "status:    no symbols found");
+    CHECK(kiln.Stop(SIGTERM) == 0);
+  }
+  CommandResult added = RunKiln({"symbols", "add", "--data-dir", dir.path, stripped});
+  INFO(added.out << added.err);
+  CHECK(added.exit_code == 0);
+  CHECK(Contains(added.out,
+                 stripped + ": matched /nonexistent/kiln-test/victim (htlhash " + HtlhashOf(stripped)));
+  CHECK(Contains(RunKiln({"export", "--data-dir", dir.path}).out, kNamed));
+  const std::string list = RunKiln({"symbols", "list", "--data-dir", dir.path}).out;
+  CHECK_MESSAGE(Contains(list, "source:    added file " + stripped + " (debug file "), list);
+}
+
 }  // namespace kiln::testing
