@@ -219,13 +219,13 @@ absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_
   ImportedCapture out;
   out.file_bytes = bytes.size();
   out.compression = SniffCompression(bytes);
-  std::string decompressed;
+  ByteBuffer decompressed;
   std::string_view data = bytes;
   if (out.compression != Compression::kNone) {
     auto d = Decompress(bytes, out.compression, options.max_decompressed_bytes, name);
     if (!d.ok()) return d.status();
     decompressed = std::move(*d);
-    data = decompressed;
+    data = decompressed.view();
   }
   std::string text;
   if (DecodeTextBom(data, &text)) data = text;

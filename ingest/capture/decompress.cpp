@@ -4,6 +4,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -12,28 +13,51 @@
 namespace kiln::capture {
 namespace {
 
-absl::StatusOr<std::string> Gunzip(std::string_view data, uint64_t max_bytes, std::string_view name) {
-  std::string out;
-  out.reserve(std::min<uint64_t>(max_bytes, data.size() * 5 + 1024));
+absl::StatusOr<ByteBuffer> Gunzip(std::string_view data, uint64_t max_bytes, std::string_view name) {
+  ByteBuffer out;
+  // The trailer's ISIZE is the size mod 2^32 of the last member: right for
+  // the usual single member, a first guess otherwise.
+  uint64_t guess = data.size() * 5 + 1024;
+  if (data.size() >= 18) {
+    uint32_t isize;
+    std::memcpy(&isize, data.data() + data.size() - 4, 4);
+    // Deflate expands at most ~1032:1; a larger claim is a broken trailer.
+    if (isize >= data.size() / 2 && isize <= data.size() * 1032) guess = isize;
+  }
+  if (!out.Reserve(std::min<uint64_t>(max_bytes, guess) + 1)) {
+    return absl::ResourceExhaustedError(absl::StrCat(Av(name), ": out of memory for the gzip content"));
+  }
   AdviseHugePages(out.data(), out.capacity());
   z_stream zs{};
   // 16 + MAX_WBITS: gzip header and trailer, no zlib wrapper.
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return absl::InternalError("zlib init failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   zs.avail_in = static_cast<uInt>(std::min<size_t>(data.size(), UINT32_MAX));
-  char buf[1 << 16];
   absl::Status status;
   while (true) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof(buf);
+    if (out.size() == out.capacity()) {
+      // Grown past the guess (several members, or ISIZE mod 2^32).
+      if (out.size() >= max_bytes) {
+        status = absl::ResourceExhaustedError(
+            absl::StrCat(Av(name), ": gzip content is larger than the limit of ", max_bytes, " bytes"));
+        break;
+      }
+      if (!out.Reserve(std::min<uint64_t>(max_bytes + 1, out.capacity() * 2))) {
+        status = absl::ResourceExhaustedError(absl::StrCat(Av(name), ": out of memory for the gzip content"));
+        break;
+      }
+    }
+    // Straight into the buffer: no bounce buffer, no second copy.
+    const size_t room = std::min<size_t>(out.capacity() - out.size(), UINT32_MAX);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + out.size());
+    zs.avail_out = static_cast<uInt>(room);
     int rc = inflate(&zs, Z_NO_FLUSH);
-    size_t produced = sizeof(buf) - zs.avail_out;
-    if (out.size() + produced > max_bytes) {
+    out.set_size(out.size() + (room - zs.avail_out));
+    if (out.size() > max_bytes) {
       status = absl::ResourceExhaustedError(
           absl::StrCat(Av(name), ": gzip content is larger than the limit of ", max_bytes, " bytes"));
       break;
     }
-    out.append(buf, produced);
     size_t offset = static_cast<size_t>(reinterpret_cast<const char*>(zs.next_in) - data.data());
     if (rc == Z_STREAM_END) {
       // Concatenated gzip members are one stream (gzip(1) semantics).
@@ -68,10 +92,10 @@ absl::StatusOr<std::string> Gunzip(std::string_view data, uint64_t max_bytes, st
   return out;
 }
 
-absl::StatusOr<std::string> Unzstd(std::string_view data, uint64_t max_bytes, std::string_view name) {
+absl::StatusOr<ByteBuffer> Unzstd(std::string_view data, uint64_t max_bytes, std::string_view name) {
   ZSTD_DStream* ds = ZSTD_createDStream();
   if (ds == nullptr) return absl::InternalError("zstd init failed");
-  std::string out;
+  ByteBuffer out;
   ZSTD_inBuffer in{data.data(), data.size(), 0};
   char buf[1 << 16];
   absl::Status status;
@@ -93,7 +117,10 @@ absl::StatusOr<std::string> Unzstd(std::string_view data, uint64_t max_bytes, st
           absl::StrCat(Av(name), ": zstd content is larger than the limit of ", max_bytes, " bytes"));
       break;
     }
-    out.append(buf, ob.pos);
+    if (!out.Append(buf, ob.pos)) {
+      status = absl::ResourceExhaustedError(absl::StrCat(Av(name), ": out of memory for the zstd content"));
+      break;
+    }
     if (in.pos == in.size && consumed_before == in.pos && ob.pos == 0 && last != 0) {
       status = absl::InvalidArgumentError(absl::StrCat(Av(name), ": byte ", data.size(),
                                                        ": zstd data is truncated (", out.size(),
@@ -159,8 +186,24 @@ std::string_view CompressionName(Compression compression) {
   return "none";
 }
 
-absl::StatusOr<std::string> Decompress(std::string_view data, Compression compression, uint64_t max_bytes,
-                                       std::string_view name) {
+bool ByteBuffer::Reserve(size_t capacity) {
+  if (capacity <= capacity_) return true;
+  void* p = std::realloc(data_, capacity);
+  if (p == nullptr) return false;
+  data_ = static_cast<char*>(p);
+  capacity_ = capacity;
+  return true;
+}
+
+bool ByteBuffer::Append(const char* p, size_t n) {
+  if (size_ + n > capacity_ && !Reserve(std::max(size_ + n, capacity_ * 2 + 4096))) return false;
+  if (n > 0) std::memcpy(data_ + size_, p, n);
+  size_ += n;
+  return true;
+}
+
+absl::StatusOr<ByteBuffer> Decompress(std::string_view data, Compression compression, uint64_t max_bytes,
+                                      std::string_view name) {
   switch (compression) {
     case Compression::kGzip:
       return Gunzip(data, max_bytes, name);
@@ -169,7 +212,9 @@ absl::StatusOr<std::string> Decompress(std::string_view data, Compression compre
     case Compression::kNone:
       break;
   }
-  return std::string(data);
+  ByteBuffer copy;
+  if (!copy.Append(data.data(), data.size())) return absl::ResourceExhaustedError("out of memory");
+  return copy;
 }
 
 bool DecodeTextBom(std::string_view data, std::string* out) {

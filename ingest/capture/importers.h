@@ -3,8 +3,10 @@
 // fills ctx.out; errors carry the capture's name and a position.
 #pragma once
 
+#include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -56,9 +58,44 @@ class ParseContext {
 // in 4 KB page faults. A hint only; harmless where unsupported.
 void AdviseHugePages(const void* data, size_t bytes);
 
+// Bytes that are never zero-filled when allocated or grown (a std::string
+// resized to 100 MB is: a pass over it, and its page faults, for nothing).
+class ByteBuffer {
+ public:
+  ByteBuffer() = default;
+  ByteBuffer(ByteBuffer&& o) noexcept : data_(o.data_), size_(o.size_), capacity_(o.capacity_) {
+    o.data_ = nullptr;
+    o.size_ = o.capacity_ = 0;
+  }
+  ByteBuffer& operator=(ByteBuffer&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+    std::swap(capacity_, o.capacity_);
+    return *this;
+  }
+  ByteBuffer(const ByteBuffer&) = delete;
+  ByteBuffer& operator=(const ByteBuffer&) = delete;
+  ~ByteBuffer() { std::free(data_); }
+
+  // Grows the capacity to at least `capacity` (realloc: large blocks move
+  // without a copy); false when out of memory.
+  [[nodiscard]] bool Reserve(size_t capacity);
+  bool Append(const char* p, size_t n);
+  char* data() { return data_; }
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
+  void set_size(size_t n) { size_ = n; }  // n <= capacity(), bytes written by the caller
+  std::string_view view() const { return std::string_view(data_, size_); }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
 // gzip (all members) or zstd (all frames); fails beyond `max_bytes`.
-[[nodiscard]] absl::StatusOr<std::string> Decompress(std::string_view data, Compression compression,
-                                                     uint64_t max_bytes, std::string_view name);
+[[nodiscard]] absl::StatusOr<ByteBuffer> Decompress(std::string_view data, Compression compression,
+                                                    uint64_t max_bytes, std::string_view name);
 
 // Text with a UTF-8 BOM, or UTF-16 LE/BE with a BOM, as UTF-8 without BOM.
 // Returns false (and leaves `out` alone) when `data` is already plain.
