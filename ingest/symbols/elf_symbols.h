@@ -52,6 +52,12 @@ struct SymbolReadResult {
 // whose ELF class or machine differ from the first file, are an error:
 // their addresses would not match.
 //
+// Names: a DWARF function's linkage name, demangled. Without one (C, static
+// C++ functions, lambdas: DW_AT_name alone is unqualified, "operator()")
+// each part of the function is named after the ELF symbol at its start
+// ("f", "f.cold"), as addr2line and llvm-symbolizer print; inlined calls
+// without a linkage name keep DW_AT_name.
+//
 // Errors: NotFound when no file has any function symbols or DWARF (message
 // names the files); InvalidArgument for unreadable ELF (see ReadElfIdentity);
 // FailedPrecondition for zstd-compressed debug sections, which need
