@@ -365,6 +365,14 @@ class PprofDecoder {
   uint32_t odd_value_count_ = 0;
   uint64_t odd_value_count_offset_ = 0;
   absl::flat_hash_map<std::string, uint32_t> label_sets_;
+  struct LabelCacheEntry {
+    uint64_t hash = 0;
+    const uint8_t* key = nullptr;  // in the input
+    size_t len = 0;
+    uint32_t id = 0;
+  };
+  static constexpr size_t kLabelCacheSize = 256;
+  LabelCacheEntry label_cache_[kLabelCacheSize];
   std::vector<uint64_t> label_set_sample_;  // provisional set -> a sample's offset
   size_t zero_values_ = 0;
   uint64_t key_bytes_ = 0;  // of all distinct stacks
@@ -756,9 +764,17 @@ bool PprofDecoder::ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t 
   out->values = values_fields == 1 ? values : nullptr;
   out->labels = 0;
   if (labels_begin != nullptr) {
-    out->labels = LabelSet(absl::string_view(reinterpret_cast<const char*>(labels_begin),
-                                             static_cast<size_t>(labels_end - labels_begin)),
-                           offset);
+    // Most samples repeat a few label sets: a direct-mapped cache of recent
+    // ones (keys in the input) before the map.
+    const auto len = static_cast<size_t>(labels_end - labels_begin);
+    const uint64_t h = HashBytes(labels_begin, len);
+    LabelCacheEntry& c = label_cache_[h & (kLabelCacheSize - 1)];
+    if (c.key != nullptr && c.hash == h && c.len == len && std::memcmp(c.key, labels_begin, len) == 0) {
+      out->labels = c.id;
+    } else {
+      out->labels = LabelSet(absl::string_view(reinterpret_cast<const char*>(labels_begin), len), offset);
+      c = {h, labels_begin, len, out->labels};
+    }
   }
   return true;
 }
@@ -1062,8 +1078,16 @@ absl::Status PprofDecoder::ExpandStacks(const std::vector<uint32_t>& order, size
     if (refs.size() < len) refs.resize(len);
     size_t n = 0, total = 0;
     while (q < e) {
-      if (*q < 0x80) {
-        id = *q++;
+      // Ids of up to 3 bytes (2 M locations) unrolled: the loop's hot spot.
+      if (q[0] < 0x80) {
+        id = q[0];
+        q += 1;
+      } else if (e - q >= 2 && q[1] < 0x80) {
+        id = (q[0] & 0x7fu) | (uint64_t{q[1]} << 7);
+        q += 2;
+      } else if (e - q >= 3 && q[2] < 0x80) {
+        id = (q[0] & 0x7fu) | (uint64_t{q[1] & 0x7fu} << 7) | (uint64_t{q[2]} << 14);
+        q += 3;
       } else {
         q = ReadVarint(q, e, &id);
         if (q == nullptr) return ctx_.ErrorAtByte(pos, "Sample.location_id: truncated varint");
