@@ -16,6 +16,7 @@
 
 #include "ingest/otlp_request_builder.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "tests/integration/elf_oracle.h"
 #include "tests/integration/kiln_process.h"
 
 namespace kiln::testing {
@@ -29,43 +30,6 @@ constexpr uint64_t kT0 = 1'760'000'000'000'000'000;
 // A desktop's DEBUGINFOD_URLS (Debian sets one system-wide) must not send
 // the tests to the internet; the debuginfod test sets its own server.
 const bool kNoAmbientDebuginfod = (unsetenv("DEBUGINFOD_URLS"), true);
-
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  REQUIRE_MESSAGE(p != nullptr, command);
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
-
-// The htlhash by its definition: sha256 of the first and last 4096 bytes and
-// the size as 8 big-endian bytes, first 32 hex digits.
-std::string HtlhashOf(const std::string& path) {
-  const std::string size = Shell("stat -c %s '" + path + "'");
-  std::string size_bytes;
-  const unsigned long long n = std::stoull(size);
-  for (int i = 7; i >= 0; --i) {
-    char b[8];
-    std::snprintf(b, sizeof b, "\\%03o", static_cast<unsigned>((n >> (8 * i)) & 0xff));
-    size_bytes += b;
-  }
-  return Shell("( head -c 4096 '" + path + "'; tail -c 4096 '" + path + "'; printf '" + size_bytes +
-               "' ) | sha256sum | cut -c1-32");
-}
-
-std::string BuildIdOf(const std::string& path) {
-  return Shell("readelf -n '" + path + "' | sed -n 's/.*Build ID: *//p'");
-}
-
-uint64_t NmAddress(const std::string& path, const std::string& symbol) {
-  const std::string hex = Shell("nm '" + path + "' | awk '$3 == \"" + symbol + "\" {print $1}'");
-  REQUIRE_MESSAGE(!hex.empty(), "nm finds no " << symbol << " in " << path);
-  return std::stoull(hex, nullptr, 16);
-}
 
 // What the OpenTelemetry eBPF profiler sends for the test program: native
 // frames with an executable id and ELF addresses but no names. The

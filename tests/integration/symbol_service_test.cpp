@@ -1,0 +1,139 @@
+// SymbolService against a real store and a real program, without the window
+// or the receiver: it names an executable found on this machine by itself,
+// reports user-given files that do not fit, retries on request, and its
+// progress and Idle() settle.
+#include "app/symbol_service.h"
+
+#include <doctest/doctest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "storage/store.h"
+#include "tests/integration/elf_oracle.h"
+#include "tests/integration/kiln_process.h"
+
+namespace kiln::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using storage::SymbolStatus;
+
+// One stack main -> kiln_victim_middle -> kiln_victim_leaf of `victim`,
+// unnamed, as an agent on this host would send it.
+storage::ProfileBatch VictimBatch(const std::string& victim) {
+  storage::ProfileBatch b;
+  storage::Executable e;
+  e.file_name = b.dict.AddString(victim);
+  e.htlhash = b.dict.AddString(HtlhashOf(victim));
+  b.dict.executables.push_back(e);
+  std::vector<uint32_t> stack;
+  for (const char* f : {"main", "kiln_victim_middle", "kiln_victim_leaf"}) {
+    storage::Frame frame;
+    frame.executable = 1;
+    frame.address = NmAddress(victim, f) + 4;
+    frame.type = storage::FrameType::kNative;
+    b.dict.frames.push_back(frame);
+    stack.push_back(static_cast<uint32_t>(b.dict.frames.size() - 1));
+  }
+  const uint32_t s = b.dict.AddStack(stack);
+  b.samples.push_back({1'760'000'000'000'000'000, s, 0, 0, storage::SampleKind::kOnCpu, 1});
+  return b;
+}
+
+bool WaitIdle(const app::SymbolService& service) {
+  for (int i = 0; i < 600; ++i) {
+    if (service.Idle()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+bool Logged(const storage::Store& store, const std::string& needle) {
+  for (const auto& e : store.ReadLog(100)) {
+    if (e.message.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("SymbolService names a local executable, reports files that do not fit, and retries") {
+  unsetenv("DEBUGINFOD_URLS");
+  TempDir dir;
+  const std::string victim = fs::canonical(KILN_VICTIM).string();
+  auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
+  REQUIRE(store.ok());
+  REQUIRE((*store)->Write(VictimBatch(victim)).ok());
+  const std::string key = storage::HtlhashSymbolKey(HtlhashOf(victim));
+
+  std::atomic<int> changes{0};
+  app::SymbolService service(**store, {}, [&] { ++changes; });
+  REQUIRE(WaitIdle(service));
+  CHECK(changes > 0);
+  CHECK_FALSE(service.Progress().busy);
+  SymbolStatus found;
+  for (const auto& [k, s] : (*store)->SymbolStatuses()) {
+    if (k == key) found = s;
+  }
+  CHECK(found.state == SymbolStatus::State::kSymbolized);
+  CHECK(found.source == "local file " + victim);
+  CHECK(found.functions >= 3);
+  CHECK(Logged(**store, "symbols for " + victim));
+  // Queries name the frames now.
+  auto slice = (*store)->Run({});
+  REQUIRE(slice.ok());
+  std::vector<std::string> names;
+  for (uint32_t f : (*slice)->dict.Stack((*slice)->weights.at(0).stack))
+    names.push_back(storage::FrameLabel((*slice)->dict, f));
+  CHECK(names == std::vector<std::string>{"main", "kiln_victim_middle", "kiln_victim_leaf"});
+
+  // User-given files that do not fit say why, in order, and store nothing.
+  const std::string text = dir.path + "/notes.txt";
+  std::ofstream(text) << "hello\n";
+  service.AddFiles({KILN_VICTIM_OTHER, text});
+  REQUIRE(WaitIdle(service));
+  const std::vector<app::AddFileOutcome> outcomes = service.TakeOutcomes();
+  REQUIRE(outcomes.size() == 2);
+  CHECK_FALSE(outcomes[0].ok);
+  CHECK(outcomes[0].message.find("matches no executable in " + dir.path) != std::string::npos);
+  CHECK_FALSE(outcomes[1].ok);
+  CHECK(outcomes[1].message.find("not an ELF file") != std::string::npos);
+  CHECK(service.TakeOutcomes().empty());
+
+  // Retry looks again and stores a fresh status.
+  service.Retry(key);
+  REQUIRE(WaitIdle(service));
+  CHECK(Logged(**store, "retrying symbols for " + victim));
+  for (const auto& [k, s] : (*store)->SymbolStatuses()) {
+    if (k == key) {
+      CHECK(s.state == SymbolStatus::State::kSymbolized);
+      CHECK(s.updated_ns > found.updated_ns);
+    }
+  }
+}
+
+TEST_CASE("DebuginfodUrls: the flag wins over DEBUGINFOD_URLS; spaces and commas separate") {
+  setenv("DEBUGINFOD_URLS", "https://a.example  https://b.example", 1);
+  CHECK(app::DebuginfodUrls("") == std::vector<std::string>{"https://a.example", "https://b.example"});
+  CHECK(app::DebuginfodUrls("http://127.0.0.1:8002,http://x") ==
+        std::vector<std::string>{"http://127.0.0.1:8002", "http://x"});
+  unsetenv("DEBUGINFOD_URLS");
+  CHECK(app::DebuginfodUrls("").empty());
+}
+
+TEST_CASE("IsElfFile looks at the magic only") {
+  TempDir dir;
+  CHECK(app::IsElfFile(KILN_VICTIM));
+  CHECK(app::IsElfFile(KILN_VICTIM_DEBUG));
+  const std::string text = dir.path + "/x.txt";
+  std::ofstream(text) << "\x7f"
+                         "EL";
+  CHECK_FALSE(app::IsElfFile(text));
+  CHECK_FALSE(app::IsElfFile(dir.path + "/missing"));
+}
+
+}  // namespace kiln::testing
