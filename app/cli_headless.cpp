@@ -51,6 +51,10 @@ int RunHeadless(const HeadlessOptions& options) {
     std::printf("kiln: fetching missing debug files from debuginfod (%zu server%s)\n",
                 symbol_options.debuginfod_urls.size(), symbol_options.debuginfod_urls.size() == 1 ? "" : "s");
   }
+  symbol_options.echo = [](const std::string& line) {
+    std::printf("kiln: %s\n", line.c_str());
+    std::fflush(stdout);
+  };
   auto symbols = std::make_unique<SymbolService>(**store, symbol_options);
 
   // A reporter prints a line every 5 s while data arrives, so a user sees

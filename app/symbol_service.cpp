@@ -63,8 +63,15 @@ std::vector<std::string> KeysOf(const storage::ExecutableInfo& exe) {
 std::string FunctionsText(size_t n) { return absl::StrCat(n, n == 1 ? " function" : " functions"); }
 
 // Stores a table under `keys` and logs it; the error, if any, is logged too.
+using LogFn = std::function<void(storage::LogLevel, const std::string&)>;
+
+// Writes to the store's log (the Log view and `kiln symbols list` readers).
+LogFn StoreLog(storage::Store& store) {
+  return [&store](storage::LogLevel level, const std::string& text) { (void)store.AppendLog(level, text); };
+}
+
 bool StoreTable(storage::Store& store, const std::vector<std::string>& keys, const std::string& what,
-                symbols::SymbolReadResult& result, const std::string& source) {
+                symbols::SymbolReadResult& result, const std::string& source, const LogFn& log) {
   SymbolStatus status;
   status.state = State::kSymbolized;
   status.source = source;
@@ -72,16 +79,15 @@ bool StoreTable(storage::Store& store, const std::vector<std::string>& keys, con
   status.functions = result.table.function_count();
   status.updated_ns = NowNs();
   if (absl::Status s = store.PutSymbols(keys, result.table, status); !s.ok()) {
-    (void)store.AppendLog(storage::LogLevel::kError,
-                          absl::StrCat("symbols for ", what, ": could not store them: ", s.message()));
+    log(storage::LogLevel::kError,
+        absl::StrCat("symbols for ", what, ": could not store them: ", s.message()));
     return false;
   }
-  (void)store.AppendLog(storage::LogLevel::kInfo,
-                        absl::StrCat("symbols for ", what, ": ", FunctionsText(status.functions), " from ",
-                                     source, result.description.empty() ? "" : " (", result.description,
-                                     result.description.empty() ? "" : ")"));
+  log(storage::LogLevel::kInfo, absl::StrCat("symbols for ", what, ": ", FunctionsText(status.functions),
+                                             " from ", source, result.description.empty() ? "" : " (",
+                                             result.description, result.description.empty() ? "" : ")"));
   for (const std::string& w : result.warnings) {
-    (void)store.AppendLog(storage::LogLevel::kWarning, absl::StrCat("symbols for ", what, ": ", w));
+    log(storage::LogLevel::kWarning, absl::StrCat("symbols for ", what, ": ", w));
   }
   return true;
 }
@@ -213,7 +219,7 @@ AddFileOutcome AddSymbolFile(storage::Store& store, const std::string& path, con
   }
   std::string source = "added file " + path;
   if (result->source_path != path) source += " (debug file " + result->source_path + ")";
-  if (!StoreTable(store, keys, what, *result, source)) {
+  if (!StoreTable(store, keys, what, *result, source, StoreLog(store))) {
     out.message = absl::StrCat("matched ", what, " but the store refused the symbols (see the Log)");
     return out;
   }
@@ -297,6 +303,11 @@ void SymbolService::SetProgress(std::string executable, std::string source, doub
   if (on_change_) on_change_();
 }
 
+void SymbolService::Log(storage::LogLevel level, const std::string& text) {
+  (void)store_.AppendLog(level, text);
+  if (options_.echo) options_.echo(text);
+}
+
 void SymbolService::Changed() {
   if (on_change_) on_change_();
 }
@@ -321,6 +332,7 @@ void SymbolService::Run() {
       const std::string path = job->argument;
       AddFileOutcome outcome = AddSymbolFile(
           store_, path, &stop_, [this, path](double f) { SetProgress(Basename(path), "added file", f); });
+      if (options_.echo) options_.echo(path + ": " + outcome.message);
       {
         std::lock_guard lock(mutex_);
         outcomes_.push_back(std::move(outcome));
@@ -335,7 +347,7 @@ void SymbolService::Run() {
         const auto keys = KeysOf(exe);
         if (std::find(keys.begin(), keys.end(), job->argument) == keys.end()) continue;
         for (const auto& k : keys) attempted_.insert(k);
-        (void)store_.AppendLog(storage::LogLevel::kInfo, "retrying symbols for " + Describe(exe));
+        Log(storage::LogLevel::kInfo, "retrying symbols for " + Describe(exe));
         Symbolize(exe);
         break;
       }
@@ -469,7 +481,8 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
     if (stop_) return;
     if (result) {
       const bool from_binary = source_path == binary;
-      StoreTable(store_, keys, what, *result, (from_binary ? "local file " : "debug file ") + source_path);
+      StoreTable(store_, keys, what, *result, (from_binary ? "local file " : "debug file ") + source_path,
+                 [this](storage::LogLevel l, const std::string& t) { Log(l, t); });
       return;
     }
     tried.push_back(
@@ -494,7 +507,8 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
         auto result = read(with_binary, "debuginfod", &source_path);
         if (stop_) return;
         if (result) {
-          StoreTable(store_, keys, what, *result, "debuginfod " + server);
+          StoreTable(store_, keys, what, *result, "debuginfod " + server,
+                     [this](storage::LogLevel l, const std::string& t) { Log(l, t); });
           return;
         }
         tried.push_back("debuginfod file " + *fetched);
@@ -511,8 +525,7 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
   // nothing better) is kept along with its status.
   for (auto& [key, status] : store_.SymbolStatuses()) {
     if (status.state == State::kSymbolized && std::find(keys.begin(), keys.end(), key) != keys.end()) {
-      (void)store_.AppendLog(
-          storage::LogLevel::kInfo,
+      Log(storage::LogLevel::kInfo,
           absl::StrCat("symbols for ", what, ": nothing new found; keeping ", status.source));
       return;
     }
@@ -523,12 +536,11 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
   status.detail = failure;
   status.updated_ns = NowNs();
   if (absl::Status s = store_.PutSymbolStatus(keys, status); !s.ok()) {
-    (void)store_.AppendLog(storage::LogLevel::kError,
-                           absl::StrCat("symbols for ", what, ": could not store the status: ", s.message()));
+    Log(storage::LogLevel::kError,
+        absl::StrCat("symbols for ", what, ": could not store the status: ", s.message()));
     return;
   }
-  (void)store_.AppendLog(
-      failure.empty() ? storage::LogLevel::kInfo : storage::LogLevel::kWarning,
+  Log(failure.empty() ? storage::LogLevel::kInfo : storage::LogLevel::kWarning,
       failure.empty() ? absl::StrCat("no symbols found for ", what, " (", status.source, ")")
                       : absl::StrCat("symbols for ", what, " failed: ", failure, " (", status.source, ")"));
 }

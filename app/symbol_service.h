@@ -44,6 +44,9 @@ struct SymbolSourceOptions {
   // Where downloads are cached; "" = $DEBUGINFOD_CACHE_PATH or
   // ~/.cache/debuginfod_client, as for every libdebuginfod client.
   std::string debuginfod_cache_dir;
+  // Also receives every log line the service writes (kiln --headless prints
+  // them); called on the service thread. May be empty.
+  std::function<void(const std::string&)> echo;
 };
 
 // The debuginfod servers to use: `flag` (--debuginfod-urls) when given,
@@ -122,6 +125,7 @@ class SymbolService {
   absl::StatusOr<std::string> FetchDebuginfo(const std::string& build_id, std::string* server);
   void SetProgress(std::string executable, std::string source, double fraction);
   void Changed();
+  void Log(storage::LogLevel level, const std::string& text);
 
   storage::Store& store_;
   const SymbolSourceOptions options_;

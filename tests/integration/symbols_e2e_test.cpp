@@ -35,6 +35,8 @@ TEST_CASE("names come from the executable's own path when it is the same file on
   CHECK(Contains(list, "source:    local file " + victim));
   CHECK_FALSE(Contains(list, "functions: 0\n"));
   CHECK(kiln.Stop(SIGTERM) == 0);
+  // --headless prints each outcome, as the Log view shows it.
+  CHECK_MESSAGE(Contains(kiln.output(), "kiln: symbols for " + victim + " (htlhash "), kiln.output());
 }
 
 TEST_CASE("a stripped binary's separate debug file is found through .gnu_debuglink next to it") {
