@@ -316,11 +316,12 @@ void SymbolService::Run() {
   constexpr auto kScanInterval = std::chrono::seconds(2);
   while (!stop_) {
     std::optional<Job> job;
+    bool poked = false;
     {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, kScanInterval, [this] { return stop_ || poked_ || !jobs_.empty(); });
       if (stop_) return;
-      poked_ = false;
+      poked = std::exchange(poked_, false);
       if (!jobs_.empty()) {
         job = jobs_.front();
         jobs_.pop_front();
@@ -360,11 +361,14 @@ void SymbolService::Run() {
       continue;
     }
     // The work list: executables with an id, no status under any key, and
-    // not tried by this process yet.
+    // not tried by this process yet. The dictionary only grows, so an
+    // unchanged count means nothing new (statuses are read only then).
+    std::vector<storage::ExecutableInfo> executables = store_.Executables();
+    if (!poked && executables.size() == scanned_executables_) continue;
     std::set<std::string> have_status;
     for (auto& [key, status] : store_.SymbolStatuses()) have_status.insert(key);
     std::vector<storage::ExecutableInfo> todo;
-    for (storage::ExecutableInfo& exe : store_.Executables()) {
+    for (storage::ExecutableInfo& exe : executables) {
       const auto keys = KeysOf(exe);
       if (keys.empty()) continue;
       bool skip = false;
@@ -400,6 +404,7 @@ void SymbolService::Run() {
       progress_ = SymbolProgress{false, "", "", 0, 0, progress_.done};
       scanned_all_ = !interrupted && jobs_.empty();
     }
+    if (!interrupted) scanned_executables_ = executables.size();
     if (!todo.empty()) Changed();
   }
 }

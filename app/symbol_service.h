@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -143,6 +144,7 @@ class SymbolService {
   // Service thread only: keys already attempted in this process, so an
   // executable whose outcome could not be stored is not tried in a loop.
   std::set<std::string> attempted_;
+  size_t scanned_executables_ = SIZE_MAX;  // Executables().size() at the last full scan
   std::thread thread_;
 };
 
