@@ -30,6 +30,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <system_error>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -57,6 +59,30 @@ constexpr size_t kParallelStacks = 1024;
 // ============================================================================
 // [SECTION] Helpers: varints, hash, tables
 // ============================================================================
+
+// Runs `second` on a thread of its own while `first` runs on this one (one
+// after the other when no thread can be started). An allocation failure
+// on the other thread becomes its status instead of std::terminate.
+template <typename First, typename Second>
+void BothAtOnce(First&& first, Second&& second, absl::Status* second_status) {
+  auto guarded = [&] {
+    try {
+      *second_status = second();
+    } catch (const std::bad_alloc&) {
+      *second_status = absl::ResourceExhaustedError("out of memory");
+    }
+  };
+  std::thread t;
+  try {
+    t = std::thread(guarded);
+  } catch (const std::system_error&) {
+    first();
+    guarded();
+    return;
+  }
+  first();
+  t.join();
+}
 
 // A varint at p, bounded by end, as strict as WireReader::Varint. Returns
 // the byte after it, or nullptr (the caller then takes the slow path,
@@ -1237,10 +1263,9 @@ absl::Status PprofDecoder::Finish() {
     frames2.reserve(frames_guess / 2 + 16);
     AdviseHugePages(frames2.data(), frames2.capacity() * sizeof(uint32_t));
     ends2.reserve(stack_count - half);
-    absl::Status second;
-    std::thread t([&] { second = ExpandStacks(order, half, stack_count, &frames2, &ends2); });
-    absl::Status first = ExpandStacks(order, 0, half, &dict.stack_frames, &ends);
-    t.join();
+    absl::Status first, second;
+    BothAtOnce([&] { first = ExpandStacks(order, 0, half, &dict.stack_frames, &ends); },
+               [&] { return ExpandStacks(order, half, stack_count, &frames2, &ends2); }, &second);
     if (!first.ok()) return first;
     if (!second.ok()) return second;
     const auto shift = static_cast<uint32_t>(dict.stack_frames.size() - frames_base);
@@ -1279,9 +1304,7 @@ absl::Status PprofDecoder::Finish() {
 absl::Status PprofDecoder::Run() {
   absl::Status tables, walk;
   if (data_.size() >= kParallelBytes) {
-    std::thread t([&] { tables = Tables(); });
-    walk = ScanSamples();
-    t.join();
+    BothAtOnce([&] { walk = ScanSamples(); }, [&] { return Tables(); }, &tables);
   } else {
     tables = Tables();
     if (tables.ok()) walk = ScanSamples();
