@@ -59,7 +59,11 @@ std::string ExecutableStatusText(const SymbolStatusMap& statuses, const storage:
 std::vector<UnsymbolizedAddress> UnsymbolizedAddresses(const storage::ProfileSlice& slice,
                                                        const storage::ExecutableRow& row) {
   const storage::ProfileDictionary& dict = slice.dict;
-  auto str = [&](uint32_t i) -> std::string_view { return i < dict.strings.size() ? dict.strings[i] : ""; };
+  // Both branches string_view: `cond ? strings[i] : ""` would make a
+  // temporary std::string and return a view of it.
+  auto str = [&](uint32_t i) -> std::string_view {
+    return i < dict.strings.size() ? std::string_view(dict.strings[i]) : std::string_view();
+  };
   std::vector<bool> executable_matches(dict.executables.size(), false);
   for (size_t e = 1; e < dict.executables.size(); ++e) {
     const storage::Executable& x = dict.executables[e];

@@ -74,8 +74,10 @@ void ExecutablesView::DrawToolbar(const ViewContext& context, const ExecutableRo
     ImGui::SetTooltip(selected ? "Look for symbols of the selected executable again"
                                : "Select an executable first");
   ImGui::SameLine();
-  ImGui::BeginDisabled(!selected);
-  ImGui::Checkbox("Show unsymbolized frames", &show_unsymbolized_);
+  ImGui::BeginDisabled(!selected || !context.session);
+  bool show = context.session && context.session->show_unsymbolized;
+  if (ImGui::Checkbox("Show unsymbolized frames", &show) && context.session)
+    context.session->show_unsymbolized = show;
   ImGui::EndDisabled();
 
   if (context.symbols && context.symbols->busy) {
@@ -149,12 +151,11 @@ void ExecutablesView::Draw(const ViewContext& context) {
   const SymbolStatusMap& statuses = statuses_ ? *statuses_ : EmptyStatuses();
 
   const ExecutableRow* selected = nullptr;
-  if (rows_) {
+  if (rows_ && context.session) {
+    const SessionState::ExecutableId& id = context.session->selected_executable;
     for (const ExecutableRow& r : *rows_) {
-      if (r.file_name == selected_file_ && r.htlhash == selected_htlhash_ &&
-          r.gnu_build_id == selected_gnu_) {
+      if (r.file_name == id.file_name && r.htlhash == id.htlhash && r.gnu_build_id == id.gnu_build_id)
         selected = &r;
-      }
     }
   }
   DrawToolbar(context, selected);
@@ -177,7 +178,7 @@ void ExecutablesView::Draw(const ViewContext& context) {
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_Hideable |
                                 ImGuiTableFlags_SizingFixedFit;
   const float em = ImGui::GetFontSize();
-  const bool listing = show_unsymbolized_ && selected;
+  const bool listing = selected && context.session->show_unsymbolized;
   const float table_height = listing ? ImGui::GetContentRegionAvail().y * 0.55f : 0.f;
   if (!ImGui::BeginTable("##executables", kColumnCount, flags, ImVec2(0, table_height))) return;
   ImGui::TableSetupScrollFreeze(0, 1);
@@ -256,11 +257,9 @@ void ExecutablesView::Draw(const ViewContext& context) {
       const std::string_view base = Basename(row.file_name);
       const bool is_selected = &row == selected;
       const std::string label(base.empty() ? std::string_view("(unnamed)") : base);
-      if (ImGui::Selectable(label.c_str(), is_selected, ImGuiSelectableFlags_SpanAllColumns)) {
-        selected_file_ = row.file_name;
-        selected_htlhash_ = row.htlhash;
-        selected_gnu_ = row.gnu_build_id;
-      }
+      if (ImGui::Selectable(label.c_str(), is_selected, ImGuiSelectableFlags_SpanAllColumns) &&
+          context.session)
+        context.session->selected_executable = {row.file_name, row.htlhash, row.gnu_build_id};
       if (ImGui::IsItemHovered() && base.size() != row.file_name.size())
         ImGui::SetTooltip("%s", row.file_name.c_str());
       ImGui::TableSetColumnIndex(kWeight);

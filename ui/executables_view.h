@@ -30,9 +30,6 @@ class ExecutablesView : public View {
   char filter_[256] = {};
   bool order_dirty_ = true;
   bool settled_ = false;
-  // The selected executable, by identity (rows are rebuilt on every query).
-  std::string selected_file_, selected_htlhash_, selected_gnu_;
-  bool show_unsymbolized_ = false;
   // The unsymbolized listing, cached per (slice, selection).
   const storage::ProfileSlice* listed_slice_ = nullptr;
   std::string listed_key_;

@@ -39,6 +39,15 @@ struct SessionState {
   uint64_t flame_search_serial = 0;
   bool flame_zoom_to_search = false;  // zoom to the matches' common ancestor
 
+  // Executables view: the selected executable by identity (rows are rebuilt
+  // with every query) and whether its unsymbolized addresses are listed.
+  struct ExecutableId {
+    std::string file_name, htlhash, gnu_build_id;
+    bool operator==(const ExecutableId&) const = default;
+  };
+  ExecutableId selected_executable;  // all empty = none
+  bool show_unsymbolized = false;
+
   TimeRange QueryRange() const { return selection.Empty() ? window : selection; }
   void AddFilterValue(const std::string& key, const std::string& value);
   void RemoveFilterValue(const std::string& key, const std::string& value);

@@ -1,7 +1,8 @@
 // GUI gallery: the states a screenshot of the running app does not reach
 // on its own (search highlight, zoom with breadcrumbs, flame orientation,
-// off-CPU, the filter popup), drawn from the real worker over the demo
-// store and checked like the smoke test. PNGs go to
+// off-CPU, the filter popup, an executable's unsymbolized addresses; no
+// symbolizer runs here, so statuses read "not attempted"), drawn from the
+// real worker over the demo store and checked like the smoke test. PNGs go to
 // $KILN_BINARY_DIR/gui_screenshots/gallery-*.png for people to look at.
 #include <doctest/doctest.h>
 
@@ -26,6 +27,7 @@
 #include "app/view_registry.h"
 #include "storage/store.h"
 #include "tests/gui/test_display.h"
+#include "ui/executables_model.h"
 #include "ui/frame_colors.h"
 #include "ui/header_bar.h"
 #include "ui/status_line.h"
@@ -223,6 +225,31 @@ TEST_CASE("gallery of view states over the demo store") {
     SUBCASE("off-CPU top functions") {
       gallery.session().kind = storage::SampleKind::kOffCpu;
       const Pixels p = Load(gallery.Shoot("offcpu-top", "top"));
+      std::set<ui::Rgba> colors(p.data.begin(), p.data.end());
+      CHECK(colors.size() > 50);
+    }
+    SUBCASE("executables: the unsymbolized addresses of the selected executable") {
+      // The demo's postgres has one frame without a name (0x5a3f10).
+      ui::SessionState::ExecutableId postgres;
+      for (const storage::ExecutableInfo& e : (*store)->Executables()) {
+        if (e.file_name == "/usr/bin/postgres") postgres = {e.file_name, e.htlhash, e.gnu_build_id};
+      }
+      REQUIRE(!postgres.htlhash.empty());
+      {  // what the panel lists, straight from a query
+        auto slice = (*store)->Run({});
+        REQUIRE(slice.ok());
+        storage::ExecutableRow row;
+        row.file_name = postgres.file_name;
+        row.htlhash = postgres.htlhash;
+        row.gnu_build_id = postgres.gnu_build_id;
+        const auto listed = ui::UnsymbolizedAddresses(**slice, row);
+        REQUIRE(listed.size() == 1);
+        CHECK(listed[0].address == 0x5a3f10);
+        CHECK(listed[0].weight > 0);
+      }
+      gallery.session().selected_executable = postgres;
+      gallery.session().show_unsymbolized = true;
+      const Pixels p = Load(gallery.Shoot("executables-unsymbolized", "executables"));
       std::set<ui::Rgba> colors(p.data.begin(), p.data.end());
       CHECK(colors.size() > 50);
     }
