@@ -645,6 +645,8 @@ struct App {
     if (const auto it = symbolizers.find(src.store); it != symbolizers.end() && !it->second->Idle())
       return false;  // symbols are still arriving
     if (!src.status || !src.has_request) return false;
+    // Symbols stored since the last status poll: the views will query again.
+    if (src.store && src.status->symbols_version != src.store->SymbolsVersion()) return false;
     if (empty_help_drawn) return true;
     if (Current() && !src.analysis->error.empty()) return true;  // the error is what there is to show
     return Current() && !src.worker->Busy() && views[active_view]->Settled();
