@@ -2,6 +2,7 @@
 // command line. `add` writes, so kiln must not be running on the store;
 // `list` opens it read-only and works beside a running kiln.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -12,6 +13,13 @@
 namespace kiln::app {
 
 int RunSymbolsAdd(const SymbolsAddOptions& options) {
+  // Opening for writing would create an empty store, and every file would
+  // then "match nothing": a mistyped directory is better named as such.
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options.data_dir, ec)) {
+    std::cerr << "kiln symbols add: no store at " << options.data_dir << "\n";
+    return 1;
+  }
   auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadWrite);
   if (!store.ok()) {
     std::cerr << "kiln symbols add: " << store.status().message() << "\n";

@@ -114,6 +114,10 @@ TEST_CASE(
   CHECK(Contains(bad.out, text + ": not an ELF file"));
   CHECK(Contains(bad.out, std::string(KILN_VICTIM_OTHER) + ": matches no executable in " + dir.path));
   CHECK(Contains(bad.err, "2 of 2 files failed"));
+  CommandResult no_store = RunKiln({"symbols", "add", "--data-dir", dir.path + "-typo", debug});
+  CHECK(no_store.exit_code == 1);
+  CHECK(Contains(no_store.err, "no store at " + dir.path + "-typo"));
+  CHECK_FALSE(fs::exists(dir.path + "-typo"));
 
   // Symbols survive a restart, and kiln does not replace them.
   {
