@@ -328,6 +328,39 @@ TEST_CASE("SliceFromBatch and TimelineFromBatch filter by kind, time and attribu
   CHECK(SliceFromBatch(c->batch, q)->weights.empty());
 }
 
+TEST_CASE("gzip: concatenated members, trailing bytes, a wrong trailer, the size limit") {
+  // A first member that inflates far beyond 5x (past every size guess) and
+  // a small second one whose ISIZE ends the file.
+  std::string big;
+  for (int i = 0; i < 20000; ++i) big += "main;work;leaf 1\n";
+  const std::string small = "main;other 7\n";
+  const std::string two = GzipCompress(big) + GzipCompress(small);
+  auto c = ImportBytes(two, "two.gz");
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->decompressed_bytes == big.size() + small.size());
+  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+        "main;other 7\nmain;work;leaf 20000\n");
+
+  // Bytes after the last member are ignored, as gzip(1) does.
+  auto t = ImportBytes(GzipCompress(small) + "trailing", "trail.gz");
+  REQUIRE_MESSAGE(t.ok(), t.status().message());
+  CHECK(Folded(*t, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) == "main;other 7\n");
+
+  // A trailer whose length does not match the content.
+  std::string bad = GzipCompress(small);
+  bad[bad.size() - 4] = static_cast<char>(bad[bad.size() - 4] + 1);
+  auto b = ImportBytes(bad, "badlen.gz");
+  REQUIRE(!b.ok());
+  CHECK(std::string(b.status().message()).rfind("badlen.gz: byte ", 0) == 0);
+
+  // Over the limit.
+  ImportOptions o;
+  o.max_decompressed_bytes = big.size() / 2;
+  auto l = ImportBytes(two, "limit.gz", o);
+  REQUIRE(!l.ok());
+  CHECK(std::string(l.status().message()).find("larger than the limit") != std::string::npos);
+}
+
 TEST_CASE("zstd input and invalid UTF-8 names") {
   std::string folded = "caf\xe9;ok\xc3\xa9 2\n";  // Latin-1 e-acute, then UTF-8
   std::string z(ZSTD_compressBound(folded.size()), '\0');

@@ -10,8 +10,58 @@
 #include "absl/strings/str_cat.h"
 #include "ingest/capture/importers.h"
 
+#ifdef KILN_HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+
 namespace kiln::capture {
 namespace {
+
+#ifdef KILN_HAVE_LIBDEFLATE
+// Whole-buffer gzip (every member) with libdeflate, 2-3x zlib's speed.
+// False on any trouble (corrupt, truncated, over the limit): zlib's
+// streaming path then runs and says exactly what and where.
+bool GunzipWhole(std::string_view data, uint64_t max_bytes, ByteBuffer* out) {
+  libdeflate_decompressor* d = libdeflate_alloc_decompressor();
+  if (d == nullptr) return false;
+  size_t in_pos = 0;
+  bool ok = true;
+  while (ok) {
+    size_t in_used = 0, produced = 0;
+    libdeflate_result r;
+    while (true) {
+      r = libdeflate_gzip_decompress_ex(d, data.data() + in_pos, data.size() - in_pos,
+                                        out->data() + out->size(), out->capacity() - out->size(), &in_used,
+                                        &produced);
+      if (r != LIBDEFLATE_INSUFFICIENT_SPACE) break;
+      // Larger than the guess: grow and decode this member again.
+      if (out->capacity() > max_bytes ||
+          !out->Reserve(std::min<uint64_t>(max_bytes + 1, out->capacity() * 2 + 4096))) {
+        break;
+      }
+    }
+    if (r != LIBDEFLATE_SUCCESS) {
+      ok = false;
+      break;
+    }
+    out->set_size(out->size() + produced);
+    if (out->size() > max_bytes) {
+      ok = false;
+      break;
+    }
+    in_pos += in_used;
+    // Concatenated members are one stream (gzip(1) semantics); anything
+    // else after a member is ignored, as zlib's path does.
+    if (!(data.size() - in_pos >= 2 && static_cast<uint8_t>(data[in_pos]) == 0x1f &&
+          static_cast<uint8_t>(data[in_pos + 1]) == 0x8b)) {
+      break;
+    }
+  }
+  libdeflate_free_decompressor(d);
+  if (!ok) out->set_size(0);
+  return ok;
+}
+#endif
 
 absl::StatusOr<ByteBuffer> Gunzip(std::string_view data, uint64_t max_bytes, std::string_view name) {
   ByteBuffer out;
@@ -28,6 +78,9 @@ absl::StatusOr<ByteBuffer> Gunzip(std::string_view data, uint64_t max_bytes, std
     return absl::ResourceExhaustedError(absl::StrCat(Av(name), ": out of memory for the gzip content"));
   }
   AdviseHugePages(out.data(), out.capacity());
+#ifdef KILN_HAVE_LIBDEFLATE
+  if (GunzipWhole(data, max_bytes, &out)) return out;
+#endif
   z_stream zs{};
   // 16 + MAX_WBITS: gzip header and trailer, no zlib wrapper.
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return absl::InternalError("zlib init failed");
