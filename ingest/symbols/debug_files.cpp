@@ -115,7 +115,9 @@ DebugFileSearch FindDebugFiles(const ElfIdentity& binary, const DebugFileSearchO
   }
 
   // 2. By .gnu_debuglink, checked with its CRC as gdb does.
-  if (!binary.debuglink_name.empty() && binary.debuglink_name.find('/') == std::string::npos) {
+  // (Only for a binary on this machine: the places are relative to its path.)
+  if (!binary.path.empty() && !binary.debuglink_name.empty() &&
+      binary.debuglink_name.find('/') == std::string::npos) {
     std::string bindir = RealDirName(binary.path);
     std::vector<std::pair<std::string, DebugFileSource>> places = {
         {Join(bindir, binary.debuglink_name), DebugFileSource::kDebugLinkBeside},

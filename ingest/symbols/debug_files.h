@@ -41,8 +41,9 @@ struct DebugFileSearch {
   std::vector<std::string> rejected;
 };
 
-// For a binary whose identity was read already (its path is used for the
-// debuglink places).
+// For a binary whose identity was read already. Its path is used for the
+// debuglink places; an identity with only gnu_build_id set (the binary is on
+// another host) searches the build-id trees alone.
 DebugFileSearch FindDebugFiles(const ElfIdentity& binary, const DebugFileSearchOptions& options = {});
 
 // Reads the binary's identity first; fails as ReadElfIdentity does.
