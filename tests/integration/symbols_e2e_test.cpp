@@ -103,17 +103,23 @@ TEST_CASE(
   CHECK_MESSAGE(Contains(list, "status:    symbolized"), list);
   CHECK_MESSAGE(Contains(list, "source:    added file " + debug), list);
 
-  // A file that is not ELF and an ELF file of another build: each is named
-  // with its reason, nothing is stored, and the exit code says so.
+  // A file that is not ELF, an ELF file of another build and a truncated
+  // one: each is named with its reason, nothing is stored, and the exit
+  // code says so.
   const std::string text = dir.path + "-notes.txt";
   std::ofstream(text) << "not an executable\n";
-  CommandResult bad = RunKiln({"symbols", "add", "--data-dir", dir.path, text, KILN_VICTIM_OTHER});
+  // A truncated copy of the program: ELF magic, headers past the end.
+  const std::string truncated = dir.path + "-truncated";
+  Shell("head -c 3000 '" + std::string(KILN_VICTIM) + "' > '" + truncated + "'");
+  CommandResult bad = RunKiln({"symbols", "add", "--data-dir", dir.path, text, KILN_VICTIM_OTHER, truncated});
   fs::remove(text);
+  fs::remove(truncated);
   INFO(bad.out << bad.err);
   CHECK(bad.exit_code == 1);
   CHECK(Contains(bad.out, text + ": not an ELF file"));
   CHECK(Contains(bad.out, std::string(KILN_VICTIM_OTHER) + ": matches no executable in " + dir.path));
-  CHECK(Contains(bad.err, "2 of 2 files failed"));
+  CHECK(Contains(bad.out, truncated + ": unreadable ELF file: " + truncated + ": "));
+  CHECK(Contains(bad.err, "3 of 3 files failed"));
   CommandResult no_store = RunKiln({"symbols", "add", "--data-dir", dir.path + "-typo", debug});
   CHECK(no_store.exit_code == 1);
   CHECK(Contains(no_store.err, "no store at " + dir.path + "-typo"));
