@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,6 +61,7 @@ pid_t ChildHoldingStore(const std::string& dir) {
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives a failed test
     close(ready[0]);
     setenv("KILN_SWEEP_HOLD_DIR", dir.c_str(), 1);
     setenv("KILN_SWEEP_READY_FD", std::to_string(ready[1]).c_str(), 1);
@@ -147,6 +149,7 @@ TEST_CASE("the sweep removes stores of dead kilns and nothing else") {
   pid_t alive = fork();
   REQUIRE(alive >= 0);
   if (alive == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     for (;;) pause();
   }
   WriteMarker(starting, alive, 0);
