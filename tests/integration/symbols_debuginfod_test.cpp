@@ -112,6 +112,20 @@ TEST_CASE("a stripped binary from another host gets its names from a real debugi
   // Downloaded into the configured cache, not the user's.
   CHECK(Shell("find '" + cache + "' -name debuginfo | head -1").find(build_id) != std::string::npos);
   CHECK(kiln.Stop(SIGTERM) == 0);
+
+  // The same with --debuginfod-urls instead of the environment.
+  TempDir dir2;
+  setenv("DEBUGINFOD_CACHE_PATH", (work.path + "/kiln-cache-2").c_str(), 1);
+  HeadlessKiln by_flag(dir2.path, {"--debuginfod-urls", server.url()});
+  unsetenv("DEBUGINFOD_CACHE_PATH");
+  Send(by_flag.target(), VictimRequest("/nonexistent/kiln-test/victim", HtlhashOf(KILN_VICTIM_STRIPPED),
+                                       build_id, KILN_VICTIM));
+  const std::string folded2 = WaitForFolded(dir2.path, kNamed, 90);
+  CHECK_MESSAGE(folded2.find(kNamed) != std::string::npos, folded2);
+  CHECK(by_flag.Stop(SIGTERM) == 0);
+  CHECK_MESSAGE(
+      by_flag.output().find("fetching missing debug files from debuginfod (1 server)") != std::string::npos,
+      by_flag.output());
 }
 
 }  // namespace kiln::testing
