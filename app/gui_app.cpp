@@ -356,7 +356,7 @@ struct App {
     if (std::exchange(view_requests.add_symbol_files, false)) symbols_dialog_requested = true;
     ImGui::EndChild();
     ImGui::Separator();
-    ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing);
+    ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing, &symbol_activity);
     DrawDialogs();
     ImGui::End();
   }

@@ -2,6 +2,7 @@
 
 #include <imgui.h>
 
+#include <cstdio>
 #include <string>
 
 #include "ui/format.h"
@@ -15,7 +16,7 @@ uint64_t RejectedCount(const StatusSnapshot& status) {
 }
 
 void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis,
-                    bool computing) {
+                    bool computing, const SymbolActivity* symbols) {
   auto separator = [] {
     ImGui::SameLine();
     ImGui::TextDisabled("|");
@@ -78,6 +79,19 @@ void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const A
     Spinner();
     ImGui::SameLine();
     ImGui::TextDisabled("updating");
+  }
+  if (symbols && symbols->busy) {
+    separator();
+    Spinner();
+    ImGui::SameLine();
+    const std::string queued = symbols->queued > 0 ? ", " + std::to_string(symbols->queued) + " queued" : "";
+    char text[512];
+    std::snprintf(text, sizeof text, "symbols: %s (%s) %.0f%%%s", symbols->executable.c_str(),
+                  symbols->source.c_str(), symbols->fraction * 100, queued.c_str());
+    if (ImGui::Selectable(text, false, ImGuiSelectableFlags_None, ImGui::CalcTextSize(text)))
+      session.requested_tab = "executables";
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Reading symbols in the background; click for the Executables view");
   }
   const uint64_t rejected = RejectedCount(*status);
   if (rejected > 0) {

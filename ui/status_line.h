@@ -9,9 +9,10 @@ namespace kiln::ui {
 
 // Where kiln listens, agents seen recently and their samples/s, store size,
 // the selection's totals, and a badge when inputs were rejected (clicking
-// it opens the Log view).
+// it opens the Log view); while symbols are read, which executable and from
+// where (clicking it opens the Executables view).
 void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis,
-                    bool computing);
+                    bool computing, const SymbolActivity* symbols = nullptr);
 
 // How to get data in: the agent command line, the ssh reverse tunnel for
 // remote hosts, opening a capture, the demo.
