@@ -1,10 +1,13 @@
 // debuginfod end to end: a real `debuginfod` server on loopback serves the
 // test program's debug file; `kiln --headless` with DEBUGINFOD_URLS (and a
 // private DEBUGINFOD_CACHE_PATH) fetches it for a stripped binary that is
-// not on this machine, and `kiln export` shows the names. Skips (77) when
-// the debuginfod binary is not installed (Debian package `debuginfod`).
+// not on this machine, and `kiln export` shows the names. A server that never
+// answers shows that SIGTERM cancels a download in flight. The real-server
+// case skips (77) when the debuginfod binary is not installed (Debian
+// package `debuginfod`).
 #include <doctest/doctest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -65,6 +68,42 @@ struct DebuginfodServer {
 };
 
 }  // namespace
+
+// Runs first: it needs no debuginfod binary (the other case exits 77
+// without one).
+TEST_CASE("SIGTERM cancels a debuginfod download that hangs, and nothing is recorded for it") {
+  // A server that accepts connections and never answers.
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(listen(listener, 8) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+  TempDir dir;
+  TempDir cache;
+  // Without the cancel, libdebuginfod would wait this long: past the
+  // test's ctest timeout.
+  setenv("DEBUGINFOD_TIMEOUT", "900", 1);
+  setenv("DEBUGINFOD_CACHE_PATH", cache.path.c_str(), 1);
+  HeadlessKiln kiln(dir.path, {"--debuginfod-urls", url});
+  unsetenv("DEBUGINFOD_TIMEOUT");
+  unsetenv("DEBUGINFOD_CACHE_PATH");
+  Send(kiln.target(), VictimRequest("/nonexistent/kiln-test/victim", HtlhashOf(KILN_VICTIM_STRIPPED),
+                                    BuildIdOf(KILN_VICTIM_STRIPPED), KILN_VICTIM));
+  // The download has started once kiln connects.
+  pollfd p{listener, POLLIN, 0};
+  REQUIRE_MESSAGE(poll(&p, 1, 60'000) == 1, "kiln never asked the debuginfod server");
+  const int connection = accept(listener, nullptr, nullptr);
+  CHECK(kiln.Stop(SIGTERM) == 0);
+  close(connection);
+  close(listener);
+  const std::string list = RunKiln({"symbols", "list", "--data-dir", dir.path}).out;
+  CHECK_MESSAGE(list.find("status:    not attempted") != std::string::npos, list);
+}
 
 TEST_CASE("a stripped binary from another host gets its names from a real debuginfod server") {
   const std::string debuginfod = DebuginfodBinary();
