@@ -3,8 +3,10 @@
 // storage::ProfileBatch.
 //
 // Threads: every function here is a pure function of its input (plus the
-// file it reads); call them from any thread, any number at once. The
-// progress callback runs on the calling thread. Results own all their data.
+// file it reads); call them from any thread, any number at once. A large
+// pprof is read by the calling thread and one more it starts and joins
+// (both cores of a small machine). The progress callback runs on the
+// calling thread. Results own all their data.
 #pragma once
 
 #include <atomic>
