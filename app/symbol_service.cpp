@@ -480,18 +480,29 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
   std::vector<std::string> debug_files = LocalDebugFiles(exe, binary.empty() ? nullptr : &identity);
   std::vector<std::string> files = debug_files;
   if (!binary.empty()) files.push_back(binary);
+  // A table from .dynsym alone (a stripped library) names exported
+  // functions only: debuginfod may have everything, so it is asked too.
+  std::optional<symbols::SymbolReadResult> local;
+  std::string local_source;
   if (!files.empty()) {
     std::string source_path;
     auto result = read(files, debug_files.empty() ? "local file" : "debug files", &source_path);
     if (stop_) return;
     if (result) {
-      const bool from_binary = source_path == binary;
-      StoreTable(store_, keys, what, *result, (from_binary ? "local file " : "debug file ") + source_path,
-                 [this](storage::LogLevel l, const std::string& t) { Log(l, t); });
-      return;
+      local_source = (source_path == binary ? "local file " : "debug file ") + source_path;
+      const bool dynsym_only =
+          result->dwarf_functions == 0 && result->symtab_symbols == 0 && result->minidebug_symbols == 0;
+      if (!dynsym_only || options_.debuginfod_urls.empty() || exe.gnu_build_id.empty()) {
+        StoreTable(store_, keys, what, *result, local_source,
+                   [this](storage::LogLevel l, const std::string& t) { Log(l, t); });
+        return;
+      }
+      local = std::move(result);
+      tried.push_back(local_source + " (exported functions only)");
+    } else {
+      tried.push_back(
+          absl::StrCat(debug_files.empty() ? "local file " : "local files ", absl::StrJoin(files, ", ")));
     }
-    tried.push_back(
-        absl::StrCat(debug_files.empty() ? "local file " : "local files ", absl::StrJoin(files, ", ")));
   } else {
     tried.push_back("no local file or debug file");
   }
@@ -524,6 +535,12 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
         if (failure.empty()) failure = absl::StrCat("debuginfod: ", fetched.status().message());
       }
     }
+  }
+
+  if (local) {
+    StoreTable(store_, keys, what, *local, local_source,
+               [this](storage::LogLevel l, const std::string& t) { Log(l, t); });
+    return;
   }
 
   // Nothing: record what was tried. An older table (a retry that found

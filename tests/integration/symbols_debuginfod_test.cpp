@@ -105,7 +105,8 @@ TEST_CASE("SIGTERM cancels a debuginfod download that hangs, and nothing is reco
   CHECK_MESSAGE(list.find("status:    not attempted") != std::string::npos, list);
 }
 
-TEST_CASE("a stripped binary from another host gets its names from a real debuginfod server") {
+// The debuginfod binary, or exits 77 (skipped) after saying why.
+std::string DebuginfodOrSkip() {
   const std::string debuginfod = DebuginfodBinary();
   if (debuginfod.empty()) {
     std::printf(
@@ -114,6 +115,26 @@ TEST_CASE("a stripped binary from another host gets its names from a real debugi
     std::fflush(stdout);
     std::_Exit(77);
   }
+  return debuginfod;
+}
+
+// Waits until `server` has scanned its folder and serves `build_id`
+// (checked with libdebuginfod's own client, with a fresh cache per try: the
+// client remembers a 404 for ten minutes).
+void WaitServed(const DebuginfodServer& server, const std::string& build_id, const std::string& scratch) {
+  bool served = false;
+  for (int i = 0; i < 120 && !served; ++i) {
+    const std::string out =
+        Shell("DEBUGINFOD_URLS=" + server.url() + " DEBUGINFOD_CACHE_PATH=" + scratch + "/probe-cache-" +
+              build_id + "-" + std::to_string(i) + " debuginfod-find debuginfo " + build_id + " 2>/dev/null");
+    served = !out.empty() && fs::exists(out);
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  REQUIRE_MESSAGE(served, "debuginfod did not serve " << build_id << " within 60 s");
+}
+
+TEST_CASE("a stripped binary from another host gets its names from a real debuginfod server") {
+  const std::string debuginfod = DebuginfodOrSkip();
   TempDir work;
   const std::string serve = work.path + "/serve";
   fs::create_directories(serve);
@@ -121,19 +142,7 @@ TEST_CASE("a stripped binary from another host gets its names from a real debugi
   DebuginfodServer server(debuginfod, serve, work.path + "/debuginfod.sqlite");
   const std::string build_id = BuildIdOf(KILN_VICTIM_STRIPPED);
   REQUIRE(!build_id.empty());
-
-  // Wait until the server has scanned the folder and serves the file
-  // (checked with libdebuginfod's own client, with a fresh cache per try:
-  // the client remembers a 404 for ten minutes).
-  bool served = false;
-  for (int i = 0; i < 120 && !served; ++i) {
-    const std::string out =
-        Shell("DEBUGINFOD_URLS=" + server.url() + " DEBUGINFOD_CACHE_PATH=" + work.path + "/probe-cache-" +
-              std::to_string(i) + " debuginfod-find debuginfo " + build_id + " 2>/dev/null");
-    served = !out.empty() && fs::exists(out);
-    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  REQUIRE_MESSAGE(served, "debuginfod did not serve " << build_id << " within 60 s");
+  WaitServed(server, build_id, work.path);
 
   TempDir dir;
   const std::string cache = work.path + "/kiln-cache";
@@ -165,6 +174,64 @@ TEST_CASE("a stripped binary from another host gets its names from a real debugi
   CHECK_MESSAGE(
       by_flag.output().find("fetching missing debug files from debuginfod (1 server)") != std::string::npos,
       by_flag.output());
+}
+
+TEST_CASE("a stripped library on this machine names only its exports; debuginfod brings the rest") {
+  const std::string debuginfod = DebuginfodOrSkip();
+  TempDir work;
+  const std::string serve = work.path + "/serve";
+  fs::create_directories(serve);
+  fs::copy_file(KILN_VICTIM_LIB_DEBUG, serve + "/victim_lib.debug");
+  DebuginfodServer server(debuginfod, serve, work.path + "/debuginfod.sqlite");
+  const std::string lib = fs::canonical(KILN_VICTIM_LIB_STRIPPED).string();
+  const std::string build_id = BuildIdOf(lib);
+  REQUIRE(!build_id.empty());
+  // The stripped copy's .dynsym has the exported function only.
+  const std::string dynsym = Shell("nm -D --defined-only '" + lib + "'");
+  CHECK(dynsym.find("kiln_lib_exported") != std::string::npos);
+  CHECK(dynsym.find("kiln_lib_internal") == std::string::npos);
+  WaitServed(server, build_id, work.path);
+
+  // The library as an agent on this host sends it: its real path, ids, and
+  // addresses (from nm of the unstripped build) without names.
+  auto request = [&] {
+    OtlpRequestBuilder b;
+    auto* rp = b.Resource({{"process.executable.name", "victim"}});
+    auto* profile = b.AddProfile(rp, "samples", "count", "cpu", "nanoseconds", kT0);
+    const int32_t mapping = b.Mapping(lib, HtlhashOf(lib));
+    b.request.mutable_dictionary()->mutable_mapping_table(mapping)->add_attribute_indices(
+        b.StringAttribute("process.executable.build_id.gnu", build_id));
+    const int32_t exported = b.Location(mapping, NmAddress(KILN_VICTIM_LIB, "kiln_lib_exported") + 4, {});
+    const int32_t internal = b.Location(mapping, NmAddress(KILN_VICTIM_LIB, "kiln_lib_internal") + 4, {});
+    OtlpRequestBuilder::AddSample(profile, b.Stack({internal, exported}), {}, {kT0, kT0 + 1000});
+    return std::move(b.request);
+  };
+  const std::string named = "victim;kiln_lib_exported;kiln_lib_internal 2";
+
+  // Without debuginfod: the local file's exports, and the static function
+  // stays an address.
+  TempDir local_only;
+  {
+    HeadlessKiln kiln(local_only.path);
+    Send(kiln.target(), request());
+    const std::string list = WaitForList(local_only.path, "status:    symbolized");
+    CHECK_MESSAGE(list.find("source:    local file " + lib) != std::string::npos, list);
+    const std::string folded = RunKiln({"export", "--data-dir", local_only.path}).out;
+    CHECK_MESSAGE(folded.find("victim;kiln_lib_exported;victim_lib.stripped+0x") != std::string::npos,
+                  folded);
+    CHECK(kiln.Stop(SIGTERM) == 0);
+  }
+  // With debuginfod: the debug file names the static function too.
+  TempDir dir;
+  setenv("DEBUGINFOD_CACHE_PATH", (work.path + "/kiln-cache").c_str(), 1);
+  HeadlessKiln kiln(dir.path, {"--debuginfod-urls", server.url()});
+  unsetenv("DEBUGINFOD_CACHE_PATH");
+  Send(kiln.target(), request());
+  const std::string folded = WaitForFolded(dir.path, named, 90);
+  CHECK_MESSAGE(folded.find(named) != std::string::npos, folded);
+  const std::string list = WaitForList(dir.path, "status:    symbolized");
+  CHECK_MESSAGE(list.find("source:    debuginfod " + server.url()) != std::string::npos, list);
+  CHECK(kiln.Stop(SIGTERM) == 0);
 }
 
 }  // namespace kiln::testing
