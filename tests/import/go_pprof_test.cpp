@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -223,14 +224,17 @@ class GoPprof {
       std::cerr << "corpus not found at " << Corpus() << "; skipping (exit 77)\n";
       std::exit(77);
     }
-    // A private, writable home for Go: no user cache, no network.
+    // A private, writable home for Go: no user cache, no network. Made
+    // only now: exit(77) above runs no destructor.
+    env_ = std::make_unique<TempDir>();
+    const std::string& env = env_->path;
     for (const char* d : {"/home", "/gocache", "/gopath", "/pprof"}) {
-      std::filesystem::create_directories(env_.path + d);
+      std::filesystem::create_directories(env + d);
     }
-    setenv("HOME", (env_.path + "/home").c_str(), 1);
-    setenv("GOCACHE", (env_.path + "/gocache").c_str(), 1);
-    setenv("GOPATH", (env_.path + "/gopath").c_str(), 1);
-    setenv("PPROF_TMPDIR", (env_.path + "/pprof").c_str(), 1);
+    setenv("HOME", (env + "/home").c_str(), 1);
+    setenv("GOCACHE", (env + "/gocache").c_str(), 1);
+    setenv("GOPATH", (env + "/gopath").c_str(), 1);
+    setenv("PPROF_TMPDIR", (env + "/pprof").c_str(), 1);
     setenv("GOPROXY", "off", 1);
     setenv("GOFLAGS", "", 1);
     setenv("GOTOOLCHAIN", "local", 1);
@@ -258,7 +262,7 @@ class GoPprof {
 
  private:
   std::string go_;
-  TempDir env_;
+  std::unique_ptr<TempDir> env_;
 };
 
 // Go's view of `file` against kiln's folded text of the same data.
