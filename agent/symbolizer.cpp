@@ -1,6 +1,5 @@
 #include "symbolizer.h"
 
-#include <cxxabi.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <unistd.h>
@@ -9,24 +8,12 @@
 #include <cstdlib>
 #include <vector>
 
+#include "ingest/symbols/demangle.h"
+
 namespace kiln::agent {
 namespace {
 constexpr const char* kDebugFileRoot = "/usr/lib/debug";
 }  // namespace
-
-std::string Demangle(std::string_view name) {
-  if (!name.starts_with("_Z")) return std::string(name);
-  std::string input(name);
-  int status = 0;
-  char* out = abi::__cxa_demangle(input.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || !out) {
-    std::free(out);
-    return input;
-  }
-  std::string result(out);
-  std::free(out);
-  return result;
-}
 
 void Symbolizer::LoadTable(const ExecutableEntry& executable, FileSymbols& fs) {
   fs.table = SymbolTable();
@@ -64,7 +51,7 @@ std::string Symbolizer::Lookup(const ExecutableEntry& executable, std::uint64_t 
   if (cached != fs.names.end()) return cached->second;
   if (!fs.table_loaded) LoadTable(executable, fs);
   if (fs.names.size() >= kMaxNamesPerFile) fs.names.clear();
-  std::string name = Demangle(fs.table.Lookup(elf_vaddr));
+  std::string name = symbols::Demangle(std::string(fs.table.Lookup(elf_vaddr)));
   fs.names.emplace(elf_vaddr, name);
   return name;
 }

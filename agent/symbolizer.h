@@ -24,8 +24,6 @@
 
 namespace kiln::agent {
 
-// "_ZN4kiln3fooEv" -> "kiln::foo()"; other names unchanged.
-std::string Demangle(std::string_view name);
 
 class Symbolizer {
  public:

@@ -120,37 +120,6 @@ std::string SameFileOnThisMachine(const storage::ExecutableInfo& exe, symbols::E
 
 }  // namespace
 
-std::vector<std::string> DebuginfodUrls(const std::string& flag) {
-  std::string text = flag;
-  if (text.empty()) {
-    const char* env = std::getenv("DEBUGINFOD_URLS");
-    if (env) text = env;
-  }
-  std::vector<std::string> urls;
-  std::string current;
-  for (char c : text + " ") {
-    if (c == ' ' || c == ',' || c == '\t' || c == '\n') {
-      if (!current.empty()) urls.push_back(current);
-      current.clear();
-    } else {
-      current.push_back(c);
-    }
-  }
-  return urls;
-}
-
-bool IsElfFile(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char magic[4] = {};
-  const ssize_t n = pread(fd, magic, sizeof magic, 0);
-  close(fd);
-  return n == 4 && std::memcmp(magic,
-                               "\x7f"
-                               "ELF",
-                               4) == 0;
-}
-
 // ===========================================================================
 // [SECTION] AddSymbolFile: a user-given file
 // ===========================================================================

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ingest/symbols/demangle.h"  // Demangle, for callers of ReadSymbols
 #include "storage/symbol_table.h"
 
 namespace kiln::symbols {
@@ -66,10 +67,5 @@ struct SymbolReadResult {
 [[nodiscard]] absl::StatusOr<SymbolReadResult> ReadSymbols(const std::vector<std::string>& files,
                                                            const SymbolReadOptions& options = {});
 
-// Demangles as `addr2line -C` prints: Itanium C++ and Rust legacy (`_ZN...E`
-// with the `::h<hash>` suffix dropped and `$LT$`-style escapes decoded).
-// Rust v0 (`_R...`) names and anything else are returned unchanged, since
-// Debian packages no C/C++ v0 demangler besides libiberty (not used here).
-std::string Demangle(const std::string& name);
 
 }  // namespace kiln::symbols

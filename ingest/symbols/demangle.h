@@ -1,0 +1,16 @@
+// Demangle: symbol names as `addr2line -C` prints them. Shared by kiln's
+// symbolizer and kiln-agent (both name frames the same way).
+// Pure; thread-safe.
+#pragma once
+
+#include <string>
+
+namespace kiln::symbols {
+
+// Demangles as `addr2line -C` prints: Itanium C++ and Rust legacy (`_ZN...E`
+// with the `::h<hash>` suffix dropped and `$LT$`-style escapes decoded).
+// Rust v0 (`_R...`) names and anything else are returned unchanged, since
+// Debian packages no C/C++ v0 demangler besides libiberty (not used here).
+std::string Demangle(const std::string& name);
+
+}  // namespace kiln::symbols
