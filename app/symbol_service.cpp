@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -32,6 +33,7 @@ namespace {
 // [SECTION] Helpers: options, ELF sniffing, status and log lines
 // ===========================================================================
 
+namespace fs = std::filesystem;
 using storage::SymbolStatus;
 using State = storage::SymbolStatus::State;
 
@@ -96,26 +98,90 @@ bool StoreTable(storage::Store& store, const std::vector<std::string>& keys, con
 // [SECTION] Sources: the same file, local debug files, debuginfod
 // ===========================================================================
 
-// The profile's path when it is this very file (same htlhash or build id):
-// kiln and the agent on one host. "" otherwise, with why in `note`.
-std::string SameFileOnThisMachine(const storage::ExecutableInfo& exe, symbols::ElfIdentity* identity,
-                                  std::string* note) {
-  if (exe.file_name.empty() || exe.file_name[0] != '/') return "";
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(exe.file_name, ec)) return "";
-  auto id = symbols::ReadElfIdentity(exe.file_name);
-  if (!id.ok()) {
-    *note = std::string(id.status().message());
-    return "";
+// Where the executable may be on this machine. Agents (kiln-agent and the
+// OpenTelemetry eBPF profiler) send a mapping's base name, not its path, so
+// besides a path sent as is we look where the same-host case puts it: a
+// process.executable.path of the profile with that base name, the mappings
+// of the profile's processes that still run (through /proc/PID/root, so
+// containers work too), and the system's library and program folders.
+// Every candidate is checked by htlhash or build id before use.
+std::vector<std::string> LocalCandidates(const storage::Store& store, const storage::ExecutableInfo& exe) {
+  std::vector<std::string> out;
+  if (exe.file_name.empty()) return out;
+  if (exe.file_name[0] == '/') out.push_back(exe.file_name);
+  const std::string name = fs::path(exe.file_name).filename().string();
+  if (name.empty()) return out;
+  for (const std::string& path : store.AttributeValues(storage::attr::kProcessExecutablePath, 4096)) {
+    if (fs::path(path).filename() == name) out.push_back(path);
   }
-  const bool same = (!exe.htlhash.empty() && id->htlhash == exe.htlhash) ||
-                    (!exe.gnu_build_id.empty() && id->gnu_build_id == exe.gnu_build_id);
-  if (!same) {
-    *note = absl::StrCat(exe.file_name, " on this machine is another build (htlhash ", id->htlhash, ")");
-    return "";
+  for (const std::string& pid : store.AttributeValues(storage::attr::kProcessPid, 4096)) {
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream maps("/proc/" + pid + "/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+      // "start-end perms offset dev inode   /path"
+      const size_t slash = line.find('/');
+      if (slash == std::string::npos) continue;
+      std::string path = line.substr(slash);
+      if (fs::path(path).filename() != name) continue;
+      out.push_back("/proc/" + pid + "/root" + path);
+      out.push_back(path);
+      break;
+    }
   }
-  *identity = *std::move(id);
-  return exe.file_name;
+  static const char* const kSystemFolders[] = {
+#if defined(__x86_64__)
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+#elif defined(__aarch64__)
+    "/lib/aarch64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+#endif
+    "/lib64",
+    "/usr/lib64",
+    "/lib",
+    "/usr/lib",
+    "/usr/local/lib",
+    "/usr/bin",
+    "/usr/sbin",
+    "/bin",
+    "/sbin",
+    "/usr/local/bin"
+  };
+  for (const char* folder : kSystemFolders) out.push_back(std::string(folder) + "/" + name);
+  std::vector<std::string> unique;
+  for (std::string& p : out) {
+    if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(std::move(p));
+  }
+  return unique;
+}
+
+// The first candidate that is this very file (same htlhash or build id):
+// kiln and the agent on one host. "" otherwise, with why in `note` when a
+// file of that name is another build.
+std::string SameFileOnThisMachine(const storage::Store& store, const storage::ExecutableInfo& exe,
+                                  symbols::ElfIdentity* identity, std::string* note) {
+  for (const std::string& path : LocalCandidates(store, exe)) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) continue;
+    auto id = symbols::ReadElfIdentity(path);
+    if (!id.ok()) {
+      if (note->empty()) *note = std::string(id.status().message());
+      continue;
+    }
+    const bool same = (!exe.htlhash.empty() && id->htlhash == exe.htlhash) ||
+                      (!exe.gnu_build_id.empty() && id->gnu_build_id == exe.gnu_build_id);
+    if (!same) {
+      if (note->empty()) {
+        *note = absl::StrCat(path, " on this machine is another build (htlhash ", id->htlhash, ")");
+      }
+      continue;
+    }
+    note->clear();
+    *identity = *std::move(id);
+    return path;
+  }
+  return "";
 }
 
 }  // namespace
@@ -444,7 +510,7 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
   // (2) The same file on this machine, and (3) its local debug files.
   symbols::ElfIdentity identity;
   std::string note;
-  const std::string binary = SameFileOnThisMachine(exe, &identity, &note);
+  const std::string binary = SameFileOnThisMachine(store_, exe, &identity, &note);
   if (!note.empty()) tried.push_back(note);
   std::vector<std::string> debug_files = LocalDebugFiles(exe, binary.empty() ? nullptr : &identity);
   std::vector<std::string> files = debug_files;

@@ -6,10 +6,12 @@
 
 #include <doctest/doctest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "storage/store.h"
@@ -134,6 +136,88 @@ TEST_CASE("IsElfFile looks at the magic only") {
                          "EL";
   CHECK_FALSE(app::IsElfFile(text));
   CHECK_FALSE(app::IsElfFile(dir.path + "/missing"));
+}
+
+}  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// Agents send a mapping's base name, not its path: the service finds the
+// file through the profile's process.executable.path, through the
+// mappings of the profile's live processes, and in the system folders.
+TEST_CASE("SymbolService finds executables sent by base name, as agents send them") {
+  unsetenv("DEBUGINFOD_URLS");
+  TempDir dir;
+  const std::string victim = fs::canonical(KILN_VICTIM).string();
+  const std::string self = fs::canonical("/proc/self/exe").string();
+  std::string libc;
+  {
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line) && libc.empty()) {
+      size_t slash = line.find('/');
+      if (slash != std::string::npos && line.find("/libc.so.6") != std::string::npos)
+        libc = line.substr(slash);
+    }
+  }
+  REQUIRE_FALSE(libc.empty());
+
+  auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
+  REQUIRE(store.ok());
+  // One executable per way of finding it, each named by base name only:
+  // the victim through process.executable.path, this test binary through
+  // its pid's mappings, libc through the system folders.
+  auto batch_for = [](const std::string& path, std::vector<storage::Attribute> (*attrs)(
+                                                   storage::ProfileDictionary&, const std::string&)) {
+    storage::ProfileBatch b;
+    storage::Executable e;
+    e.file_name = b.dict.AddString(fs::path(path).filename().string());
+    e.htlhash = b.dict.AddString(HtlhashOf(path));
+    b.dict.executables.push_back(e);
+    storage::Frame frame;
+    frame.executable = 1;
+    frame.address = 0x1000;
+    frame.type = storage::FrameType::kNative;
+    b.dict.frames.push_back(frame);
+    const uint32_t s = b.dict.AddStack({1});
+    const uint32_t set = b.dict.AddAttributeSet(attrs(b.dict, path));
+    b.samples.push_back({1'760'000'000'000'000'000, s, set, 0, storage::SampleKind::kOnCpu, 1});
+    return b;
+  };
+  REQUIRE((*store)
+              ->Write(batch_for(victim,
+                                [](storage::ProfileDictionary& d, const std::string& p) {
+                                  return std::vector<storage::Attribute>{
+                                      {d.AddString("process.executable.path"), d.AddString(p)}};
+                                }))
+              .ok());
+  REQUIRE((*store)
+              ->Write(batch_for(self,
+                                [](storage::ProfileDictionary& d, const std::string&) {
+                                  return std::vector<storage::Attribute>{
+                                      {d.AddString("process.pid"), d.AddString(std::to_string(getpid()))}};
+                                }))
+              .ok());
+  REQUIRE((*store)
+              ->Write(batch_for(libc, [](storage::ProfileDictionary&,
+                                         const std::string&) { return std::vector<storage::Attribute>{}; }))
+              .ok());
+
+  app::SymbolService service(**store, {});
+  REQUIRE(WaitIdle(service));
+  std::map<std::string, SymbolStatus> statuses;
+  for (const auto& [k, s] : (*store)->SymbolStatuses()) statuses[k] = s;
+  const SymbolStatus by_path = statuses[storage::HtlhashSymbolKey(HtlhashOf(victim))];
+  CHECK(by_path.state == SymbolStatus::State::kSymbolized);
+  CHECK(by_path.source == "local file " + victim);
+  const SymbolStatus by_pid = statuses[storage::HtlhashSymbolKey(HtlhashOf(self))];
+  CHECK(by_pid.state == SymbolStatus::State::kSymbolized);
+  CHECK(by_pid.source.find(fs::path(self).filename().string()) != std::string::npos);
+  const SymbolStatus by_folder = statuses[storage::HtlhashSymbolKey(HtlhashOf(libc))];
+  // libc is found on this machine; its symbols may come from the file or
+  // from its debug file when libc6-dbg is installed.
+  CHECK(by_folder.state == SymbolStatus::State::kSymbolized);
+  CHECK(by_folder.functions > 100);
 }
 
 }  // namespace kiln::testing
