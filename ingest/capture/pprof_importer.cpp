@@ -630,6 +630,18 @@ absl::Status PprofDecoder::ResolveLocations() {
     function_strings[i] = {String(f.name != 0 ? f.name : f.system_name), String(f.filename)};
   }
 
+  // A line's function gives the frame its name and file.
+  auto name_frame = [&](const PLocation& loc, const PLine& line, storage::Frame* frame) -> absl::Status {
+    if (line.function_id == 0) return absl::OkStatus();
+    uint32_t fi = function_index.Find(line.function_id);
+    if (fi == kUnset) {
+      return ctx_.ErrorAtByte(loc.offset,
+                              absl::StrCat("Location ", loc.id, ": line function_id ", line.function_id,
+                                           " does not exist (", functions_.size(), " functions)"));
+    }
+    std::tie(frame->function, frame->file) = function_strings[fi];
+    return absl::OkStatus();
+  };
   location_ref_.Init(max_id(locations_), locations_.size());
   auto& frames = ctx_.out()->batch.dict.frames;
   frames.reserve(frames.size() + lines_.size() + locations_.size());
@@ -654,15 +666,7 @@ absl::Status PprofDecoder::ResolveLocations() {
       if (loc.line_count == 1) {
         const PLine& line = lines_[loc.first_line];
         f.line = line.line;
-        if (line.function_id != 0) {
-          uint32_t fi = function_index.Find(line.function_id);
-          if (fi == kUnset) {
-            return ctx_.ErrorAtByte(loc.offset,
-                                    absl::StrCat("Location ", loc.id, ": line function_id ", line.function_id,
-                                                 " does not exist (", functions_.size(), " functions)"));
-          }
-          std::tie(f.function, f.file) = function_strings[fi];
-        }
+        if (absl::Status s = name_frame(loc, line, &f); !s.ok()) return s;
       }
       // Locations are unique by id already; identical twins are rare and
       // harmless (the store interns frames), so skip hashing a million frames.
@@ -677,15 +681,7 @@ absl::Status PprofDecoder::ResolveLocations() {
       storage::Frame g = f;
       g.line = line.line;
       g.inlined = k != loc.line_count - 1;
-      if (line.function_id != 0) {
-        uint32_t fi = function_index.Find(line.function_id);
-        if (fi == kUnset) {
-          return ctx_.ErrorAtByte(loc.offset,
-                                  absl::StrCat("Location ", loc.id, ": line function_id ", line.function_id,
-                                               " does not exist (", functions_.size(), " functions)"));
-        }
-        std::tie(g.function, g.file) = function_strings[fi];
-      }
+      if (absl::Status s = name_frame(loc, line, &g); !s.ok()) return s;
       multi_frames_.push_back(builder_.AppendFrame(g));
     }
   }

@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "ingest/capture/capture_commands.h"
-#include "tests/import/corpus_files.h"
 #include "storage/flame_tree.h"
 #include "storage/folded.h"
+#include "tests/import/corpus_files.h"
 
 namespace kiln::capture {
 namespace {
@@ -22,21 +22,7 @@ namespace {
 using testing::ReadAll;
 std::string Corpus() { return testing::CorpusDir(); }
 
-// A fresh directory, removed when the test ends.
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/kiln-capture-test-XXXXXX";
-    char* d = mkdtemp(tmpl);
-    REQUIRE(d != nullptr);
-    path = d;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  operator std::string() const { return path; }
-  std::string path;
-};
+using testing::TempDir;
 
 void RequireCorpus() {
   struct stat st {};

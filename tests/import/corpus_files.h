@@ -3,11 +3,14 @@
 // going through the code under test.
 #pragma once
 
+#include <stdlib.h>
 #include <zlib.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 namespace kiln::capture::testing {
@@ -43,5 +46,22 @@ inline std::string Gunzip(const std::string& data) {
   inflateEnd(&zs);
   return out;
 }
+
+// A fresh directory under /tmp named after `prefix`, removed at scope exit.
+struct TempDir {
+  explicit TempDir(const std::string& prefix = "kiln-capture-test") {
+    std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp " + tmpl + " failed");
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  operator std::string() const { return path; }
+  std::string path;
+};
 
 }  // namespace kiln::capture::testing

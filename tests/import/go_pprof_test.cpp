@@ -35,19 +35,7 @@ namespace {
 using testing::ReadAll;
 std::string Corpus() { return testing::CorpusDir(); }
 
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/kiln-go-pprof-test-XXXXXX";
-    char* d = mkdtemp(tmpl);
-    REQUIRE(d != nullptr);
-    path = d;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
+using testing::TempDir;
 
 std::string FindOnPath(const std::string& name) {
   const char* path = std::getenv("PATH");
@@ -226,7 +214,7 @@ class GoPprof {
     }
     // A private, writable home for Go: no user cache, no network. Made
     // only now: exit(77) above runs no destructor.
-    env_ = std::make_unique<TempDir>();
+    env_ = std::make_unique<TempDir>("kiln-go-pprof-test");
     const std::string& env = env_->path;
     for (const char* d : {"/home", "/gocache", "/gopath", "/pprof"}) {
       std::filesystem::create_directories(env + d);
