@@ -395,13 +395,19 @@ void SymbolService::Run() {
       Changed();
       continue;
     }
-    // The work list: executables with an id, no status under any key, and
-    // not tried by this process yet. The dictionary only grows, so an
-    // unchanged count means nothing new (statuses are read only then).
+    // The work list: executables with an id and not tried by this process
+    // yet, whose keys have no status, or "no symbols found": what found
+    // nothing last time is tried once more per start, since debug packages
+    // may have been installed or debuginfod configured since. A failure
+    // (a broken file) waits for the user's Retry. The dictionary only
+    // grows, so an unchanged count means nothing new (statuses are read
+    // only then).
     std::vector<storage::ExecutableInfo> executables = store_.Executables();
     if (!poked && executables.size() == scanned_executables_) continue;
     std::set<std::string> have_status;
-    for (auto& [key, status] : store_.SymbolStatuses()) have_status.insert(key);
+    for (auto& [key, status] : store_.SymbolStatuses()) {
+      if (status.state != State::kNoSymbols) have_status.insert(key);
+    }
     std::vector<storage::ExecutableInfo> todo;
     for (storage::ExecutableInfo& exe : executables) {
       const auto keys = KeysOf(exe);

@@ -221,3 +221,29 @@ TEST_CASE("SymbolService finds executables sent by base name, as agents send the
 }
 
 }  // namespace kiln::testing
+
+namespace kiln::testing {
+
+TEST_CASE("an executable that found no symbols last time is tried again once when kiln starts") {
+  unsetenv("DEBUGINFOD_URLS");
+  TempDir dir;
+  const std::string victim = fs::canonical(KILN_VICTIM).string();
+  auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
+  REQUIRE(store.ok());
+  REQUIRE((*store)->Write(VictimBatch(victim)).ok());
+  const std::string key = storage::HtlhashSymbolKey(HtlhashOf(victim));
+  // As an earlier kiln would have left it when the file was not there.
+  SymbolStatus none{.state = SymbolStatus::State::kNoSymbols, .source = "tried: no local file or debug file"};
+  REQUIRE((*store)->PutSymbolStatus({key}, none).ok());
+
+  app::SymbolService service(**store, {});
+  REQUIRE(WaitIdle(service));
+  SymbolStatus now;
+  for (const auto& [k, s] : (*store)->SymbolStatuses()) {
+    if (k == key) now = s;
+  }
+  CHECK(now.state == SymbolStatus::State::kSymbolized);
+  CHECK(now.source == "local file " + victim);
+}
+
+}  // namespace kiln::testing
