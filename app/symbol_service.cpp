@@ -72,6 +72,7 @@ LogFn StoreLog(storage::Store& store) {
   return [&store](storage::LogLevel level, const std::string& text) { (void)store.AppendLog(level, text); };
 }
 
+// Moves `result.table` into the store; the rest of `result` stays usable.
 bool StoreTable(storage::Store& store, const std::vector<std::string>& keys, const std::string& what,
                 symbols::SymbolReadResult& result, const std::string& source, const LogFn& log) {
   SymbolStatus status;
@@ -80,7 +81,7 @@ bool StoreTable(storage::Store& store, const std::vector<std::string>& keys, con
   status.detail = result.description;
   status.functions = result.table.function_count();
   status.updated_ns = NowNs();
-  if (absl::Status s = store.PutSymbols(keys, result.table, status); !s.ok()) {
+  if (absl::Status s = store.PutSymbols(keys, std::move(result.table), status); !s.ok()) {
     log(storage::LogLevel::kError,
         absl::StrCat("symbols for ", what, ": could not store them: ", s.message()));
     return false;
@@ -254,12 +255,13 @@ AddFileOutcome AddSymbolFile(storage::Store& store, const std::string& path, con
   }
   std::string source = "added file " + path;
   if (result->source_path != path) source += " (debug file " + result->source_path + ")";
+  const size_t functions = result->table.function_count();
   if (!StoreTable(store, keys, what, *result, source, StoreLog(store))) {
     out.message = absl::StrCat("matched ", what, " but the store refused the symbols (see the Log)");
     return out;
   }
   out.ok = true;
-  out.message = absl::StrCat("matched ", what, ": stored ", FunctionsText(result->table.function_count()),
+  out.message = absl::StrCat("matched ", what, ": stored ", FunctionsText(functions),
                              result->description.empty() ? "" : " (", result->description,
                              result->description.empty() ? "" : ")");
   return out;

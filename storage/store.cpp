@@ -360,7 +360,7 @@ class RocksStore final : public Store {
   std::vector<LogEntry> ReadLog(size_t max) const override;
   absl::Status Flush() override;
   absl::Status Compact() override;
-  absl::Status PutSymbols(const std::vector<std::string>& keys, const SymbolTable& table,
+  absl::Status PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
                           const SymbolStatus& status) override;
   absl::Status PutSymbolStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
                                bool drop_table) override;
@@ -1193,7 +1193,7 @@ std::vector<std::shared_ptr<const SymbolTable>> RocksStore::TablesByExecutable(s
   return tables;
 }
 
-absl::Status RocksStore::PutSymbols(const std::vector<std::string>& keys, const SymbolTable& table,
+absl::Status RocksStore::PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
                                     const SymbolStatus& status) {
   if (read_only_) return absl::FailedPreconditionError("store is open read-only");
   if (keys.empty()) return absl::InvalidArgumentError("symbols need at least one executable key");
@@ -1214,7 +1214,7 @@ absl::Status RocksStore::PutSymbols(const std::vector<std::string>& keys, const 
   if (auto s = FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "writing symbols"); !s.ok()) {
     return s;
   }
-  auto shared = std::make_shared<const SymbolTable>(table);
+  auto shared = std::make_shared<const SymbolTable>(std::move(table));
   {
     std::lock_guard lock(symbols_mutex_);
     for (const std::string& key : keys) {

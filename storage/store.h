@@ -151,9 +151,11 @@ class Store {
   // `status`, durably. Queries that start after the call name native frames
   // of matching executables from the table: its names replace the
   // producer's, and inline chains become extra frames marked inlined.
-  // Addresses the table does not cover keep the producer's frame.
-  [[nodiscard]] virtual absl::Status PutSymbols(const std::vector<std::string>& keys,
-                                                const SymbolTable& table, const SymbolStatus& status) = 0;
+  // Addresses the table does not cover keep the producer's frame. The
+  // table is taken by value: the store keeps it (tables run to tens of MB),
+  // so pass it with std::move.
+  [[nodiscard]] virtual absl::Status PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
+                                                const SymbolStatus& status) = 0;
   // Records an outcome without a table (no symbols found, failed). An
   // existing table under these keys is kept unless `drop_table`.
   [[nodiscard]] virtual absl::Status PutSymbolStatus(const std::vector<std::string>& keys,
