@@ -58,12 +58,6 @@ namespace {
 // [SECTION] Clock and window setup (including "no display")
 // ===========================================================================
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string g_glfw_error;  // last GLFW error text; GLFW reports through a C callback
 
 void OnGlfwError(int /*code*/, const char* description) { g_glfw_error = description ? description : "?"; }
@@ -138,7 +132,7 @@ int64_t SourceNow(const Source& source) {
   if (source.IsCapture() && source.status && source.status->stats.samples > 0) {
     return source.status->stats.last_sample_ns + 1;
   }
-  return NowNs();
+  return storage::UnixNowNs();
 }
 
 constexpr const char* kExportFormats[] = {"otlp", "pprof", "folded", "svg"};

@@ -18,12 +18,6 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 bool SameQuery(const storage::Query& a, const storage::Query& b) {
   if (a.kind != b.kind || a.from_ns != b.from_ns || a.to_ns != b.to_ns ||
       a.filters.size() != b.filters.size()) {
@@ -217,7 +211,7 @@ std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generati
 
 std::shared_ptr<const ui::StatusSnapshot> GuiWorker::PollStatus() {
   auto out = std::make_shared<ui::StatusSnapshot>();
-  out->taken_ns = NowNs();
+  out->taken_ns = storage::UnixNowNs();
   out->data_dir = data_dir_;
   out->stats = store_.Stats();
   if (receiver_) out->receiver = receiver_->stats();

@@ -48,9 +48,7 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui) {
     std::fprintf(stderr, "kiln: this build has no demo profile\n");
     return 2;
 #endif
-    int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
+    int64_t now = storage::UnixNowNs();
     if (auto s = (*store)->Write(BuildDemoProfile(now)); !s.ok()) {
       std::fprintf(stderr, "kiln: writing the demo profile failed: %s\n", std::string(s.message()).c_str());
       return 1;

@@ -37,12 +37,6 @@ namespace fs = std::filesystem;
 using storage::SymbolStatus;
 using State = storage::SymbolStatus::State;
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string Basename(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -80,7 +74,7 @@ bool StoreTable(storage::Store& store, const std::vector<std::string>& keys, con
   status.source = source;
   status.detail = result.description;
   status.functions = result.table.function_count();
-  status.updated_ns = NowNs();
+  status.updated_ns = storage::UnixNowNs();
   if (absl::Status s = store.PutSymbols(keys, std::move(result.table), status); !s.ok()) {
     log(storage::LogLevel::kError,
         absl::StrCat("symbols for ", what, ": could not store them: ", s.message()));
@@ -599,7 +593,7 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
   status.state = failure.empty() ? State::kNoSymbols : State::kFailed;
   status.source = "tried: " + absl::StrJoin(tried, "; ");
   status.detail = failure;
-  status.updated_ns = NowNs();
+  status.updated_ns = storage::UnixNowNs();
   if (absl::Status s = store_.PutSymbolStatus(keys, status); !s.ok()) {
     Log(storage::LogLevel::kError,
         absl::StrCat("symbols for ", what, ": could not store the status: ", s.message()));

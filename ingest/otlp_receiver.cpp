@@ -61,12 +61,6 @@ constexpr auto kShutdownGrace = std::chrono::seconds(5);
 // client).
 constexpr size_t kMaxLogMessage = 2000;
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::string Truncate(std::string s) {
   if (s.size() > kMaxLogMessage) {
     s.resize(kMaxLogMessage);
@@ -419,7 +413,7 @@ bool Receiver::NotePeer(const std::string& peer) {
   bool is_new = false;
   {
     std::lock_guard lock(stats_mu_);
-    const int64_t now = NowNs();
+    const int64_t now = storage::UnixNowNs();
     auto [it, inserted] = peers_.try_emplace(peer);
     if (inserted) {
       it->second.first_seen_ns = now;
@@ -449,7 +443,7 @@ void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int
   if (it == peers_.end()) return;
   PeerState& p = it->second;
   p.samples += samples;
-  const int64_t second = NowNs() / 1'000'000'000;
+  const int64_t second = storage::UnixNowNs() / 1'000'000'000;
   const int slot = static_cast<int>(second % kRateSeconds);
   if (p.second_[slot] != second) {
     p.second_[slot] = second;
@@ -461,7 +455,7 @@ void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int
 ReceiverStats Receiver::stats() const {
   std::lock_guard lock(stats_mu_);
   ReceiverStats out = totals_;
-  const int64_t now = NowNs();
+  const int64_t now = storage::UnixNowNs();
   const int64_t second = now / 1'000'000'000;
   for (const auto& [peer, p] : peers_) {
     if (now - p.last_seen_ns > kPeerWindowNs) continue;
@@ -501,7 +495,7 @@ void Receiver::FlushSummary() {
     std::lock_guard lock(stats_mu_);
     std::swap(w, window_);
     // Forget peers that went quiet so the map does not grow forever.
-    const int64_t now = NowNs();
+    const int64_t now = storage::UnixNowNs();
     for (auto it = peers_.begin(); it != peers_.end();) {
       it = now - it->second.last_seen_ns > kPeerWindowNs ? peers_.erase(it) : std::next(it);
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 
 namespace kiln::storage {
@@ -98,6 +99,12 @@ std::string FrameLabel(const ProfileDictionary& dict, uint32_t frame_index) {
   label += '+';
   label += hex;
   return label;
+}
+
+int64_t UnixNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace kiln::storage

@@ -144,6 +144,10 @@ struct ProfileDictionary {
 // `0x<address>` without an executable).
 std::string FrameLabel(const ProfileDictionary& dict, uint32_t frame);
 
+// Now as Unix nanoseconds (the wall clock): the time base of samples, log
+// entries and symbol statuses.
+int64_t UnixNowNs();
+
 // One sampled event (or one aggregated value), in batch-local indices.
 struct Sample {
   int64_t time_ns = 0;  // Unix nanoseconds

@@ -1369,9 +1369,7 @@ std::vector<std::string> RocksStore::AttributeValues(std::string_view key, size_
 
 absl::Status RocksStore::AppendLog(LogLevel level, std::string_view message) {
   if (read_only_) return absl::FailedPreconditionError("store is open read-only");
-  int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+  int64_t now = UnixNowNs();
   std::string key, value;
   PutBigEndian64(&key, next_log_seq_.fetch_add(1));
   PutVarint(&value, ZigZag(now));

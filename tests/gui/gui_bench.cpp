@@ -205,9 +205,7 @@ int Fill(const std::string& dir, uint64_t samples) {
     std::fprintf(stderr, "kiln_gui_bench: %s\n", std::string(store.status().message()).c_str());
     return 1;
   }
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = kiln::storage::UnixNowNs();
   const int64_t kQuarterHour = 15 * 60 * 1'000'000'000LL;
   const auto start = Clock::now();
   uint64_t written = 0;
@@ -265,9 +263,7 @@ int FillTree(const std::string& dir, uint64_t nodes) {
     rng ^= rng << 17;
     return rng;
   };
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const int64_t now = kiln::storage::UnixNowNs();
   // Beyond the shared top levels each stack adds about kDepth - 5 new nodes.
   const uint64_t stacks = nodes / (kDepth - 5);
   for (uint64_t s = 0; s < stacks; ++s) {

@@ -42,12 +42,6 @@ namespace fs = std::filesystem;
 constexpr int kWidth = 1280;
 constexpr int kHeight = 800;
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // One window, one worker, the registered views; Shoot() draws a state until
 // the worker and the view are done and writes a PNG.
 class Gallery {
@@ -95,8 +89,8 @@ class Gallery {
       auto analysis = worker_.LatestAnalysis();
       if (status) {
         if (session_.window.Empty()) {
-          session_.window = ui::PresetRange(ui::TimePreset::kAll, NowNs(), status->stats.first_sample_ns,
-                                            status->stats.last_sample_ns);
+          session_.window = ui::PresetRange(ui::TimePreset::kAll, storage::UnixNowNs(),
+                                            status->stats.first_sample_ns, status->stats.last_sample_ns);
         }
         ui::AnalysisRequest request;
         request.query.kind = session_.kind;
@@ -202,7 +196,7 @@ TEST_CASE("gallery of view states over the demo store") {
   {
     auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
     REQUIRE(store.ok());
-    REQUIRE((*store)->Write(app::BuildDemoProfile(NowNs())).ok());
+    REQUIRE((*store)->Write(app::BuildDemoProfile(storage::UnixNowNs())).ok());
     Gallery gallery(**store);
 
     SUBCASE("search highlights matches and dims the rest") {

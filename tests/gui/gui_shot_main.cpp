@@ -76,9 +76,7 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>((*store)->Stats().samples));
   }
   if (options.demo && (*store)->Stats().samples == 0) {
-    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const int64_t now = kiln::storage::UnixNowNs();
     if (auto s = (*store)->Write(kiln::app::BuildDemoProfile(now)); !s.ok()) {
       std::fprintf(stderr, "kiln_gui_shot: writing the demo profile: %s\n", std::string(s.message()).c_str());
       return 1;
@@ -91,9 +89,7 @@ int main(int argc, char** argv) {
     feeder = std::thread([&] {
       while (!stop) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
-        const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count();
+        const int64_t now = kiln::storage::UnixNowNs();
         kiln::storage::ProfileBatch batch = kiln::app::BuildDemoProfile(now);
         std::erase_if(batch.samples,
                       [&](const kiln::storage::Sample& s) { return s.time_ns < now - 1'000'000'000; });

@@ -32,19 +32,13 @@
 namespace kiln {
 namespace {
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // A data dir holding the demo profile and a few log entries of every level.
 std::string DemoStore() {
   static const std::string dir = [] {
     const std::string d = MakeTempDir();
     auto store = storage::Store::Open(d, storage::Store::Mode::kReadWrite);
     REQUIRE(store.ok());
-    REQUIRE((*store)->Write(app::BuildDemoProfile(NowNs())).ok());
+    REQUIRE((*store)->Write(app::BuildDemoProfile(storage::UnixNowNs())).ok());
     REQUIRE((*store)->AppendLog(storage::LogLevel::kInfo, "listening on 0.0.0.0:11000").ok());
     REQUIRE(
         (*store)

@@ -28,12 +28,6 @@ namespace {
 using storage::SymbolStatus;
 using State = storage::SymbolStatus::State;
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 uint64_t NmAddress(const std::string& path, const std::string& symbol) {
   const std::string command = "nm '" + path + "' | awk '$3 == \"" + symbol + "\" {print $1}'";
   FILE* p = popen(command.c_str(), "r");
@@ -77,7 +71,7 @@ storage::ProfileBatch Batch(const std::string& victim, const std::string& victim
   const uint32_t middle = frame(v, NmAddress(victim, "kiln_victim_middle") + 4);
   const uint32_t leaf = frame(v, NmAddress(victim, "kiln_victim_leaf") + 4);
   const uint32_t set = d.AddAttributeSet({{d.AddString("process.executable.name"), d.AddString("victim")}});
-  const int64_t now = NowNs();
+  const int64_t now = storage::UnixNowNs();
   int64_t t = now - 30'000'000'000;
   auto samples = [&](std::vector<uint32_t> frames, int n) {
     const uint32_t stack = d.AddStack(frames);
@@ -112,7 +106,7 @@ TEST_CASE("the Executables view shows what the window's symbolizer found and wha
     REQUIRE((*store)
                 ->PutSymbols({storage::HtlhashSymbolKey(kLibcHtlhash)}, table,
                              {State::kSymbolized, "debuginfod https://debuginfod.debian.net",
-                              "symtab: 3 symbols", table.function_count(), NowNs()})
+                              "symtab: 3 symbols", table.function_count(), storage::UnixNowNs()})
                 .ok());
     REQUIRE(
         (*store)
@@ -120,7 +114,7 @@ TEST_CASE("the Executables view shows what the window's symbolizer found and wha
                               {State::kFailed, "debug file /opt/app/bin/server.debug",
                                "/opt/app/bin/server.debug: section 31 (.debug_info) extends past the end of "
                                "the file",
-                               0, NowNs()})
+                               0, storage::UnixNowNs()})
             .ok());
   }
   const std::string png = dir + "-executables.png";
