@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_split.h"
 #include "app/capture_sources.h"
 #include "ingest/capture/capture.h"
 #include "ingest/capture/capture_commands.h"
@@ -55,14 +56,7 @@ std::vector<std::string> StoreFolded(storage::Store& store, storage::SampleKind 
   capture::ExportOptions options;
   options.group_by = storage::GroupBy::kNone;
   const std::string text = capture::FoldedText(*slice, options);
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
   std::sort(lines.begin(), lines.end());
   return lines;
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_split.h"
 #include "ingest/otlp_request_builder.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "tests/integration/kiln_process.h"
@@ -22,15 +23,7 @@ using ingest::OtlpRequestBuilder;
 constexpr uint64_t kT0 = 1'760'000'000'000'000'000;
 
 std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    if (end > start) lines.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return lines;
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
 }
 
 // What the OpenTelemetry eBPF profiler sends for one process: resource
