@@ -11,7 +11,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <thread>
 
 #include "storage/store.h"
@@ -54,6 +53,14 @@ bool WaitIdle(const app::SymbolService& service) {
   return false;
 }
 
+// The status stored under `key`; "not attempted" when there is none.
+SymbolStatus StatusOf(const storage::Store& store, const std::string& key) {
+  for (const auto& [k, s] : store.SymbolStatuses()) {
+    if (k == key) return s;
+  }
+  return {};
+}
+
 bool Logged(const storage::Store& store, const std::string& needle) {
   for (const auto& e : store.ReadLog(100)) {
     if (e.message.find(needle) != std::string::npos) return true;
@@ -77,10 +84,7 @@ TEST_CASE("SymbolService names a local executable, reports files that do not fit
   REQUIRE(WaitIdle(service));
   CHECK(changes > 0);
   CHECK_FALSE(service.Progress().busy);
-  SymbolStatus found;
-  for (const auto& [k, s] : (*store)->SymbolStatuses()) {
-    if (k == key) found = s;
-  }
+  const SymbolStatus found = StatusOf(**store, key);
   CHECK(found.state == SymbolStatus::State::kSymbolized);
   CHECK(found.source == "local file " + victim);
   CHECK(found.functions >= 3);
@@ -110,12 +114,9 @@ TEST_CASE("SymbolService names a local executable, reports files that do not fit
   service.Retry(key);
   REQUIRE(WaitIdle(service));
   CHECK(Logged(**store, "retrying symbols for " + victim));
-  for (const auto& [k, s] : (*store)->SymbolStatuses()) {
-    if (k == key) {
-      CHECK(s.state == SymbolStatus::State::kSymbolized);
-      CHECK(s.updated_ns > found.updated_ns);
-    }
-  }
+  const SymbolStatus retried = StatusOf(**store, key);
+  CHECK(retried.state == SymbolStatus::State::kSymbolized);
+  CHECK(retried.updated_ns > found.updated_ns);
 }
 
 TEST_CASE("DebuginfodUrls: the flag wins over DEBUGINFOD_URLS; spaces and commas separate") {
@@ -137,10 +138,6 @@ TEST_CASE("IsElfFile looks at the magic only") {
   CHECK_FALSE(app::IsElfFile(text));
   CHECK_FALSE(app::IsElfFile(dir.path + "/missing"));
 }
-
-}  // namespace kiln::testing
-
-namespace kiln::testing {
 
 // Agents send a mapping's base name, not its path: the service finds the
 // file through the profile's process.executable.path, through the
@@ -205,24 +202,18 @@ TEST_CASE("SymbolService finds executables sent by base name, as agents send the
 
   app::SymbolService service(**store, {});
   REQUIRE(WaitIdle(service));
-  std::map<std::string, SymbolStatus> statuses;
-  for (const auto& [k, s] : (*store)->SymbolStatuses()) statuses[k] = s;
-  const SymbolStatus by_path = statuses[storage::HtlhashSymbolKey(HtlhashOf(victim))];
+  const SymbolStatus by_path = StatusOf(**store, storage::HtlhashSymbolKey(HtlhashOf(victim)));
   CHECK(by_path.state == SymbolStatus::State::kSymbolized);
   CHECK(by_path.source == "local file " + victim);
-  const SymbolStatus by_pid = statuses[storage::HtlhashSymbolKey(HtlhashOf(self))];
+  const SymbolStatus by_pid = StatusOf(**store, storage::HtlhashSymbolKey(HtlhashOf(self)));
   CHECK(by_pid.state == SymbolStatus::State::kSymbolized);
   CHECK(by_pid.source.find(fs::path(self).filename().string()) != std::string::npos);
-  const SymbolStatus by_folder = statuses[storage::HtlhashSymbolKey(HtlhashOf(libc))];
+  const SymbolStatus by_folder = StatusOf(**store, storage::HtlhashSymbolKey(HtlhashOf(libc)));
   // libc is found on this machine; its symbols may come from the file or
   // from its debug file when libc6-dbg is installed.
   CHECK(by_folder.state == SymbolStatus::State::kSymbolized);
   CHECK(by_folder.functions > 100);
 }
-
-}  // namespace kiln::testing
-
-namespace kiln::testing {
 
 TEST_CASE("an executable that found no symbols last time is tried again once when kiln starts") {
   unsetenv("DEBUGINFOD_URLS");
@@ -238,10 +229,7 @@ TEST_CASE("an executable that found no symbols last time is tried again once whe
 
   app::SymbolService service(**store, {});
   REQUIRE(WaitIdle(service));
-  SymbolStatus now;
-  for (const auto& [k, s] : (*store)->SymbolStatuses()) {
-    if (k == key) now = s;
-  }
+  const SymbolStatus now = StatusOf(**store, key);
   CHECK(now.state == SymbolStatus::State::kSymbolized);
   CHECK(now.source == "local file " + victim);
 }
