@@ -377,9 +377,10 @@ class RocksStore final : public Store {
   // The table stored for `key` (following an alias), loaded on first use;
   // null when there is none or it cannot be read.
   std::shared_ptr<const SymbolTable> SymbolTableFor(const std::string& key) const;
-  // For each executable id of the global dictionary below `count`, its
-  // table or null. Caller holds dict_mutex_.
-  std::vector<std::shared_ptr<const SymbolTable>> TablesByExecutable(size_t count) const;
+  // The table for an executable of the global dictionary under any of its
+  // keys, or null. Caller holds dict_mutex_.
+  std::shared_ptr<const SymbolTable> SymbolTableForExecutable(const Executable& e) const;
+  bool HasSymbols() const;
   // Calls `visit(sample)` for every stored sample of the query's kind in
   // its time range that passes its filters. Also returns the dictionary
   // sizes valid for every id seen.
@@ -1067,7 +1068,23 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
     }
     return it->second;
   };
-  const std::vector<std::shared_ptr<const SymbolTable>> tables = TablesByExecutable(g.executables.size());
+  // Tables are looked up per executable when its first frame needs one,
+  // and held here for the rest of the call.
+  const bool has_symbols = HasSymbols();
+  std::vector<std::shared_ptr<const SymbolTable>> tables;
+  std::vector<uint8_t> table_looked_up;
+  if (has_symbols) {
+    tables.resize(g.executables.size());
+    table_looked_up.resize(g.executables.size());
+  }
+  auto table_for = [&](const Frame& f) -> const SymbolTable* {
+    if (!has_symbols || !SymbolizableFrame(f)) return nullptr;
+    if (!table_looked_up[f.executable]) {
+      tables[f.executable] = SymbolTableForExecutable(g.executables[f.executable]);
+      table_looked_up[f.executable] = 1;
+    }
+    return tables[f.executable].get();
+  };
   // A stored frame becomes one slice frame, or with symbols its inline
   // chain: frame_map holds the first of its slice frames (consecutive, root
   // first) and frame_span how many.
@@ -1076,7 +1093,7 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
   auto map_frame = [&](uint32_t id) {
     if (frame_map[id] == kNone) {
       Frame f = g.frames[id];
-      const SymbolTable* table = SymbolizableFrame(f) ? tables[f.executable].get() : nullptr;
+      const SymbolTable* table = table_for(f);
       if (table != nullptr && table->Lookup(f.address, &chain)) {
         // Chains are innermost first; stacks are root first. Deeper than
         // 255 levels of inlining is not real code: keep the outermost.
@@ -1170,27 +1187,22 @@ std::shared_ptr<const SymbolTable> RocksStore::SymbolTableFor(const std::string&
   return symbol_tables_.try_emplace(key, std::move(table)).first->second;
 }
 
-std::vector<std::shared_ptr<const SymbolTable>> RocksStore::TablesByExecutable(size_t count) const {
-  std::vector<std::shared_ptr<const SymbolTable>> tables(count);
-  {
-    std::lock_guard lock(symbols_mutex_);
-    if (symbol_statuses_.empty()) return tables;
-  }
+bool RocksStore::HasSymbols() const {
+  std::lock_guard lock(symbols_mutex_);
+  return !symbol_statuses_.empty();
+}
+
+std::shared_ptr<const SymbolTable> RocksStore::SymbolTableForExecutable(const Executable& e) const {
   const ProfileDictionary& d = dict_.dict;
-  for (size_t e = 1; e < count; ++e) {
-    for (const std::string& key :
-         SymbolKeys(d.strings[d.executables[e].htlhash], d.strings[d.executables[e].gnu_build_id])) {
-      {
-        std::lock_guard lock(symbols_mutex_);
-        auto st = symbol_statuses_.find(key);
-        if (st == symbol_statuses_.end() || st->second.state != SymbolStatus::State::kSymbolized) {
-          continue;
-        }
-      }
-      if ((tables[e] = SymbolTableFor(key)) != nullptr) break;
+  for (const std::string& key : SymbolKeys(d.strings[e.htlhash], d.strings[e.gnu_build_id])) {
+    {
+      std::lock_guard lock(symbols_mutex_);
+      auto st = symbol_statuses_.find(key);
+      if (st == symbol_statuses_.end() || st->second.state != SymbolStatus::State::kSymbolized) continue;
     }
+    if (auto table = SymbolTableFor(key)) return table;
   }
-  return tables;
+  return nullptr;
 }
 
 absl::Status RocksStore::PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
