@@ -93,21 +93,27 @@ bool StoreTable(storage::Store& store, const std::vector<std::string>& keys, con
 // [SECTION] Sources: the same file, local debug files, debuginfod
 // ===========================================================================
 
-// Where the executable may be on this machine. Agents (kiln-agent and the
+// Paths by file base name; the same type as SymbolService::LocalFiles.
+using LocalFiles = std::unordered_map<std::string, std::vector<std::string>>;
+
+// Where executables may be on this machine. Agents (kiln-agent and the
 // OpenTelemetry eBPF profiler) send a mapping's base name, not its path, so
 // besides a path sent as is we look where the same-host case puts it: a
 // process.executable.path of the profile with that base name, the mappings
 // of the profile's processes that still run (through /proc/PID/root, so
 // containers work too), and the system's library and program folders.
 // Every candidate is checked by htlhash or build id before use.
-std::vector<std::string> LocalCandidates(const storage::Store& store, const storage::ExecutableInfo& exe) {
-  std::vector<std::string> out;
-  if (exe.file_name.empty()) return out;
-  if (exe.file_name[0] == '/') out.push_back(exe.file_name);
-  const std::string name = fs::path(exe.file_name).filename().string();
-  if (name.empty()) return out;
+//
+// The first two come from the whole store and every process's maps, so
+// they are gathered once per round of work, not once per executable.
+LocalFiles IndexLocalFiles(const storage::Store& store) {
+  LocalFiles index;
+  auto add = [&](const std::string& name, std::string path) {
+    std::vector<std::string>& paths = index[name];
+    if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(std::move(path));
+  };
   for (const std::string& path : store.AttributeValues(storage::attr::kProcessExecutablePath, 4096)) {
-    if (fs::path(path).filename() == name) out.push_back(path);
+    add(fs::path(path).filename().string(), path);
   }
   for (const std::string& pid : store.AttributeValues(storage::attr::kProcessPid, 4096)) {
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -117,12 +123,23 @@ std::vector<std::string> LocalCandidates(const storage::Store& store, const stor
       // "start-end perms offset dev inode   /path"
       const size_t slash = line.find('/');
       if (slash == std::string::npos) continue;
-      std::string path = line.substr(slash);
-      if (fs::path(path).filename() != name) continue;
-      out.push_back("/proc/" + pid + "/root" + path);
-      out.push_back(path);
-      break;
+      const std::string path = line.substr(slash);
+      const std::string name = fs::path(path).filename().string();
+      add(name, "/proc/" + pid + "/root" + path);
+      add(name, path);
     }
+  }
+  return index;
+}
+
+std::vector<std::string> LocalCandidates(const LocalFiles& local_files, const storage::ExecutableInfo& exe) {
+  std::vector<std::string> out;
+  if (exe.file_name.empty()) return out;
+  if (exe.file_name[0] == '/') out.push_back(exe.file_name);
+  const std::string name = fs::path(exe.file_name).filename().string();
+  if (name.empty()) return out;
+  if (auto it = local_files.find(name); it != local_files.end()) {
+    out.insert(out.end(), it->second.begin(), it->second.end());
   }
   static const char* const kSystemFolders[] = {
 #if defined(__x86_64__)
@@ -154,9 +171,9 @@ std::vector<std::string> LocalCandidates(const storage::Store& store, const stor
 // The first candidate that is this very file (same htlhash or build id):
 // kiln and the agent on one host. "" otherwise, with why in `note` when a
 // file of that name is another build.
-std::string SameFileOnThisMachine(const storage::Store& store, const storage::ExecutableInfo& exe,
+std::string SameFileOnThisMachine(const LocalFiles& local_files, const storage::ExecutableInfo& exe,
                                   symbols::ElfIdentity* identity, std::string* note) {
-  for (const std::string& path : LocalCandidates(store, exe)) {
+  for (const std::string& path : LocalCandidates(local_files, exe)) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) continue;
     auto id = symbols::ReadElfIdentity(path);
@@ -380,7 +397,7 @@ void SymbolService::Run() {
         if (std::find(keys.begin(), keys.end(), job->argument) == keys.end()) continue;
         for (const auto& k : keys) attempted_.insert(k);
         Log(storage::LogLevel::kInfo, "retrying symbols for " + Describe(exe));
-        Symbolize(exe);
+        Symbolize(exe, IndexLocalFiles(store_));
         break;
       }
       {
@@ -416,6 +433,7 @@ void SymbolService::Run() {
       }
     }
     bool interrupted = false;
+    const LocalFiles local_files = todo.empty() ? LocalFiles{} : IndexLocalFiles(store_);
     for (size_t i = 0; i < todo.size() && !stop_; ++i) {
       {
         std::lock_guard lock(mutex_);
@@ -429,7 +447,7 @@ void SymbolService::Run() {
           break;
         }
       }
-      Symbolize(todo[i]);
+      Symbolize(todo[i], local_files);
       {
         std::lock_guard lock(mutex_);
         ++progress_.done;
@@ -484,7 +502,7 @@ absl::StatusOr<std::string> SymbolService::FetchDebuginfo(const std::string& bui
   return symbols::FetchDebugInfo(build_id, fetch);
 }
 
-void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
+void SymbolService::Symbolize(const storage::ExecutableInfo& exe, const LocalFiles& local_files) {
   const std::vector<std::string> keys = KeysOf(exe);
   if (keys.empty()) return;
   const std::string what = Describe(exe);
@@ -512,7 +530,7 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe) {
   // (2) The same file on this machine, and (3) its local debug files.
   symbols::ElfIdentity identity;
   std::string note;
-  const std::string binary = SameFileOnThisMachine(store_, exe, &identity, &note);
+  const std::string binary = SameFileOnThisMachine(local_files, exe, &identity, &note);
   if (!note.empty()) tried.push_back(note);
   std::vector<std::string> debug_files = LocalDebugFiles(exe, binary.empty() ? nullptr : &identity);
   std::vector<std::string> files = debug_files;

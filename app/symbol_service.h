@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -114,8 +115,11 @@ class SymbolService {
     enum class Kind { kAddFile, kRetry } kind;
     std::string argument;  // path or key
   };
+  // Paths on this machine by file base name (see IndexLocalFiles in the
+  // .cpp), gathered once per round of work.
+  using LocalFiles = std::unordered_map<std::string, std::vector<std::string>>;
   void Run();
-  void Symbolize(const storage::ExecutableInfo& exe);
+  void Symbolize(const storage::ExecutableInfo& exe, const LocalFiles& local_files);
   // Separate debug files of `exe` on this machine (build id under the debug
   // roots, the binary's .gnu_debuglink); `binary` is the matching file when
   // there is one.
