@@ -104,9 +104,6 @@ class SymbolTableBuilder {
   void AddLine(uint64_t address, uint32_t file, int64_t line);
   void EndLineSequence(uint64_t end_address);
 
-  size_t scope_count() const { return scope_name_.size(); }
-  size_t symbol_count() const { return symbols_.size(); }
-
   SymbolTable Build() &&;
 
  private:
