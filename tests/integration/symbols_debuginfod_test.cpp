@@ -43,6 +43,14 @@ int FreePort() {
 }
 
 // `debuginfod -F DIR -p PORT -d DB` on loopback, killed at scope exit.
+// A fresh folder under `work` holding only `debug_file`, for debuginfod -F.
+std::string ServeFolder(const std::string& work, const std::string& debug_file) {
+  const std::string serve = work + "/serve";
+  fs::create_directories(serve);
+  fs::copy_file(debug_file, serve + "/" + fs::path(debug_file).filename().string());
+  return serve;
+}
+
 struct DebuginfodServer {
   DebuginfodServer(const std::string& binary, const std::string& serve_dir, const std::string& db) {
     port = FreePort();
@@ -136,10 +144,8 @@ void WaitServed(const DebuginfodServer& server, const std::string& build_id, con
 TEST_CASE("a stripped binary from another host gets its names from a real debuginfod server") {
   const std::string debuginfod = DebuginfodOrSkip();
   TempDir work;
-  const std::string serve = work.path + "/serve";
-  fs::create_directories(serve);
-  fs::copy_file(KILN_VICTIM_DEBUG, serve + "/victim.debug");
-  DebuginfodServer server(debuginfod, serve, work.path + "/debuginfod.sqlite");
+  DebuginfodServer server(debuginfod, ServeFolder(work.path, KILN_VICTIM_DEBUG),
+                          work.path + "/debuginfod.sqlite");
   const std::string build_id = BuildIdOf(KILN_VICTIM_STRIPPED);
   REQUIRE(!build_id.empty());
   WaitServed(server, build_id, work.path);
@@ -179,10 +185,8 @@ TEST_CASE("a stripped binary from another host gets its names from a real debugi
 TEST_CASE("a stripped library on this machine names only its exports; debuginfod brings the rest") {
   const std::string debuginfod = DebuginfodOrSkip();
   TempDir work;
-  const std::string serve = work.path + "/serve";
-  fs::create_directories(serve);
-  fs::copy_file(KILN_VICTIM_LIB_DEBUG, serve + "/victim_lib.debug");
-  DebuginfodServer server(debuginfod, serve, work.path + "/debuginfod.sqlite");
+  DebuginfodServer server(debuginfod, ServeFolder(work.path, KILN_VICTIM_LIB_DEBUG),
+                          work.path + "/debuginfod.sqlite");
   const std::string lib = fs::canonical(KILN_VICTIM_LIB_STRIPPED).string();
   const std::string build_id = BuildIdOf(lib);
   REQUIRE(!build_id.empty());
