@@ -68,29 +68,42 @@ bool Logged(const storage::Store& store, const std::string& needle) {
   return false;
 }
 
+// A store holding VictimBatch of the victim program, with no debuginfod
+// configured from the environment.
+struct VictimStore {
+  VictimStore() {
+    unsetenv("DEBUGINFOD_URLS");
+    auto opened = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
+    REQUIRE(opened.ok());
+    store = std::move(*opened);
+    REQUIRE(store->Write(VictimBatch(victim)).ok());
+  }
+  TempDir dir;
+  const std::string victim = fs::canonical(KILN_VICTIM).string();
+  const std::string key = storage::HtlhashSymbolKey(HtlhashOf(victim));
+  std::unique_ptr<storage::Store> store;
+};
+
 }  // namespace
 
 TEST_CASE("SymbolService names a local executable, reports files that do not fit, and retries") {
-  unsetenv("DEBUGINFOD_URLS");
-  TempDir dir;
-  const std::string victim = fs::canonical(KILN_VICTIM).string();
-  auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
-  REQUIRE(store.ok());
-  REQUIRE((*store)->Write(VictimBatch(victim)).ok());
-  const std::string key = storage::HtlhashSymbolKey(HtlhashOf(victim));
+  VictimStore fixture;
+  storage::Store& store = *fixture.store;
+  const std::string& victim = fixture.victim;
+  const std::string& key = fixture.key;
 
   std::atomic<int> changes{0};
-  app::SymbolService service(**store, {}, [&] { ++changes; });
+  app::SymbolService service(store, {}, [&] { ++changes; });
   REQUIRE(WaitIdle(service));
   CHECK(changes > 0);
   CHECK_FALSE(service.Progress().busy);
-  const SymbolStatus found = StatusOf(**store, key);
+  const SymbolStatus found = StatusOf(store, key);
   CHECK(found.state == SymbolStatus::State::kSymbolized);
   CHECK(found.source == "local file " + victim);
   CHECK(found.functions >= 3);
-  CHECK(Logged(**store, "symbols for " + victim));
+  CHECK(Logged(store, "symbols for " + victim));
   // Queries name the frames now.
-  auto slice = (*store)->Run({});
+  auto slice = store.Run({});
   REQUIRE(slice.ok());
   std::vector<std::string> names;
   for (uint32_t f : (*slice)->dict.Stack((*slice)->weights.at(0).stack))
@@ -98,14 +111,14 @@ TEST_CASE("SymbolService names a local executable, reports files that do not fit
   CHECK(names == std::vector<std::string>{"main", "kiln_victim_middle", "kiln_victim_leaf"});
 
   // User-given files that do not fit say why, in order, and store nothing.
-  const std::string text = dir.path + "/notes.txt";
+  const std::string text = fixture.dir.path + "/notes.txt";
   std::ofstream(text) << "hello\n";
   service.AddFiles({KILN_VICTIM_OTHER, text});
   REQUIRE(WaitIdle(service));
   const std::vector<app::AddFileOutcome> outcomes = service.TakeOutcomes();
   REQUIRE(outcomes.size() == 2);
   CHECK_FALSE(outcomes[0].ok);
-  CHECK(outcomes[0].message.find("matches no executable in " + dir.path) != std::string::npos);
+  CHECK(outcomes[0].message.find("matches no executable in " + fixture.dir.path) != std::string::npos);
   CHECK_FALSE(outcomes[1].ok);
   CHECK(outcomes[1].message.find("not an ELF file") != std::string::npos);
   CHECK(service.TakeOutcomes().empty());
@@ -113,8 +126,8 @@ TEST_CASE("SymbolService names a local executable, reports files that do not fit
   // Retry looks again and stores a fresh status.
   service.Retry(key);
   REQUIRE(WaitIdle(service));
-  CHECK(Logged(**store, "retrying symbols for " + victim));
-  const SymbolStatus retried = StatusOf(**store, key);
+  CHECK(Logged(store, "retrying symbols for " + victim));
+  const SymbolStatus retried = StatusOf(store, key);
   CHECK(retried.state == SymbolStatus::State::kSymbolized);
   CHECK(retried.updated_ns > found.updated_ns);
 }
@@ -216,20 +229,17 @@ TEST_CASE("SymbolService finds executables sent by base name, as agents send the
 }
 
 TEST_CASE("an executable that found no symbols last time is tried again once when kiln starts") {
-  unsetenv("DEBUGINFOD_URLS");
-  TempDir dir;
-  const std::string victim = fs::canonical(KILN_VICTIM).string();
-  auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
-  REQUIRE(store.ok());
-  REQUIRE((*store)->Write(VictimBatch(victim)).ok());
-  const std::string key = storage::HtlhashSymbolKey(HtlhashOf(victim));
+  VictimStore fixture;
+  storage::Store& store = *fixture.store;
+  const std::string& victim = fixture.victim;
+  const std::string& key = fixture.key;
   // As an earlier kiln would have left it when the file was not there.
   SymbolStatus none{.state = SymbolStatus::State::kNoSymbols, .source = "tried: no local file or debug file"};
-  REQUIRE((*store)->PutSymbolStatus({key}, none).ok());
+  REQUIRE(store.PutSymbolStatus({key}, none).ok());
 
-  app::SymbolService service(**store, {});
+  app::SymbolService service(store, {});
   REQUIRE(WaitIdle(service));
-  const SymbolStatus now = StatusOf(**store, key);
+  const SymbolStatus now = StatusOf(store, key);
   CHECK(now.state == SymbolStatus::State::kSymbolized);
   CHECK(now.source == "local file " + victim);
 }
