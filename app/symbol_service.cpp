@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ingest/symbols/debug_files.h"
-#include "ingest/symbols/debuginfod_client.h"
+#include "ingest/debuginfod/debuginfod_client.h"
 #include "ingest/symbols/elf_identity.h"
 #include "ingest/symbols/elf_symbols.h"
 

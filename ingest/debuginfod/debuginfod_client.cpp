@@ -1,4 +1,4 @@
-#include "ingest/symbols/debuginfod_client.h"
+#include "ingest/debuginfod/debuginfod_client.h"
 
 #include <elfutils/debuginfod.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // FetchDebugInfo against a real debuginfod server on 127.0.0.1 that serves a
 // folder holding the debug file of c_stripped. Without the debuginfod binary
 // (package `debuginfod`) the test prints why and exits 77 (ctest: skipped).
-#include "ingest/symbols/debuginfod_client.h"
+#include "ingest/debuginfod/debuginfod_client.h"
 
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
