@@ -489,7 +489,7 @@ absl::Status RocksStore::OpenDb() {
   if (!s.ok()) {
     std::string text = s.ToString();
     if (s.IsIOError() && text.find("lock") != std::string::npos) {
-      return absl::FailedPreconditionError(
+      return absl::UnavailableError(
           absl::StrCat("data directory ", dir_,
                        " is in use by another kiln process; stop it, or read it with `kiln export`/`kiln "
                        "stats` (they open it read-only), or choose another --data-dir"));
@@ -654,6 +654,8 @@ absl::Status RocksStore::LoadDictionary() {
 }
 
 }  // namespace
+
+bool IsStoreInUse(const absl::Status& status) { return absl::IsUnavailable(status); }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Mode mode) {
   auto store = std::make_unique<RocksStore>(dir, mode == Mode::kReadOnly);

@@ -105,6 +105,10 @@ struct ExecutableInfo {
   std::string go_build_id;
 };
 
+// True for Store::Open's error when another process has the store open for
+// writing: waiting for it, or handing it work, may help; nothing else will.
+bool IsStoreInUse(const absl::Status& status);
+
 class Store {
  public:
   enum class Mode {
@@ -113,8 +117,9 @@ class Store {
   };
 
   // Opens (creating in kReadWrite mode) the store in `dir`.
-  // Errors: directory in use (FailedPrecondition, naming the directory),
-  // schema version mismatch (FailedPrecondition, both versions), corruption.
+  // Errors: directory in use by another process (Unavailable, naming the
+  // directory; see IsStoreInUse), schema version mismatch
+  // (FailedPrecondition, both versions), corruption.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir, Mode mode);
   virtual ~Store() = default;
 
