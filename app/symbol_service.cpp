@@ -498,8 +498,12 @@ absl::StatusOr<std::string> SymbolService::FetchDebuginfo(const std::string& bui
     }
     SetProgress(executable, "debuginfod", total > 0 ? static_cast<double>(done) / total : 0);
   };
-  *server = fetch.urls;
-  return symbols::FetchDebugInfo(build_id, fetch);
+  auto fetched = symbols::FetchDebugInfo(build_id, fetch);
+  if (!fetched.ok()) return fetched.status();
+  // The status's source names the server that answered, or says the file was
+  // already in the cache (which gdb and debuginfod-find fill too).
+  *server = fetched->from_cache ? "cache" : fetched->server;
+  return std::move(fetched->path);
 }
 
 void SymbolService::Symbolize(const storage::ExecutableInfo& exe, const LocalFiles& local_files) {

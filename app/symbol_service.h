@@ -44,7 +44,7 @@ struct SymbolSourceOptions {
   // debuginfod servers; empty = debuginfod is not used.
   std::vector<std::string> debuginfod_urls;
   // Where downloads are cached; "" = $DEBUGINFOD_CACHE_PATH or
-  // ~/.cache/debuginfod_client, as for every libdebuginfod client.
+  // ~/.cache/debuginfod_client, libdebuginfod's layout, shared with gdb.
   std::string debuginfod_cache_dir;
   // Also receives every log line the service writes (kiln --headless prints
   // them); called on the service thread. May be empty.
@@ -126,7 +126,8 @@ class SymbolService {
   std::vector<std::string> LocalDebugFiles(const storage::ExecutableInfo& exe,
                                            const symbols::ElfIdentity* binary) const;
   // The debug file for `build_id` from the configured debuginfod servers
-  // (cached on disk); `server` gets the URL it came from.
+  // (cached on disk); `server` gets the URL of the server that answered, or
+  // "cache" when the file was already in the debuginfod cache.
   absl::StatusOr<std::string> FetchDebuginfo(const std::string& build_id, std::string* server);
   void SetProgress(std::string executable, std::string source, double fraction);
   void Changed();

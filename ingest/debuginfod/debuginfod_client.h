@@ -1,11 +1,12 @@
 // FetchDebugInfo: downloads the debug file of a GNU build id from debuginfod
-// servers (libdebuginfod), into its on-disk cache.
+// servers (the debuginfod HTTP protocol, over libcurl) into an on-disk cache
+// laid out like libdebuginfod's, so gdb, debuginfod-find and kiln share it.
 //
 // Blocking for as long as the download takes: call it on a background
-// thread. libdebuginfod 0.188 reads its servers and cache folder only from
-// the environment (DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH), so a fetch whose
-// options set them sets those variables for its duration, and fetches are
-// serialized process-wide (one at a time; meant for one background worker).
+// thread. Any number of threads (and processes) may fetch at once, also the
+// same build id: each download goes to a temporary file of its own that is
+// renamed into place only when complete. Reads the environment but never
+// changes it.
 #pragma once
 
 #include <atomic>
@@ -26,17 +27,29 @@ struct DebuginfodOptions {
   // Bytes received so far and the total (0 when not yet known), from the
   // fetching thread, about once a second while a transfer runs.
   std::function<void(int64_t done, int64_t total)> progress;
-  // When it becomes true the transfer is aborted (libdebuginfod's progress
-  // callback returns non-zero) and the fetch returns CancelledError.
+  // Checked several times a second (also while connecting); when it becomes
+  // true every transfer is aborted and the fetch returns CancelledError.
   const std::atomic<bool>* cancel = nullptr;
 };
 
-// The path of the cached debug file for `build_id_hex` (lowercase or
-// uppercase hex, as ElfIdentity::gnu_build_id). Errors: InvalidArgument for a
-// malformed id; FailedPrecondition when no server URL is configured;
-// NotFound when the servers answered but do not have it (404); Unavailable
-// when no server could be reached; Cancelled.
-[[nodiscard]] absl::StatusOr<std::string> FetchDebugInfo(const std::string& build_id_hex,
-                                                         const DebuginfodOptions& options = {});
+struct FetchedDebugInfo {
+  std::string path;         // <cache>/<build id>/debuginfo, complete
+  std::string server;       // the server URL that answered; "" from the cache
+  bool from_cache = false;  // already cached: no server was asked
+};
+
+// The cached debug file for `build_id_hex` (lowercase or uppercase hex, as
+// ElfIdentity::gnu_build_id); every server is asked at once and the first
+// complete answer wins. Environment, as for libdebuginfod: DEBUGINFOD_URLS,
+// DEBUGINFOD_CACHE_PATH, DEBUGINFOD_TIMEOUT (seconds to connect and to keep
+// data coming, default 90), DEBUGINFOD_MAXTIME, DEBUGINFOD_MAXSIZE.
+// Errors: InvalidArgument for a malformed id; FailedPrecondition when no
+// server URL is configured or the cache folder cannot be written; NotFound
+// when every server answered 404; Unavailable when a server could not be
+// reached or answered another HTTP error (the message names each server and
+// what happened); ResourceExhausted when the file is over DEBUGINFOD_MAXSIZE;
+// Cancelled.
+[[nodiscard]] absl::StatusOr<FetchedDebugInfo> FetchDebugInfo(const std::string& build_id_hex,
+                                                              const DebuginfodOptions& options = {});
 
 }  // namespace kiln::symbols
