@@ -1,7 +1,8 @@
 // debuginfod end to end: a real `debuginfod` server on loopback serves the
 // test program's debug file; `kiln --headless` with DEBUGINFOD_URLS (and a
 // private DEBUGINFOD_CACHE_PATH) fetches it for a stripped binary that is
-// not on this machine, and `kiln export` shows the names. A server that never
+// not on this machine, and `kiln export` shows the names; a later run finds
+// the file in that cache with no server reachable. A server that never
 // answers shows that SIGTERM cancels a download in flight. The real-server
 // case skips (77) when the debuginfod binary is not installed (Debian
 // package `debuginfod`).
@@ -93,8 +94,8 @@ TEST_CASE("SIGTERM cancels a debuginfod download that hangs, and nothing is reco
 
   TempDir dir;
   TempDir cache;
-  // Without the cancel, libdebuginfod would wait this long: past the
-  // test's ctest timeout.
+  // Without the cancel, the client would wait this long: past the test's
+  // ctest timeout.
   setenv("DEBUGINFOD_TIMEOUT", "900", 1);
   setenv("DEBUGINFOD_CACHE_PATH", cache.path.c_str(), 1);
   HeadlessKiln kiln(dir.path, {"--debuginfod-urls", url});
@@ -180,6 +181,18 @@ TEST_CASE("a stripped binary from another host gets its names from a real debugi
   CHECK_MESSAGE(
       by_flag.output().find("fetching missing debug files from debuginfod (1 server)") != std::string::npos,
       by_flag.output());
+
+  // The first run's cache holds the file: a server that is down is not
+  // needed, and the source says where the file came from.
+  TempDir dir3;
+  setenv("DEBUGINFOD_CACHE_PATH", cache.c_str(), 1);
+  HeadlessKiln cached(dir3.path, {"--debuginfod-urls", "http://127.0.0.1:" + std::to_string(FreePort())});
+  unsetenv("DEBUGINFOD_CACHE_PATH");
+  Send(cached.target(), VictimRequest("/nonexistent/kiln-test/victim", HtlhashOf(KILN_VICTIM_STRIPPED),
+                                      build_id, KILN_VICTIM));
+  const std::string list3 = WaitForList(dir3.path, "status:    symbolized");
+  CHECK_MESSAGE(list3.find("source:    debuginfod cache") != std::string::npos, list3);
+  CHECK(cached.Stop(SIGTERM) == 0);
 }
 
 TEST_CASE("a stripped library on this machine names only its exports; debuginfod brings the rest") {
