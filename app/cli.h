@@ -44,10 +44,14 @@ struct StatsOptions {
 int RunStats(const StatsOptions& options);
 
 // `kiln symbols add --data-dir DIR FILE...`: stores the symbols of each ELF
-// file under the executables it matches. Exit 1 when any file failed.
+// file under the executables it matches. When a kiln is running on the store
+// the files are handed to it (app/symbol_requests.h) and its answer, awaited
+// up to `wait_seconds`, is printed. Exit 1 when any file failed or no answer
+// came.
 struct SymbolsAddOptions {
   std::string data_dir;
   std::vector<std::string> files;
+  int wait_seconds = 60;
 };
 int RunSymbolsAdd(const SymbolsAddOptions& options);
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "app/cli.h"
+#include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
@@ -51,6 +52,7 @@ int RunHeadless(const HeadlessOptions& options) {
     std::printf("kiln: fetching missing debug files from debuginfod (%zu server%s)\n",
                 symbol_options.debuginfod_urls.size(), symbol_options.debuginfod_urls.size() == 1 ? "" : "s");
   }
+  symbol_options.request_dir = SymbolRequestDir(options.data_dir);  // `kiln symbols add` meanwhile
   symbol_options.echo = [](const std::string& line) {
     std::printf("kiln: %s\n", line.c_str());
     std::fflush(stdout);

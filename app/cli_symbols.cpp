@@ -1,16 +1,60 @@
 // `kiln symbols add` and `kiln symbols list`: symbols for a store from the
-// command line. `add` writes, so kiln must not be running on the store;
-// `list` opens it read-only and works beside a running kiln.
+// command line. `add` writes the store itself, or, when a running kiln has
+// it open, hands the files to that kiln; `list` opens it read-only and works
+// beside a running kiln.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
 
 #include "app/cli.h"
+#include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "storage/store.h"
 
 namespace kiln::app {
+
+namespace {
+
+int PrintOutcomes(const std::vector<SymbolRequestResult>& outcomes) {
+  int failed = 0;
+  for (const SymbolRequestResult& outcome : outcomes) {
+    std::printf("%s: %s\n", outcome.path.c_str(), outcome.message.c_str());
+    if (!outcome.ok) ++failed;
+  }
+  std::fflush(stdout);
+  if (failed > 0) {
+    std::fprintf(stderr, "kiln symbols add: %d of %zu file%s failed\n", failed, outcomes.size(),
+                 outcomes.size() == 1 ? "" : "s");
+    return 1;
+  }
+  return 0;
+}
+
+// The store is open in another kiln: its SymbolService picks up the request.
+int HandToRunningKiln(const SymbolsAddOptions& options) {
+  absl::StatusOr<std::string> id = SubmitSymbolRequest(options.data_dir, options.files);
+  if (!id.ok()) {
+    std::cerr << "kiln symbols add: the store is in use and the request could not be left for it: "
+              << id.status().message() << "\n";
+    return 1;
+  }
+  std::cerr << "kiln symbols add: the store is in use by a running kiln; handed " << options.files.size()
+            << " file" << (options.files.size() == 1 ? "" : "s") << " to it, waiting for its answer\n";
+  auto results = AwaitSymbolRequest(options.data_dir, *id, std::chrono::seconds(options.wait_seconds));
+  if (!results.ok()) {
+    std::cerr << "kiln symbols add: " << results.status().message();
+    if (absl::IsDeadlineExceeded(results.status()))
+      std::cerr << "; the process holding the store may not be a kiln window or --headless (e.g. `kiln "
+                   "import`). The request stays in "
+                << SymbolRequestDir(options.data_dir) << " and is handled when kiln next runs on this store";
+    std::cerr << "\n";
+    return 1;
+  }
+  return PrintOutcomes(*results);
+}
+
+}  // namespace
 
 int RunSymbolsAdd(const SymbolsAddOptions& options) {
   // Opening for writing would create an empty store, and every file would
@@ -21,27 +65,19 @@ int RunSymbolsAdd(const SymbolsAddOptions& options) {
     return 1;
   }
   auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadWrite);
+  // A build that cannot read ELF files says so per file rather than hand
+  // them to a running kiln that cannot either.
+  if (storage::IsStoreInUse(store.status()) && CanReadSymbolFiles()) return HandToRunningKiln(options);
   if (!store.ok()) {
     std::cerr << "kiln symbols add: " << store.status().message() << "\n";
-    if (absl::IsFailedPrecondition(store.status())) {
-      std::cerr << "kiln symbols add: if kiln is running on this store, drop the files on its window "
-                   "(Executables > Add symbols from a file) or stop it first\n";
-    }
     return 1;
   }
-  int failed = 0;
+  std::vector<SymbolRequestResult> outcomes;
   for (const std::string& path : options.files) {
-    const AddFileOutcome outcome = AddSymbolFile(**store, path);
-    std::printf("%s: %s\n", path.c_str(), outcome.message.c_str());
-    if (!outcome.ok) ++failed;
+    AddFileOutcome outcome = AddSymbolFile(**store, path);
+    outcomes.push_back({path, outcome.ok, std::move(outcome.message)});
   }
-  std::fflush(stdout);
-  if (failed > 0) {
-    std::fprintf(stderr, "kiln symbols add: %d of %zu file%s failed\n", failed, options.files.size(),
-                 options.files.size() == 1 ? "" : "s");
-    return 1;
-  }
-  return 0;
+  return PrintOutcomes(outcomes);
 }
 
 namespace {

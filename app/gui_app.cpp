@@ -40,6 +40,7 @@
 #include "app/capture_sources.h"
 #include "app/gui_screenshot.h"
 #include "app/gui_worker.h"
+#include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "app/view_registry.h"
 #include "storage/store.h"
@@ -153,6 +154,8 @@ struct App {
   // One symbolizer per source's store, destroyed before the sources (member
   // order) and before a capture is closed.
   SymbolSourceOptions symbol_options;
+  storage::Store* main_store;    // the data dir's store, whose symbolizer answers `kiln symbols add`
+  std::string main_request_dir;  // SymbolRequestDir of the data dir
   std::map<storage::Store*, std::unique_ptr<SymbolService>> symbolizers;
   ui::ViewContext::Requests view_requests;
   ui::SymbolActivity symbol_activity;
@@ -180,6 +183,8 @@ struct App {
     sources.Current().session.requested_tab = std::string(views[active_view]->Id());
     symbol_options.debug_dirs = options.debug_dirs;
     symbol_options.debuginfod_urls = DebuginfodUrls(options.debuginfod_urls);
+    main_store = &s;
+    main_request_dir = SymbolRequestDir(options.data_dir);
     for (const std::string& path : options.open_files) OpenPath(path);
   }
 
@@ -188,7 +193,9 @@ struct App {
     for (const auto& source : sources.sources()) {
       if (!source->store || symbolizers.count(source->store)) continue;
       GuiWorker* worker = source->worker.get();
-      symbolizers[source->store] = std::make_unique<SymbolService>(*source->store, symbol_options, [worker] {
+      SymbolSourceOptions source_options = symbol_options;
+      if (source->store == main_store) source_options.request_dir = main_request_dir;
+      symbolizers[source->store] = std::make_unique<SymbolService>(*source->store, source_options, [worker] {
         worker->RefreshStatus();  // new statuses and SymbolsVersion: the views query again
         glfwPostEmptyEvent();
       });

@@ -155,6 +155,11 @@ int main(int argc, char** argv) {
   symbols_add_cmd->add_option("--data-dir", symbols_add.data_dir, "Store directory")->capture_default_str();
   symbols_add_cmd->add_option("files", symbols_add.files, "ELF files, matched by htlhash or GNU build id")
       ->required();
+  symbols_add_cmd
+      ->add_option("--wait", symbols_add.wait_seconds,
+                   "When kiln is running on the store: seconds to wait for its answer")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
   SymbolsListOptions symbols_list;
   symbols_list.data_dir = where.data_dir;
   CLI::App* symbols_list_cmd =

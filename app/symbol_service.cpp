@@ -20,8 +20,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "ingest/symbols/debug_files.h"
+#include "app/symbol_requests.h"
 #include "ingest/debuginfod/debuginfod_client.h"
+#include "ingest/symbols/debug_files.h"
 #include "ingest/symbols/elf_identity.h"
 #include "ingest/symbols/elf_symbols.h"
 
@@ -360,6 +361,41 @@ void SymbolService::Changed() {
   if (on_change_) on_change_();
 }
 
+AddFileOutcome SymbolService::AddFile(const std::string& path) {
+  SetProgress(Basename(path), "added file", 0);
+  AddFileOutcome outcome = AddSymbolFile(
+      store_, path, &stop_, [this, path](double f) { SetProgress(Basename(path), "added file", f); });
+  if (options_.echo) options_.echo(path + ": " + outcome.message);
+  {
+    std::lock_guard lock(mutex_);
+    outcomes_.push_back(outcome);
+    progress_ = SymbolProgress{false, "", "", 0, 0, progress_.done + 1};
+    poked_ = true;  // scan next, so Idle() can become true
+  }
+  Changed();
+  return outcome;
+}
+
+void SymbolService::AnswerRequests() {
+  for (const TakenSymbolRequest& request : TakeSymbolRequests(options_.request_dir, !requests_checked_)) {
+    Log(storage::LogLevel::kInfo,
+        absl::StrCat("kiln symbols add: ", request.files.size(), " file",
+                     request.files.size() == 1 ? "" : "s", " from the command line"));
+    std::vector<SymbolRequestResult> results;
+    for (const std::string& path : request.files) {
+      // Stopping mid-request leaves it taken; the next start answers it.
+      if (stop_) return;
+      AddFileOutcome outcome = AddFile(path);
+      results.push_back({path, outcome.ok, std::move(outcome.message)});
+    }
+    if (absl::Status s = AnswerSymbolRequest(options_.request_dir, request.id, results); !s.ok())
+      Log(storage::LogLevel::kWarning, absl::StrCat("kiln symbols add: cannot answer: ", s.message()));
+  }
+  requests_checked_ = true;
+}
+
+bool CanReadSymbolFiles() { return true; }
+
 void SymbolService::Run() {
   constexpr auto kScanInterval = std::chrono::seconds(2);
   while (!stop_) {
@@ -377,20 +413,10 @@ void SymbolService::Run() {
       }
     }
     if (job && job->kind == Job::Kind::kAddFile) {
-      SetProgress(Basename(job->argument), "added file", 0);
-      const std::string path = job->argument;
-      AddFileOutcome outcome = AddSymbolFile(
-          store_, path, &stop_, [this, path](double f) { SetProgress(Basename(path), "added file", f); });
-      if (options_.echo) options_.echo(path + ": " + outcome.message);
-      {
-        std::lock_guard lock(mutex_);
-        outcomes_.push_back(std::move(outcome));
-        progress_ = SymbolProgress{false, "", "", 0, 0, progress_.done + 1};
-        poked_ = true;  // scan next, so Idle() can become true
-      }
-      Changed();
+      AddFile(job->argument);
       continue;
     }
+    if (!job && !options_.request_dir.empty()) AnswerRequests();
     if (job && job->kind == Job::Kind::kRetry) {
       for (const storage::ExecutableInfo& exe : store_.Executables()) {
         const auto keys = KeysOf(exe);

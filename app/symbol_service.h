@@ -46,6 +46,10 @@ struct SymbolSourceOptions {
   // Where downloads are cached; "" = $DEBUGINFOD_CACHE_PATH or
   // ~/.cache/debuginfod_client, libdebuginfod's layout, shared with gdb.
   std::string debuginfod_cache_dir;
+  // Where `kiln symbols add` leaves files for this service when the store
+  // is in use (SymbolRequestDir of the data dir; see symbol_requests.h);
+  // "" = none (capture stores).
+  std::string request_dir;
   // Also receives every log line the service writes (kiln --headless prints
   // them); called on the service thread. May be empty.
   std::function<void(const std::string&)> echo;
@@ -87,6 +91,10 @@ AddFileOutcome AddSymbolFile(storage::Store& store, const std::string& path,
                              const std::atomic<bool>* cancel = nullptr,
                              const std::function<void(double)>& progress = {});
 
+// False in a build that cannot read ELF files (no symbols backend): every
+// AddSymbolFile then fails with the reason, and no service answers requests.
+bool CanReadSymbolFiles();
+
 class SymbolService {
  public:
   // `on_change` runs on the service thread after each stored outcome and on
@@ -119,6 +127,11 @@ class SymbolService {
   // .cpp), gathered once per round of work.
   using LocalFiles = std::unordered_map<std::string, std::vector<std::string>>;
   void Run();
+  // One user-given file, with progress, log, echo and an outcome for
+  // TakeOutcomes; returns that outcome.
+  AddFileOutcome AddFile(const std::string& path);
+  // Takes the requests `kiln symbols add` left and answers each.
+  void AnswerRequests();
   void Symbolize(const storage::ExecutableInfo& exe, const LocalFiles& local_files);
   // Separate debug files of `exe` on this machine (build id under the debug
   // roots, the binary's .gnu_debuglink); `binary` is the matching file when
@@ -150,6 +163,7 @@ class SymbolService {
   // executable whose outcome could not be stored is not tried in a loop.
   std::set<std::string> attempted_;
   size_t scanned_executables_ = SIZE_MAX;  // Executables().size() at the last full scan
+  bool requests_checked_ = false;          // AnswerRequests ran once (abandoned requests retaken)
   std::thread thread_;
 };
 

@@ -1,6 +1,6 @@
-// Linked instead of symbol_service.cpp when kiln_symbols is not built (no
-// elfutils, e.g. macOS): the store, the CLI and the window work, and every
-// attempt to read symbols says why it cannot.
+// Linked instead of symbol_service.cpp when kiln_symbols or kiln_debuginfod
+// is not built (neither elfutils nor LLVM, or no libcurl): the store, the CLI
+// and the window work, and every attempt to read symbols says why it cannot.
 
 #include "app/symbol_service.h"
 
@@ -8,9 +8,11 @@ namespace kiln::app {
 
 namespace {
 constexpr const char* kUnavailable =
-    "this kiln was built without kiln_symbols (elfutils: libelf, libdw, libdebuginfod), so it cannot read "
-    "ELF files";
+    "this kiln was built without native symbolization (kiln_symbols needs elfutils or LLVM, kiln_debuginfod "
+    "needs libcurl), so it cannot read ELF files";
 }
+
+bool CanReadSymbolFiles() { return false; }
 
 AddFileOutcome AddSymbolFile(storage::Store&, const std::string& path, const std::atomic<bool>*,
                              const std::function<void(double)>&) {

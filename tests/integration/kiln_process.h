@@ -26,6 +26,7 @@ class HeadlessKiln {
   explicit HeadlessKiln(const std::string& data_dir, const std::vector<std::string>& extra_args = {});
   ~HeadlessKiln();  // kill -9 if still running
   int port() const { return port_; }
+  int pid() const { return pid_; }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
   // Sends `signal` and waits; returns the exit code (or 128+signal).
   int Stop(int signal);

@@ -1,7 +1,8 @@
 // SymbolService against a real store and a real program, without the window
 // or the receiver: it names an executable found on this machine by itself,
 // reports user-given files that do not fit, retries on request, and its
-// progress and Idle() settle.
+// progress and Idle() settle; and the request files through which `kiln
+// symbols add` reaches a running kiln.
 #include "app/symbol_service.h"
 
 #include <doctest/doctest.h>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "app/symbol_requests.h"
 #include "storage/store.h"
 #include "tests/integration/elf_oracle.h"
 #include "tests/integration/kiln_process.h"
@@ -242,6 +244,45 @@ TEST_CASE("an executable that found no symbols last time is tried again once whe
   const SymbolStatus now = StatusOf(store, key);
   CHECK(now.state == SymbolStatus::State::kSymbolized);
   CHECK(now.source == "local file " + victim);
+}
+
+TEST_CASE("symbol requests: taken once, retaken only when abandoned, answered with one line per file") {
+  TempDir dir;
+  const std::string requests = app::SymbolRequestDir(dir.path);
+  CHECK(app::TakeSymbolRequests(requests, true).empty());  // no folder yet: no requests
+
+  auto first = app::SubmitSymbolRequest(dir.path, {"relative/a.debug", "/abs/b"});
+  auto second = app::SubmitSymbolRequest(dir.path, {"/abs/c"});
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  std::vector<app::TakenSymbolRequest> taken = app::TakeSymbolRequests(requests, false);
+  REQUIRE(taken.size() == 2);
+  CHECK(taken[0].id == *first);  // oldest first
+  CHECK(taken[0].files ==
+        std::vector<std::string>{(fs::current_path() / "relative/a.debug").string(), "/abs/b"});
+  CHECK(taken[1].files == std::vector<std::string>{"/abs/c"});
+  CHECK(app::TakeSymbolRequests(requests, false).empty());     // in hand: not taken twice
+  CHECK(app::TakeSymbolRequests(requests, true).size() == 2);  // a new kiln takes what a dead one held
+
+  // Not answered yet: the command times out and the request stays.
+  auto waiting = app::AwaitSymbolRequest(dir.path, *second, std::chrono::milliseconds(200));
+  CHECK(absl::IsDeadlineExceeded(waiting.status()));
+
+  REQUIRE(app::AnswerSymbolRequest(requests, *first,
+                                   {{"/x/a.debug", true, "matched app: stored 3 functions"},
+                                    {"/x/b", false, "not an ELF file\twith a tab"}})
+              .ok());
+  auto answered = app::AwaitSymbolRequest(dir.path, *first, std::chrono::seconds(5));
+  REQUIRE(answered.ok());
+  REQUIRE(answered->size() == 2);
+  CHECK((*answered)[0].ok);
+  CHECK((*answered)[0].path == "/x/a.debug");
+  CHECK((*answered)[0].message == "matched app: stored 3 functions");
+  CHECK_FALSE((*answered)[1].ok);
+  CHECK((*answered)[1].message == "not an ELF file with a tab");
+  // The answered request is gone; the other one is still there to take.
+  CHECK(app::TakeSymbolRequests(requests, true).size() == 1);
+  CHECK(absl::IsNotFound(app::AwaitSymbolRequest(dir.path, "no-such-id", std::chrono::seconds(1)).status()));
 }
 
 }  // namespace kiln::testing

@@ -135,6 +135,66 @@ TEST_CASE(
   CHECK(Contains(RunKiln({"symbols", "list", "--data-dir", dir.path}).out, "source:    added file " + debug));
 }
 
+TEST_CASE("kiln symbols add while kiln runs on the store hands the files to it and prints its answer") {
+  TempDir dir;
+  const std::string stripped = KILN_VICTIM_STRIPPED;
+  const std::string debug = fs::canonical(KILN_VICTIM_DEBUG).string();
+  const std::string missing = "/nonexistent/kiln-test/victim";
+  HeadlessKiln kiln(dir.path);
+  Send(kiln.target(), VictimRequest(missing, HtlhashOf(stripped), BuildIdOf(stripped), KILN_VICTIM));
+  WaitForList(dir.path, "status:    no symbols found");
+
+  // Relative paths are the command's, not the running kiln's.
+  const std::string text = dir.path + "-notes.txt";
+  std::ofstream(text) << "not an executable\n";
+  const fs::path previous = fs::current_path();
+  fs::current_path(fs::path(debug).parent_path());
+  CommandResult added =
+      RunKiln({"symbols", "add", "--data-dir", dir.path, fs::path(debug).filename().string(), text});
+  fs::current_path(previous);
+  fs::remove(text);
+  INFO(added.out << added.err);
+  CHECK(added.exit_code == 1);  // the text file failed
+  CHECK(Contains(added.err, "in use by a running kiln; handed 2 files to it"));
+  CHECK(Contains(added.out, debug + ": matched " + missing));
+  CHECK(Contains(added.out, text + ": not an ELF file"));
+  CHECK(Contains(added.err, "1 of 2 files failed"));
+  // The running kiln stored them: the names show while it still runs.
+  WaitForFolded(dir.path, kNamed);
+  CHECK(Contains(RunKiln({"export", "--data-dir", dir.path}).out, kNamed));
+  CHECK(kiln.Stop(SIGTERM) == 0);
+  CHECK(Contains(kiln.output(), debug + ": matched " + missing));
+  // Nothing is left behind once answered.
+  CHECK(fs::is_empty(fs::path(dir.path) / "symbol-requests"));
+}
+
+TEST_CASE("kiln symbols add: a request no running kiln answers is kept for the next kiln on the store") {
+  TempDir dir;
+  const std::string stripped = KILN_VICTIM_STRIPPED;
+  const std::string debug = fs::canonical(KILN_VICTIM_DEBUG).string();
+  const std::string missing = "/nonexistent/kiln-test/victim";
+  {
+    HeadlessKiln kiln(dir.path);
+    Send(kiln.target(), VictimRequest(missing, HtlhashOf(stripped), BuildIdOf(stripped), KILN_VICTIM));
+    WaitForList(dir.path, "status:    no symbols found");
+    // A stopped kiln still holds the store's lock but answers nothing, like
+    // a `kiln import` would; it is then killed without ever seeing the
+    // request.
+    REQUIRE(kill(kiln.pid(), SIGSTOP) == 0);
+    CommandResult added = RunKiln({"symbols", "add", "--data-dir", dir.path, "--wait", "2", debug});
+    INFO(added.out << added.err);
+    CHECK(added.exit_code == 1);
+    CHECK(Contains(added.err, "no answer to request"));
+    CHECK(Contains(added.err, "handled when kiln next runs on this store"));
+    CHECK(kiln.Stop(SIGKILL) == 128 + SIGKILL);
+  }
+  CHECK_FALSE(Contains(RunKiln({"export", "--data-dir", dir.path}).out, kNamed));
+  HeadlessKiln next(dir.path);
+  WaitForFolded(dir.path, kNamed);
+  CHECK(Contains(RunKiln({"export", "--data-dir", dir.path}).out, kNamed));
+  CHECK(next.Stop(SIGTERM) == 0);
+}
+
 TEST_CASE("kiln symbols add of a stripped binary brings its debug file along (.gnu_debuglink beside it)") {
   TempDir dir;
   const std::string stripped = fs::canonical(KILN_VICTIM_STRIPPED).string();
