@@ -613,11 +613,14 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe, const LocalFil
           return;
         }
         tried.push_back("debuginfod file " + *fetched);
-      } else if (absl::IsNotFound(fetched.status())) {
-        tried.push_back(absl::StrCat("debuginfod: ", fetched.status().message()));
       } else {
         tried.push_back(absl::StrCat("debuginfod: ", fetched.status().message()));
-        if (failure.empty()) failure = absl::StrCat("debuginfod: ", fetched.status().message());
+        // Not found (404) and unreachable servers (Unavailable) are "no
+        // symbols found", tried again at the next start: the network may be
+        // back by then. What retrying will not mend (a cache folder that
+        // cannot be written, a file over DEBUGINFOD_MAXSIZE) is a failure.
+        if (failure.empty() && !absl::IsNotFound(fetched.status()) && !absl::IsUnavailable(fetched.status()))
+          failure = absl::StrCat("debuginfod: ", fetched.status().message());
       }
     }
   }

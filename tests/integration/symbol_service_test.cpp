@@ -246,6 +246,37 @@ TEST_CASE("an executable that found no symbols last time is tried again once whe
   CHECK(now.source == "local file " + victim);
 }
 
+TEST_CASE("a debuginfod server that cannot be reached leaves 'no symbols found', tried again next start") {
+  unsetenv("DEBUGINFOD_URLS");
+  TempDir dir;
+  auto opened = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
+  REQUIRE(opened.ok());
+  storage::Store& store = **opened;
+  // The victim as sent from another host: a path that does not exist here,
+  // so only debuginfod could name it.
+  const std::string victim = KILN_VICTIM;
+  storage::ProfileBatch batch = VictimBatch(victim);
+  batch.dict.executables.back().file_name = batch.dict.AddString("/nonexistent/kiln-test/victim");
+  batch.dict.executables.back().gnu_build_id = batch.dict.AddString(BuildIdOf(victim));
+  REQUIRE(store.Write(batch).ok());
+  const std::string key = storage::HtlhashSymbolKey(HtlhashOf(victim));
+
+  app::SymbolSourceOptions options;
+  options.debuginfod_urls = {"http://127.0.0.1:1"};  // nothing listens on port 1: refused at once
+  options.debuginfod_cache_dir = dir.path + "-cache";
+  {
+    app::SymbolService service(store, options);
+    REQUIRE(WaitIdle(service));
+  }
+  fs::remove_all(options.debuginfod_cache_dir);
+  const SymbolStatus status = StatusOf(store, key);
+  // A network failure says nothing about the executable: not "failed"
+  // (which waits for the user's Retry), so the next start asks again.
+  CHECK(status.state == SymbolStatus::State::kNoSymbols);
+  CHECK_MESSAGE(status.source.find("debuginfod: ") != std::string::npos, status.source);
+  CHECK_MESSAGE(status.source.find("127.0.0.1:1") != std::string::npos, status.source);
+}
+
 TEST_CASE("symbol requests: taken once, retaken only when abandoned, answered with one line per file") {
   TempDir dir;
   const std::string requests = app::SymbolRequestDir(dir.path);
