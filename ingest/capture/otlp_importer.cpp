@@ -122,6 +122,28 @@ class JsonPrep {
     while (p_ < s_.size() && (s_[p_] == ' ' || s_[p_] == '\t' || s_[p_] == '\n' || s_[p_] == '\r')) ++p_;
     out_.append(s_.substr(start, p_ - start));
   }
+  // Copies `c` and steps over it when it is next.
+  bool Take(char c) {
+    if (p_ >= s_.size() || s_[p_] != c) return false;
+    out_.push_back(c);
+    ++p_;
+    return true;
+  }
+  // After an object member or array element: ',' (*more = true) or `close`
+  // (*more = false), with the white space around; anything else fails.
+  bool Next(char close, bool* more, const char* expected) {
+    Ws();
+    if (Take(',')) {
+      Ws();
+      *more = true;
+      return true;
+    }
+    if (Take(close)) {
+      *more = false;
+      return true;
+    }
+    return Fail(expected);
+  }
   // Scans a string starting at '"'; sets *raw to its content (escapes kept).
   bool String(std::string_view* raw) {
     if (p_ >= s_.size() || s_[p_] != '"') return Fail("expected a string");
@@ -148,16 +170,10 @@ class JsonPrep {
     if (depth > kMaxDepth) return Fail("JSON nested deeper than 64 levels");
     if (p_ >= s_.size()) return Fail("unexpected end of input");
     char c = s_[p_];
-    if (c == '{') {
-      out_.push_back('{');
-      ++p_;
+    if (Take('{')) {
       Ws();
-      if (p_ < s_.size() && s_[p_] == '}') {
-        out_.push_back('}');
-        ++p_;
-        return true;
-      }
-      while (true) {
+      if (Take('}')) return true;
+      for (bool more = true; more;) {
         std::string_view key;
         size_t key_start = p_;
         if (!String(&key)) return false;
@@ -179,46 +195,18 @@ class JsonPrep {
         } else if (!Value(depth + 1)) {
           return false;
         }
-        Ws();
-        if (p_ < s_.size() && s_[p_] == ',') {
-          out_.push_back(',');
-          ++p_;
-          Ws();
-          continue;
-        }
-        if (p_ < s_.size() && s_[p_] == '}') {
-          out_.push_back('}');
-          ++p_;
-          return true;
-        }
-        return Fail("expected ',' or '}' in an object");
+        if (!Next('}', &more, "expected ',' or '}' in an object")) return false;
       }
+      return true;
     }
-    if (c == '[') {
-      out_.push_back('[');
-      ++p_;
+    if (Take('[')) {
       Ws();
-      if (p_ < s_.size() && s_[p_] == ']') {
-        out_.push_back(']');
-        ++p_;
-        return true;
-      }
-      while (true) {
+      if (Take(']')) return true;
+      for (bool more = true; more;) {
         if (!Value(depth + 1)) return false;
-        Ws();
-        if (p_ < s_.size() && s_[p_] == ',') {
-          out_.push_back(',');
-          ++p_;
-          Ws();
-          continue;
-        }
-        if (p_ < s_.size() && s_[p_] == ']') {
-          out_.push_back(']');
-          ++p_;
-          return true;
-        }
-        return Fail("expected ',' or ']' in an array");
+        if (!Next(']', &more, "expected ',' or ']' in an array")) return false;
       }
+      return true;
     }
     if (c == '"') {
       size_t start = p_;
