@@ -7,3 +7,8 @@ option(KILN_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer
 option(KILN_WERROR "Treat compiler warnings as errors" OFF)
 option(KILN_BUILD_FUZZERS "Build libFuzzer targets for the capture parsers (clang)" OFF)
 set(KILN_FUZZ_SECONDS 60 CACHE STRING "Seconds per fuzzer for the kiln_fuzz target")
+# ingest/symbols reads ELF/DWARF with elfutils (libelf, libdw; Linux) or with
+# LLVM's libraries (LLVMObject, LLVMDebugInfoDWARF; macOS, where there is no
+# elfutils). auto: elfutils when found, else LLVM, else no ELF reading.
+set(KILN_SYMBOLS_BACKEND auto CACHE STRING "ELF/DWARF reader for ingest/symbols: auto, elfutils or llvm")
+set_property(CACHE KILN_SYMBOLS_BACKEND PROPERTY STRINGS auto elfutils llvm)

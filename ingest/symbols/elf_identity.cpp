@@ -11,16 +11,14 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "ingest/symbols/elf_image.h"
+#include "ingest/symbols/elf_checks.h"
+#include "ingest/symbols/elf_identity_backend.h"
 
 namespace kiln::symbols {
 namespace {
 
-using internal::ElfImage;
-
 constexpr size_t kHtlChunk = 4096;
 constexpr size_t kHtlBytes = 16;
-constexpr uint32_t kNoteGnuBuildId = 3;  // NT_GNU_BUILD_ID
 
 // SHA-256 from OpenSSL's libcrypto: packaged everywhere, no hand-written hash.
 class Sha256 {
@@ -59,74 +57,6 @@ bool PreadAll(int fd, uint8_t* buf, size_t len, off_t off) {
     off += n;
   }
   return true;
-}
-
-std::string BuildIdFromNotes(Elf_Data* data) {
-  if (!data || !data->d_buf) return {};
-  size_t offset = 0, name_off = 0, desc_off = 0;
-  GElf_Nhdr nhdr;
-  while ((offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
-    if (nhdr.n_type == kNoteGnuBuildId && nhdr.n_namesz == 4 && nhdr.n_descsz > 0 &&
-        std::memcmp(static_cast<const char*>(data->d_buf) + name_off, "GNU", 4) == 0) {
-      return HexLower(std::span(static_cast<const uint8_t*>(data->d_buf) + desc_off, nhdr.n_descsz));
-    }
-  }
-  return {};
-}
-
-absl::StatusOr<ElfIdentity> IdentityOf(const ElfImage& image, std::string htlhash) {
-  ElfIdentity id;
-  id.path = image.name();
-  id.file_size = image.size();
-  id.htlhash = std::move(htlhash);
-  id.elf_class = image.elf_class();
-  GElf_Ehdr ehdr;
-  if (!gelf_getehdr(image.elf(), &ehdr)) return absl::InvalidArgumentError(image.name() + ": bad ELF header");
-  id.machine = ehdr.e_machine;
-  id.type = ehdr.e_type;
-  for (Elf_Scn* scn = elf_nextscn(image.elf(), nullptr); scn; scn = elf_nextscn(image.elf(), scn)) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr)) continue;
-    std::string_view name = image.SectionName(shdr);
-    if (shdr.sh_type == SHT_SYMTAB) id.has_symtab = true;
-    if (shdr.sh_type == SHT_DYNSYM) id.has_dynsym = true;
-    if (name == ".debug_info" || name == ".zdebug_info") id.has_debug_info |= shdr.sh_type != SHT_NOBITS;
-    if (name == ".gnu_debugdata") id.has_gnu_debugdata = true;
-    if (shdr.sh_type == SHT_NOTE && id.gnu_build_id.empty()) {
-      id.gnu_build_id = BuildIdFromNotes(elf_getdata(scn, nullptr));
-    }
-    if (name == ".gnu_debuglink" && shdr.sh_type != SHT_NOBITS) {
-      // A NUL-terminated file name, padding to 4 bytes, then a 4-byte CRC-32
-      // in the file's byte order.
-      Elf_Data* data = elf_rawdata(scn, nullptr);
-      if (!data || !data->d_buf) continue;
-      const char* p = static_cast<const char*>(data->d_buf);
-      size_t len = strnlen(p, data->d_size);
-      size_t crc_off = (len + 4) & ~size_t{3};
-      if (len == 0 || len == data->d_size || crc_off + 4 > data->d_size)
-        return absl::InvalidArgumentError(
-            absl::StrCat(image.name(), ": malformed .gnu_debuglink (", data->d_size, " bytes)"));
-      id.debuglink_name.assign(p, len);
-      const auto* c = reinterpret_cast<const uint8_t*>(p + crc_off);
-      id.debuglink_crc = image.big_endian()
-                             ? (uint32_t{c[0]} << 24 | uint32_t{c[1]} << 16 | uint32_t{c[2]} << 8 | c[3])
-                             : (uint32_t{c[3]} << 24 | uint32_t{c[2]} << 16 | uint32_t{c[1]} << 8 | c[0]);
-    }
-  }
-  if (id.gnu_build_id.empty()) {
-    // Files without section headers still have their notes in PT_NOTE.
-    size_t phnum = 0;
-    if (elf_getphdrnum(image.elf(), &phnum) == 0) {
-      for (size_t i = 0; i < phnum && id.gnu_build_id.empty(); ++i) {
-        GElf_Phdr ph;
-        if (!gelf_getphdr(image.elf(), static_cast<int>(i), &ph) || ph.p_type != PT_NOTE) continue;
-        if (ph.p_offset > image.size() || ph.p_filesz > image.size() - ph.p_offset) continue;
-        id.gnu_build_id = BuildIdFromNotes(
-            elf_getdata_rawchunk(image.elf(), static_cast<int64_t>(ph.p_offset), ph.p_filesz, ELF_T_NHDR));
-      }
-    }
-  }
-  return id;
 }
 
 }  // namespace
@@ -179,21 +109,33 @@ absl::StatusOr<std::string> ComputeHtlHashOfPath(const std::string& path) {
 }
 
 absl::StatusOr<ElfIdentity> ReadElfIdentity(const std::string& path) {
-  auto image = ElfImage::Open(path);
-  if (!image.ok()) return image.status();
-  auto htl = ComputeHtlHash(image->fd());
-  if (!htl.ok()) return absl::Status(htl.status().code(), absl::StrCat(path, ": ", htl.status().message()));
-  return IdentityOf(*image, *std::move(htl));
+  auto id = internal::ReadIdentityFields(path);
+  if (!id.ok()) return id.status();
+  auto htl = ComputeHtlHashOfPath(path);
+  if (!htl.ok()) return htl.status();
+  id->htlhash = *std::move(htl);
+  return id;
 }
 
 absl::StatusOr<ElfIdentity> ReadElfIdentityFromBytes(std::string_view bytes, const std::string& name) {
-  auto image = ElfImage::FromBytes(bytes, name);
-  if (!image.ok()) return image.status();
-  return IdentityOf(
-      *image, ComputeHtlHashOfBytes(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())));
+  auto id = internal::ReadIdentityFieldsFromBytes(bytes, name);
+  if (!id.ok()) return id.status();
+  id->htlhash =
+      ComputeHtlHashOfBytes(std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  return id;
 }
 
 std::string ElfMachineName(uint16_t machine) {
+  // e_machine values from the ELF gABI (no <elf.h> on macOS).
+  enum : uint16_t {
+    EM_386 = 3,
+    EM_PPC64 = 21,
+    EM_S390 = 22,
+    EM_ARM = 40,
+    EM_X86_64 = 62,
+    EM_AARCH64 = 183,
+    EM_RISCV = 243
+  };
   switch (machine) {
     case EM_X86_64:
       return "x86-64";
@@ -214,4 +156,31 @@ std::string ElfMachineName(uint16_t machine) {
   }
 }
 
+namespace internal {
+
+void NoteSection(std::string_view name, uint32_t type, ElfIdentity* id) {
+  if (type == kShtSymtab) id->has_symtab = true;
+  if (type == kShtDynsym) id->has_dynsym = true;
+  if (name == ".debug_info" || name == ".zdebug_info") id->has_debug_info |= type != kShtNobits;
+  if (name == ".gnu_debugdata") id->has_gnu_debugdata = true;
+}
+
+absl::Status ParseDebugLink(const std::string& file, std::string_view data, bool big_endian,
+                            ElfIdentity* id) {
+  // A NUL-terminated file name, padding to 4 bytes, then a 4-byte CRC-32 in
+  // the file's byte order.
+  const char* p = data.data();
+  size_t len = strnlen(p, data.size());
+  size_t crc_off = (len + 4) & ~size_t{3};
+  if (len == 0 || len == data.size() || crc_off + 4 > data.size())
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": malformed .gnu_debuglink (", data.size(), " bytes)"));
+  id->debuglink_name.assign(p, len);
+  const auto* c = reinterpret_cast<const uint8_t*>(p + crc_off);
+  id->debuglink_crc = big_endian ? (uint32_t{c[0]} << 24 | uint32_t{c[1]} << 16 | uint32_t{c[2]} << 8 | c[3])
+                                 : (uint32_t{c[3]} << 24 | uint32_t{c[2]} << 16 | uint32_t{c[1]} << 8 | c[0]);
+  return absl::OkStatus();
+}
+
+}  // namespace internal
 }  // namespace kiln::symbols

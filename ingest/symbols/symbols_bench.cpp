@@ -15,8 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "ingest/symbols/elf_image.h"
+#include "ingest/symbols/elf_identity.h"
 #include "ingest/symbols/elf_symbols.h"
+#include "ingest/symbols/symbol_reader_common.h"
 
 namespace {
 
@@ -34,9 +35,9 @@ int main(int argc, char** argv) {
     std::string fallback = KILN_SYMBOLS_BENCH_DEFAULT;
     files.push_back(access(fallback.c_str(), R_OK) == 0 ? fallback : "/proc/self/exe");
   }
-  auto image = kiln::symbols::internal::ElfImage::Open(files.front());
-  if (!image.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(image.status().message()).c_str());
+  auto id = kiln::symbols::ReadElfIdentity(files.front());
+  if (!id.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(id.status().message()).c_str());
     return 1;
   }
   long rss_before = PeakRssKb();
@@ -49,15 +50,18 @@ int main(int argc, char** argv) {
   }
   long rss_after = PeakRssKb();
 
-  // Random addresses inside the code sections.
+  // Random addresses inside the code sections (opened after the read, so
+  // the peak RSS above is the read's alone).
+  auto source = kiln::symbols::internal::OpenSymbolSource(files.front());
+  if (!source.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(source.status().message()).c_str());
+    return 1;
+  }
   std::vector<std::pair<uint64_t, uint64_t>> code;
   uint64_t code_bytes = 0;
-  for (Elf_Scn* scn = elf_nextscn(image->elf(), nullptr); scn; scn = elf_nextscn(image->elf(), scn)) {
-    GElf_Shdr shdr;
-    if (gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR) && shdr.sh_size > 0) {
-      code.emplace_back(shdr.sh_addr, shdr.sh_size);
-      code_bytes += shdr.sh_size;
-    }
+  for (const auto& [s, e] : (*source)->CodeSections().ranges) {
+    code.emplace_back(s, e - s);
+    code_bytes += e - s;
   }
   std::mt19937_64 rng(7);
   std::vector<uint64_t> addresses(1'000'000);
@@ -83,7 +87,7 @@ int main(int argc, char** argv) {
       static_cast<double>(addresses.size());
 
   std::printf("file            %s (%.1f MB)\n", r->source_path.c_str(),
-              static_cast<double>(image->size()) / 1e6);
+              static_cast<double>(id->file_size) / 1e6);
   std::printf("read            %.2f s\n", seconds);
   std::printf("found           %s\n", r->description.c_str());
   std::printf("table           %zu functions, %zu intervals, %zu line rows, %.1f MB in memory\n",

@@ -1,5 +1,6 @@
-// ElfImage (internal to ingest/symbols): one ELF file opened with libelf and
-// checked up front, so the readers after it can trust offsets and sizes.
+// ElfImage (internal to ingest/symbols, elfutils backend): one ELF file
+// opened with libelf and checked up front (elf_checks.h), so the readers
+// after it can trust offsets and sizes.
 //
 // Checks: ELF magic, class and byte order, a complete ELF header, and that
 // the program and section header tables and every section's data lie inside
@@ -59,8 +60,5 @@ class ElfImage {
   int elf_class_ = 0;
   bool big_endian_ = false;
 };
-
-// "0x1f" for messages.
-std::string Hex(uint64_t v);
 
 }  // namespace kiln::symbols::internal

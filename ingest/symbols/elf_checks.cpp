@@ -1,0 +1,146 @@
+#include "ingest/symbols/elf_checks.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace kiln::symbols::internal {
+namespace {
+
+std::string FirstBytes(const char* p, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n && i < 4; ++i)
+    absl::StrAppend(&out, i ? " " : "", absl::StrFormat("%02x", p[i] & 0xff));
+  return out;
+}
+
+// True when [offset, offset + size) fits in a file of `file_size` bytes.
+bool Inside(uint64_t offset, uint64_t size, uint64_t file_size) {
+  return offset <= file_size && size <= file_size - offset;
+}
+
+uint64_t ShdrSize(int elf_class) { return elf_class == 32 ? 40 : 64; }  // sizeof(Elf32/64_Shdr)
+
+}  // namespace
+
+std::string Hex(uint64_t v) { return absl::StrFormat("0x%x", v); }
+
+absl::Status Invalid(const std::string& name, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(name, ": ", what));
+}
+
+absl::StatusOr<int> OpenForReading(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) return fd;
+  int err = errno;
+  std::string msg = absl::StrCat(path, ": ", std::strerror(err));
+  if (err == ENOENT) return absl::NotFoundError(msg);
+  if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(msg);
+  return absl::UnavailableError(msg);
+}
+
+absl::StatusOr<uint64_t> CheckOpenedFile(const std::string& path, int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) return Invalid(path, "not a regular file");
+  auto size = static_cast<uint64_t>(st.st_size);
+  if (size == 0) return Invalid(path, "empty file, not an ELF file");
+  char head[kElfIdentSize];
+  ssize_t got = pread(fd, head, sizeof(head), 0);
+  if (got < 0) return absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
+  if (absl::Status s = CheckIdent(path, head, static_cast<size_t>(got), size); !s.ok()) return s;
+  return size;
+}
+
+absl::Status CheckIdent(const std::string& name, const char* p, size_t n, uint64_t file_size) {
+  if (n < 4 || std::memcmp(p,
+                           "\x7f"
+                           "ELF",
+                           4) != 0) {
+    if (n >= 7 && std::memcmp(p, "!<arch>", 7) == 0)
+      return Invalid(name, "an ar archive (static library), not an ELF file");
+    return Invalid(name, absl::StrCat("not an ELF file (starts with ", FirstBytes(p, n),
+                                      ", ELF files start with 7f 45 4c 46)"));
+  }
+  if (n < kElfIdentSize)
+    return Invalid(name, absl::StrCat("truncated: ", file_size, " bytes, shorter than e_ident"));
+  auto cls = static_cast<unsigned char>(p[kElfIdentClass]);
+  if (cls != kElfClass32 && cls != kElfClass64)
+    return Invalid(name, absl::StrCat("unknown ELF class ", cls,
+                                      " in e_ident[EI_CLASS] (1 = 32-bit and 2 = 64-bit are valid)"));
+  auto data = static_cast<unsigned char>(p[kElfIdentData]);
+  if (data != kElfDataLsb && data != kElfDataMsb)
+    return Invalid(name,
+                   absl::StrCat("unknown byte order ", data,
+                                " in e_ident[EI_DATA] (1 = little-endian and 2 = big-endian are valid)"));
+  uint64_t ehdr_size = cls == kElfClass32 ? 52 : 64;  // sizeof(Elf32/64_Ehdr)
+  if (file_size < ehdr_size)
+    return Invalid(name, absl::StrCat("truncated: ", file_size, " bytes, the ", cls == kElfClass32 ? 32 : 64,
+                                      "-bit ELF header needs ", ehdr_size));
+  return absl::OkStatus();
+}
+
+absl::Status CheckHeaderTables(const std::string& name, uint64_t file_size, const ElfHeaderFields& h) {
+  uint64_t shdr_size = ShdrSize(h.elf_class);
+  uint64_t phdr_size = h.elf_class == 32 ? 32 : 56;  // sizeof(Elf32/64_Phdr)
+  if (h.phoff != 0 && h.phnum > 0) {
+    if (h.phentsize != phdr_size)
+      return Invalid(name, absl::StrCat("e_phentsize ", h.phentsize, " is not ", phdr_size, " for a ",
+                                        h.elf_class, "-bit file"));
+    if (h.phnum != kPnXnum && !Inside(h.phoff, uint64_t{h.phnum} * phdr_size, file_size))
+      return Invalid(
+          name,
+          absl::StrCat("program header table at ", Hex(h.phoff), " (", h.phnum, " entries of ", phdr_size,
+                       " bytes) extends past the end of the file (", file_size, " bytes); truncated?"));
+  }
+  if (h.shoff != 0) {
+    if (h.shentsize != shdr_size)
+      return Invalid(name, absl::StrCat("e_shentsize ", h.shentsize, " is not ", shdr_size, " for a ",
+                                        h.elf_class, "-bit file"));
+    if (!Inside(h.shoff, shdr_size, file_size))
+      return Invalid(name, absl::StrCat("section header table offset e_shoff ", Hex(h.shoff),
+                                        " is past the end of the file (", file_size, " bytes); truncated?"));
+  }
+  // The libraries may quietly count only the section headers that fit in
+  // the file, so the header's own count is checked first (0 means "in
+  // section 0").
+  return CheckSectionCount(name, file_size, h, h.shnum);
+}
+
+absl::Status CheckSectionCount(const std::string& name, uint64_t file_size, const ElfHeaderFields& h,
+                               uint64_t shnum) {
+  uint64_t shdr_size = ShdrSize(h.elf_class);
+  if (h.shoff != 0 && shnum > 0 &&
+      (shnum > file_size / shdr_size || !Inside(h.shoff, shnum * shdr_size, file_size)))
+    return Invalid(
+        name, absl::StrCat("section header table at ", Hex(h.shoff), " (", shnum, " entries of ", shdr_size,
+                           " bytes) extends past the end of the file (", file_size, " bytes); truncated?"));
+  return absl::OkStatus();
+}
+
+absl::Status CheckSectionNameIndex(const std::string& name, uint64_t shstrndx, uint64_t shnum) {
+  if (shnum > 0 && shstrndx >= shnum)
+    return Invalid(
+        name, absl::StrCat("section name table index ", shstrndx, " is not below the section count ", shnum));
+  return absl::OkStatus();
+}
+
+absl::Status CheckSectionData(const std::string& name, uint64_t file_size, size_t index, uint32_t type,
+                              uint64_t offset, uint64_t size,
+                              const std::function<std::string_view()>& section_name) {
+  if (type == kShtNobits || type == kShtNull || size == 0 || Inside(offset, size, file_size))
+    return absl::OkStatus();
+  std::string sname(section_name());
+  return Invalid(
+      name, absl::StrCat("section ", index, sname.empty() ? "" : " (", sname, sname.empty() ? "" : ")",
+                         " data at ", Hex(offset), " + ", Hex(size), " extends past the end of the file (",
+                         file_size, " bytes); truncated or garbage section header?"));
+}
+
+}  // namespace kiln::symbols::internal

@@ -1,0 +1,90 @@
+// ReadElfIdentity's header reading, LLVM backend (LLVMObject).
+#include <span>
+
+#include "absl/strings/str_cat.h"
+#include "ingest/symbols/elf_checks.h"
+#include "ingest/symbols/elf_identity_backend.h"
+#include "ingest/symbols/elf_image_llvm.h"
+
+namespace kiln::symbols::internal {
+namespace {
+
+// The GNU build id among `notes` (a section's or a segment's), or "".
+template <class Notes>
+std::string BuildIdFromNotes(Notes notes, llvm::Error& error) {
+  std::string id;
+  for (const auto& note : notes) {
+    llvm::ArrayRef<uint8_t> desc = note.getDesc();
+    if (note.getType() == kNoteGnuBuildId && note.getName() == "GNU" && !desc.empty()) {
+      id = HexLower(std::span(desc.data(), desc.size()));
+      break;
+    }
+  }
+  llvm::consumeError(std::move(error));
+  return id;
+}
+
+template <class ELFT>
+absl::StatusOr<ElfIdentity> IdentityOf(const LlvmElfImage& image, const llvm::object::ELFFile<ELFT>& file) {
+  ElfIdentity id;
+  id.path = image.name();
+  id.file_size = image.size();
+  id.elf_class = ELFT::Is64Bits ? 64 : 32;
+  id.machine = file.getHeader().e_machine;
+  id.type = file.getHeader().e_type;
+  auto sections = file.sections();
+  if (!sections) return Invalid(image.name(), LlvmMessage(sections.takeError()));  // checked at open
+  llvm::StringRef names = SectionNames(file, *sections);
+  for (const auto& shdr : *sections) {
+    std::string_view name = SectionName(file, shdr, names);
+    NoteSection(name, shdr.sh_type, &id);
+    if (shdr.sh_type == kShtNote && id.gnu_build_id.empty()) {
+      llvm::Error error = llvm::Error::success();
+      id.gnu_build_id = BuildIdFromNotes(file.notes(shdr, error), error);
+    }
+    if (name == ".gnu_debuglink" && shdr.sh_type != kShtNobits) {
+      auto data = file.getSectionContents(shdr);
+      if (!data) {
+        llvm::consumeError(data.takeError());
+        continue;
+      }
+      absl::Status s = ParseDebugLink(
+          image.name(), std::string_view(reinterpret_cast<const char*>(data->data()), data->size()),
+          ELFT::TargetEndianness == llvm::support::big, &id);
+      if (!s.ok()) return s;
+    }
+  }
+  if (id.gnu_build_id.empty()) {
+    // Files without section headers still have their notes in PT_NOTE.
+    auto phdrs = file.program_headers();
+    if (!phdrs) {
+      llvm::consumeError(phdrs.takeError());
+      return id;
+    }
+    for (const auto& ph : *phdrs) {
+      if (ph.p_type != llvm::ELF::PT_NOTE || !id.gnu_build_id.empty()) continue;
+      if (ph.p_offset > image.size() || ph.p_filesz > image.size() - ph.p_offset) continue;
+      llvm::Error error = llvm::Error::success();
+      id.gnu_build_id = BuildIdFromNotes(file.notes(ph, error), error);
+    }
+  }
+  return id;
+}
+
+absl::StatusOr<ElfIdentity> IdentityOfImage(absl::StatusOr<std::unique_ptr<LlvmElfImage>> image) {
+  if (!image.ok()) return image.status();
+  const LlvmElfImage& i = **image;
+  return i.Visit([&](const auto& file) { return IdentityOf(i, file); });
+}
+
+}  // namespace
+
+absl::StatusOr<ElfIdentity> ReadIdentityFields(const std::string& path) {
+  return IdentityOfImage(LlvmElfImage::Open(path));
+}
+
+absl::StatusOr<ElfIdentity> ReadIdentityFieldsFromBytes(std::string_view bytes, const std::string& name) {
+  return IdentityOfImage(LlvmElfImage::FromBytes(bytes, name));
+}
+
+}  // namespace kiln::symbols::internal

@@ -1,0 +1,120 @@
+#include "ingest/symbols/elf_image_elfutils.h"
+
+#include <unistd.h>
+
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "ingest/symbols/elf_checks.h"
+
+namespace kiln::symbols::internal {
+namespace {
+
+void InitLibelf() {
+  static std::once_flag once;
+  std::call_once(once, [] { elf_version(EV_CURRENT); });
+}
+
+}  // namespace
+
+absl::StatusOr<ElfImage> ElfImage::Open(const std::string& path) {
+  InitLibelf();
+  ElfImage image;
+  image.name_ = path;
+  auto fd = OpenForReading(path);
+  if (!fd.ok()) return fd.status();
+  image.fd_ = *fd;
+  auto size = CheckOpenedFile(path, image.fd_);
+  if (!size.ok()) return size.status();
+  image.size_ = *size;
+  image.elf_ = elf_begin(image.fd_, ELF_C_READ_MMAP, nullptr);
+  if (!image.elf_) return Invalid(path, absl::StrCat("libelf cannot open it: ", elf_errmsg(-1)));
+  if (absl::Status s = image.Check(); !s.ok()) return s;
+  return image;
+}
+
+absl::StatusOr<ElfImage> ElfImage::FromBytes(std::string_view bytes, const std::string& name) {
+  InitLibelf();
+  ElfImage image;
+  image.name_ = name;
+  image.bytes_ = std::make_unique<std::string>(bytes);
+  image.size_ = bytes.size();
+  if (image.size_ == 0) return Invalid(name, "empty, not an ELF file");
+  if (absl::Status s = CheckIdent(name, bytes.data(), bytes.size(), bytes.size()); !s.ok()) return s;
+  image.elf_ = elf_memory(image.bytes_->data(), image.bytes_->size());
+  if (!image.elf_) return Invalid(name, absl::StrCat("libelf cannot open it: ", elf_errmsg(-1)));
+  if (absl::Status s = image.Check(); !s.ok()) return s;
+  return image;
+}
+
+absl::Status ElfImage::Check() {
+  size_t raw_size = 0;
+  const char* raw = elf_rawfile(elf_, &raw_size);
+  if (elf_kind(elf_) == ELF_K_AR) return Invalid(name_, "an ar archive (static library), not an ELF file");
+  if (absl::Status s = CheckIdent(name_, raw ? raw : "", raw ? raw_size : 0, size_); !s.ok()) return s;
+  elf_class_ = raw[EI_CLASS] == ELFCLASS32 ? 32 : 64;
+  big_endian_ = raw[EI_DATA] == ELFDATA2MSB;
+  GElf_Ehdr ehdr;
+  if (!gelf_getehdr(elf_, &ehdr)) return Invalid(name_, absl::StrCat("bad ELF header: ", elf_errmsg(-1)));
+  ElfHeaderFields fields{elf_class_,   ehdr.e_phoff,     ehdr.e_shoff, ehdr.e_phentsize,
+                         ehdr.e_phnum, ehdr.e_shentsize, ehdr.e_shnum};
+  if (absl::Status s = CheckHeaderTables(name_, size_, fields); !s.ok()) return s;
+  size_t shnum = 0;
+  if (elf_getshdrnum(elf_, &shnum) != 0)
+    return Invalid(name_, absl::StrCat("bad section count: ", elf_errmsg(-1)));
+  if (absl::Status s = CheckSectionCount(name_, size_, fields, shnum); !s.ok()) return s;
+  if (shnum > 0 && elf_getshdrstrndx(elf_, &shstrndx_) != 0)
+    return Invalid(name_, absl::StrCat("bad section name table index: ", elf_errmsg(-1)));
+  if (absl::Status s = CheckSectionNameIndex(name_, shstrndx_, shnum); !s.ok()) return s;
+  for (size_t i = 1; i < shnum; ++i) {
+    Elf_Scn* scn = elf_getscn(elf_, i);
+    GElf_Shdr shdr;
+    if (!scn || !gelf_getshdr(scn, &shdr))
+      return Invalid(name_, absl::StrCat("section ", i, ": unreadable header: ", elf_errmsg(-1)));
+    absl::Status s = CheckSectionData(name_, size_, i, shdr.sh_type, shdr.sh_offset, shdr.sh_size, [&] {
+      return i == shstrndx_ ? std::string_view() : SectionName(shdr);
+    });
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::string_view ElfImage::SectionName(const GElf_Shdr& shdr) const {
+  const char* n = elf_strptr(elf_, shstrndx_, shdr.sh_name);
+  return n ? std::string_view(n) : std::string_view();
+}
+
+Elf_Scn* ElfImage::FindSection(std::string_view name, GElf_Shdr* shdr) const {
+  for (Elf_Scn* scn = elf_nextscn(elf_, nullptr); scn; scn = elf_nextscn(elf_, scn)) {
+    if (gelf_getshdr(scn, shdr) && SectionName(*shdr) == name) return scn;
+  }
+  return nullptr;
+}
+
+ElfImage::ElfImage(ElfImage&& other) noexcept { *this = std::move(other); }
+
+ElfImage& ElfImage::operator=(ElfImage&& other) noexcept {
+  if (this == &other) return *this;
+  Release();
+  name_ = std::move(other.name_);
+  fd_ = std::exchange(other.fd_, -1);
+  bytes_ = std::move(other.bytes_);
+  elf_ = std::exchange(other.elf_, nullptr);
+  size_ = other.size_;
+  shstrndx_ = other.shstrndx_;
+  elf_class_ = other.elf_class_;
+  big_endian_ = other.big_endian_;
+  return *this;
+}
+
+ElfImage::~ElfImage() { Release(); }
+
+void ElfImage::Release() {
+  if (elf_) elf_end(elf_);
+  elf_ = nullptr;
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace kiln::symbols::internal

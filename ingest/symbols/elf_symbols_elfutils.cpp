@@ -1,0 +1,310 @@
+// ReadSymbols' file access, elfutils backend: ELF symbols with libelf, DWARF
+// with libdw. The rules for what goes into the table are in
+// symbol_reader_common.h, shared with the LLVM backend.
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/version.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "ingest/symbols/demangle.h"
+#include "ingest/symbols/elf_checks.h"
+#include "ingest/symbols/elf_image_elfutils.h"
+#include "ingest/symbols/symbol_reader_common.h"
+
+namespace kiln::symbols::internal {
+namespace {
+
+// Names zstd-compressed .debug_* sections, which libdw < 0.189 cannot read.
+absl::Status CheckDebugCompression(const ElfImage& image) {
+#if _ELFUTILS_VERSION < 189
+  for (Elf_Scn* scn = elf_nextscn(image.elf(), nullptr); scn; scn = elf_nextscn(image.elf(), scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_COMPRESSED) || shdr.sh_type == SHT_NOBITS)
+      continue;
+    std::string_view name = image.SectionName(shdr);
+    if (name.substr(0, 7) != ".debug_") continue;
+    GElf_Chdr chdr;
+    if (gelf_getchdr(scn, &chdr) && chdr.ch_type == kElfCompressZstd)
+      return absl::FailedPreconditionError(
+          absl::StrCat(image.name(), ": section ", std::string(name),
+                       " is zstd-compressed; zstd-compressed debug sections need elfutils >= 0.189 (this "
+                       "build uses libdw ",
+                       _ELFUTILS_VERSION / 100, ".", _ELFUTILS_VERSION % 100, ")"));
+  }
+#else
+  (void)image;
+#endif
+  return absl::OkStatus();
+}
+
+// Walks one Dwarf into a DwarfTableWriter.
+class DwarfReader {
+ public:
+  DwarfReader(Dwarf* dbg, DwarfTableWriter& writer) : dbg_(dbg), writer_(writer) {}
+
+  // InvalidArgument when no unit header is readable; *broken_unit when the
+  // walk stopped at a broken one after reading others.
+  absl::Status ReadAll(bool* broken_unit) {
+    Dwarf_CU* cu = nullptr;
+    Dwarf_Half version = 0;
+    uint8_t unit_type = 0;
+    Dwarf_Die cudie, subdie;
+    size_t units = 0;
+    int rc;
+    while ((rc = dwarf_get_units(dbg_, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+      if (!writer_.StartUnit(dwarf_dieoffset(&cudie)))
+        return absl::CancelledError("reading symbols cancelled");
+      if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
+      int tag = dwarf_tag(&cudie);
+      if (tag != DW_TAG_compile_unit && tag != DW_TAG_partial_unit) continue;
+      ++units;
+      ReadUnit(&cudie);
+    }
+    if (rc < 0 && units == 0)
+      return absl::InvalidArgumentError(absl::StrCat("DWARF units unreadable: ", dwarf_errmsg(-1)));
+    *broken_unit = rc < 0;  // stop at the first broken unit header, keep what came before
+    return absl::OkStatus();
+  }
+
+ private:
+  void ReadUnit(Dwarf_Die* cudie) {
+    comp_dir_ = nullptr;
+    Dwarf_Attribute attr;
+    if (dwarf_attr(cudie, DW_AT_comp_dir, &attr)) comp_dir_ = dwarf_formstring(&attr);
+    files_ = nullptr;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(cudie, &files_, &nfiles) != 0) files_ = nullptr;
+    ReadLines(cudie);
+    WalkChildren(cudie, DwarfTableWriter::Parent{}, 0);
+  }
+
+  // File names as addr2line prints them: libdw joins the directory and the
+  // name; a directory that is itself relative is under DW_AT_comp_dir.
+  uint32_t FileId(const char* path) {
+    if (!path) return 0;
+    auto it = file_ids_.find(path);
+    if (it != file_ids_.end()) return it->second;
+    uint32_t id;
+    if (path[0] != '/' && comp_dir_ && *comp_dir_)
+      id = writer_.Intern(absl::StrCat(comp_dir_, "/", path));
+    else
+      id = writer_.Intern(path);
+    file_ids_.emplace(path, id);
+    return id;
+  }
+
+  void ReadLines(Dwarf_Die* cudie) {
+    Dwarf_Attribute attr;
+    Dwarf_Word stmt_list = 0;
+    // dwz and partial units share line tables; read each one once.
+    if (dwarf_attr(cudie, DW_AT_stmt_list, &attr) && dwarf_formudata(&attr, &stmt_list) == 0 &&
+        !line_tables_seen_.insert(stmt_list).second)
+      return;
+    Dwarf_Lines* lines = nullptr;
+    size_t n = 0;
+    if (dwarf_getsrclines(cudie, &lines, &n) != 0) return;
+    // libdw returns the rows sorted by address (stable, an end of sequence
+    // before a row at the same address). Rows of one sequence stay together
+    // once sequences outside the code sections are dropped.
+    for (size_t i = 0; i < n; ++i) {
+      Dwarf_Line* line = dwarf_onesrcline(lines, i);
+      Dwarf_Addr addr = 0;
+      bool end = false;
+      if (!line || dwarf_lineaddr(line, &addr) != 0 || dwarf_lineendsequence(line, &end) != 0) continue;
+      if (end) {
+        writer_.EndSequence(addr);
+        continue;
+      }
+      if (!writer_.InCode(addr)) continue;
+      int lineno = 0;
+      dwarf_lineno(line, &lineno);
+      writer_.LineRow(addr, FileId(dwarf_linesrc(line, nullptr, nullptr)), lineno);
+    }
+    writer_.EndLineTable();
+  }
+
+  // The DIE's name: its linkage name demangled, else DW_AT_name (through
+  // abstract origins and specifications). *linkage_out says which.
+  uint32_t NameId(Dwarf_Die* die, bool* linkage_out = nullptr) {
+    Dwarf_Attribute attr;
+    const char* raw = nullptr;
+    bool linkage = false;
+    if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+        dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr)) {
+      raw = dwarf_formstring(&attr);
+      linkage = raw != nullptr;
+    }
+    if (!raw && dwarf_attr_integrate(die, DW_AT_name, &attr)) raw = dwarf_formstring(&attr);
+    if (linkage_out) *linkage_out = linkage;
+    return writer_.InternName(raw, linkage);
+  }
+
+  // The die's code ranges that lie in code sections.
+  void Ranges(Dwarf_Die* die, DwarfTableWriter::Ranges* out) {
+    out->clear();
+    ptrdiff_t off = 0;
+    Dwarf_Addr base = 0, start = 0, end = 0;
+    for (int guard = 0; guard < 100000 && (off = dwarf_ranges(die, off, &base, &start, &end)) > 0; ++guard)
+      out->emplace_back(start, end);
+    writer_.KeepCode(out);
+  }
+
+  void WalkChildren(Dwarf_Die* parent_die, const DwarfTableWriter::Parent& parent, int depth) {
+    if (depth > kMaxDieDepth) return;
+    Dwarf_Die child;
+    if (dwarf_child(parent_die, &child) != 0) return;
+    DwarfTableWriter::Ranges ranges;
+    do {
+      switch (KindOfTag(static_cast<unsigned>(dwarf_tag(&child)))) {
+        case DieKind::kFunction: {
+          Ranges(&child, &ranges);
+          if (ranges.empty()) {
+            // A declaration or an abstract instance: no code of its own, but
+            // GCC nests the concrete code of local classes' members (lambdas)
+            // inside the enclosing function's abstract DIE.
+            WalkChildren(&child, DwarfTableWriter::Parent{}, depth + 1);
+            break;
+          }
+          bool linkage = false;
+          uint32_t name = NameId(&child, &linkage);
+          Dwarf_Addr entry = 0;
+          std::optional<uint64_t> entry_pc;
+          if (dwarf_entrypc(&child, &entry) == 0) entry_pc = entry;
+          WalkChildren(&child, writer_.AddFunction(name, linkage, entry_pc, ranges), depth + 1);
+          break;
+        }
+        case DieKind::kInlinedCall: {
+          if (parent.scope == storage::SymbolTableBuilder::kNoScope) break;
+          Ranges(&child, &ranges);
+          if (ranges.empty()) break;
+          Dwarf_Attribute attr;
+          Dwarf_Word call_file = 0, call_line = 0;
+          uint32_t file_id = 0;
+          if (dwarf_attr(&child, DW_AT_call_file, &attr) && dwarf_formudata(&attr, &call_file) == 0 && files_)
+            file_id = FileId(dwarf_filesrc(files_, call_file, nullptr, nullptr));
+          if (dwarf_attr(&child, DW_AT_call_line, &attr)) dwarf_formudata(&attr, &call_line);
+          uint32_t name = NameId(&child);
+          WalkChildren(&child, writer_.AddInlinedCall(parent, name, file_id, call_line, ranges), depth + 1);
+          break;
+        }
+        case DieKind::kContainer:
+          WalkChildren(&child, parent, depth + 1);
+          break;
+        case DieKind::kOther:
+          break;
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  Dwarf* dbg_;
+  DwarfTableWriter& writer_;
+  const char* comp_dir_ = nullptr;
+  Dwarf_Files* files_ = nullptr;
+  // libdw's strings live as long as the Dwarf, so their addresses are keys.
+  // A file path's id depends on its unit's comp_dir only for relative paths,
+  // which libdw already makes unit-specific pointers.
+  std::unordered_map<const char*, uint32_t> file_ids_;
+  std::unordered_set<Dwarf_Word> line_tables_seen_;
+};
+
+class ElfutilsSymbolSource final : public SymbolSource {
+ public:
+  explicit ElfutilsSymbolSource(ElfImage image) : image_(std::move(image)) {}
+
+  const std::string& name() const override { return image_.name(); }
+
+  size_t AddElfSymbols(uint32_t section_type, std::vector<ElfFunction>& out,
+                       const SymbolReadOptions& options) const override {
+    size_t added = 0;
+    GElf_Ehdr ehdr;
+    if (!gelf_getehdr(image_.elf(), &ehdr)) return 0;
+    for (Elf_Scn* scn = elf_nextscn(image_.elf(), nullptr); scn; scn = elf_nextscn(image_.elf(), scn)) {
+      GElf_Shdr shdr;
+      if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != section_type || shdr.sh_entsize == 0) continue;
+      Elf_Data* data = elf_getdata(scn, nullptr);
+      if (!data) continue;
+      size_t count = shdr.sh_size / shdr.sh_entsize;
+      for (size_t i = 0; i < count; ++i) {
+        if ((i & 4095) == 0 && Cancelled(options)) return added;
+        GElf_Sym sym;
+        if (!gelf_getsym(data, static_cast<int>(i), &sym)) break;
+        int type = GELF_ST_TYPE(sym.st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_value == 0 || sym.st_shndx == SHN_UNDEF ||
+            sym.st_name == 0)
+          continue;
+        const char* name = elf_strptr(image_.elf(), shdr.sh_link, sym.st_name);
+        if (!name || !*name) continue;
+        uint64_t start = sym.st_value;
+        if (ehdr.e_machine == EM_ARM) start &= ~uint64_t{1};  // Thumb bit
+        out.push_back({start, sym.st_size, Demangle(name)});
+        ++added;
+      }
+    }
+    return added;
+  }
+
+  std::string_view GnuDebugData() const override {
+    GElf_Shdr shdr;
+    Elf_Scn* scn = image_.FindSection(".gnu_debugdata", &shdr);
+    if (!scn || shdr.sh_type == SHT_NOBITS) return {};
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (!data || !data->d_buf) return {};
+    return std::string_view(static_cast<const char*>(data->d_buf), data->d_size);
+  }
+
+  CodeRanges CodeSections() const override {
+    CodeRanges out;
+    for (Elf_Scn* scn = elf_nextscn(image_.elf(), nullptr); scn; scn = elf_nextscn(image_.elf(), scn)) {
+      GElf_Shdr shdr;
+      if (gelf_getshdr(scn, &shdr)) out.AddSection(shdr.sh_flags, shdr.sh_addr, shdr.sh_size);
+    }
+    return out;
+  }
+
+  bool HasDwarf() const override {
+    GElf_Shdr shdr;
+    Elf_Scn* scn = image_.FindSection(".debug_info", &shdr);
+    if (!scn) scn = image_.FindSection(".zdebug_info", &shdr);
+    return scn && shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0;
+  }
+
+  uint64_t DebugInfoSize() const override {
+    GElf_Shdr shdr;
+    if (image_.FindSection(".debug_info", &shdr) || image_.FindSection(".zdebug_info", &shdr))
+      return shdr.sh_size;
+    return 0;
+  }
+
+  absl::Status ReadDwarf(DwarfTableWriter& writer, std::vector<std::string>* warnings) override {
+    if (absl::Status s = CheckDebugCompression(image_); !s.ok()) return s;
+    Dwarf* dbg = dwarf_begin_elf(image_.elf(), DWARF_C_READ, nullptr);
+    if (!dbg)
+      return absl::InvalidArgumentError(absl::StrCat(name(), ": DWARF unreadable: ", dwarf_errmsg(-1)));
+    DwarfReader reader(dbg, writer);
+    bool broken_unit = false;
+    absl::Status s = reader.ReadAll(&broken_unit);
+    std::string broken_message = broken_unit ? dwarf_errmsg(-1) : "";
+    dwarf_end(dbg);
+    if (s.code() == absl::StatusCode::kCancelled) return s;
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(name(), ": ", s.message()));
+    if (broken_unit)
+      warnings->push_back(absl::StrCat(name(), ": DWARF read up to a broken unit: ", broken_message));
+    return absl::OkStatus();
+  }
+
+ private:
+  ElfImage image_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SymbolSource>> OpenSymbolSource(const std::string& path,
+                                                               const std::string_view* bytes) {
+  return OpenSymbolSourceWith<ElfutilsSymbolSource, ElfImage>(path, bytes);
+}
+
+}  // namespace kiln::symbols::internal
