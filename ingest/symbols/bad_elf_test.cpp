@@ -15,20 +15,6 @@ using namespace kiln::symbols::testing;
 
 namespace {
 
-// Section header i of a 64-bit little-endian file.
-Elf64_Shdr* Shdr(std::string& bytes, size_t i) {
-  auto* ehdr = reinterpret_cast<Elf64_Ehdr*>(bytes.data());
-  return reinterpret_cast<Elf64_Shdr*>(bytes.data() + ehdr->e_shoff + i * sizeof(Elf64_Shdr));
-}
-
-size_t SectionIndex(std::string& bytes, const char* name) {
-  auto* ehdr = reinterpret_cast<Elf64_Ehdr*>(bytes.data());
-  const Elf64_Shdr* strtab = Shdr(bytes, ehdr->e_shstrndx);
-  for (size_t i = 1; i < ehdr->e_shnum; ++i)
-    if (std::strcmp(bytes.data() + strtab->sh_offset + Shdr(bytes, i)->sh_name, name) == 0) return i;
-  return 0;
-}
-
 // Both readers over `bytes` written to a file; returns the identity status.
 absl::Status ReadBoth(const TempDir& dir, const std::string& bytes, const std::string& name) {
   std::string path = dir / name;

@@ -3,8 +3,10 @@
 #include "ingest/symbols/elf_symbols.h"
 
 #include <doctest/doctest.h>
-#include <elfutils/version.h>
 #include <unistd.h>
+#ifndef KILN_SYMBOLS_BACKEND_LLVM
+#include <elfutils/version.h>
+#endif
 
 #include <atomic>
 #include <cstdio>
@@ -149,28 +151,34 @@ TEST_CASE("MiniDebugInfo gives every function's name and no lines") {
   CHECK(checked > 100);
 }
 
-TEST_CASE("zstd-compressed debug sections: read, or a clear status with elfutils < 0.189") {
-  TempDir dir;
-  std::string zstd = dir / "c_zstd";
-  auto made = RunCommand(std::string(KILN_OBJCOPY) + " --compress-debug-sections=zstd '" +
-                         TestBin("c_g_pie") + "' '" + zstd + "' 2>&1");
-  if (made.exit_code != 0) {
-    MESSAGE("objcopy cannot write zstd sections here: " << made.output);
+TEST_CASE("zstd-compressed debug sections: LLVM reads them, elfutils < 0.189 says it cannot") {
+  std::string zstd = TestBin("c_zstd");
+  if (access(zstd.c_str(), R_OK) != 0) {
+    MESSAGE("skipped, no zstd test binary: " << ReadFileBytes(TestBin("c_zstd.why")));
     return;
   }
+  // The file under test really has zstd sections (ELFCOMPRESS_ZSTD).
+  std::string bytes = ReadFileBytes(zstd);
+  size_t info = SectionIndex(bytes, ".debug_info");
+  REQUIRE(info > 0);
+  REQUIRE((Shdr(bytes, info)->sh_flags & SHF_COMPRESSED) != 0);
+  CHECK(reinterpret_cast<const Elf64_Chdr*>(bytes.data() + Shdr(bytes, info)->sh_offset)->ch_type == 2);
+
   auto r = ReadSymbols({zstd});
-#if _ELFUTILS_VERSION < 189
+#if defined(KILN_SYMBOLS_BACKEND_LLVM) || _ELFUTILS_VERSION >= 189
+  // LLVM decompresses zstd sections when it was built with zstd (Debian's
+  // and Homebrew's are); so does libdw from 0.189. Oracle: addr2line on the
+  // uncompressed original, at every byte of every function.
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  CHECK(r->dwarf_functions >= 4);
+  CHECK(r->line_rows > 10);
+  ExpectMatchesAddr2line(TestBin("c_g_pie"), r->table);
+#else
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(r.status().message().find(zstd) != std::string::npos);
   CHECK(r.status().message().find("zstd-compressed debug sections need elfutils >= 0.189") !=
         std::string::npos);
-  // With the binary's own symbol table as a second file, the symbols remain.
-  auto with_symtab = ReadSymbols({zstd, TestBin("c_nodebug")});
-  (void)with_symtab;  // different build ids: see the next case
-#else
-  REQUIRE(r.ok());
-  ExpectMatchesAddr2line(TestBin("c_g_pie"), r->table);
 #endif
 }
 

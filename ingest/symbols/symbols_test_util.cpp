@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -41,6 +42,19 @@ TempDir::~TempDir() {
 void CopyFileTo(const std::string& from, const std::string& to) {
   std::filesystem::create_directories(std::filesystem::path(to).parent_path());
   std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+}
+
+Elf64_Shdr* Shdr(std::string& bytes, size_t i) {
+  auto* ehdr = reinterpret_cast<Elf64_Ehdr*>(bytes.data());
+  return reinterpret_cast<Elf64_Shdr*>(bytes.data() + ehdr->e_shoff + i * sizeof(Elf64_Shdr));
+}
+
+size_t SectionIndex(std::string& bytes, const char* name) {
+  auto* ehdr = reinterpret_cast<Elf64_Ehdr*>(bytes.data());
+  const Elf64_Shdr* strtab = Shdr(bytes, ehdr->e_shstrndx);
+  for (size_t i = 1; i < ehdr->e_shnum; ++i)
+    if (std::strcmp(bytes.data() + strtab->sh_offset + Shdr(bytes, i)->sh_name, name) == 0) return i;
+  return 0;
 }
 
 std::string ReadFileBytes(const std::string& path) {

@@ -3,6 +3,8 @@
 // oracle (nm for function ranges, addr2line -f -i -C for chains).
 #pragma once
 
+#include <elf.h>
+
 #include <cstdint>
 #include <map>
 #include <set>
@@ -37,6 +39,10 @@ class TempDir {
 };
 
 void CopyFileTo(const std::string& from, const std::string& to);  // makes parent folders
+// For 64-bit little-endian ELF bytes (the test binaries): section header
+// i's bytes, and the index of the first section called `name` (0: none).
+Elf64_Shdr* Shdr(std::string& bytes, size_t i);
+size_t SectionIndex(std::string& bytes, const char* name);
 std::string ReadFileBytes(const std::string& path);
 void WriteFileBytes(const std::string& path, const std::string& bytes);
 

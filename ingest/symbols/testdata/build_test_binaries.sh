@@ -11,9 +11,12 @@
 #                  .dynsym, kept in an only-keep-debug copy, xz, add-section
 #   cpp_inline     C++, -O2 -g, always_inline helpers in namespaces, a template
 #   cpp_inline_nopie   the same, -no-pie
-# Usage: build_test_binaries.sh CC CXX OBJCOPY STRIP NM SRC_DIR OUT_DIR
+#   c_zstd         c_g_pie with zstd-compressed debug sections, made by
+#                  LLVM_OBJCOPY (gcc and binutils here cannot write them);
+#                  when it cannot, c_zstd.why says why and c_zstd is absent
+# Usage: build_test_binaries.sh CC CXX OBJCOPY STRIP NM SRC_DIR OUT_DIR [LLVM_OBJCOPY]
 set -eu
-cc="$1"; cxx="$2"; objcopy="$3"; strip="$4"; nm="$5"; src="$6"; out="$7"
+cc="$1"; cxx="$2"; objcopy="$3"; strip="$4"; nm="$5"; src="$6"; out="$7"; llvm_objcopy="${8:-}"
 mkdir -p "$out"
 cd "$out"
 common="-Wl,--build-id -fno-omit-frame-pointer"
@@ -40,3 +43,13 @@ xz -k mini.elf
 "$strip" --strip-all -o c_minidebug c_g_pie
 "$objcopy" --add-section .gnu_debugdata=mini.elf.xz c_minidebug
 rm -f mini.dynsyms mini.funcsyms mini.keep mini.debug mini.elf mini.elf.xz
+
+# zstd-compressed debug sections, only where llvm-objcopy was built with zstd.
+rm -f c_zstd c_zstd.why
+if [ -z "$llvm_objcopy" ]; then
+  echo "llvm-objcopy not found (package llvm)" > c_zstd.why
+elif ! "$llvm_objcopy" --compress-debug-sections=zstd c_g_pie c_zstd 2> c_zstd.err; then
+  { echo "$llvm_objcopy cannot write zstd sections:"; cat c_zstd.err; } > c_zstd.why
+  rm -f c_zstd
+fi
+rm -f c_zstd.err
