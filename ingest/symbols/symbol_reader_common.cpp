@@ -198,8 +198,12 @@ void DwarfTableWriter::KeepCode(Ranges* ranges) const {
 DwarfTableWriter::Parent DwarfTableWriter::AddFunction(uint32_t name, bool linkage,
                                                        std::optional<uint64_t> entry_pc,
                                                        const Ranges& ranges) {
-  ++counts_.functions;
   Parent p;
+  if (std::all_of(ranges.begin(), ranges.end(),
+                  [&](const auto& r) { return earlier_functions_.Covers(r.first, r.second); }))
+    return p;  // another unit's copy of this code came first
+  for (const auto& [s, e] : ranges) unit_functions_.Add(s, e);
+  ++counts_.functions;
   if (linkage) {
     p.scope = builder_.AddScope(name, SymbolTableBuilder::kNoScope);
     for (const auto& [s, e] : ranges) builder_.AddRange(p.scope, s, e);
