@@ -7,6 +7,8 @@
 #include <llvm/DebugInfo/DWARF/DWARFContext.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -76,10 +78,95 @@ const typename ELFT::Shdr* FindSection(const llvm::object::ELFFile<ELFT>& file, 
   return nullptr;
 }
 
+// LLVM 16's line table parser crashes (SEGV in llvm-dwarfdump-16
+// --debug-line too) on a DWARF 5 directory or file name entry format that
+// names a form it does not know; fuzz_elf found it. These are the forms
+// DWARF 5 (6.2.4.1) allows there.
+bool IsLineEntryForm(uint64_t form) {
+  using namespace llvm::dwarf;
+  switch (form) {
+    case DW_FORM_string:
+    case DW_FORM_line_strp:
+    case DW_FORM_strp:
+    case DW_FORM_strp_sup:
+    case DW_FORM_strx:
+    case DW_FORM_strx1:
+    case DW_FORM_strx2:
+    case DW_FORM_strx3:
+    case DW_FORM_strx4:
+    case DW_FORM_udata:
+    case DW_FORM_data1:
+    case DW_FORM_data2:
+    case DW_FORM_data4:
+    case DW_FORM_data8:
+    case DW_FORM_data16:
+    case DW_FORM_block:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void SkipLineEntryForm(const llvm::DWARFDataExtractor& data, llvm::DataExtractor::Cursor& c, uint64_t form,
+                       uint64_t offset_size) {
+  using namespace llvm::dwarf;
+  switch (form) {
+    case DW_FORM_string:
+      data.getCStrRef(c);
+      break;
+    case DW_FORM_block:
+      data.skip(c, data.getULEB128(c));
+      break;
+    case DW_FORM_strx:
+    case DW_FORM_udata:
+      data.getULEB128(c);
+      break;
+    case DW_FORM_line_strp:
+    case DW_FORM_strp:
+    case DW_FORM_strp_sup:
+      data.skip(c, offset_size);
+      break;
+    default:
+      data.skip(c, *llvm::dwarf::getFixedFormByteSize(static_cast<Form>(form), {5, 8, DWARF32}));
+      break;
+  }
+}
+
+// False when the DWARF 5 line table header at `offset` has an entry format
+// with a form outside IsLineEntryForm. Other damage (a truncated header)
+// is left to LLVM, which reports it.
+bool LineEntryFormsKnown(const llvm::DWARFDataExtractor& data, uint64_t offset) {
+  llvm::DataExtractor::Cursor c(offset);
+  auto [length, format] = data.getInitialLength(c);
+  uint16_t version = data.getU16(c);
+  bool known = true;
+  if (c && version >= 5) {
+    uint64_t offset_size = format == llvm::dwarf::DWARF64 ? 8 : 4;
+    data.skip(c, 2 + offset_size + 5);  // address and selector sizes, header_length, 5 ubytes
+    uint8_t opcode_base = data.getU8(c);
+    data.skip(c, opcode_base > 0 ? opcode_base - 1 : 0);
+    // Directories, then file names: each a format list, then the entries.
+    for (int table = 0; table < 2 && c && known; ++table) {
+      std::vector<uint64_t> forms(data.getU8(c));
+      for (uint64_t& form : forms) {
+        data.getULEB128(c);  // content type
+        form = data.getULEB128(c);
+        known = known && (!c || IsLineEntryForm(form));
+      }
+      uint64_t entries = data.getULEB128(c);
+      for (uint64_t e = 0; table == 0 && known && c && e < entries; ++e)
+        for (uint64_t form : forms) SkipLineEntryForm(data, c, form, offset_size);
+    }
+  }
+  llvm::consumeError(c.takeError());
+  return known;
+}
+
 // Walks one DWARFContext into a DwarfTableWriter.
 class DwarfReader {
  public:
-  DwarfReader(llvm::DWARFContext& context, DwarfTableWriter& writer) : context_(context), writer_(writer) {}
+  DwarfReader(llvm::DWARFContext& context, DwarfTableWriter& writer, std::function<void(llvm::Error)> problem)
+      : context_(context), writer_(writer), problem_(std::move(problem)) {}
 
   // False when cancelled. `units` counts the compile units read.
   bool ReadAll(size_t* units) {
@@ -100,10 +187,20 @@ class DwarfReader {
   void ReadUnit(DWARFUnit& unit, const DWARFDie& die) {
     const char* comp_dir = unit.getCompilationDir();
     comp_dir_ = comp_dir ? comp_dir : "";
-    lines_ = context_.getLineTableForUnit(&unit);
     file_ids_.clear();
+    lines_ = nullptr;
     // dwz and partial units share line tables; read each one once.
     std::optional<uint64_t> stmt_list = llvm::dwarf::toSectionOffset(die.find(llvm::dwarf::DW_AT_stmt_list));
+    const llvm::DWARFObject& obj = context_.getDWARFObj();
+    llvm::DWARFDataExtractor line_data(obj, obj.getLineSection(), context_.isLittleEndian(),
+                                       unit.getAddressByteSize());
+    if (stmt_list && !LineEntryFormsKnown(line_data, *stmt_list))
+      problem_(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "line table at offset 0x%" PRIx64
+                                       " has an unknown form in its file entry format; skipped",
+                                       *stmt_list));
+    else
+      lines_ = context_.getLineTableForUnit(&unit);
     if (lines_ && (!stmt_list || line_tables_seen_.insert(*stmt_list).second)) ReadLines();
     WalkChildren(die, DwarfTableWriter::Parent{}, 0);
   }
@@ -209,6 +306,7 @@ class DwarfReader {
 
   llvm::DWARFContext& context_;
   DwarfTableWriter& writer_;
+  std::function<void(llvm::Error)> problem_;
   std::string comp_dir_;
   const llvm::DWARFDebugLine::LineTable* lines_ = nullptr;
   std::unordered_map<uint64_t, uint32_t> file_ids_;  // this unit's line table's file index -> id
@@ -280,7 +378,7 @@ class LlvmSymbolSource final : public SymbolSource {
     auto context =
         llvm::DWARFContext::create(image_->object(), llvm::DWARFContext::ProcessDebugRelocations::Process,
                                    nullptr, "", handler, handler);
-    DwarfReader reader(*context, writer);
+    DwarfReader reader(*context, writer, handler);
     size_t units = 0;
     if (!reader.ReadAll(&units)) return absl::CancelledError("reading symbols cancelled");
     if (units == 0 && problems > 0)
