@@ -1,6 +1,9 @@
 #include "ingest/symbols/demangle.h"
 
 #include <cxxabi.h>
+#ifdef KILN_SYMBOLS_BACKEND_LLVM
+#include <llvm/Demangle/Demangle.h>
+#endif
 
 #include <cstdlib>
 #include <cstring>
@@ -75,6 +78,15 @@ std::string DecodeRustEscapes(const std::string& s) {
 }  // namespace
 
 std::string Demangle(const std::string& name) {
+#ifdef KILN_SYMBOLS_BACKEND_LLVM
+  // Rust v0: LLVM's demangler prints what binutils prints.
+  if (name.size() > 2 && name[0] == '_' && name[1] == 'R') {
+    char* d = llvm::rustDemangle(name.c_str());
+    std::string out = d ? d : name;
+    std::free(d);
+    return out;
+  }
+#endif
   if (name.size() < 3 || name[0] != '_' || name[1] != 'Z') return name;
   int status = 0;
   char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);

@@ -9,8 +9,10 @@ namespace kiln::symbols {
 
 // Demangles as `addr2line -C` prints: Itanium C++ and Rust legacy (`_ZN...E`
 // with the `::h<hash>` suffix dropped and `$LT$`-style escapes decoded).
-// Rust v0 (`_R...`) names and anything else are returned unchanged, since
-// Debian packages no C/C++ v0 demangler besides libiberty (not used here).
+// Rust v0 (`_R...`) names are demangled in builds with the LLVM symbols
+// backend (llvm::rustDemangle) and returned unchanged with elfutils, since
+// Debian packages no other C/C++ v0 demangler besides libiberty (not used
+// here). Anything else is returned unchanged.
 std::string Demangle(const std::string& name);
 
 }  // namespace kiln::symbols
