@@ -183,3 +183,34 @@ TEST_CASE("a DWARF 5 line table whose file name format has an unknown form: func
   CHECK(warned);
 #endif
 }
+
+TEST_CASE("a compressed debug section claiming a huge size: symbols, a warning, no abort") {
+  // LLVM's DWARFContext allocates ch_size up front and aborts when it
+  // cannot (fuzz_elf found it); libelf's allocation fails and it says so.
+  TempDir dir;
+  constexpr uint64_t kHuge = 0xfa00000000caull;
+  for (const char* section : {".debug_info", ".debug_str"}) {
+    CAPTURE(section);
+    std::string b = ReadFileBytes(TestBin("c_gz"));
+    size_t i = SectionIndex(b, section);
+    REQUIRE(i > 0);
+    REQUIRE((Shdr(b, i)->sh_flags & SHF_COMPRESSED) != 0);
+    reinterpret_cast<Elf64_Chdr*>(b.data() + Shdr(b, i)->sh_offset)->ch_size = kHuge;
+    std::string path = dir / "huge";
+    WriteFileBytes(path, b);
+    auto r = ReadSymbols({path});
+    if (!r.ok()) {
+      CHECK(r.status().message().find(path) != std::string::npos);
+      continue;
+    }
+    CHECK(r->symtab_symbols >= 4);
+#ifdef KILN_SYMBOLS_BACKEND_LLVM
+    CHECK(r->dwarf_functions == 0);
+    REQUIRE(r->warnings.size() == 1);
+    CHECK(r->warnings[0] == path + ": section " + std::to_string(i) + " (" + section +
+                                ") claims to decompress to " + std::to_string(kHuge) +
+                                " bytes (ch_size) from " + std::to_string(Shdr(b, i)->sh_size) +
+                                "; more than 256 times over is a garbage compression header");
+#endif
+  }
+}

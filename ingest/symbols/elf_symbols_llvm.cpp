@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cinttypes>
+#include <cstring>
 #include <functional>
 #include <unordered_map>
 #include <unordered_set>
@@ -76,6 +77,39 @@ const typename ELFT::Shdr* FindSection(const llvm::object::ELFFile<ELFT>& file, 
   for (const auto& shdr : *sections)
     if (SectionName(file, shdr, names) == name) return &shdr;
   return nullptr;
+}
+
+// DWARFContext::create allocates each compressed section's ch_size up
+// front and aborts when that fails (fuzz_elf: a ch_size of 0xfa00000000ca).
+// DWARF compresses a few times over, so a claim of more than this ratio
+// is a garbage header, refused before LLVM sees it.
+constexpr uint64_t kMaxCompressionRatio = 256;
+
+template <class ELFT>
+absl::Status CheckCompressedSizes(const std::string& name, const llvm::object::ELFFile<ELFT>& file) {
+  auto sections = file.sections();
+  if (!sections)
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", LlvmMessage(sections.takeError())));
+  llvm::StringRef names = SectionNames(file, *sections);
+  for (size_t i = 0; i < sections->size(); ++i) {
+    const auto& shdr = (*sections)[i];
+    if (!(shdr.sh_flags & kShfCompressed) || shdr.sh_type == kShtNobits) continue;
+    typename ELFT::Chdr chdr;
+    auto data = file.getSectionContents(shdr);
+    if (!data) {
+      llvm::consumeError(data.takeError());
+      continue;
+    }
+    if (data->size() < sizeof(chdr)) continue;  // LLVM reports a short one itself
+    std::memcpy(&chdr, data->data(), sizeof(chdr));
+    uint64_t size = chdr.ch_size;
+    if (size / kMaxCompressionRatio > data->size())
+      return absl::InvalidArgumentError(
+          absl::StrCat(name, ": section ", i, " (", std::string(SectionName(file, shdr, names)),
+                       ") claims to decompress to ", size, " bytes (ch_size) from ", data->size(),
+                       "; more than ", kMaxCompressionRatio, " times over is a garbage compression header"));
+  }
+  return absl::OkStatus();
 }
 
 // LLVM 16's line table parser crashes (SEGV in llvm-dwarfdump-16
@@ -375,6 +409,8 @@ class LlvmSymbolSource final : public SymbolSource {
       std::string message = LlvmMessage(std::move(error));
       if (problems++ == 0) first_problem = message;
     };
+    absl::Status sizes = image_->Visit([&](const auto& file) { return CheckCompressedSizes(name(), file); });
+    if (!sizes.ok()) return sizes;
     auto context =
         llvm::DWARFContext::create(image_->object(), llvm::DWARFContext::ProcessDebugRelocations::Process,
                                    nullptr, "", handler, handler);
