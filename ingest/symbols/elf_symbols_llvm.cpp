@@ -196,6 +196,112 @@ bool LineEntryFormsKnown(const llvm::DWARFDataExtractor& data, uint64_t offset) 
   return known;
 }
 
+// LLVM 16's DIE extraction (DWARFDebugInfoEntry::extractFast) skips
+// attribute values without bounds checks: a broken abbreviation or block
+// length sends it reading far past .debug_info (fuzz_elf: SEGV in
+// getULEB128). So before LLVM extracts any DIE, every unit's DIEs are
+// skipped through here with bounds-checked reads; units reference each
+// other, so one unit whose DIEs leave it means none is read.
+using AbbrevForms = std::unordered_map<uint64_t, std::vector<uint64_t>>;  // abbrev code -> forms
+
+bool ParseAbbrevs(const llvm::DataExtractor& data, uint64_t offset, AbbrevForms* out) {
+  llvm::DataExtractor::Cursor c(offset);
+  for (uint64_t code; c && (code = data.getULEB128(c)) != 0;) {
+    data.getULEB128(c);  // tag
+    data.getU8(c);       // has children
+    std::vector<uint64_t>& forms = (*out)[code];
+    forms.clear();
+    for (uint64_t attr = 1, form = 1; c && (attr != 0 || form != 0);) {
+      attr = data.getULEB128(c);
+      form = data.getULEB128(c);
+      if (form == llvm::dwarf::DW_FORM_implicit_const) data.getSLEB128(c);
+      if (attr != 0 || form != 0) forms.push_back(form);
+    }
+  }
+  bool ok = static_cast<bool>(c);
+  llvm::consumeError(c.takeError());
+  return ok;
+}
+
+bool SkipForm(const llvm::DataExtractor& data, llvm::DataExtractor::Cursor& c, uint64_t form,
+              const llvm::dwarf::FormParams& params, int depth = 0) {
+  using namespace llvm::dwarf;
+  switch (form) {
+    case DW_FORM_indirect:
+      return depth < 4 && SkipForm(data, c, data.getULEB128(c), params, depth + 1);
+    case DW_FORM_string:
+      data.getCStrRef(c);
+      break;
+    case DW_FORM_block:
+    case DW_FORM_exprloc:
+      data.skip(c, data.getULEB128(c));
+      break;
+    case DW_FORM_block1:
+      data.skip(c, data.getU8(c));
+      break;
+    case DW_FORM_block2:
+      data.skip(c, data.getU16(c));
+      break;
+    case DW_FORM_block4:
+      data.skip(c, data.getU32(c));
+      break;
+    case DW_FORM_sdata:
+      data.getSLEB128(c);
+      break;
+    case DW_FORM_udata:
+    case DW_FORM_ref_udata:
+    case DW_FORM_strx:
+    case DW_FORM_addrx:
+    case DW_FORM_loclistx:
+    case DW_FORM_rnglistx:
+    case DW_FORM_GNU_addr_index:
+    case DW_FORM_GNU_str_index:
+      data.getULEB128(c);
+      break;
+    default: {
+      std::optional<uint8_t> size = getFixedFormByteSize(static_cast<Form>(form), params);
+      if (!size) return false;  // a form LLVM cannot size: it would misread what follows
+      data.skip(c, *size);
+    }
+  }
+  return static_cast<bool>(c);
+}
+
+// "" when every DIE of `unit` lies inside it, else what is wrong.
+std::string CheckDieExtents(llvm::DWARFContext& context, llvm::DWARFUnit& unit) {
+  const llvm::DWARFObject& obj = context.getDWARFObj();
+  llvm::DataExtractor abbrev_data(obj.getAbbrevSection(), context.isLittleEndian(), 0);
+  AbbrevForms abbrevs;
+  if (!ParseAbbrevs(abbrev_data, unit.getAbbreviationsOffset(), &abbrevs))
+    return absl::StrCat("unit at ", Hex(unit.getOffset()), ": abbreviations at ",
+                        Hex(unit.getAbbreviationsOffset()), " are truncated");
+  llvm::DWARFDataExtractor data = unit.getDebugInfoExtractor();
+  uint64_t end = unit.getNextUnitOffset();
+  llvm::DataExtractor::Cursor c(unit.getOffset() + unit.getHeaderSize());
+  std::string problem;
+  while (problem.empty() && c.tell() < end) {
+    uint64_t die = c.tell();
+    uint64_t code = data.getULEB128(c);
+    if (!c || code == 0) continue;
+    auto it = abbrevs.find(code);
+    if (it == abbrevs.end()) {
+      problem =
+          absl::StrCat("DIE at ", Hex(die), " uses abbreviation ", code, ", which its unit does not define");
+      continue;
+    }
+    for (uint64_t form : it->second) {
+      if (!SkipForm(data, c, form, unit.getFormParams()) || c.tell() > end) {
+        problem = absl::StrCat("DIE at ", Hex(die), " extends past its unit (which ends at ", Hex(end),
+                               ") or uses an unknown form");
+        break;
+      }
+    }
+  }
+  if (problem.empty() && !c) problem = absl::StrCat("unit at ", Hex(unit.getOffset()), " is truncated");
+  llvm::consumeError(c.takeError());
+  return problem;
+}
+
 // Walks one DWARFContext into a DwarfTableWriter.
 class DwarfReader {
  public:
@@ -414,6 +520,13 @@ class LlvmSymbolSource final : public SymbolSource {
     auto context =
         llvm::DWARFContext::create(image_->object(), llvm::DWARFContext::ProcessDebugRelocations::Process,
                                    nullptr, "", handler, handler);
+    for (const auto& units : {context->info_section_units(), context->types_section_units()}) {
+      for (const auto& unit : units) {
+        std::string problem = CheckDieExtents(*context, *unit);
+        if (!problem.empty())
+          return absl::InvalidArgumentError(absl::StrCat(name(), ": DWARF not read: ", problem));
+      }
+    }
     DwarfReader reader(*context, writer, handler);
     size_t units = 0;
     if (!reader.ReadAll(&units)) return absl::CancelledError("reading symbols cancelled");
