@@ -4,6 +4,7 @@
 #include <elf.h>
 
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "ingest/symbols/elf_identity.h"
@@ -29,6 +30,29 @@ absl::Status ReadBoth(const TempDir& dir, const std::string& bytes, const std::s
   }
   if (!symbols.ok()) CHECK(symbols.status().message().find(path) != std::string::npos);
   return id.status();
+}
+
+// The data of section `name`, which `bytes` must have.
+unsigned char* SectionData(std::string& bytes, const char* name) {
+  size_t i = SectionIndex(bytes, name);
+  REQUIRE(i > 0);
+  return reinterpret_cast<unsigned char*>(bytes.data() + Shdr(bytes, i)->sh_offset);
+}
+
+// ReadSymbols over `bytes` (a test binary with damaged DWARF) written to
+// dir/name: an error must name the file; a result must keep the ELF
+// symbols. Returns the result, or nothing after an error.
+std::optional<SymbolReadResult> ReadDamaged(const TempDir& dir, const std::string& bytes,
+                                            const std::string& name) {
+  std::string path = dir / name;
+  WriteFileBytes(path, bytes);
+  auto r = ReadSymbols({path});
+  if (!r.ok()) {
+    CHECK(r.status().message().find(path) != std::string::npos);
+    return std::nullopt;
+  }
+  CHECK(r->symtab_symbols >= 4);
+  return *std::move(r);
 }
 
 }  // namespace
@@ -150,13 +174,11 @@ TEST_CASE("a DWARF 5 line table whose file name format has an unknown form: func
   // the LLVM backend checks the formats first and skips that table.
   TempDir dir;
   std::string b = ReadFileBytes(TestBin("c_g_pie"));
-  size_t i = SectionIndex(b, ".debug_line");
-  REQUIRE(i > 0);
   // GCC's DWARF 5 header, as laid out for the 64-bit little-endian test
   // binaries: unit_length(4) version(2) sizes(2) header_length(4) 5 ubytes,
   // opcode_base and its lengths, then one directory column (path,
   // line_strp), the directories, then the file name format.
-  auto* p = reinterpret_cast<unsigned char*>(b.data() + Shdr(b, i)->sh_offset);
+  unsigned char* p = SectionData(b, ".debug_line");
   REQUIRE((p[4] | p[5] << 8) == 5);
   size_t at = 4 + 2 + 2 + 4 + 5;
   unsigned char opcode_base = p[at];
@@ -168,13 +190,8 @@ TEST_CASE("a DWARF 5 line table whose file name format has an unknown form: func
   REQUIRE(p[at] >= 1);              // columns
   p[at + 2] = 0x2e;                 // the first column's form: no such form
   std::string path = dir / "bad_form";
-  WriteFileBytes(path, b);
-  auto r = ReadSymbols({path});
-  if (!r.ok()) {
-    CHECK(r.status().message().find(path) != std::string::npos);
-    return;
-  }
-  CHECK(r->symtab_symbols >= 4);
+  auto r = ReadDamaged(dir, b, "bad_form");
+  if (!r) return;
 #ifdef KILN_SYMBOLS_BACKEND_LLVM
   CHECK(r->dwarf_functions >= 4);
   bool warned = false;
@@ -197,13 +214,8 @@ TEST_CASE("a compressed debug section claiming a huge size: symbols, a warning, 
     REQUIRE((Shdr(b, i)->sh_flags & SHF_COMPRESSED) != 0);
     reinterpret_cast<Elf64_Chdr*>(b.data() + Shdr(b, i)->sh_offset)->ch_size = kHuge;
     std::string path = dir / "huge";
-    WriteFileBytes(path, b);
-    auto r = ReadSymbols({path});
-    if (!r.ok()) {
-      CHECK(r.status().message().find(path) != std::string::npos);
-      continue;
-    }
-    CHECK(r->symtab_symbols >= 4);
+    auto r = ReadDamaged(dir, b, "huge");
+    if (!r) continue;
 #ifdef KILN_SYMBOLS_BACKEND_LLVM
     CHECK(r->dwarf_functions == 0);
     REQUIRE(r->warnings.size() == 1);
@@ -221,20 +233,13 @@ TEST_CASE("a DWARF unit shorter than its DIEs: ELF symbols, and with LLVM a warn
   // SEGV); the LLVM backend checks every DIE's extent first.
   TempDir dir;
   std::string b = ReadFileBytes(TestBin("c_g_pie"));
-  size_t i = SectionIndex(b, ".debug_info");
-  REQUIRE(i > 0);
-  auto* unit = reinterpret_cast<unsigned char*>(b.data() + Shdr(b, i)->sh_offset);
+  unsigned char* unit = SectionData(b, ".debug_info");
   REQUIRE((unit[4] | unit[5] << 8) == 5);  // DWARF 5: a 12-byte header, the unit DIE at 0xc
   unit[0] = 12 + 2;                        // unit_length: the DIE's first bytes only
   unit[1] = unit[2] = unit[3] = 0;
   std::string path = dir / "short_unit";
-  WriteFileBytes(path, b);
-  auto r = ReadSymbols({path});
-  if (!r.ok()) {
-    CHECK(r.status().message().find(path) != std::string::npos);
-    return;
-  }
-  CHECK(r->symtab_symbols >= 4);
+  auto r = ReadDamaged(dir, b, "short_unit");
+  if (!r) return;
 #ifdef KILN_SYMBOLS_BACKEND_LLVM
   CHECK(r->dwarf_functions == 0);
   REQUIRE(r->warnings.size() == 1);
