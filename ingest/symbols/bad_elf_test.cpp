@@ -247,3 +247,22 @@ TEST_CASE("a DWARF unit shorter than its DIEs: ELF symbols, and with LLVM a warn
                             ": DWARF not read: DIE at 0xc extends past its unit (which ends at 0x12)") == 0);
 #endif
 }
+
+TEST_CASE("an unreadable abbreviation code in a DWARF unit: ELF symbols, no hang") {
+  // fuzz_elf found the DIE extent check (LLVM backend) looping forever at
+  // an abbreviation code that failed to read (a ULEB128 too long for 64
+  // bits). Here one is where the unit DIE's code is: the check must return
+  // and say so.
+  TempDir dir;
+  std::string b = ReadFileBytes(TestBin("c_g_pie"));
+  unsigned char* unit = SectionData(b, ".debug_info");
+  REQUIRE((unit[4] | unit[5] << 8) == 5);  // the unit DIE at 0xc
+  for (int k = 0; k < 11; ++k) unit[12 + k] = 0xff;
+  auto r = ReadDamaged(dir, b, "bad_code");
+  if (!r) return;
+#ifdef KILN_SYMBOLS_BACKEND_LLVM
+  CHECK(r->dwarf_functions == 0);
+  REQUIRE(r->warnings.size() == 1);
+  CHECK(r->warnings[0].find("DWARF not read: DIEs of the unit at 0x0 unreadable: ") != std::string::npos);
+#endif
+}

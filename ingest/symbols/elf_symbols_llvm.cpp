@@ -279,10 +279,10 @@ std::string CheckDieExtents(llvm::DWARFContext& context, llvm::DWARFUnit& unit) 
   uint64_t end = unit.getNextUnitOffset();
   llvm::DataExtractor::Cursor c(unit.getOffset() + unit.getHeaderSize());
   std::string problem;
-  while (problem.empty() && c.tell() < end) {
+  while (c && problem.empty() && c.tell() < end) {  // a failed read leaves c where it was
     uint64_t die = c.tell();
     uint64_t code = data.getULEB128(c);
-    if (!c || code == 0) continue;
+    if (code == 0) continue;  // a null entry, or a failed read that ends the loop
     auto it = abbrevs.find(code);
     if (it == abbrevs.end()) {
       problem =
@@ -297,8 +297,11 @@ std::string CheckDieExtents(llvm::DWARFContext& context, llvm::DWARFUnit& unit) 
       }
     }
   }
-  if (problem.empty() && !c) problem = absl::StrCat("unit at ", Hex(unit.getOffset()), " is truncated");
-  llvm::consumeError(c.takeError());
+  llvm::Error error = c.takeError();
+  if (problem.empty() && error)
+    problem = absl::StrCat("DIEs of the unit at ", Hex(unit.getOffset()),
+                           " unreadable: ", LlvmMessage(std::move(error)));
+  llvm::consumeError(std::move(error));
   return problem;
 }
 

@@ -335,7 +335,9 @@ TEST_CASE("a real program (this test binary) matches addr2line at 3000 random ad
       if (a >= f.start && a < f.start + f.size) by_symbol.insert(f.name);
     bool ok = frames.size() == chain.size();
     for (size_t i = 0; ok && i < chain.size(); ++i) {
-      std::string place = std::string(chain[i].file) + ":" + std::to_string(chain[i].line);
+      // llvm-symbolizer prints an unknown file as "??" (and its line as 0).
+      std::string file = chain[i].file.empty() ? "??" : std::string(chain[i].file);
+      std::string place = file + ":" + std::to_string(chain[i].line);
       std::string name(chain[i].function);
       bool name_ok = name == frames[i].first || by_symbol.count(name) ||
                      (i < binutils_names.size() && name == binutils_names[i]);
