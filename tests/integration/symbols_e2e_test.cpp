@@ -19,6 +19,18 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// Where the stripped victim lives on the pretend other host: nowhere here.
+constexpr const char* kMissing = "/nonexistent/kiln-test/victim";
+
+// Sends the stripped victim's frames with its htlhash and build id as an
+// agent on another host would, and waits until `kiln` has looked for its
+// symbols and found none; returns `kiln symbols list` then.
+std::string SendVictimFromElsewhere(const HeadlessKiln& kiln, const std::string& data_dir) {
+  const std::string stripped = KILN_VICTIM_STRIPPED;
+  Send(kiln.target(), VictimRequest(kMissing, HtlhashOf(stripped), BuildIdOf(stripped), KILN_VICTIM));
+  return WaitForList(data_dir, "status:    no symbols found");
+}
+
 }  // namespace
 
 TEST_CASE("names come from the executable's own path when it is the same file on this machine") {
@@ -79,12 +91,11 @@ TEST_CASE(
   const std::string stripped = KILN_VICTIM_STRIPPED;
   const std::string debug = fs::canonical(KILN_VICTIM_DEBUG).string();
   const std::string build_id = BuildIdOf(stripped);
-  const std::string missing = "/nonexistent/kiln-test/victim";
+  const std::string missing = kMissing;
   {
     HeadlessKiln kiln(dir.path);
-    Send(kiln.target(), VictimRequest(missing, HtlhashOf(stripped), build_id, KILN_VICTIM));
     // kiln looks by itself first and finds nothing on this machine.
-    const std::string list = WaitForList(dir.path, "status:    no symbols found");
+    const std::string list = SendVictimFromElsewhere(kiln, dir.path);
     CHECK_MESSAGE(Contains(list, missing + "\n"), list);
     CHECK_MESSAGE(Contains(list, "status:    no symbols found"), list);
     CHECK(Contains(list, "build id:  " + build_id));
@@ -137,12 +148,10 @@ TEST_CASE(
 
 TEST_CASE("kiln symbols add while kiln runs on the store hands the files to it and prints its answer") {
   TempDir dir;
-  const std::string stripped = KILN_VICTIM_STRIPPED;
   const std::string debug = fs::canonical(KILN_VICTIM_DEBUG).string();
-  const std::string missing = "/nonexistent/kiln-test/victim";
+  const std::string missing = kMissing;
   HeadlessKiln kiln(dir.path);
-  Send(kiln.target(), VictimRequest(missing, HtlhashOf(stripped), BuildIdOf(stripped), KILN_VICTIM));
-  WaitForList(dir.path, "status:    no symbols found");
+  SendVictimFromElsewhere(kiln, dir.path);
 
   // Relative paths are the command's, not the running kiln's.
   const std::string text = dir.path + "-notes.txt";
@@ -170,13 +179,10 @@ TEST_CASE("kiln symbols add while kiln runs on the store hands the files to it a
 
 TEST_CASE("kiln symbols add: a request no running kiln answers is kept for the next kiln on the store") {
   TempDir dir;
-  const std::string stripped = KILN_VICTIM_STRIPPED;
   const std::string debug = fs::canonical(KILN_VICTIM_DEBUG).string();
-  const std::string missing = "/nonexistent/kiln-test/victim";
   {
     HeadlessKiln kiln(dir.path);
-    Send(kiln.target(), VictimRequest(missing, HtlhashOf(stripped), BuildIdOf(stripped), KILN_VICTIM));
-    WaitForList(dir.path, "status:    no symbols found");
+    SendVictimFromElsewhere(kiln, dir.path);
     // A stopped kiln still holds the store's lock but answers nothing, like
     // a `kiln import` would; it is then killed without ever seeing the
     // request.
