@@ -18,6 +18,7 @@ namespace {
 int Spawn(const std::vector<std::string>& args, int* out_fd, int* err_fd) {
   int out[2], err[2];
   if (pipe(out) != 0 || pipe(err) != 0) throw std::runtime_error("pipe failed");
+  std::string binary = KilnBinary();  // before fork: resolved once, in this process
   int pid = fork();
   if (pid == 0) {
     dup2(out[1], 1);
@@ -25,7 +26,6 @@ int Spawn(const std::vector<std::string>& args, int* out_fd, int* err_fd) {
     close(out[0]);
     close(err[0]);
     std::vector<char*> argv;
-    std::string binary = KilnBinary();
     argv.push_back(binary.data());
     std::vector<std::string> copy = args;
     for (std::string& a : copy) argv.push_back(a.data());
@@ -55,8 +55,13 @@ int ExitCode(int status) {
 }  // namespace
 
 std::string KilnBinary() {
-  const char* dir = std::getenv("KILN_BINARY_DIR");
-  return std::string(dir ? dir : ".") + "/app/kiln";
+  // Made absolute once, so a test may change the current folder (to give
+  // kiln relative paths) and still find the binary.
+  static const std::string binary = [] {
+    const char* dir = std::getenv("KILN_BINARY_DIR");
+    return std::filesystem::absolute(std::string(dir ? dir : ".") + "/app/kiln").string();
+  }();
+  return binary;
 }
 
 CommandResult RunKiln(const std::vector<std::string>& args) {
