@@ -1,4 +1,7 @@
 // ReadElfIdentity's header reading, LLVM backend (LLVMObject).
+#include <llvm/Config/llvm-config.h>
+
+#include <algorithm>
 #include <span>
 
 #include "absl/strings/str_cat.h"
@@ -9,12 +12,25 @@
 namespace kiln::symbols::internal {
 namespace {
 
-// The GNU build id among `notes` (a section's or a segment's), or "".
+// A note's descriptor; `align` is its section's or segment's alignment.
+template <class Note>
+llvm::ArrayRef<uint8_t> NoteDesc(const Note& note, uint64_t align) {
+#if LLVM_VERSION_MAJOR >= 17
+  // LLVM 17 gave getDesc the note alignment (4 or 8; 0 and 1 mean 4, as in notes_begin).
+  return note.getDesc(std::max<uint64_t>(align, 4));
+#else
+  (void)align;
+  return note.getDesc();
+#endif
+}
+
+// The GNU build id among `notes` (a section's or a segment's, aligned to
+// `align`), or "".
 template <class Notes>
-std::string BuildIdFromNotes(Notes notes, llvm::Error& error) {
+std::string BuildIdFromNotes(Notes notes, uint64_t align, llvm::Error& error) {
   std::string id;
   for (const auto& note : notes) {
-    llvm::ArrayRef<uint8_t> desc = note.getDesc();
+    llvm::ArrayRef<uint8_t> desc = NoteDesc(note, align);
     if (note.getType() == kNoteGnuBuildId && note.getName() == "GNU" && !desc.empty()) {
       id = HexLower(std::span(desc.data(), desc.size()));
       break;
@@ -40,7 +56,7 @@ absl::StatusOr<ElfIdentity> IdentityOf(const LlvmElfImage& image, const llvm::ob
     NoteSection(name, shdr.sh_type, &id);
     if (shdr.sh_type == kShtNote && id.gnu_build_id.empty()) {
       llvm::Error error = llvm::Error::success();
-      id.gnu_build_id = BuildIdFromNotes(file.notes(shdr, error), error);
+      id.gnu_build_id = BuildIdFromNotes(file.notes(shdr, error), shdr.sh_addralign, error);
     }
     if (name == ".gnu_debuglink" && shdr.sh_type != kShtNobits) {
       auto data = file.getSectionContents(shdr);
@@ -50,7 +66,7 @@ absl::StatusOr<ElfIdentity> IdentityOf(const LlvmElfImage& image, const llvm::ob
       }
       absl::Status s = ParseDebugLink(
           image.name(), std::string_view(reinterpret_cast<const char*>(data->data()), data->size()),
-          ELFT::TargetEndianness == llvm::support::big, &id);
+          !file.isLE(), &id);
       if (!s.ok()) return s;
     }
   }
@@ -65,7 +81,7 @@ absl::StatusOr<ElfIdentity> IdentityOf(const LlvmElfImage& image, const llvm::ob
       if (ph.p_type != llvm::ELF::PT_NOTE || !id.gnu_build_id.empty()) continue;
       if (ph.p_offset > image.size() || ph.p_filesz > image.size() - ph.p_offset) continue;
       llvm::Error error = llvm::Error::success();
-      id.gnu_build_id = BuildIdFromNotes(file.notes(ph, error), error);
+      id.gnu_build_id = BuildIdFromNotes(file.notes(ph, error), ph.p_align, error);
     }
   }
   return id;
