@@ -2,6 +2,10 @@
 // a crash (the fuzz target in fuzz/ explores the rest).
 #include <doctest/doctest.h>
 #include <elf.h>
+#include <unistd.h>
+#ifndef KILN_SYMBOLS_BACKEND_LLVM
+#include <elfutils/version.h>
+#endif
 
 #include <cstring>
 #include <optional>
@@ -13,6 +17,12 @@
 
 using namespace kiln::symbols;
 using namespace kiln::symbols::testing;
+
+// Before libelf 0.189 the elfutils backend decompresses zstd sections
+// itself (elf_symbols_elfutils.cpp), so its messages are known here.
+#if !defined(KILN_SYMBOLS_BACKEND_LLVM) && _ELFUTILS_VERSION < 189
+#define KILN_TEST_KILN_DECOMPRESSES_ZSTD 1
+#endif
 
 namespace {
 
@@ -265,4 +275,64 @@ TEST_CASE("an unreadable abbreviation code in a DWARF unit: ELF symbols, no hang
   REQUIRE(r->warnings.size() == 1);
   CHECK(r->warnings[0].find("DWARF not read: DIEs of the unit at 0x0 unreadable: ") != std::string::npos);
 #endif
+}
+
+TEST_CASE("a zstd-compressed section whose ch_size lies, or whose data is garbage: a clear error, no crash") {
+  std::string zstd = TestBin("c_zstd");
+  if (access(zstd.c_str(), R_OK) != 0) {
+    MESSAGE("skipped, no zstd test binary: " << ReadFileBytes(TestBin("c_zstd.why")));
+    return;
+  }
+  TempDir dir;
+  std::string full = ReadFileBytes(zstd);
+  const size_t i = SectionIndex(full, ".debug_info");
+  REQUIRE(i > 0);
+  const Elf64_Shdr shdr = *Shdr(full, i);
+  REQUIRE((shdr.sh_flags & SHF_COMPRESSED) != 0);
+  const Elf64_Chdr chdr = *reinterpret_cast<const Elf64_Chdr*>(full.data() + shdr.sh_offset);
+  REQUIRE(chdr.ch_type == 2);  // ELFCOMPRESS_ZSTD
+  const uint64_t size = chdr.ch_size, compressed = shdr.sh_size - sizeof(Elf64_Chdr);
+  REQUIRE(size > compressed);
+
+  struct Case {
+    const char* name;
+    uint64_t ch_size;
+    bool garbage;       // overwrite the compressed bytes
+    std::string error;  // what follows "FILE: section I (.debug_info), zstd-compressed: "
+  };
+  const uint64_t huge = compressed * 64 + 64;
+  const Case cases[] = {
+      {"too_big", size * 2, false,
+       "decompresses to " + std::to_string(size) + " bytes, not the " + std::to_string(size * 2) +
+           " its compression header (ch_size) says"},
+      {"too_small", size - 1, false,
+       "does not decompress to its " + std::to_string(size - 1) +
+           " bytes (ch_size): Destination buffer is too small"},
+      {"huge", huge, false,
+       "claims to decompress to " + std::to_string(huge) + " bytes (ch_size) from " +
+           std::to_string(compressed) + "; more than 64 times over is a garbage compression header"},
+      {"garbage", size, true, "does not decompress to its " + std::to_string(size) + " bytes (ch_size): "},
+  };
+  std::mt19937 rng(7);
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    std::string b = full;
+    auto* ch = reinterpret_cast<Elf64_Chdr*>(b.data() + shdr.sh_offset);
+    ch->ch_size = c.ch_size;
+    if (c.garbage)
+      for (uint64_t k = 0; k < compressed; ++k) b[shdr.sh_offset + sizeof(Elf64_Chdr) + k] = char(rng());
+    std::string path = dir / c.name;
+#ifdef KILN_TEST_KILN_DECOMPRESSES_ZSTD
+    WriteFileBytes(path, b);
+    auto r = ReadSymbols({path});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+    std::string prefix = path + ": section " + std::to_string(i) + " (.debug_info), zstd-compressed: ";
+    CHECK(std::string(r.status().message()).find(prefix + c.error) == 0);
+#else
+    // LLVM and libdw >= 0.189 have their own words for it: an error naming
+    // the file, or the ELF symbols.
+    ReadDamaged(dir, b, c.name);
+#endif
+  }
 }

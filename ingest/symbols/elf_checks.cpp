@@ -143,4 +143,41 @@ absl::Status CheckSectionData(const std::string& name, uint64_t file_size, size_
                          file_size, " bytes); truncated or garbage section header?"));
 }
 
+uint64_t SectionHeaderOffset(const ElfHeaderFields& h, uint64_t index) {
+  return h.shoff + index * ShdrSize(h.elf_class);
+}
+
+absl::Status RewriteSectionHeader(const std::string& name, std::string& image, const ElfHeaderFields& h,
+                                  bool big_endian, uint64_t index, const SectionPlacement& p) {
+  // The fields written, as byte offsets into a section header (gABI):
+  //
+  //            name type flags addr offset size link info addralign entsize
+  //   Elf32_Shdr  0    4     8   12     16   20   24   28        32      36  (all 4 bytes)
+  //   Elf64_Shdr  0    4     8   16     24   32   40   44        48      56  (flags, addr,
+  //                                                 offset, size, addralign, entsize: 8 bytes)
+  bool is32 = h.elf_class == 32;
+  uint64_t width = is32 ? 4 : 8;
+  struct Field {
+    const char* what;
+    uint64_t at, value;
+  };
+  const Field fields[] = {{"sh_flags", 8, p.flags},
+                          {"sh_offset", is32 ? 16u : 24u, p.offset},
+                          {"sh_size", is32 ? 20u : 32u, p.size},
+                          {"sh_addralign", is32 ? 32u : 48u, p.addralign}};
+  uint64_t header = SectionHeaderOffset(h, index);
+  if (!Inside(header, ShdrSize(h.elf_class), image.size()))
+    return Invalid(name, absl::StrCat("section ", index, ": header at ", Hex(header), " is past the end"));
+  for (const Field& f : fields) {
+    if (is32 && f.value > 0xffffffffu)
+      return Invalid(name, absl::StrCat("section ", index, ": ", f.what, " ", Hex(f.value),
+                                        " does not fit a 32-bit ELF file"));
+    for (uint64_t k = 0; k < width; ++k) {
+      uint64_t shift = 8 * (big_endian ? width - 1 - k : k);
+      image[header + f.at + k] = static_cast<char>(f.value >> shift);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::symbols::internal

@@ -60,4 +60,20 @@ absl::Status CheckSectionData(const std::string& name, uint64_t file_size, size_
                               uint64_t offset, uint64_t size,
                               const std::function<std::string_view()>& section_name);
 
+// Where section header `index` starts, for an index below a count that
+// CheckSectionCount accepted.
+uint64_t SectionHeaderOffset(const ElfHeaderFields& h, uint64_t index);
+
+// The fields of a section header that move a section's data elsewhere.
+struct SectionPlacement {
+  uint64_t flags = 0, offset = 0, size = 0, addralign = 0;
+};
+// Writes `p` over section header `index` of `image` (ELF bytes whose
+// section header table passed CheckHeaderTables and CheckSectionCount), in
+// the file's class and byte order: how the elfutils backend points a
+// section at data it decompressed itself. InvalidArgument, naming `name`
+// and the section, when a value does not fit a 32-bit file's fields.
+absl::Status RewriteSectionHeader(const std::string& name, std::string& image, const ElfHeaderFields& h,
+                                  bool big_endian, uint64_t index, const SectionPlacement& p);
+
 }  // namespace kiln::symbols::internal

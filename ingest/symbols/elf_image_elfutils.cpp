@@ -35,13 +35,17 @@ absl::StatusOr<ElfImage> ElfImage::Open(const std::string& path) {
 }
 
 absl::StatusOr<ElfImage> ElfImage::FromBytes(std::string_view bytes, const std::string& name) {
+  return FromOwnedBytes(std::string(bytes), name);
+}
+
+absl::StatusOr<ElfImage> ElfImage::FromOwnedBytes(std::string bytes, const std::string& name) {
   InitLibelf();
   ElfImage image;
   image.name_ = name;
-  image.bytes_ = std::make_unique<std::string>(bytes);
   image.size_ = bytes.size();
   if (image.size_ == 0) return Invalid(name, "empty, not an ELF file");
   if (absl::Status s = CheckIdent(name, bytes.data(), bytes.size(), bytes.size()); !s.ok()) return s;
+  image.bytes_ = std::make_unique<std::string>(std::move(bytes));
   image.elf_ = elf_memory(image.bytes_->data(), image.bytes_->size());
   if (!image.elf_) return Invalid(name, absl::StrCat("libelf cannot open it: ", elf_errmsg(-1)));
   if (absl::Status s = image.Check(); !s.ok()) return s;
@@ -57,8 +61,9 @@ absl::Status ElfImage::Check() {
   big_endian_ = raw[EI_DATA] == ELFDATA2MSB;
   GElf_Ehdr ehdr;
   if (!gelf_getehdr(elf_, &ehdr)) return Invalid(name_, absl::StrCat("bad ELF header: ", elf_errmsg(-1)));
-  ElfHeaderFields fields{elf_class_,   ehdr.e_phoff,     ehdr.e_shoff, ehdr.e_phentsize,
-                         ehdr.e_phnum, ehdr.e_shentsize, ehdr.e_shnum};
+  header_ = {elf_class_,   ehdr.e_phoff,     ehdr.e_shoff, ehdr.e_phentsize,
+             ehdr.e_phnum, ehdr.e_shentsize, ehdr.e_shnum};
+  const ElfHeaderFields& fields = header_;
   if (absl::Status s = CheckHeaderTables(name_, size_, fields); !s.ok()) return s;
   size_t shnum = 0;
   if (elf_getshdrnum(elf_, &shnum) != 0)
@@ -105,6 +110,7 @@ ElfImage& ElfImage::operator=(ElfImage&& other) noexcept {
   shstrndx_ = other.shstrndx_;
   elf_class_ = other.elf_class_;
   big_endian_ = other.big_endian_;
+  header_ = other.header_;
   return *this;
 }
 

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "ingest/symbols/elf_checks.h"
 
 namespace kiln::symbols::internal {
 
@@ -27,6 +28,9 @@ class ElfImage {
   [[nodiscard]] static absl::StatusOr<ElfImage> Open(const std::string& path);
   // Over a private copy of `bytes`; `name` is used in messages.
   [[nodiscard]] static absl::StatusOr<ElfImage> FromBytes(std::string_view bytes, const std::string& name);
+  // Over `bytes`, which the image keeps: for bytes built only to be read
+  // here, so large ones are not copied a second time.
+  [[nodiscard]] static absl::StatusOr<ElfImage> FromOwnedBytes(std::string bytes, const std::string& name);
 
   ElfImage(ElfImage&& other) noexcept;
   ElfImage& operator=(ElfImage&& other) noexcept;
@@ -40,6 +44,8 @@ class ElfImage {
   uint64_t size() const { return size_; }
   int elf_class() const { return elf_class_; }  // 32 or 64
   bool big_endian() const { return big_endian_; }
+  // The ELF header's table fields, as Check accepted them.
+  const ElfHeaderFields& header() const { return header_; }
 
   // Section name ("" when it has none or the name is out of range).
   std::string_view SectionName(const GElf_Shdr& shdr) const;
@@ -59,6 +65,7 @@ class ElfImage {
   size_t shstrndx_ = 0;
   int elf_class_ = 0;
   bool big_endian_ = false;
+  ElfHeaderFields header_;
 };
 
 }  // namespace kiln::symbols::internal

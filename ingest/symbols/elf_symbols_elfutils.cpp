@@ -5,7 +5,13 @@
 #include <elfutils/libdw.h>
 #include <elfutils/version.h>
 
+#if _ELFUTILS_VERSION < 189
+#include <zstd.h>
+#endif
+
 #include <algorithm>
+#include <cstring>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -18,28 +24,115 @@
 namespace kiln::symbols::internal {
 namespace {
 
-// Names zstd-compressed .debug_* sections, which libdw < 0.189 cannot read.
-absl::Status CheckDebugCompression(const ElfImage& image) {
 #if _ELFUTILS_VERSION < 189
-  for (Elf_Scn* scn = elf_nextscn(image.elf(), nullptr); scn; scn = elf_nextscn(image.elf(), scn)) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_COMPRESSED) || shdr.sh_type == SHT_NOBITS)
-      continue;
-    std::string_view name = image.SectionName(shdr);
-    if (name.substr(0, 7) != ".debug_") continue;
-    GElf_Chdr chdr;
-    if (gelf_getchdr(scn, &chdr) && chdr.ch_type == kElfCompressZstd)
-      return absl::FailedPreconditionError(
-          absl::StrCat(image.name(), ": section ", std::string(name),
-                       " is zstd-compressed; zstd-compressed debug sections need elfutils >= 0.189 (this "
-                       "build uses libdw ",
-                       _ELFUTILS_VERSION / 100, ".", _ELFUTILS_VERSION % 100, ")"));
-  }
-#else
-  (void)image;
-#endif
-  return absl::OkStatus();
+// ---- zstd-compressed sections for libelf < 0.189 --------------------------
+// libelf learnt ELFCOMPRESS_ZSTD in 0.189 (Debian 12 has 0.188). For older
+// ones the file is copied with each zstd section decompressed (libzstd) and
+// appended, its header pointing there with SHF_COMPRESSED cleared; libdw
+// then reads the copy as an uncompressed file. Only such files pay for the
+// copy.
+//
+//   original bytes ... | pad to 8 | section A decompressed | pad | section B ...
+//   (headers of A, B rewritten in place: sh_offset, sh_size, sh_flags, sh_addralign)
+
+// DWARF compresses a few times over; a ch_size claiming more is a garbage
+// (or hostile) header, refused before anything is allocated for it.
+constexpr uint64_t kMaxZstdRatio = 64;
+constexpr uint64_t kMaxDecompressedBytes = uint64_t{4} << 30;
+// Appended sections start 8-aligned: libelf copies data that is not
+// aligned for its type, and 8 suits every ELF type.
+constexpr uint64_t kAppendAlign = 8;
+
+struct ZstdSection {
+  size_t index = 0;
+  std::string_view name;
+  std::string_view compressed;  // after the Chdr, inside the original image
+  GElf_Chdr chdr{};
+  uint64_t offset = 0;  // of the decompressed bytes in the copy
+};
+
+absl::Status ZstdInvalid(const ElfImage& image, const ZstdSection& z, const std::string& what) {
+  return Invalid(image.name(),
+                 absl::StrCat("section ", z.index, " (", std::string(z.name), "), zstd-compressed: ", what));
 }
+
+// The zstd-compressed sections of `image` (checked by ElfImage), laid out
+// after its bytes; nothing when it has none.
+absl::StatusOr<std::vector<ZstdSection>> FindZstdSections(const ElfImage& image, uint64_t* copy_size) {
+  std::vector<ZstdSection> found;
+  size_t shnum = 0;
+  if (elf_getshdrnum(image.elf(), &shnum) != 0) return found;  // ElfImage already said it is fine
+  size_t raw_size = 0;
+  const char* raw = elf_rawfile(image.elf(), &raw_size);
+  size_t chdr_size = gelf_fsize(image.elf(), ELF_T_CHDR, 1, EV_CURRENT);
+  uint64_t end = raw_size, decompressed = 0;
+  for (size_t i = 1; i < shnum; ++i) {
+    Elf_Scn* scn = elf_getscn(image.elf(), i);
+    GElf_Shdr shdr;
+    if (!scn || !gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_COMPRESSED) || shdr.sh_type == SHT_NOBITS)
+      continue;
+    ZstdSection z;
+    if (!gelf_getchdr(scn, &z.chdr) || z.chdr.ch_type != kElfCompressZstd) continue;
+    z.index = i;
+    z.name = image.SectionName(shdr);
+    // ElfImage checked that the section lies inside the file, and
+    // gelf_getchdr that it holds a Chdr.
+    z.compressed = std::string_view(raw + shdr.sh_offset + chdr_size, shdr.sh_size - chdr_size);
+    uint64_t size = z.chdr.ch_size;
+    if (size / kMaxZstdRatio > z.compressed.size())
+      return ZstdInvalid(
+          image, z,
+          absl::StrCat("claims to decompress to ", size, " bytes (ch_size) from ", z.compressed.size(),
+                       "; more than ", kMaxZstdRatio, " times over is a garbage compression header"));
+    if (size > kMaxDecompressedBytes - decompressed)
+      return ZstdInvalid(image, z,
+                         absl::StrCat("its ", size, " bytes (ch_size) take the decompressed sections over ",
+                                      kMaxDecompressedBytes, " bytes"));
+    decompressed += size;
+    end = (end + kAppendAlign - 1) / kAppendAlign * kAppendAlign;
+    z.offset = end;
+    end += size;
+    found.push_back(z);
+  }
+  *copy_size = end;
+  return found;
+}
+
+// `image`'s bytes with every zstd section decompressed as drawn above, or
+// nothing when it has none.
+absl::StatusOr<std::optional<std::string>> DecompressZstdSections(const ElfImage& image) {
+  uint64_t copy_size = 0;
+  auto sections = FindZstdSections(image, &copy_size);
+  if (!sections.ok()) return sections.status();
+  if (sections->empty()) return std::nullopt;
+  size_t raw_size = 0;
+  const char* raw = elf_rawfile(image.elf(), &raw_size);
+  std::string copy(copy_size, '\0');
+  std::memcpy(copy.data(), raw, raw_size);
+  for (const ZstdSection& z : *sections) {
+    size_t got =
+        ZSTD_decompress(copy.data() + z.offset, z.chdr.ch_size, z.compressed.data(), z.compressed.size());
+    if (ZSTD_isError(got))
+      return ZstdInvalid(image, z,
+                         absl::StrCat("does not decompress to its ", z.chdr.ch_size,
+                                      " bytes (ch_size): ", ZSTD_getErrorName(got)));
+    if (got != z.chdr.ch_size)
+      return ZstdInvalid(image, z,
+                         absl::StrCat("decompresses to ", got, " bytes, not the ", z.chdr.ch_size,
+                                      " its compression header (ch_size) says"));
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(elf_getscn(image.elf(), z.index), &shdr))
+      return ZstdInvalid(image, z, "section header unreadable");
+    SectionPlacement placement{shdr.sh_flags & ~uint64_t{SHF_COMPRESSED}, z.offset, z.chdr.ch_size,
+                               z.chdr.ch_addralign};
+    if (absl::Status s =
+            RewriteSectionHeader(image.name(), copy, image.header(), image.big_endian(), z.index, placement);
+        !s.ok())
+      return s;
+  }
+  return copy;
+}
+#endif  // _ELFUTILS_VERSION < 189
 
 // Walks one Dwarf into a DwarfTableWriter.
 class DwarfReader {
@@ -280,7 +373,6 @@ class ElfutilsSymbolSource final : public SymbolSource {
   }
 
   absl::Status ReadDwarf(DwarfTableWriter& writer, std::vector<std::string>* warnings) override {
-    if (absl::Status s = CheckDebugCompression(image_); !s.ok()) return s;
     Dwarf* dbg = dwarf_begin_elf(image_.elf(), DWARF_C_READ, nullptr);
     if (!dbg)
       return absl::InvalidArgumentError(absl::StrCat(name(), ": DWARF unreadable: ", dwarf_errmsg(-1)));
@@ -302,9 +394,21 @@ class ElfutilsSymbolSource final : public SymbolSource {
 
 }  // namespace
 
+// Not OpenSymbolSourceWith: before libelf 0.189 the image may be replaced
+// by its copy with zstd sections decompressed.
 absl::StatusOr<std::unique_ptr<SymbolSource>> OpenSymbolSource(const std::string& path,
                                                                const std::string_view* bytes) {
-  return OpenSymbolSourceWith<ElfutilsSymbolSource, ElfImage>(path, bytes);
+  auto image = bytes ? ElfImage::FromBytes(*bytes, path) : ElfImage::Open(path);
+  if (!image.ok()) return image.status();
+#if _ELFUTILS_VERSION < 189
+  auto decompressed = DecompressZstdSections(*image);
+  if (!decompressed.ok()) return decompressed.status();
+  if (*decompressed) {
+    image = ElfImage::FromOwnedBytes(**std::move(decompressed), path);
+    if (!image.ok()) return image.status();
+  }
+#endif
+  return std::make_unique<ElfutilsSymbolSource>(*std::move(image));
 }
 
 }  // namespace kiln::symbols::internal
