@@ -72,11 +72,11 @@ absl::StatusOr<std::vector<ZstdSection>> FindZstdSections(const ElfImage& image,
     if (!scn || !gelf_getshdr(scn, &shdr) || !(shdr.sh_flags & SHF_COMPRESSED) || shdr.sh_type == SHT_NOBITS)
       continue;
     ZstdSection z;
-    if (!gelf_getchdr(scn, &z.chdr) || z.chdr.ch_type != kElfCompressZstd) continue;
+    if (!gelf_getchdr(scn, &z.chdr) || z.chdr.ch_type != kElfCompressZstd || shdr.sh_size < chdr_size)
+      continue;
     z.index = i;
     z.name = image.SectionName(shdr);
-    // ElfImage checked that the section lies inside the file, and
-    // gelf_getchdr that it holds a Chdr.
+    // ElfImage checked that the section lies inside the file.
     z.compressed = std::string_view(raw + shdr.sh_offset + chdr_size, shdr.sh_size - chdr_size);
     uint64_t size = z.chdr.ch_size;
     if (size / kMaxZstdRatio > z.compressed.size())
