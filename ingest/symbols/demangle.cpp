@@ -1,7 +1,7 @@
 #include "ingest/symbols/demangle.h"
 
 #include <cxxabi.h>
-#ifdef KILN_SYMBOLS_BACKEND_LLVM
+#ifdef KILN_SYMBOLS_LLVM_DEMANGLE
 #include <llvm/Demangle/Demangle.h>
 #endif
 
@@ -77,9 +77,18 @@ std::string DecodeRustEscapes(const std::string& s) {
 
 }  // namespace
 
+bool DemanglesRustV0() {
+#ifdef KILN_SYMBOLS_LLVM_DEMANGLE
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::string Demangle(const std::string& name) {
-#ifdef KILN_SYMBOLS_BACKEND_LLVM
-  // Rust v0: LLVM's demangler prints what binutils prints.
+#ifdef KILN_SYMBOLS_LLVM_DEMANGLE
+  // Rust v0: LLVM's demangler prints what binutils prints. A C string
+  // converts to both LLVM 16's const char* and LLVM 17+'s std::string_view.
   if (name.size() > 2 && name[0] == '_' && name[1] == 'R') {
     char* d = llvm::rustDemangle(name.c_str());
     std::string out = d ? d : name;

@@ -9,10 +9,13 @@ namespace kiln::symbols {
 
 // Demangles as `addr2line -C` prints: Itanium C++ and Rust legacy (`_ZN...E`
 // with the `::h<hash>` suffix dropped and `$LT$`-style escapes decoded).
-// Rust v0 (`_R...`) names are demangled in builds with the LLVM symbols
-// backend (llvm::rustDemangle) and returned unchanged with elfutils, since
-// Debian packages no other C/C++ v0 demangler besides libiberty (not used
-// here). Anything else is returned unchanged.
+// Rust v0 (`_R...`) names are demangled when the build found LLVM (its
+// LLVMDemangle, whichever symbols backend) and returned unchanged otherwise,
+// since Debian packages no other C/C++ v0 demangler besides libiberty (not
+// used here). Anything else is returned unchanged.
 std::string Demangle(const std::string& name);
+
+// Whether this build demangles Rust v0 names (it found LLVM).
+bool DemanglesRustV0();
 
 }  // namespace kiln::symbols
