@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 
+#include "ingest/symbols/elf_checks.h"
 #include "ingest/symbols/elf_identity.h"
 #include "ingest/symbols/elf_symbols.h"
 #include "ingest/symbols/symbols_test_util.h"
@@ -232,7 +233,8 @@ TEST_CASE("a compressed debug section claiming a huge size: symbols, a warning, 
     CHECK(r->warnings[0] == path + ": section " + std::to_string(i) + " (" + section +
                                 ") claims to decompress to " + std::to_string(kHuge) +
                                 " bytes (ch_size) from " + std::to_string(Shdr(b, i)->sh_size) +
-                                "; more than 256 times over is a garbage compression header");
+                                "; more than " + std::to_string(internal::kMaxCompressionRatio) +
+                                " times over is a garbage compression header");
 #endif
   }
 }
@@ -300,7 +302,7 @@ TEST_CASE("a zstd-compressed section whose ch_size lies, or whose data is garbag
     bool garbage;       // overwrite the compressed bytes
     std::string error;  // what follows "FILE: section I (.debug_info), zstd-compressed: "
   };
-  const uint64_t huge = compressed * 64 + 64;
+  const uint64_t huge = compressed * internal::kMaxCompressionRatio + internal::kMaxCompressionRatio;
   const Case cases[] = {
       {"too_big", size * 2, false,
        "decompresses to " + std::to_string(size) + " bytes, not the " + std::to_string(size * 2) +
@@ -310,7 +312,8 @@ TEST_CASE("a zstd-compressed section whose ch_size lies, or whose data is garbag
            " bytes (ch_size): Destination buffer is too small"},
       {"huge", huge, false,
        "claims to decompress to " + std::to_string(huge) + " bytes (ch_size) from " +
-           std::to_string(compressed) + "; more than 64 times over is a garbage compression header"},
+           std::to_string(compressed) + "; more than " + std::to_string(internal::kMaxCompressionRatio) +
+           " times over is a garbage compression header"},
       {"garbage", size, true, "does not decompress to its " + std::to_string(size) + " bytes (ch_size): "},
   };
   std::mt19937 rng(7);

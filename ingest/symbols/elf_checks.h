@@ -25,6 +25,12 @@ inline constexpr uint64_t kShfAlloc = 0x2, kShfExecInstr = 0x4, kShfCompressed =
 inline constexpr uint32_t kElfCompressZstd = 2;  // ELFCOMPRESS_ZSTD
 inline constexpr uint32_t kPnXnum = 0xffff;      // PN_XNUM
 
+// DWARF compresses a few times over (zlib or zstd); a compression header
+// whose ch_size claims more than this many times its compressed bytes is
+// garbage (or hostile) and is refused before anything is allocated for it.
+// Both backends use it, so they refuse the same files with the same words.
+inline constexpr uint64_t kMaxCompressionRatio = 256;
+
 // "0x1f" for messages.
 std::string Hex(uint64_t v);
 

@@ -35,9 +35,6 @@ namespace {
 //   original bytes ... | pad to 8 | section A decompressed | pad | section B ...
 //   (headers of A, B rewritten in place: sh_offset, sh_size, sh_flags, sh_addralign)
 
-// DWARF compresses a few times over; a ch_size claiming more is a garbage
-// (or hostile) header, refused before anything is allocated for it.
-constexpr uint64_t kMaxZstdRatio = 64;
 constexpr uint64_t kMaxDecompressedBytes = uint64_t{4} << 30;
 // Appended sections start 8-aligned: libelf copies data that is not
 // aligned for its type, and 8 suits every ELF type.
@@ -79,11 +76,11 @@ absl::StatusOr<std::vector<ZstdSection>> FindZstdSections(const ElfImage& image,
     // ElfImage checked that the section lies inside the file.
     z.compressed = std::string_view(raw + shdr.sh_offset + chdr_size, shdr.sh_size - chdr_size);
     uint64_t size = z.chdr.ch_size;
-    if (size / kMaxZstdRatio > z.compressed.size())
+    if (size / kMaxCompressionRatio > z.compressed.size())
       return ZstdInvalid(
           image, z,
           absl::StrCat("claims to decompress to ", size, " bytes (ch_size) from ", z.compressed.size(),
-                       "; more than ", kMaxZstdRatio, " times over is a garbage compression header"));
+                       "; more than ", kMaxCompressionRatio, " times over is a garbage compression header"));
     if (size > kMaxDecompressedBytes - decompressed)
       return ZstdInvalid(image, z,
                          absl::StrCat("its ", size, " bytes (ch_size) take the decompressed sections over ",

@@ -80,10 +80,8 @@ const typename ELFT::Shdr* FindSection(const llvm::object::ELFFile<ELFT>& file, 
 }
 
 // DWARFContext::create allocates each compressed section's ch_size up
-// front and aborts when that fails (fuzz_elf: a ch_size of 0xfa00000000ca).
-// DWARF compresses a few times over, so a claim of more than this ratio
-// is a garbage header, refused before LLVM sees it.
-constexpr uint64_t kMaxCompressionRatio = 256;
+// front and aborts when that fails (fuzz_elf: a ch_size of 0xfa00000000ca),
+// so a claim over kMaxCompressionRatio is refused before LLVM sees it.
 
 template <class ELFT>
 absl::Status CheckCompressedSizes(const std::string& name, const llvm::object::ELFFile<ELFT>& file) {
