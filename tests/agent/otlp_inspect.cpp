@@ -110,15 +110,18 @@ FoldedProfile FoldRequests(const std::vector<ExportRequest>& requests) {
     };
     for (const auto& rp : req.resource_profiles()) {
       ProcessSummary info;
+      std::string executable_name, executable_path;
       for (const auto& kv : rp.resource().attributes()) {
         if (kv.key() == "process.pid") info.pid = kv.value().int_value();
-        if (kv.key() == "process.executable.name") info.executable_name = kv.value().string_value();
-        if (kv.key() == "process.executable.path") info.executable_path = kv.value().string_value();
+        if (kv.key() == "process.executable.name") executable_name = kv.value().string_value();
+        if (kv.key() == "process.executable.path") executable_path = kv.value().string_value();
         if (kv.key() == "container.id") info.container_id = kv.value().string_value();
         if (kv.key() == "host.name") info.host_name = kv.value().string_value();
       }
       ProcessSummary& summary = out.processes[info.pid];
       if (summary.pid == 0) summary = info;
+      summary.executable_names.insert(executable_name);
+      summary.executable_paths.insert(executable_path);
       for (const auto& sp : rp.scope_profiles())
         for (const auto& p : sp.profiles()) {
           out.periods.insert(p.period());
@@ -138,7 +141,7 @@ FoldedProfile FoldRequests(const std::vector<ExportRequest>& requests) {
             summary.events += events;
             out.total_events += events;
             // Root first: walk the leaf-first location list backwards.
-            std::string folded = info.executable_name;
+            std::string folded = executable_name;
             const auto& stack = d.stack_table(s.stack_index());
             for (int k = stack.location_indices_size() - 1; k >= 0; --k) {
               const auto& loc = d.location_table(stack.location_indices(k));

@@ -24,8 +24,10 @@ std::vector<std::string> CheckExportRequest(const ExportRequest& request);
 
 struct ProcessSummary {
   std::int64_t pid = 0;
-  std::string executable_name;
-  std::string executable_path;
+  // Every program the pid ran: a process that execs (perf's child before it
+  // becomes the workload) has one resource per program.
+  std::set<std::string> executable_names;
+  std::set<std::string> executable_paths;
   std::string container_id;
   std::string host_name;
   std::int64_t events = 0;
