@@ -65,8 +65,9 @@ int RunSymbolsAdd(const SymbolsAddOptions& options) {
     return 1;
   }
   auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadWrite);
-  // A build that cannot read ELF files says so per file rather than hand
-  // them to a running kiln that cannot either.
+  // Only a build that can read ELF files hands them over: in one that
+  // cannot, the running kiln has no service to answer, so the command
+  // reports the store in use at once rather than wait for the timeout.
   if (storage::IsStoreInUse(store.status()) && CanReadSymbolFiles()) return HandToRunningKiln(options);
   if (!store.ok()) {
     std::cerr << "kiln symbols add: " << store.status().message() << "\n";
