@@ -1,5 +1,7 @@
 #include "process_runner.h"
 
+#include "tests/child_process.h"
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,30 +15,12 @@
 namespace kiln::agent::testing {
 
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path, const std::string& err_path) {
-  pid_t pid = fork();
-  if (pid != 0) return pid;
-  if (!out_path.empty()) {
-    int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-  }
-  if (!err_path.empty()) {
-    int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 2);
-  }
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execvp(args[0], args.data());
-  _exit(127);
+  using kiln::testing::ChildOutput;
+  return kiln::testing::SpawnChild(argv, out_path.empty() ? ChildOutput::Inherit() : ChildOutput::File(out_path),
+                                   err_path.empty() ? ChildOutput::Inherit() : ChildOutput::File(err_path));
 }
 
-int WaitExit(pid_t pid) {
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
+int WaitExit(pid_t pid) { return kiln::testing::WaitChild(pid); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

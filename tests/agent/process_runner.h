@@ -9,7 +9,8 @@
 
 namespace kiln::agent::testing {
 
-// fork + execvp; stdout to `out_path`, stderr to `err_path` ("" = inherit).
+// tests/child_process.h's SpawnChild (dies with the test); stdout to
+// `out_path`, stderr to `err_path` ("" = inherit).
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
             const std::string& err_path = "");
 // Waits for exit; returns the exit code, or 128+signal.

@@ -2,9 +2,10 @@
 // FILE` shows the capture's flamegraph beside an empty store, and a file that
 // cannot be read leaves the window up with the error in the Log.
 //
-// Needs a display (its own Xvfb when DISPLAY is unset) and the capture corpus
-// at $KILN_SOURCE_DIR/../shared/corpus; without either it prints why and
-// exits 77 (ctest: skipped). PNGs are kept in $KILN_BINARY_DIR/gui_screenshots.
+// Needs a display (its own Xvfb when DISPLAY is unset; without one it prints
+// why and exits 77, ctest: skipped) and reads the capture corpus in the
+// repository (tests/data/corpus). PNGs are kept in
+// $KILN_BINARY_DIR/gui_screenshots.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "storage/store.h"
+#include "tests/import/corpus_files.h"
 
 #define KILN_TEST_NAME "gui_capture_test"
 #include "tests/gui/screenshot_checks.h"
@@ -21,7 +23,6 @@
 namespace kiln {
 namespace {
 
-// Runs first: it needs no corpus.
 TEST_CASE("a capture that cannot be read leaves the window up with the error") {
   const std::string dir = MakeTempDir();
   const std::string bad = dir + "-broken.pb.gz";
@@ -31,7 +32,7 @@ TEST_CASE("a capture that cannot be read leaves the window up with the error") {
   }
   const std::string png = dir + "-bad.png";
   // Positional files work like --open.
-  REQUIRE(Screenshot(dir, "log", png, "capture-open-bad.png", bad) == 0);
+  REQUIRE(Screenshot(dir, "log", png, "capture-open-bad.png", {bad}) == 0);
   CheckNotBlank(LoadPng(png));
   fs::remove(png);
   auto store = storage::Store::Open(dir, storage::Store::Mode::kReadOnly);
@@ -46,25 +47,13 @@ TEST_CASE("a capture that cannot be read leaves the window up with the error") {
   fs::remove_all(dir);
 }
 
-// The capture corpus next to the checkout (../shared/corpus), or "" after
-// printing why the test is skipped.
-std::string CorpusDir() {
-  const char* source = std::getenv("KILN_SOURCE_DIR");
-  const fs::path dir = fs::path(source ? source : ".") / ".." / "shared" / "corpus";
-  if (!fs::exists(dir / "flamegraph" / "perf-numa-stacks-01.txt")) {
-    std::printf("gui_capture_test: skipped: no capture corpus at %s\n", dir.string().c_str());
-    return "";
-  }
-  return fs::canonical(dir).string();
-}
-
 TEST_CASE("kiln --open shows the capture's flamegraph beside an empty store") {
-  const std::string corpus = CorpusDir();
-  if (corpus.empty()) std::_Exit(testing::kSkip);
+  capture::testing::RequireCorpus();
+  const std::string corpus = fs::canonical(capture::testing::CorpusDir()).string();
   const std::string dir = MakeTempDir();
   const std::string png = dir + "-open.png";
   REQUIRE(Screenshot(dir, "flamegraph", png, "capture-open.png",
-                     "--open " + corpus + "/flamegraph/perf-numa-stacks-01.txt") == 0);
+                     {"--open", corpus + "/flamegraph/perf-numa-stacks-01.txt"}) == 0);
   const Image image = LoadPng(png);
   CheckNotBlank(image);
   // perf-numa-stacks: java with JIT frames ([perf-PID.map]) over kernel

@@ -22,15 +22,12 @@
 #include <vector>
 
 #include "storage/store.h"
+#include "tests/child_process.h"
 #include "tests/gui/test_display.h"
 
 // Xlib last: its macros (Status, None, True, ...) would break the headers
 // above.
-// clang-format off
-#include <X11/Xlib.h>
-#include <X11/Xatom.h>
-#undef Status
-// clang-format on
+#include "tests/gui/x11_window.h"
 
 namespace kiln {
 namespace {
@@ -44,24 +41,7 @@ std::string MakeTempDir() {
   return tmpl;
 }
 
-// The top-level window whose name contains `name`, or 0.
-Window FindWindow(Display* d, Window w, const char* name) {
-  char* wm_name = nullptr;
-  if (XFetchName(d, w, &wm_name) && wm_name) {
-    const bool match = std::strstr(wm_name, name) != nullptr;
-    XFree(wm_name);
-    if (match) return w;
-  }
-  Window root_ret, parent;
-  Window* children = nullptr;
-  unsigned n = 0;
-  Window found = 0;
-  if (XQueryTree(d, w, &root_ret, &parent, &children, &n)) {
-    for (unsigned i = 0; i < n && !found; ++i) found = FindWindow(d, children[i], name);
-    if (children) XFree(children);
-  }
-  return found;
-}
+using testing::FindWindow;
 
 void SendXdnd(Display* d, Window target, const char* type, const long (&data)[5]) {
   XEvent e{};
@@ -186,13 +166,8 @@ TEST_CASE("files dropped on the window open as captures or add symbols; bad ones
   drop.push_back(KILN_VICTIM_OTHER);
 #endif
 
-  const pid_t kiln = fork();
-  REQUIRE(kiln >= 0);
-  if (kiln == 0) {
-    execl(KILN_BIN, KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", store_dir.c_str(), "--size", "800x600",
-          static_cast<char*>(nullptr));
-    _exit(127);
-  }
+  testing::ScopedChild kiln(
+      testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", store_dir, "--size", "800x600"}));
   Display* d = XOpenDisplay(nullptr);
   REQUIRE(d != nullptr);
   // The window, once GLFW has made it a drop target.
@@ -244,11 +219,7 @@ TEST_CASE("files dropped on the window open as captures or add symbols; bad ones
   XCloseDisplay(d);
 
   // SIGTERM closes the window like its close button.
-  kill(kiln, SIGTERM);
-  int status = 0;
-  waitpid(kiln, &status, 0);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(kiln.Stop(SIGTERM) == 0);
   fs::remove_all(dir);
 }
 

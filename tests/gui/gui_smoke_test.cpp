@@ -92,7 +92,6 @@ TEST_CASE("an empty store shows how to add data") {
   fs::remove_all(dir);
 }
 
-// The capture corpus next to the checkout (../shared/corpus), or "" after
 TEST_CASE("without a display it says so in one line and points to --headless") {
   const std::string dir = MakeTempDir();
   const std::string err = dir + "/stderr.txt";

@@ -171,7 +171,7 @@ TEST_CASE("an opened capture is symbolized in its own store, like the live one")
   REQUIRE(std::system(command.c_str()) == 0);
   const std::string dir = MakeTempDir();
   const std::string png = dir + "-capture.png";
-  REQUIRE(Screenshot(dir, "executables", png, "capture-executables-symbols.png", "--open " + capture) == 0);
+  REQUIRE(Screenshot(dir, "executables", png, "capture-executables-symbols.png", {"--open", capture}) == 0);
   CheckNotBlank(LoadPng(png));
   // The capture's symbols went to its temporary store, not the live one.
   auto live = storage::Store::Open(dir, storage::Store::Mode::kReadOnly);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "storage/profile_model.h"
+#include "tests/child_process.h"
 #include "tests/gui/test_display.h"
 #include "ui/frame_colors.h"
 
@@ -68,25 +69,24 @@ int Distance(ui::Rgba a, ui::Rgba b) {
 
 // Runs kiln (receiver on a free loopback port); returns its exit code. Keeps a copy of the PNG for people.
 // `name` is the file name the copy for people gets ("smoke-top.png").
-// `extra` is appended to the command line (e.g. "--open FILE").
+// `extra` is appended to the command line (e.g. {"--open", FILE}).
 int Screenshot(const std::string& data_dir, const std::string& tab, const std::string& png,
-               const std::string& name, const std::string& extra = "") {
+               const std::string& name, const std::vector<std::string>& extra = {}) {
   testing::TestDisplay::Get(KILN_TEST_NAME);
   // The window symbolizes what it shows; a desktop's DEBUGINFOD_URLS would
   // send it to the internet for every executable and make --screenshot
   // wait for the answers.
   unsetenv("DEBUGINFOD_URLS");
-  const std::string command = std::string(KILN_BIN) + " --listen 127.0.0.1:0 --data-dir " + data_dir +
-                              " --tab " + tab + " --size " + std::to_string(kWidth) + "x" +
-                              std::to_string(kHeight) + " --screenshot " + png +
-                              (extra.empty() ? "" : " " + extra);
-  const int status = std::system(command.c_str());
+  std::vector<std::string> argv{KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", data_dir, "--tab", tab, "--size",
+                                std::to_string(kWidth) + "x" + std::to_string(kHeight), "--screenshot", png};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  const int code = testing::WaitChild(testing::SpawnChild(argv));
   if (const char* bin = std::getenv("KILN_BINARY_DIR"); bin && fs::exists(png)) {
     const fs::path keep = fs::path(bin) / "gui_screenshots";
     fs::create_directories(keep);
     fs::copy_file(png, keep / name, fs::copy_options::overwrite_existing);
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return code;
 }
 
 void CheckNotBlank(const Image& image) {

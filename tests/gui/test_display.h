@@ -1,6 +1,12 @@
 // Tests that open windows call TestDisplay::Get() first: it keeps an
-// existing DISPLAY, else starts a private Xvfb (stopped at exit), else
-// prints why and exits 77 so ctest reports the test as skipped.
+// existing DISPLAY, else starts a private Xvfb, else prints why and exits 77
+// so ctest reports the test as skipped. A test that can skip for another
+// reason checks that before calling Get().
+//
+// The Xvfb never outlives the test nor holds its output: it is started with
+// tests/child_process.h (output to a log file in /tmp, stdin /dev/null, no
+// inherited descriptors, SIGKILL when the test process dies by any path),
+// and terminated here at normal exit.
 #pragma once
 
 #include <signal.h>
@@ -13,6 +19,8 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+
+#include "tests/child_process.h"
 
 namespace kiln::testing {
 
@@ -42,7 +50,7 @@ class TestDisplay {
   ~TestDisplay() {
     if (xvfb_ > 0) {
       kill(xvfb_, SIGTERM);
-      waitpid(xvfb_, nullptr, 0);
+      WaitChild(xvfb_);
     }
   }
 
@@ -60,22 +68,18 @@ class TestDisplay {
       const std::string socket = "/tmp/.X11-unix/X" + std::to_string(n);
       const std::string lock = "/tmp/.X" + std::to_string(n) + "-lock";
       if (std::filesystem::exists(socket) || std::filesystem::exists(lock)) continue;
-      const pid_t pid = fork();
-      if (pid == 0) {
-        const std::string name = ":" + std::to_string(n);
-        freopen("/dev/null", "w", stderr);
-        execlp("Xvfb", "Xvfb", name.c_str(), "-screen", "0", "1920x1200x24", "-nolisten", "tcp",
-               static_cast<char*>(nullptr));
-        _exit(127);
-      }
+      const std::string log = "/tmp/kiln-test-xvfb-" + std::to_string(getpid()) + ".log";
+      const pid_t pid = SpawnChild({"Xvfb", ":" + std::to_string(n), "-screen", "0", "1920x1200x24", "-nolisten",
+                                    "tcp"},
+                                   ChildOutput::Null(), ChildOutput::File(log));
       for (int i = 0; i < 100 && !std::filesystem::exists(socket); ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
       if (!std::filesystem::exists(socket)) {
-        kill(pid, SIGTERM);
-        waitpid(pid, nullptr, 0);
+        KillChild(pid);
         continue;
       }
+      std::remove(log.c_str());
       xvfb_ = pid;
       setenv("DISPLAY", (":" + std::to_string(n)).c_str(), 1);
       return;

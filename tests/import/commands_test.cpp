@@ -24,13 +24,7 @@ std::string Corpus() { return testing::CorpusDir(); }
 
 using testing::TempDir;
 
-void RequireCorpus() {
-  struct stat st {};
-  if (stat((Corpus() + "/README.md").c_str(), &st) != 0) {
-    std::cerr << "corpus not found at " << Corpus() << "; skipping (exit 77)\n";
-    std::exit(77);
-  }
-}
+using testing::RequireCorpus;
 
 const char* kPerfFiles[] = {"perf-cycles-instructions-01", "perf-dd-stacks-01",   "perf-funcab-cmd-01",
                             "perf-funcab-pid-01",          "perf-java-faults-01", "perf-js-stacks-01",

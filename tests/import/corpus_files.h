@@ -1,11 +1,13 @@
-// Test support shared by the capture tests and the import benchmark:
-// where the shared corpus is, and reading (and gunzipping) files without
-// going through the code under test.
+// Test support shared by the capture tests, the GUI capture test and the
+// import benchmark: where the capture corpus is (tests/data/corpus, in the
+// repository), and reading (and gunzipping) files without going through the
+// code under test.
 #pragma once
 
 #include <stdlib.h>
 #include <zlib.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,10 +17,23 @@
 
 namespace kiln::capture::testing {
 
-// ../shared/corpus beside the source tree (KILN_SOURCE_DIR is set by ctest).
+// tests/data/corpus in the source tree (KILN_SOURCE_DIR is set by ctest).
+// The corpus is part of the repository, so a missing one is a broken
+// checkout: RequireCorpus() fails the test (exit 1), it never skips.
 inline std::string CorpusDir() {
   const char* src = std::getenv("KILN_SOURCE_DIR");
-  return std::string(src != nullptr ? src : ".") + "/../shared/corpus";
+  return std::string(src != nullptr ? src : ".") + "/tests/data/corpus";
+}
+
+inline void RequireCorpus() {
+  std::error_code ec;
+  if (!std::filesystem::exists(CorpusDir() + "/README.md", ec)) {
+    std::fprintf(stderr,
+                 "capture corpus not found at %s: run the test through ctest (which sets "
+                 "KILN_SOURCE_DIR) in a complete checkout\n",
+                 CorpusDir().c_str());
+    std::exit(1);
+  }
 }
 
 inline std::string ReadAll(const std::string& path) {

@@ -1,5 +1,5 @@
 // Conformance of the capture importers and exporters against the shared
-// corpus of real profile files (../shared/corpus, see its README): every
+// corpus of real profile files (tests/data/corpus, see its README): every
 // file opens; perf script files fold exactly like stackcollapse-perf.pl
 // --all; pprof self totals match the file; round trips keep every stack
 // and weight; malformed files fail with the file name and a position.
@@ -31,11 +31,6 @@ namespace {
 using testing::CorpusDir;
 using testing::Gunzip;
 using testing::ReadAll;
-
-bool CorpusPresent() {
-  struct stat st {};
-  return stat((CorpusDir() + "/README.md").c_str(), &st) == 0;
-}
 
 std::vector<std::string> ListFiles(const std::string& dir) {
   std::vector<std::string> out;
@@ -91,14 +86,8 @@ std::map<std::string, int64_t> AttributeWeights(const ImportedCapture& c, storag
   return out;
 }
 
-#define SKIP_WITHOUT_CORPUS()                                                       \
-  if (!CorpusPresent()) {                                                           \
-    std::cerr << "corpus not found at " << CorpusDir() << "; skipping (exit 77)\n"; \
-    std::exit(77);                                                                  \
-  }
-
 TEST_CASE("every corpus file opens") {
-  SKIP_WITHOUT_CORPUS();
+  testing::RequireCorpus();
   int opened = 0;
   for (const std::string& path : ListFiles(CorpusDir())) {
     if (!IsCaptureFile(path)) continue;
@@ -112,7 +101,7 @@ TEST_CASE("every corpus file opens") {
 }
 
 TEST_CASE("perf script files fold exactly like stackcollapse-perf.pl --all") {
-  SKIP_WITHOUT_CORPUS();
+  testing::RequireCorpus();
   std::string dir = CorpusDir() + "/flamegraph";
   int compared = 0;
   for (const std::string& path : ListFiles(dir)) {
@@ -131,7 +120,7 @@ TEST_CASE("perf script files fold exactly like stackcollapse-perf.pl --all") {
 }
 
 TEST_CASE("pprof self totals per function match the file's own samples") {
-  SKIP_WITHOUT_CORPUS();
+  testing::RequireCorpus();
   for (const std::string& path : ListFiles(CorpusDir())) {
     if (path.size() < 6 || path.substr(path.size() - 6) != ".pb.gz") continue;
     CAPTURE(path);
@@ -191,7 +180,7 @@ std::string TimesN(const std::string& folded, int64_t n) {
 }
 
 TEST_CASE("a large pprof (read by two threads) imports like the copies it is made of") {
-  SKIP_WITHOUT_CORPUS();
+  testing::RequireCorpus();
   // Copies of one profile with fresh location ids: distinct stacks by id,
   // the same names, so the folded weights are the copies' sum.
   perftools::profiles::Profile base;
@@ -240,7 +229,7 @@ TEST_CASE("a large pprof (read by two threads) imports like the copies it is mad
 }
 
 TEST_CASE("round trips keep every stack and weight") {
-  SKIP_WITHOUT_CORPUS();
+  testing::RequireCorpus();
   for (const std::string& path : ListFiles(CorpusDir())) {
     if (!IsCaptureFile(path)) continue;
     CAPTURE(path);
@@ -286,7 +275,7 @@ TEST_CASE("round trips keep every stack and weight") {
 }
 
 TEST_CASE("malformed corpus variants fail with the file name and a position") {
-  SKIP_WITHOUT_CORPUS();
+  testing::RequireCorpus();
   std::string gz = ReadAll(CorpusDir() + "/pprof/sample.cpu.pb.gz");
   std::string raw = Gunzip(gz);
   struct Case {

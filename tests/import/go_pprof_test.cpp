@@ -5,8 +5,8 @@
 // every file, and the sample totals and the stacks (function names, root
 // to leaf, inlined frames included) must be what kiln itself shows.
 //
-// Without `go` on PATH (Debian's golang-go) or without the corpus the test
-// prints why and exits 77 (skipped). Go gets a private HOME, GOCACHE and
+// Without `go` on PATH (Debian's golang-go) the test prints why and exits 77
+// (skipped); packaging/install-deps.sh installs it. Go gets a private HOME, GOCACHE and
 // PPROF_TMPDIR and no network (GOPROXY=off, -symbolize=none), so it also
 // runs as root in CI.
 #include <doctest/doctest.h>
@@ -207,11 +207,7 @@ class GoPprof {
       std::cerr << "go not found on PATH (Debian package golang-go); skipping (exit 77)\n";
       std::exit(77);
     }
-    struct stat st {};
-    if (stat((Corpus() + "/README.md").c_str(), &st) != 0) {
-      std::cerr << "corpus not found at " << Corpus() << "; skipping (exit 77)\n";
-      std::exit(77);
-    }
+    testing::RequireCorpus();
     // A private, writable home for Go: no user cache, no network. Made
     // only now: exit(77) above runs no destructor.
     env_ = std::make_unique<TempDir>("kiln-go-pprof-test");

@@ -1,5 +1,7 @@
 #include "tests/integration/kiln_process.h"
 
+#include "tests/child_process.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,21 +20,9 @@ namespace {
 int Spawn(const std::vector<std::string>& args, int* out_fd, int* err_fd) {
   int out[2], err[2];
   if (pipe(out) != 0 || pipe(err) != 0) throw std::runtime_error("pipe failed");
-  std::string binary = KilnBinary();  // before fork: resolved once, in this process
-  int pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    close(out[0]);
-    close(err[0]);
-    std::vector<char*> argv;
-    argv.push_back(binary.data());
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
+  std::vector<std::string> argv{KilnBinary()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const int pid = SpawnChild(argv, ChildOutput::Fd(out[1]), ChildOutput::Fd(err[1]));
   close(out[1]);
   close(err[1]);
   *out_fd = out[0];
@@ -46,12 +36,6 @@ void ReadAll(int fd, std::string* into) {
   while ((n = read(fd, buf, sizeof buf)) > 0) into->append(buf, static_cast<size_t>(n));
 }
 
-int ExitCode(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
-
 }  // namespace
 
 std::string KilnBinary() {
@@ -59,7 +43,12 @@ std::string KilnBinary() {
   // kiln relative paths) and still find the binary.
   static const std::string binary = [] {
     const char* dir = std::getenv("KILN_BINARY_DIR");
-    return std::filesystem::absolute(std::string(dir ? dir : ".") + "/app/kiln").string();
+#ifdef __APPLE__
+    const char* kPath = "/app/kiln.app/Contents/MacOS/kiln";  // MACOSX_BUNDLE (app/CMakeLists.txt)
+#else
+    const char* kPath = "/app/kiln";
+#endif
+    return std::filesystem::absolute(std::string(dir ? dir : ".") + kPath).string();
   }();
   return binary;
 }
@@ -86,9 +75,7 @@ CommandResult RunKiln(const std::vector<std::string>& args) {
       }
     }
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = ExitCode(status);
+  r.exit_code = WaitChild(pid);
   return r;
 }
 
@@ -126,10 +113,9 @@ int HeadlessKiln::Stop(int signal) {
   kill(pid_, signal);
   ReadAll(out_fd_, &output_);
   close(out_fd_);
-  int status = 0;
-  waitpid(pid_, &status, 0);
+  const int code = WaitChild(pid_);
   pid_ = -1;
-  return ExitCode(status);
+  return code;
 }
 
 TempDir::TempDir() {

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "tests/child_process.h"
 #include "tests/integration/symbols_fixture.h"
 
 namespace kiln::testing {
@@ -55,21 +56,12 @@ std::string ServeFolder(const std::string& work, const std::string& debug_file) 
 struct DebuginfodServer {
   DebuginfodServer(const std::string& binary, const std::string& serve_dir, const std::string& db) {
     port = FreePort();
-    std::fflush(stdout);  // or the child's freopen writes our buffered output again
-    std::fflush(stderr);
-    pid = fork();
-    if (pid == 0) {
-      freopen("/dev/null", "w", stdout);
-      freopen((db + ".log").c_str(), "w", stderr);
-      const std::string p = std::to_string(port);
-      execl(binary.c_str(), binary.c_str(), "-F", serve_dir.c_str(), "-p", p.c_str(), "-d", db.c_str(), "-t",
-            "1", static_cast<char*>(nullptr));
-      _exit(127);
-    }
+    pid = testing::SpawnChild({binary, "-F", serve_dir, "-p", std::to_string(port), "-d", db, "-t", "1"},
+                              testing::ChildOutput::Null(), testing::ChildOutput::File(db + ".log"));
   }
   ~DebuginfodServer() {
     kill(pid, SIGTERM);
-    waitpid(pid, nullptr, 0);
+    testing::WaitChild(pid);
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
   int pid = -1;

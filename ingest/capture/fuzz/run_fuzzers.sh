@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs every capture fuzzer for a bounded time: run_fuzzers.sh BUILD_DIR
-# SECONDS CORPUS_DIR. Seeds: the shared corpus and fuzz/seeds/. New inputs go to BUILD_DIR/fuzz-corpus/<name>; crashes
+# SECONDS CORPUS_DIR. Seeds: the capture corpus (tests/data/corpus) and fuzz/seeds/. New inputs go to BUILD_DIR/fuzz-corpus/<name>; crashes
 # to BUILD_DIR/fuzz-artifacts/. Exit status is non-zero if any fuzzer found
 # something.
 set -u

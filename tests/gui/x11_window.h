@@ -1,0 +1,37 @@
+// Finding kiln's window on the test display through Xlib, for GUI tests
+// that talk to the window as a desktop would (drag and drop, icon, class).
+// Test-only. Include after every other header: Xlib's macros (Status, None,
+// True, ...) break headers that come after it.
+#pragma once
+
+#include <cstring>
+
+// clang-format off
+#include <X11/Xlib.h>
+#include <X11/Xatom.h>
+#include <X11/Xutil.h>
+#undef Status
+// clang-format on
+
+namespace kiln::testing {
+
+// The window at or below `w` whose name contains `name`, or 0.
+inline Window FindWindow(Display* d, Window w, const char* name) {
+  char* wm_name = nullptr;
+  if (XFetchName(d, w, &wm_name) && wm_name) {
+    const bool match = std::strstr(wm_name, name) != nullptr;
+    XFree(wm_name);
+    if (match) return w;
+  }
+  Window root_ret, parent;
+  Window* children = nullptr;
+  unsigned n = 0;
+  Window found = 0;
+  if (XQueryTree(d, w, &root_ret, &parent, &children, &n)) {
+    for (unsigned i = 0; i < n && !found; ++i) found = FindWindow(d, children[i], name);
+    if (children) XFree(children);
+  }
+  return found;
+}
+
+}  // namespace kiln::testing
