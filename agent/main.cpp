@@ -26,11 +26,8 @@
 #include "otlp_builder.h"
 #include "process_tracker.h"
 #include "sample_collector.h"
+#include "kiln_version.h"
 #include "symbolizer.h"
-
-#ifndef KILN_AGENT_VERSION
-#define KILN_AGENT_VERSION "0.0.0"
-#endif
 
 namespace {
 
@@ -80,7 +77,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (options.show_version) {
-    std::printf("kiln-agent %s\n", KILN_AGENT_VERSION);
+    std::printf("kiln-agent %s\n", kiln::kVersion);
     return 0;
   }
   if (options.collection_agent.empty()) {
@@ -124,7 +121,7 @@ int main(int argc, char** argv) {
   std::printf(
       "kiln-agent %s: sampling CPUs %s at %d Hz (perf_event cpu-clock + BPF, %zu KiB ring buffer),\n"
       "  sending OTLP profiles to %s (%s) every %.1fs%s\n",
-      KILN_AGENT_VERSION, CpuListText(sampler->cpus()).c_str(), options.samples_per_second,
+      kiln::kVersion, CpuListText(sampler->cpus()).c_str(), options.samples_per_second,
       sampler->ring_buffer_bytes() >> 10, options.collection_agent.c_str(),
       options.disable_tls ? "plain text" : "TLS",
       std::chrono::duration<double>(options.reporter_interval).count(),
@@ -138,7 +135,7 @@ int main(int argc, char** argv) {
     ProfileBatch batch = collector.TakeBatch(host_name, options.resource_attributes);
     std::size_t samples = batch.SampleCount();
     std::size_t process_count = batch.processes.size();
-    if (samples > 0) exporter.Enqueue(BuildExportRequest(batch, KILN_AGENT_VERSION), samples);
+    if (samples > 0) exporter.Enqueue(BuildExportRequest(batch, kiln::kVersion), samples);
     batch = {};  // release mappings before the sweep
     processes.Sweep();
     symbolizer.Sweep();
@@ -183,7 +180,7 @@ int main(int argc, char** argv) {
   {
     ProfileBatch batch = collector.TakeBatch(host_name, options.resource_attributes);
     std::size_t samples = batch.SampleCount();
-    if (samples > 0) exporter.Enqueue(BuildExportRequest(batch, KILN_AGENT_VERSION), samples);
+    if (samples > 0) exporter.Enqueue(BuildExportRequest(batch, kiln::kVersion), samples);
   }
   bool flushed = exporter.Flush(kFinalFlushWait);
   ExporterStats es = exporter.stats();

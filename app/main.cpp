@@ -21,6 +21,7 @@
 #include "app/gui_app.h"
 #include "ingest/capture/capture_commands.h"
 #include "ingest/otlp_receiver.h"
+#include "kiln_version.h"
 #include "storage/store.h"
 
 namespace kiln::app {
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   CLI::App cli{"kiln: a desktop viewer for OpenTelemetry profiles, with an OTLP receiver"};
-  cli.set_version_flag("--version", "kiln 0.1.0");
+  cli.set_version_flag("--version", std::string("kiln ") + kiln::kVersion);
   cli.require_subcommand(0, 1);
 
   HeadlessOptions where;
@@ -208,6 +209,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "kiln: --size wants WIDTHxHEIGHT (at least 200x150), got \"%s\"\n", size.c_str());
       return 2;
     }
+    gui.size_given = true;
   }
   gui.open_files = open_files;
   gui.debug_dirs = where.symbols.debug_dirs;
