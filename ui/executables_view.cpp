@@ -8,6 +8,7 @@
 #include "ui/flame_search.h"
 #include "ui/format.h"
 #include "ui/widgets.h"
+#include "ui/theme.h"
 
 namespace kiln::ui {
 
@@ -33,18 +34,18 @@ std::string_view Basename(std::string_view path) {
 }
 
 ImVec4 StatusColor(const storage::SymbolStatus& s, bool has_id) {
-  if (!has_id) return ImVec4(0.6f, 0.6f, 0.6f, 1.f);
+  if (!has_id) return CurrentPalette().muted_text;
   switch (s.state) {
     case State::kSymbolized:
-      return ImVec4(0.55f, 0.85f, 0.55f, 1.f);
+      return CurrentPalette().ok_text;
     case State::kNoSymbols:
-      return ImVec4(0.95f, 0.85f, 0.45f, 1.f);
+      return CurrentPalette().warning_text;
     case State::kFailed:
-      return ImVec4(1.f, 0.5f, 0.42f, 1.f);
+      return CurrentPalette().error_text;
     case State::kNotAttempted:
       break;
   }
-  return ImVec4(0.7f, 0.7f, 0.75f, 1.f);
+  return ImGui::GetStyleColorVec4(ImGuiCol_Text);
 }
 
 const SymbolStatusMap& EmptyStatuses() {
@@ -131,7 +132,7 @@ void ExecutablesView::DrawUnsymbolized(const ViewContext& context, const Executa
       if (context.mono_font) ImGui::PopFont();
       ImGui::TableSetColumnIndex(1);
       const double fraction = static_cast<double>(u.weight) / total;
-      InlineBar(fraction, PackRgba(0x7a, 0x5a, 0x2a),
+      InlineBar(fraction, CurrentPalette().weight_bar,
                 FormatWeight(kind, u.weight) + "  " + FormatPercent(fraction));
     }
   }
@@ -264,7 +265,7 @@ void ExecutablesView::Draw(const ViewContext& context) {
         ImGui::SetTooltip("%s", row.file_name.c_str());
       ImGui::TableSetColumnIndex(kWeight);
       const double fraction = static_cast<double>(row.weight) / total;
-      InlineBar(fraction, PackRgba(0x7a, 0x5a, 0x2a),
+      InlineBar(fraction, CurrentPalette().weight_bar,
                 FormatWeight(kind, row.weight) + "  " + FormatPercent(fraction));
       const storage::SymbolStatus status = StatusOfExecutable(statuses, row.htlhash, row.gnu_build_id);
       const bool has_id = !row.htlhash.empty() || !row.gnu_build_id.empty();

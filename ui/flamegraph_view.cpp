@@ -9,6 +9,7 @@
 
 #include "ui/format.h"
 #include "ui/widgets.h"
+#include "ui/theme.h"
 
 namespace kiln::ui {
 
@@ -19,7 +20,6 @@ using storage::NodeKind;
 
 namespace {
 
-constexpr Rgba kBackground = PackRgba(0x1c, 0x1e, 0x24);
 constexpr float kDimAmount = 0.72f;     // non-matching nodes while searching
 constexpr float kMinLabelWidth = 18.f;  // px; narrower nodes get no text
 
@@ -277,8 +277,8 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
       const FlameRect& r = layout_.rects[i];
       const FlameNode& n = tree_->nodes[r.node];
       Rgba c = NodeColor(n.kind, n.type, tree_->Label(r.node));
-      if (r.merged) c = BlendTowards(c, kBackground, 0.45f);
-      if (r.ancestor) c = BlendTowards(c, kBackground, 0.35f);
+      if (r.merged) c = BlendTowards(c, CurrentPalette().background, 0.45f);
+      if (r.ancestor) c = BlendTowards(c, CurrentPalette().background, 0.35f);
       rect_colors_[i] = c;
     }
     layout_dirty_ = false;
@@ -324,11 +324,11 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
       const FlameRect& r = layout_.rects[i];
       Rgba fill = rect_colors_[i];
       const bool match = searching && !r.merged && search_.matched[r.node];
-      if (searching && !match) fill = BlendTowards(fill, kBackground, kDimAmount);
+      if (searching && !match) fill = BlendTowards(fill, CurrentPalette().background, kDimAmount);
       const float x0 = origin.x + r.x;
       const float x1 = x0 + std::max(r.width - (r.width > 3.f ? 1.f : 0.f), 1.f);
       dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), fill);
-      if (match) dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), PackRgba(0xff, 0xff, 0xff), 0, 0, 1.5f);
+      if (match) dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), CurrentPalette().contrast, 0, 0, 1.5f);
       if (r.merged || r.width < kMinLabelWidth) continue;
       const std::string& label = tree_->Label(r.node);
       const float room = r.width - 8.f;

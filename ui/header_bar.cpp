@@ -6,6 +6,7 @@
 
 #include "ui/flame_search.h"
 #include "ui/widgets.h"
+#include "ui/theme.h"
 
 namespace kiln::ui {
 
@@ -29,7 +30,7 @@ std::string FilterKeyDisplayName(const std::string& key) {
 void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, SessionState& session,
                      const StatusSnapshot* status, bool computing) {
   // Row 1: name, tabs, kind, presets.
-  ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.f, 0.62f, 0.25f, 1.f));
+  ImGui::PushStyleColor(ImGuiCol_Text, CurrentPalette().accent_text);
   ImGui::TextUnformatted("Kiln");
   ImGui::PopStyleColor();
   ImGui::SameLine(0, ImGui::GetFontSize() * 1.2f);
@@ -87,7 +88,7 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("An opened capture file: read-only; presets count back from its newest sample.");
   } else if (session.live) {
-    ImGui::TextColored(ImVec4(0.4f, 0.9f, 0.5f, 1.f), "LIVE");
+    ImGui::TextColored(CurrentPalette().live_text, "LIVE");
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Following new data. Select a range in the timeline to stop.");
   } else {

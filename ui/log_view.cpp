@@ -4,6 +4,7 @@
 
 #include "ui/flame_search.h"
 #include "ui/format.h"
+#include "ui/theme.h"
 
 namespace kiln::ui {
 
@@ -13,15 +14,15 @@ namespace {
 ImVec4 LevelColor(LogLevel level) {
   switch (level) {
     case LogLevel::kDebug:
-      return ImVec4(0.6f, 0.6f, 0.65f, 1.f);
+      return CurrentPalette().muted_text;
     case LogLevel::kInfo:
-      return ImVec4(0.55f, 0.8f, 1.f, 1.f);
+      return CurrentPalette().info_text;
     case LogLevel::kWarning:
-      return ImVec4(1.f, 0.8f, 0.35f, 1.f);
+      return CurrentPalette().warning_text;
     case LogLevel::kError:
-      return ImVec4(1.f, 0.45f, 0.4f, 1.f);
+      return CurrentPalette().error_text;
   }
-  return ImVec4(1, 1, 1, 1);
+  return ImGui::GetStyleColorVec4(ImGuiCol_Text);
 }
 }  // namespace
 

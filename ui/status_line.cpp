@@ -1,12 +1,17 @@
 #include "ui/status_line.h"
 
+#include "ui/connect_help.h"
+
 #include <imgui.h>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "ui/connect_help.h"
 #include "ui/format.h"
 #include "ui/widgets.h"
+#include "ui/theme.h"
 
 namespace kiln::ui {
 
@@ -72,7 +77,7 @@ void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const A
   }
   if (analysis && !analysis->error.empty()) {
     separator();
-    ImGui::TextColored(ImVec4(1.f, 0.45f, 0.4f, 1.f), "Query failed: %s", analysis->error.c_str());
+    ImGui::TextColored(CurrentPalette().error_text, "Query failed: %s", analysis->error.c_str());
   }
   if (computing) {
     separator();
@@ -96,8 +101,8 @@ void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const A
   const uint64_t rejected = RejectedCount(*status);
   if (rejected > 0) {
     separator();
-    ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.7f, 0.2f, 0.18f, 1.f));
-    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, ImVec4(0.85f, 0.3f, 0.25f, 1.f));
+    ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
+    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
     const std::string badge = FormatCount(rejected) + " rejected";
     if (ImGui::SmallButton(badge.c_str())) session.requested_tab = "log";
     ImGui::PopStyleColor(2);
@@ -105,7 +110,7 @@ void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const A
   }
 }
 
-void DrawEmptyStoreHelp(const StatusSnapshot* status) {
+bool DrawEmptyStoreHelp(const StatusSnapshot* status) {
   const float em = ImGui::GetFontSize();
   ImGui::Dummy(ImVec2(0, em));
   ImGui::Indent(em);
@@ -114,10 +119,8 @@ void DrawEmptyStoreHelp(const StatusSnapshot* status) {
   ImGui::Separator();
   const std::string listen =
       status && status->receiver ? status->receiver->listen_address : std::string("0.0.0.0:11000");
-  // The commands use the port kiln actually listens on.
-  const size_t colon = listen.rfind(':');
-  const std::string port = colon == std::string::npos ? "11000" : listen.substr(colon + 1);
-  const std::string agent = "sudo kiln-agent -collection-agent=127.0.0.1:" + port + " -disable-tls";
+  // The commands use the port kiln actually listens on (ui/connect_help.h).
+  const std::vector<ConnectRecipe> recipes = ConnectRecipes(listen, {});
   if (status && status->receiver) {
     ImGui::Text(
         "Kiln is listening for OTLP profiles on %s. Data shows up here within a second or two of "
@@ -129,13 +132,11 @@ void DrawEmptyStoreHelp(const StatusSnapshot* status) {
   }
   ImGui::Dummy(ImVec2(0, em * 0.5f));
   ImGui::TextUnformatted("Profile this machine (Linux, as root):");
-  CopyableText("agent", agent);
+  CopyableText("agent", recipes.front().text);
   ImGui::TextDisabled("The OpenTelemetry eBPF profiler takes the same flags and works too.");
   ImGui::Dummy(ImVec2(0, em * 0.5f));
-  ImGui::Text("Profile a remote host: tunnel its port %s back to this machine, then run the agent there:",
-              port.c_str());
-  CopyableText("ssh", "ssh -R" + port + ":localhost:" + port + " HOST");
-  CopyableText("remote_agent", agent);
+  ImGui::TextUnformatted("Profile another host, point the OpenTelemetry Collector here, or tunnel through ssh:");
+  const bool connect = ImGui::Button("Connect an agent...");
   ImGui::Dummy(ImVec2(0, em * 0.5f));
   ImGui::TextUnformatted("Open a saved capture (OTLP, pprof, folded stacks, perf script):");
   CopyableText("open", "kiln --open FILE");
@@ -146,6 +147,7 @@ void DrawEmptyStoreHelp(const StatusSnapshot* status) {
   CopyableText("demo", "kiln --demo");
   ImGui::PopTextWrapPos();
   ImGui::Unindent(em);
+  return connect;
 }
 
 }  // namespace kiln::ui

@@ -14,9 +14,10 @@ namespace kiln::ui {
 void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis,
                     bool computing, const SymbolActivity* symbols = nullptr);
 
-// How to get data in: the agent command line, the ssh reverse tunnel for
-// remote hosts, opening a capture, the demo.
-void DrawEmptyStoreHelp(const StatusSnapshot* status);
+// How to get data in: the agent command line, a button for the Connect an
+// agent dialog (other hosts, the Collector, ssh), opening a capture, the
+// demo. Returns true when that button was clicked.
+bool DrawEmptyStoreHelp(const StatusSnapshot* status);
 
 // Rejected inputs worth a badge: failed requests plus rejected profiles.
 uint64_t RejectedCount(const StatusSnapshot& status);

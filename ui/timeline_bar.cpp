@@ -7,6 +7,7 @@
 
 #include "ui/format.h"
 #include "ui/frame_colors.h"
+#include "ui/theme.h"
 
 namespace kiln::ui {
 
@@ -20,7 +21,7 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
   ImGui::InvisibleButton("##timeline", ImVec2(width, height));
   const bool hovered = ImGui::IsItemHovered();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  dl->AddRectFilled(p0, ImVec2(p0.x + width, p0.y + plot_h), PackRgba(0x16, 0x18, 0x1d));
+  dl->AddRectFilled(p0, ImVec2(p0.x + width, p0.y + plot_h), CurrentPalette().plot_background);
 
   // Bars: buckets of the newest timeline, placed by their own times so the
   // picture stays right while live follow slides the window ahead of it.
@@ -45,7 +46,7 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
 
   // Time axis.
   const int64_t step = TickStep(window.Span(), width, ImGui::CalcTextSize("00:00:00").x + 24.f);
-  const Rgba tick = PackRgba(0x60, 0x66, 0x70);
+  const Rgba tick = CurrentPalette().plot_tick;
   if (step > 0 && !window.Empty()) {
     for (int64_t t = (window.from_ns / step + 1) * step; t < window.to_ns; t += step) {
       const float x = TimeToX(window, t, p0.x, width);
@@ -81,10 +82,10 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
   if (!shown.Empty()) {
     const float x0 = std::max(TimeToX(window, shown.from_ns, p0.x, width), p0.x);
     const float x1 = std::min(TimeToX(window, shown.to_ns, p0.x, width), p0.x + width);
-    const Rgba shade = PackRgba(0, 0, 0, 110);
+    const Rgba shade = CurrentPalette().shade;
     dl->AddRectFilled(p0, ImVec2(x0, p0.y + plot_h), shade);
     dl->AddRectFilled(ImVec2(x1, p0.y), ImVec2(p0.x + width, p0.y + plot_h), shade);
-    dl->AddRect(ImVec2(x0, p0.y), ImVec2(x1, p0.y + plot_h), PackRgba(0xff, 0xff, 0xff, 160));
+    dl->AddRect(ImVec2(x0, p0.y), ImVec2(x1, p0.y + plot_h), WithAlpha(CurrentPalette().contrast, 160));
   }
 
   // The range every view shows, in words, at the plot's top-left corner.
@@ -96,14 +97,14 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
       const ImVec2 size = ImGui::CalcTextSize(text.c_str());
       const ImVec2 at(p0.x + 6.f, p0.y + 3.f);
       dl->AddRectFilled(ImVec2(at.x - 3.f, at.y - 1.f), ImVec2(at.x + size.x + 3.f, at.y + size.y + 1.f),
-                        PackRgba(0x16, 0x18, 0x1d, 200), 3.f);
+                        CurrentPalette().plot_label_box, 3.f);
       dl->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), text.c_str());
     }
   }
 
   if (hovered) {
     const int64_t t = XToTime(window, mouse.x, p0.x, width);
-    dl->AddLine(ImVec2(mouse.x, p0.y), ImVec2(mouse.x, p0.y + plot_h), PackRgba(0xff, 0xff, 0xff, 90));
+    dl->AddLine(ImVec2(mouse.x, p0.y), ImVec2(mouse.x, p0.y + plot_h), WithAlpha(CurrentPalette().contrast, 90));
     ImGui::BeginTooltip();
     ImGui::Text("%s", FormatDateTime(t).c_str());
     if (tl) {

@@ -8,6 +8,7 @@
 #include "ui/format.h"
 #include "ui/frame_colors.h"
 #include "ui/widgets.h"
+#include "ui/theme.h"
 
 namespace kiln::ui {
 
@@ -127,11 +128,11 @@ void TopFunctionsView::Draw(const ViewContext& context) {
       ImGui::PushID(i);
       ImGui::TableSetColumnIndex(kSelf);
       const double self_fraction = static_cast<double>(row.self) / total;
-      InlineBar(self_fraction, BlendTowards(FrameTypeColor(row.type), PackRgba(0x1c, 0x1e, 0x24), 0.55f),
+      InlineBar(self_fraction, BlendTowards(FrameTypeColor(row.type), CurrentPalette().background, 0.55f),
                 FormatWeight(kind, row.self) + "  " + FormatPercent(self_fraction));
       ImGui::TableSetColumnIndex(kTotal);
       const double total_fraction = static_cast<double>(row.total) / total;
-      InlineBar(total_fraction, PackRgba(0x3a, 0x4a, 0x60),
+      InlineBar(total_fraction, CurrentPalette().total_bar,
                 FormatWeight(kind, row.total) + "  " + FormatPercent(total_fraction));
       ImGui::TableSetColumnIndex(kFunction);
       if (ImGui::Selectable(row.function.c_str(), false,

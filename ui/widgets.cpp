@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ui/view.h"
+#include "ui/theme.h"
 
 namespace kiln::ui {
 
@@ -43,7 +44,7 @@ void InlineBar(double fraction, Rgba color, std::string_view text) {
 
 void DrawLoadingOrError(const ViewContext& context) {
   if (context.analysis && !context.analysis->error.empty()) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImVec4(1.f, 0.45f, 0.4f, 1.f));
+    ImGui::PushStyleColor(ImGuiCol_Text, CurrentPalette().error_text);
     ImGui::TextWrapped("The query failed: %s", context.analysis->error.c_str());
     ImGui::PopStyleColor();
     return;
