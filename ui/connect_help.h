@@ -1,0 +1,32 @@
+// What "Connect an agent" tells a user: for each way of sending profiles to
+// this kiln, a title, a line of explanation and the exact text to copy.
+// Pure (connect_help_test); the addresses come from the app
+// (app/local_addresses.h), the port from the receiver's listen address.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kiln::ui {
+
+struct ConnectRecipe {
+  std::string title;
+  std::string explanation;
+  std::string text;  // commands or a config file, copied as is
+};
+
+// `listen_address` is the receiver's ("0.0.0.0:11000", "[::]:11000",
+// "127.0.0.1:40123"); `addresses` are this machine's, the most useful
+// first (see LocalAddresses). An agent on this machine uses 127.0.0.1; one
+// elsewhere uses the first address, or the laptop through an ssh tunnel.
+std::vector<ConnectRecipe> ConnectRecipes(const std::string& listen_address,
+                                          const std::vector<std::string>& addresses);
+
+// The port of "host:port" / "[v6]:port", or "" when there is none.
+std::string PortOf(const std::string& listen_address);
+
+// True when the receiver listens on loopback only, so other hosts cannot
+// reach it whatever address they use.
+bool LoopbackOnly(const std::string& listen_address);
+
+}  // namespace kiln::ui

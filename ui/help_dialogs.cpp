@@ -1,0 +1,121 @@
+#include "ui/help_dialogs.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+
+#include "ui/connect_help.h"
+#include "ui/theme.h"
+#include "ui/widgets.h"
+
+namespace kiln::ui {
+
+const std::vector<Shortcut>& KeyboardShortcuts() {
+  static const std::vector<Shortcut> kShortcuts = {
+      {"Ctrl+O", "Open a capture file"},
+      {"Ctrl+E", "Export what the view shows"},
+      {"Ctrl+1 .. Ctrl+4", "Flamegraph, Top functions, Executables, Log"},
+      {"F1", "This list"},
+      {"Ctrl+Q", "Quit"},
+      {"Esc", "Flamegraph: zoom out one level; dialogs: close"},
+      {"Double-click", "Flamegraph: zoom out one level"},
+      {"Click / drag", "Timeline: clear / select a range"},
+      {"Mouse wheel", "Timeline: zoom around the pointer"},
+      {"Tab, arrows, Space", "Move between and use controls (Dear ImGui keyboard navigation)"},
+  };
+  return kShortcuts;
+}
+
+void DrawConnectDialog(bool* open, const std::string& listen_address, const std::vector<std::string>& addresses) {
+  if (!*open) return;
+  const float em = ImGui::GetFontSize();
+  ImGui::SetNextWindowSize(ImVec2(em * 48, em * 36), ImGuiCond_FirstUseEver);
+  if (!ImGui::Begin("Connect an agent", open, ImGuiWindowFlags_NoCollapse)) {
+    ImGui::End();
+    return;
+  }
+  if (listen_address.empty()) {
+    ImGui::TextColored(CurrentPalette().error_text,
+                       "This kiln is not receiving (see the Log); start it with --listen ADDRESS:PORT.");
+  } else {
+    ImGui::Text("Kiln receives OTLP profiles (gRPC) on %s.", listen_address.c_str());
+    if (LoopbackOnly(listen_address)) {
+      ImGui::TextDisabled("It listens on loopback only: other hosts need the ssh tunnel below.");
+    }
+  }
+  ImGui::Text("This machine's addresses:");
+  ImGui::SameLine();
+  if (addresses.empty()) ImGui::TextDisabled("none but loopback");
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (i) ImGui::SameLine();
+    ImGui::TextUnformatted(addresses[i].c_str());
+  }
+  ImGui::Separator();
+  int id = 0;
+  for (const ConnectRecipe& r : ConnectRecipes(listen_address, addresses)) {
+    ImGui::PushID(id++);
+    ImGui::TextUnformatted(r.title.c_str());
+    ImGui::PushTextWrapPos(0.f);
+    ImGui::TextDisabled("%s", r.explanation.c_str());
+    ImGui::PopTextWrapPos();
+    if (ImGui::SmallButton("Copy")) ImGui::SetClipboardText(r.text.c_str());
+    ImGui::SameLine();
+    const int lines = 1 + static_cast<int>(std::count(r.text.begin(), r.text.end(), '\n'));
+    if (lines == 1) {
+      CopyableText("##text", r.text);
+    } else {
+      std::string copy = r.text;
+      ImGui::InputTextMultiline("##text", copy.data(), copy.size() + 1,
+                                ImVec2(-FLT_MIN, ImGui::GetTextLineHeight() * (lines + 0.6f)),
+                                ImGuiInputTextFlags_ReadOnly);
+    }
+    ImGui::Spacing();
+    ImGui::PopID();
+  }
+  ImGui::End();
+}
+
+void DrawShortcutsDialog(bool* open) {
+  if (!*open) return;
+  ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 34, 0), ImGuiCond_FirstUseEver);
+  if (ImGui::Begin("Keyboard shortcuts", open, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_AlwaysAutoResize)) {
+    if (ImGui::BeginTable("##shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
+      for (const Shortcut& s : KeyboardShortcuts()) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(s.keys);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(s.action);
+      }
+      ImGui::EndTable();
+    }
+  }
+  ImGui::End();
+}
+
+void DrawAboutDialog(bool* open, const AboutInfo& info) {
+  if (!*open) return;
+  if (ImGui::Begin("About Kiln", open, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_AlwaysAutoResize)) {
+    ImGui::Text("Kiln %s", info.version.c_str());
+    ImGui::TextDisabled("A desktop viewer for OpenTelemetry profiles, with an OTLP receiver.");
+    ImGui::Separator();
+    if (ImGui::BeginTable("##about", 2)) {
+      auto row = [](const char* key, const std::string& value) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("%s", key);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(value.c_str());
+      };
+      row("Receiver", info.listen_address.empty() ? "not receiving" : info.listen_address);
+      row("Store", info.store_path);
+      row("Preferences", info.settings_path);
+      row("Window state", info.state_path);
+      row("Dear ImGui", ImGui::GetVersion());
+      ImGui::EndTable();
+    }
+  }
+  ImGui::End();
+}
+
+}  // namespace kiln::ui
