@@ -10,6 +10,7 @@
 //   [SECTION] Clock and window setup (including "no display")
 //   [SECTION] Requests: from the session state to the worker
 //   [SECTION] One frame: header, timeline, view, status line
+//   [SECTION] Menus and keyboard shortcuts
 //   [SECTION] File dialogs: Open, Export, Save PNG
 //   [SECTION] RunGui: the loop and --screenshot
 
@@ -38,14 +39,19 @@
 #include <imgui.h>
 
 #include "app/capture_sources.h"
+#include "app/desktop_settings.h"
 #include "app/gui_screenshot.h"
 #include "app/gui_worker.h"
+#include "app/local_addresses.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "app/view_registry.h"
+#include "app/window_icon.h"
+#include "kiln_version.h"
 #include "storage/store.h"
 #include "ui/format.h"
 #include "ui/header_bar.h"
+#include "ui/help_dialogs.h"
 #include "ui/status_line.h"
 #include "ui/theme.h"
 #include "ui/timeline_bar.h"
@@ -104,6 +110,14 @@ struct WindowDeleter {
   void operator()(GLFWwindow* w) const { glfwDestroyWindow(w); }
 };
 
+// Dear ImGui 1.87 named every key; 1.86 (Debian 12) indexes its key state by
+// the backend's key codes, GLFW's here.
+#if IMGUI_VERSION_NUM >= 18700
+#define KILN_KEY(glfw_key, imgui_key) imgui_key
+#else
+#define KILN_KEY(glfw_key, imgui_key) glfw_key
+#endif
+
 // ===========================================================================
 // [SECTION] Requests: from the session state to the worker
 // ===========================================================================
@@ -140,6 +154,16 @@ constexpr const char* kExportFormats[] = {"otlp", "pprof", "folded", "svg"};
 
 struct App {
   SourceList sources;
+  const ingest::OtlpReceiver* receiver;
+  std::string data_dir;
+  // What the window remembers (app/desktop_settings.h): loaded before the
+  // window opens, written when it closes (never by --screenshot).
+  DesktopSettings settings;
+  SettingsPaths settings_paths;
+  bool restyle_requested = false;  // theme or scale changed: rebuilt between frames
+  bool quit_requested = false;     // File > Quit, Ctrl+Q
+  bool show_connect = false, show_shortcuts = false, show_about = false;
+  std::vector<std::string> addresses;  // for Connect an agent, read when it opens
   std::vector<std::unique_ptr<ui::View>> views;
   std::vector<ui::View*> view_ptrs;
   size_t active_view = 0;
@@ -173,11 +197,18 @@ struct App {
   std::string pending_png;  // written from the framebuffer once the dialog is gone
   int pending_png_frames = 0;
 
-  App(storage::Store& s, const ingest::OtlpReceiver* receiver, const GuiOptions& options)
-      : sources(s, receiver, options.data_dir, [] { glfwPostEmptyEvent(); }), views(CreateViews()) {
+  App(storage::Store& s, const ingest::OtlpReceiver* receiver, const GuiOptions& options,
+      const DesktopSettings& loaded, const SettingsPaths& paths)
+      : sources(s, receiver, options.data_dir, [] { glfwPostEmptyEvent(); }),
+        receiver(receiver),
+        data_dir(options.data_dir),
+        settings(loaded),
+        settings_paths(paths),
+        views(CreateViews()) {
     for (auto& v : views) view_ptrs.push_back(v.get());
     for (size_t i = 0; i < views.size(); ++i) {
-      if (!options.tab.empty() && views[i]->Id() == options.tab) active_view = i;
+      const std::string& tab = options.tab.empty() ? settings.tab : options.tab;
+      if (!tab.empty() && views[i]->Id() == tab) active_view = i;
     }
     // The tab bar owns the selection; ask it, as the other views do.
     sources.Current().session.requested_tab = std::string(views[active_view]->Id());
@@ -220,6 +251,9 @@ struct App {
         return;
       }
     }
+    std::error_code ec;
+    const auto absolute = std::filesystem::absolute(path, ec);
+    AddRecentCapture(&settings, ec ? path : absolute.lexically_normal().string());
     sources.Open(path);
   }
 
@@ -258,6 +292,10 @@ struct App {
     src.status = src.worker->LatestStatus();
     if (!src.status) return;  // the window and the first query need the store's time range
     ui::SessionState& session = src.session;
+    // Flame/icicle and inline frames are preferences of the window, the
+    // same for every source; the flamegraph view's toggles change them.
+    session.flame = settings.flame;
+    session.show_inline = settings.show_inline;
     const int64_t now = SourceNow(src);
     const auto& stats = src.status->stats;
     if (!src.session_initialized && stats.samples > 0) {
@@ -319,6 +357,7 @@ struct App {
                                    ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus |
                                    ImGuiWindowFlags_MenuBar;
     ImGui::Begin("kiln", nullptr, flags);
+    HandleShortcuts();
     DrawMenuBar();
     Source& src = Src();
     const bool computing = src.worker->Busy();
@@ -344,7 +383,7 @@ struct App {
     context.requests = &view_requests;
     const bool empty_store = src.status && src.status->stats.samples == 0;
     if (empty_store && view->Id() != "log") {
-      ui::DrawEmptyStoreHelp(src.status.get());
+      if (ui::DrawEmptyStoreHelp(src.status.get())) OpenConnect();
       empty_help_drawn = true;
     } else {
       view->Draw(context);
@@ -360,6 +399,85 @@ struct App {
     ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing, &symbol_activity);
     DrawDialogs();
     ImGui::End();
+    DrawHelpWindows();
+    settings.flame = src.session.flame;
+    settings.show_inline = src.session.show_inline;
+  }
+
+  std::string ListenAddress() const { return receiver ? receiver->stats().listen_address : std::string(); }
+
+  // =========================================================================
+  // [SECTION] Menus and keyboard shortcuts
+  // =========================================================================
+
+  // ui::KeyboardShortcuts() lists these for the user; keep the two in step.
+  void HandleShortcuts() {
+    const ImGuiIO& io = ImGui::GetIO();
+    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_F1, ImGuiKey_F1), false)) show_shortcuts = !show_shortcuts;
+    if (!io.KeyCtrl || io.KeyShift || io.KeyAlt) return;
+    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_O, ImGuiKey_O), false)) open_dialog_requested = true;
+    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_E, ImGuiKey_E), false) && Src().analysis && Src().analysis->slice)
+      export_dialog_requested = true;
+    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_Q, ImGuiKey_Q), false)) quit_requested = true;
+    const bool tab_pressed[] = {ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_1, ImGuiKey_1), false),
+                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_2, ImGuiKey_2), false),
+                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_3, ImGuiKey_3), false),
+                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_4, ImGuiKey_4), false)};
+    for (size_t i = 0; i < std::size(tab_pressed) && i < views.size(); ++i) {
+      if (tab_pressed[i]) Src().session.requested_tab = std::string(views[i]->Id());
+    }
+  }
+
+  void DrawViewMenu() {
+    if (!ImGui::BeginMenu("View")) return;
+    if (ImGui::MenuItem("Dark theme", nullptr, settings.theme == Theme::kDark)) {
+      settings.theme = Theme::kDark;
+      restyle_requested = true;
+    }
+    if (ImGui::MenuItem("Light theme", nullptr, settings.theme == Theme::kLight)) {
+      settings.theme = Theme::kLight;
+      restyle_requested = true;
+    }
+    ImGui::Separator();
+    if (ImGui::BeginMenu("UI scale")) {
+      const std::pair<const char*, float> scales[] = {{"Monitor's", 0.f}, {"75%", 0.75f}, {"100%", 1.f},
+                                                      {"125%", 1.25f},    {"150%", 1.5f},  {"200%", 2.f}};
+      for (const auto& [label, scale] : scales) {
+        if (ImGui::MenuItem(label, nullptr, settings.ui_scale == scale)) {
+          settings.ui_scale = scale;
+          restyle_requested = true;
+        }
+      }
+      if (std::getenv("KILN_UI_SCALE")) ImGui::TextDisabled("KILN_UI_SCALE is set and wins");
+      ImGui::EndMenu();
+    }
+    ImGui::Separator();
+    ImGui::MenuItem("Flame graph (roots at the bottom)", nullptr, &settings.flame);
+    ImGui::MenuItem("Show inline frames", nullptr, &settings.show_inline);
+    ImGui::EndMenu();
+  }
+
+  void DrawHelpMenu() {
+    if (!ImGui::BeginMenu("Help")) return;
+    if (ImGui::MenuItem("Connect an agent...")) OpenConnect();
+    if (ImGui::MenuItem("Keyboard shortcuts", "F1")) show_shortcuts = true;
+    if (ImGui::MenuItem("About Kiln")) show_about = true;
+    ImGui::EndMenu();
+  }
+
+  void OpenConnect() {
+    addresses = LocalAddresses();
+    show_connect = true;
+  }
+
+  void DrawHelpWindows() {
+    ui::DrawConnectDialog(&show_connect, ListenAddress(), addresses);
+    ui::DrawShortcutsDialog(&show_shortcuts);
+    ui::DrawAboutDialog(&show_about, {.version = kVersion,
+                                      .store_path = data_dir,
+                                      .listen_address = ListenAddress(),
+                                      .settings_path = settings_paths.preferences,
+                                      .state_path = settings_paths.state});
   }
 
   // The File menu and the source switcher. Dialog requests are recorded
@@ -369,18 +487,35 @@ struct App {
     if (!ImGui::BeginMenuBar()) return;
     const bool capture = Src().IsCapture();
     if (ImGui::BeginMenu("File")) {
-      if (ImGui::MenuItem("Open...")) open_dialog_requested = true;
+      if (ImGui::MenuItem("Open...", "Ctrl+O")) open_dialog_requested = true;
+      if (ImGui::BeginMenu("Open Recent", !settings.recent.empty())) {
+        std::string chosen;
+        for (const std::string& path : settings.recent) {
+          std::error_code ec;
+          // A file that has gone stays listed (it may be on a drive that
+          // comes back) but cannot be picked.
+          if (ImGui::MenuItem(path.c_str(), nullptr, false, std::filesystem::exists(path, ec))) chosen = path;
+        }
+        ImGui::Separator();
+        if (ImGui::MenuItem("Clear list")) settings.recent.clear();
+        ImGui::EndMenu();
+        if (!chosen.empty()) OpenPath(chosen);
+      }
       if (ImGui::MenuItem("Add symbols from a file...")) symbols_dialog_requested = true;
       if (ImGui::MenuItem("Import into store", nullptr, false, capture)) sources.ImportIntoLive(Src().path);
       if (ImGui::IsItemHovered() && !capture) ImGui::SetTooltip("Select an opened capture first");
-      if (ImGui::MenuItem("Export...", nullptr, false, Src().analysis && Src().analysis->slice)) {
+      if (ImGui::MenuItem("Export...", "Ctrl+E", false, Src().analysis && Src().analysis->slice)) {
         export_dialog_requested = true;
       }
       if (ImGui::MenuItem("Save PNG of view...")) png_dialog_requested = true;
       ImGui::Separator();
       if (ImGui::MenuItem("Close capture", nullptr, false, capture)) CloseSource(sources.selected());
+      ImGui::Separator();
+      if (ImGui::MenuItem("Quit", "Ctrl+Q")) quit_requested = true;
       ImGui::EndMenu();
     }
+    DrawViewMenu();
+    DrawHelpMenu();
     ImGui::TextDisabled("Source:");
     const auto& list = sources.sources();
     const std::string current = Src().name + (Src().IsCapture() ? "  (capture, read-only)" : "");
@@ -438,7 +573,7 @@ struct App {
     constexpr size_t kShown = 3;
     for (size_t i = notices.size() > kShown ? notices.size() - kShown : 0; i < notices.size(); ++i) {
       const Notice& n = notices[i];
-      const ImVec4 color = n.error ? ImVec4(1.f, 0.45f, 0.4f, 1.f) : ImVec4(0.55f, 0.8f, 1.f, 1.f);
+      const ImVec4 color = n.error ? ui::CurrentPalette().error_text : ui::CurrentPalette().info_text;
       ImGui::TextColored(color, "%s", n.text.c_str());
       if (i + 1 == notices.size()) {
         ImGui::SameLine();
@@ -482,7 +617,7 @@ struct App {
     ImGui::SameLine();
     if (ImGui::SmallButton("Up")) RefreshListing(std::filesystem::path(browse_dir).parent_path().string());
     ImGui::BeginChild("##listing", ImVec2(0, -ImGui::GetFrameHeightWithSpacing() * 2.2f), true);
-    if (!browse_error.empty()) ImGui::TextColored(ImVec4(1.f, 0.45f, 0.4f, 1.f), "%s", browse_error.c_str());
+    if (!browse_error.empty()) ImGui::TextColored(ui::CurrentPalette().error_text, "%s", browse_error.c_str());
     std::string enter;
     for (const auto& [name, is_dir] : browse_entries) {
       const std::string label = is_dir ? name + "/" : name;
@@ -667,6 +802,12 @@ void OnDrop(GLFWwindow* window, int count, const char** paths) {
 // ===========================================================================
 
 int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const GuiOptions& options) {
+  const bool screenshot = !options.screenshot_path.empty();
+  // A screenshot shows the user's preferences (theme, scale) but is a
+  // one-shot: it writes no settings and no imgui.ini.
+  const SettingsPaths settings_paths = DefaultSettingsPaths();
+  std::vector<std::string> settings_problems;
+  const DesktopSettings settings = LoadSettings(settings_paths, &settings_problems);
   glfwSetErrorCallback(OnGlfwError);
   if (!glfwInit()) {
     ReportNoWindow("GLFW could not initialize");
@@ -677,36 +818,65 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);  // HiDPI: size in screen coordinates
-  const bool screenshot = !options.screenshot_path.empty();
+  // The X11 class matches kiln.desktop's StartupWMClass, so the task bar
+  // groups the window under Kiln's menu entry and icon.
+  glfwWindowHintString(GLFW_X11_CLASS_NAME, "kiln");
+  glfwWindowHintString(GLFW_X11_INSTANCE_NAME, "kiln");
   if (screenshot) glfwWindowHint(GLFW_RESIZABLE, GLFW_FALSE);
-  std::unique_ptr<GLFWwindow, WindowDeleter> window(glfwCreateWindow(
-      options.width, options.height, options.demo ? "Kiln (demo)" : "Kiln", nullptr, nullptr));
+  // --size wins; else the size the window had when it last closed.
+  int width = options.width, height = options.height;
+  if (!options.size_given && settings.window_width > 0) {
+    width = settings.window_width;
+    height = settings.window_height;
+  }
+  const bool place = !screenshot && settings.window_x != DesktopSettings::kUnset;
+  if (place) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);  // moved before it is shown
+  std::unique_ptr<GLFWwindow, WindowDeleter> window(
+      glfwCreateWindow(width, height, options.demo ? "Kiln (demo)" : "Kiln", nullptr, nullptr));
   if (!window) {
     ReportNoWindow("no OpenGL 3.2 context");
     glfwTerminate();
     return 1;
   }
+  if (place) {
+    glfwSetWindowPos(window.get(), settings.window_x, settings.window_y);
+    glfwShowWindow(window.get());
+  }
+  if (!screenshot && settings.window_maximized) glfwMaximizeWindow(window.get());
+  SetWindowIcon(window.get());
   glfwMakeContextCurrent(window.get());
   glfwSwapInterval(screenshot ? 0 : 1);
 
   // HiDPI: the monitor's content scale sizes fonts and paddings.
   // KILN_UI_SCALE overrides it (X11 desktops that do not report one).
-  float scale_x = 1.f, scale_y = 1.f;
-  glfwGetWindowContentScale(window.get(), &scale_x, &scale_y);
-  if (const char* env = std::getenv("KILN_UI_SCALE")) scale_x = static_cast<float>(std::atof(env));
+  // The View menu's scale comes between the two.
+  float monitor_scale = 1.f, scale_y = 1.f;
+  glfwGetWindowContentScale(window.get(), &monitor_scale, &scale_y);
+  auto ui_scale = [monitor_scale](const DesktopSettings& s) {
+    if (const char* env = std::getenv("KILN_UI_SCALE")) return static_cast<float>(std::atof(env));
+    return s.ui_scale > 0.f ? s.ui_scale : monitor_scale;
+  };
 
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
-  io.IniFilename = nullptr;  // no imgui.ini in the user's working directory
+  // imgui.ini (table columns, dialog sizes) in the state folder, never in
+  // the current one.
+  io.IniFilename = nullptr;
+  if (!screenshot) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(settings_paths.imgui_ini).parent_path(), ec);
+    if (!ec) io.IniFilename = settings_paths.imgui_ini.c_str();
+  }
   io.ConfigFlags |= ImGuiConfigFlags_NavEnableKeyboard;
   // A screenshot shows the data, not whatever the pointer happens to hover.
   if (screenshot) io.ConfigFlags |= ImGuiConfigFlags_NoMouse;
   int status = 0;
   {
-    App app(store, receiver, options);
+    App app(store, receiver, options, settings, settings_paths);
+    for (const std::string& problem : settings_problems) app.sources.Notify(true, "Settings: " + problem);
     app.freeze_after_first_request = screenshot;
-    app.fonts = ui::ApplyTheme(scale_x);
+    app.fonts = ui::ApplyTheme(ui_scale(app.settings), app.settings.theme == Theme::kLight);
     ImGui_ImplGlfw_InitForOpenGL(window.get(), true);
     ImGui_ImplOpenGL3_Init("#version 150");
     glfwSetWindowUserPointer(window.get(), &app);
@@ -728,7 +898,13 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
     sigemptyset(&quit.sa_mask);
     sigaction(SIGINT, &quit, &old_int);
     sigaction(SIGTERM, &quit, &old_term);
-    while (!glfwWindowShouldClose(window.get()) && !g_quit_signal) {
+    while (!glfwWindowShouldClose(window.get()) && !g_quit_signal && !app.quit_requested) {
+      if (std::exchange(app.restyle_requested, false)) {
+        // Between frames: new fonts need a new texture.
+        app.fonts = ui::ApplyTheme(ui_scale(app.settings), app.settings.theme == Theme::kLight);
+        ImGui_ImplOpenGL3_DestroyFontsTexture();
+        ImGui_ImplOpenGL3_CreateFontsTexture();
+      }
       // Idle at a few frames per second, but animate promptly while the
       // worker computes; the worker wakes us when a result lands.
       // ImGui settles some changes (tab switches, popups) one frame after
@@ -751,7 +927,9 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
       int fb_w = 0, fb_h = 0;
       glfwGetFramebufferSize(window.get(), &fb_w, &fb_h);
       glViewport(0, 0, fb_w, fb_h);
-      glClearColor(0.11f, 0.118f, 0.141f, 1.f);
+      const ui::Rgba background = ui::CurrentPalette().background;
+      glClearColor(ui::RedOf(background) / 255.f, ui::GreenOf(background) / 255.f, ui::BlueOf(background) / 255.f,
+                   1.f);
       glClear(GL_COLOR_BUFFER_BIT);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       app.MaybeSavePng(fb_w, fb_h);
@@ -809,6 +987,19 @@ int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const Gu
     }
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
+    if (!screenshot) {
+      DesktopSettings& s = app.settings;
+      s.window_maximized = glfwGetWindowAttrib(window.get(), GLFW_MAXIMIZED) == GLFW_TRUE;
+      if (!s.window_maximized) {  // a maximized window keeps the size to restore to
+        glfwGetWindowPos(window.get(), &s.window_x, &s.window_y);
+        glfwGetWindowSize(window.get(), &s.window_width, &s.window_height);
+      }
+      s.tab = std::string(app.views[app.active_view]->Id());
+      if (const std::string error = SaveSettings(settings_paths, s); !error.empty()) {
+        std::fprintf(stderr, "kiln: settings not saved: %s\n", error.c_str());
+        (void)store.AppendLog(storage::LogLevel::kWarning, "Settings not saved: " + error);
+      }
+    }
     glfwSetDropCallback(window.get(), nullptr);
     glfwSetWindowUserPointer(window.get(), nullptr);
     ImGui_ImplOpenGL3_Shutdown();

@@ -17,9 +17,10 @@ namespace kiln::app {
 
 struct GuiOptions {
   std::string data_dir;  // shown in the status line
-  std::string tab;       // initial tab: flamegraph|top|executables|log ("" = flamegraph)
+  std::string tab;       // initial tab: flamegraph|top|executables|log ("" = the last run's)
   int width = 1600;      // initial window size in screen coordinates
   int height = 1000;
+  bool size_given = false;  // --size: wins over the size remembered from the last run
   std::string screenshot_path;  // non-empty: wait until the view is drawn, write PNG, exit
   bool demo = false;            // the store was filled with the built-in synthetic profile
   // Capture files opened at start (`kiln FILE...`, `--open FILE`), each as a

@@ -30,6 +30,7 @@
 #include "ui/executables_model.h"
 #include "ui/frame_colors.h"
 #include "ui/header_bar.h"
+#include "ui/help_dialogs.h"
 #include "ui/status_line.h"
 #include "ui/theme.h"
 #include "ui/timeline_bar.h"
@@ -251,6 +252,19 @@ TEST_CASE("gallery of view states over the demo store") {
       gallery.session().AddFilterValue("process.executable.name", "postgres");
       const Pixels p =
           Load(gallery.Shoot("filter-popup", "executables", [] { ImGui::OpenPopup("##filter_popup"); }));
+      std::set<ui::Rgba> colors(p.data.begin(), p.data.end());
+      CHECK(colors.size() > 50);
+    }
+    SUBCASE("Help: Connect an agent and the keyboard shortcuts") {
+      bool connect = true, shortcuts = true;
+      const Pixels p = Load(gallery.Shoot("help-connect", "flamegraph", [&] {
+        ImGui::SetNextWindowPos(ImVec2(40, 60), ImGuiCond_Always);
+        ui::DrawConnectDialog(&connect, "0.0.0.0:11000", {"192.0.2.10", "2001:db8::10"});
+        ImGui::SetNextWindowPos(ImVec2(ImGui::GetIO().DisplaySize.x - 660, 60), ImGuiCond_Always);
+        ui::DrawShortcutsDialog(&shortcuts);
+      }));
+      CHECK(connect);  // still open: nothing closed them
+      CHECK(shortcuts);
       std::set<ui::Rgba> colors(p.data.begin(), p.data.end());
       CHECK(colors.size() > 50);
     }
