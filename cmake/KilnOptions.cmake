@@ -12,3 +12,4 @@ set(KILN_FUZZ_SECONDS 60 CACHE STRING "Seconds per fuzzer for the kiln_fuzz targ
 # elfutils). auto: elfutils when found, else LLVM, else no ELF reading.
 set(KILN_SYMBOLS_BACKEND auto CACHE STRING "ELF/DWARF reader for ingest/symbols: auto, elfutils or llvm")
 set_property(CACHE KILN_SYMBOLS_BACKEND PROPERTY STRINGS auto elfutils llvm)
+option(KILN_INSTALL_AGENT_SERVICE "Install kiln-agent's systemd unit and /etc/default/kiln-agent (the .deb does)" ON)
