@@ -12,7 +12,8 @@ trap 'rm -rf "$out"' EXIT
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAILED: $1"; fail=1; fi; }
 
-for tool in cpack dpkg-deb dpkg-shlibdeps desktop-file-validate appstreamcli; do
+for tool in cpack dpkg-deb dpkg-shlibdeps desktop-file-validate update-desktop-database appstreamcli gio \
+            update-mime-database; do
   command -v "$tool" >/dev/null || { echo "FAILED: $tool is not installed (packaging/install-deps.sh installs it)"; exit 1; }
 done
 
@@ -68,6 +69,22 @@ check "unpacked kiln prints its version" "[ \"\$('$root/usr/bin/kiln' --version)
 check "unpacked kiln-agent prints its version" "'$root/usr/bin/kiln-agent' -version 2>&1 | grep -q '$version'"
 check "the unit runs the packaged agent with the flags file" \
   "grep -q '^ExecStart=/usr/bin/kiln-agent \$KILN_AGENT_FLAGS' '$root/lib/systemd/system/kiln-agent.service' && grep -q '^EnvironmentFile=/etc/default/kiln-agent' '$root/lib/systemd/system/kiln-agent.service'"
+# What a file manager sees (GIO reads the installed MIME types and desktop
+# entries): a pprof capture is application/x-pprof and opens with Kiln.
+update-mime-database "$root/usr/share/mime" >/dev/null 2>&1
+update-desktop-database "$root/usr/share/applications"
+cp "$(dirname "$0")/../data/corpus/pprof/sample.cpu.pb.gz" "$out/sample.cpu.pb.gz"
+printf 'main;work 1\n' >"$out/stacks.folded"
+mkdir -p "$out/home"
+# PATH: GIO hides entries whose program it cannot find.
+gio_env=(env PATH="$root/usr/bin:$PATH" XDG_DATA_HOME="$out/home" XDG_CONFIG_HOME="$out/home" XDG_DATA_DIRS="$root/usr/share:/usr/share")
+check "a .pb.gz capture is application/x-pprof to GIO" \
+  "\"\${gio_env[@]}\" gio info -a standard::content-type '$out/sample.cpu.pb.gz' | grep -q 'application/x-pprof'"
+check "a .folded file is text/x-folded-stacks to GIO" \
+  "\"\${gio_env[@]}\" gio info -a standard::content-type '$out/stacks.folded' | grep -q 'text/x-folded-stacks'"
+check "Kiln is the application GIO opens pprof captures with" \
+  "\"\${gio_env[@]}\" gio mime application/x-pprof | grep -q 'kiln.desktop'"
+
 if command -v systemd-analyze >/dev/null; then
   # verify wants the unit's programs in place: a copy whose paths point
   # into the unpacked root, everything else as packaged.
