@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,7 @@
 #include "app/gui_screenshot.h"
 #include "app/gui_worker.h"
 #include "app/local_addresses.h"
+#include "app/native_file_dialog.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "app/view_registry.h"
@@ -184,9 +186,15 @@ struct App {
   ui::ViewContext::Requests view_requests;
   ui::SymbolActivity symbol_activity;
 
-  // File menu dialogs.
+  // File menu dialogs. Open and Add symbols ask the desktop's chooser
+  // first (app/native_file_dialog.h) and fall back to the window's own
+  // browser (the *_builtin flags); Export and Save PNG keep their own small
+  // dialogs, whose Choose... button asks the desktop's save dialog.
   bool open_dialog_requested = false, export_dialog_requested = false, png_dialog_requested = false;
   bool symbols_dialog_requested = false;  // the Open dialog's browser, for ELF files
+  bool open_builtin = false, symbols_builtin = false;
+  NativeFileDialog file_dialog{[] { glfwPostEmptyEvent(); }};
+  bool file_dialog_fallback_logged = false;
   char open_path[1024] = {};
   std::string browse_dir;                                    // listing cached for this directory
   std::vector<std::pair<std::string, bool>> browse_entries;  // name, is directory
@@ -257,6 +265,57 @@ struct App {
     sources.Open(path);
   }
 
+  void TakeFileDialogAnswers() {
+    while (std::optional<FileDialogAnswer> a = file_dialog.Poll()) {
+      using Outcome = FileDialogAnswer::Outcome;
+      if (a->outcome == Outcome::kUnavailable) {
+        if (!std::exchange(file_dialog_fallback_logged, true)) {
+          (void)main_store->AppendLog(storage::LogLevel::kInfo,
+                                      "No desktop file chooser (" + a->reason + "); using Kiln's own file browser");
+        }
+        if (a->purpose == "open") open_builtin = true;
+        if (a->purpose == "symbols") symbols_builtin = true;
+        continue;  // Export and PNG: their dialog is still open, with its path field
+      }
+      if (a->outcome != Outcome::kChosen) continue;
+      if (a->purpose == "open") {
+        OpenPath(a->path);
+      } else if (a->purpose == "symbols") {
+        StartSymbolizers();
+        if (SymbolService* service = Symbolizer()) service->AddFiles({a->path});
+      } else if (a->purpose == "export") {
+        std::snprintf(export_path, sizeof export_path, "%s", a->path.c_str());
+      } else if (a->purpose == "png") {
+        std::snprintf(png_path, sizeof png_path, "%s", a->path.c_str());
+      }
+    }
+  }
+
+  // File > Open and Add symbols: the desktop's chooser when there may be
+  // one, else (or when it turns out there is none) the window's browser.
+  void AskForFile(const char* title, const char* purpose, bool* builtin) {
+    if (file_dialog.Busy()) return;  // its window is already up
+    if (file_dialog.MaybeAvailable()) {
+      file_dialog.Ask({.save = false, .title = title, .purpose = purpose});
+    } else {
+      *builtin = true;
+    }
+  }
+
+  // The Choose... button of Export and Save PNG.
+  void ChooseSavePath(const char* title, const char* suggested, const char* purpose) {
+    if (!file_dialog.MaybeAvailable()) return;
+    ImGui::SameLine();
+    ImGui::BeginDisabled(file_dialog.Busy());
+    if (ImGui::Button("Choose...")) {
+      file_dialog.Ask({.save = true,
+                       .title = title,
+                       .suggested_name = std::filesystem::path(suggested).filename().string(),
+                       .purpose = purpose});
+    }
+    ImGui::EndDisabled();
+  }
+
   Source& Src() { return sources.Current(); }
   const Source& Src() const { return sources.Current(); }
   bool Current() const {
@@ -269,6 +328,7 @@ struct App {
   void Update() {
     for (const std::string& path : dropped) OpenPath(path);
     dropped.clear();
+    TakeFileDialogAnswers();
     const size_t before = sources.selected();
     sources.Poll();
     StartSymbolizers();
@@ -659,14 +719,17 @@ struct App {
 
   void DrawDialogs() {
     const float em = ImGui::GetFontSize();
-    if (open_dialog_requested) {
-      open_dialog_requested = false;
+    if (std::exchange(open_dialog_requested, false)) AskForFile("Open a capture", "open", &open_builtin);
+    if (std::exchange(symbols_dialog_requested, false))
+      AskForFile("Add symbols from a file", "symbols", &symbols_builtin);
+    if (open_builtin) {
+      open_builtin = false;
       std::error_code ec;
       if (browse_dir.empty()) RefreshListing(std::filesystem::current_path(ec).string());
       ImGui::OpenPopup("Open capture");
     }
-    if (symbols_dialog_requested) {
-      symbols_dialog_requested = false;
+    if (symbols_builtin) {
+      symbols_builtin = false;
       std::error_code ec;
       if (browse_dir.empty()) RefreshListing(std::filesystem::current_path(ec).string());
       ImGui::OpenPopup("Add symbols from a file");
@@ -730,6 +793,7 @@ struct App {
       }
       ImGui::SetNextItemWidth(em * 30);
       ImGui::InputText("File", export_path, sizeof export_path);
+      ChooseSavePath("Export", export_path, "export");
       if (ImGui::Button("Export") && export_path[0]) {
         capture::ExportFormat format = capture::ExportFormat::kFolded;
         (void)capture::ParseExportFormat(kExportFormats[export_format], &format);
@@ -746,6 +810,7 @@ struct App {
     if (ImGui::BeginPopupModal("Save PNG of view", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
       ImGui::SetNextItemWidth(em * 30);
       ImGui::InputText("File", png_path, sizeof png_path);
+      ChooseSavePath("Save PNG of view", png_path, "png");
       if (ImGui::Button("Save") && png_path[0]) {
         pending_png = png_path;
         pending_png_frames = 2;  // the dialog is still in this frame and the next

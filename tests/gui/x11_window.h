@@ -10,6 +10,10 @@
 #include <X11/Xlib.h>
 #include <X11/Xatom.h>
 #include <X11/Xutil.h>
+#include <X11/keysym.h>
+#if __has_include(<X11/extensions/XTest.h>)
+#include <X11/extensions/XTest.h>  // typing into the window (link Xtst to use it)
+#endif
 #undef Status
 // clang-format on
 
