@@ -249,16 +249,18 @@ struct App {
     symbolizers.erase(sources.sources()[index]->store);  // joins before the store goes
     sources.Close(index);
   }
+  // Hands an ELF file to the shown source's symbolizer; false when that
+  // source has none.
+  bool AddSymbolFile(const std::string& path) {
+    StartSymbolizers();
+    SymbolService* s = Symbolizer();
+    if (s) s->AddFiles({path});
+    return s != nullptr;
+  }
   // A file from Open..., the command line or a drop: ELF files are symbols
   // for the shown source, anything else a capture.
   void OpenPath(const std::string& path) {
-    if (IsElfFile(path)) {
-      StartSymbolizers();
-      if (SymbolService* s = Symbolizer()) {
-        s->AddFiles({path});
-        return;
-      }
-    }
+    if (IsElfFile(path) && AddSymbolFile(path)) return;
     std::error_code ec;
     const auto absolute = std::filesystem::absolute(path, ec);
     AddRecentCapture(&settings, ec ? path : absolute.lexically_normal().string());
@@ -281,8 +283,7 @@ struct App {
       if (a->purpose == "open") {
         OpenPath(a->path);
       } else if (a->purpose == "symbols") {
-        StartSymbolizers();
-        if (SymbolService* service = Symbolizer()) service->AddFiles({a->path});
+        AddSymbolFile(a->path);
       } else if (a->purpose == "export") {
         std::snprintf(export_path, sizeof export_path, "%s", a->path.c_str());
       } else if (a->purpose == "png") {
@@ -350,12 +351,12 @@ struct App {
     Source& src = Src();
     src.analysis = src.worker->LatestAnalysis();
     src.status = src.worker->LatestStatus();
-    if (!src.status) return;  // the window and the first query need the store's time range
     ui::SessionState& session = src.session;
     // Flame/icicle and inline frames are preferences of the window, the
-    // same for every source; the flamegraph view's toggles change them.
+    // same for every source (DrawFrame keeps the two in step).
     session.flame = settings.flame;
     session.show_inline = settings.show_inline;
+    if (!src.status) return;  // the window and the first query need the store's time range
     const int64_t now = SourceNow(src);
     const auto& stats = src.status->stats;
     if (!src.session_initialized && stats.samples > 0) {
@@ -441,6 +442,10 @@ struct App {
     context.mono_font = fonts.mono;
     context.symbols = &symbol_activity;
     context.requests = &view_requests;
+    // The view draws with the window's preferences (the menu may have just
+    // changed them, or switched the source) and its toggles go back to them.
+    src.session.flame = settings.flame;
+    src.session.show_inline = settings.show_inline;
     const bool empty_store = src.status && src.status->stats.samples == 0;
     if (empty_store && view->Id() != "log") {
       if (ui::DrawEmptyStoreHelp(src.status.get())) OpenConnect();
@@ -448,6 +453,8 @@ struct App {
     } else {
       view->Draw(context);
       empty_help_drawn = false;
+      settings.flame = src.session.flame;
+      settings.show_inline = src.session.show_inline;
     }
     if (SymbolService* s = Symbolizer()) {
       for (const std::string& key : view_requests.retry_symbol_keys) s->Retry(key);
@@ -460,8 +467,6 @@ struct App {
     DrawDialogs();
     ImGui::End();
     DrawHelpWindows();
-    settings.flame = src.session.flame;
-    settings.show_inline = src.session.show_inline;
   }
 
   std::string ListenAddress() const { return receiver ? receiver->stats().listen_address : std::string(); }
@@ -531,11 +536,13 @@ struct App {
   }
 
   void DrawHelpWindows() {
-    ui::DrawConnectDialog(&show_connect, ListenAddress(), addresses);
     ui::DrawShortcutsDialog(&show_shortcuts);
+    if (!show_connect && !show_about) return;  // the receiver's stats are not free
+    const std::string listen = ListenAddress();
+    ui::DrawConnectDialog(&show_connect, listen, addresses);
     ui::DrawAboutDialog(&show_about, {.version = kVersion,
                                       .store_path = data_dir,
-                                      .listen_address = ListenAddress(),
+                                      .listen_address = listen,
                                       .settings_path = settings_paths.preferences,
                                       .state_path = settings_paths.state});
   }
@@ -761,10 +768,7 @@ struct App {
       DrawFileBrowser(
           "An executable, shared library or debug file of an executable in the profile; matched by "
           "htlhash or GNU build id.",
-          "Add", [this](const std::string& path) {
-            StartSymbolizers();
-            if (SymbolService* s = Symbolizer()) s->AddFiles({path});
-          });
+          "Add", [this](const std::string& path) { AddSymbolFile(path); });
       ImGui::EndPopup();
     }
 

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,13 +26,6 @@ namespace kiln {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // XDG folders of the test's own, so the user's settings are neither read
 // nor touched; kiln inherits them.
@@ -121,6 +113,9 @@ TEST_CASE("the window shows Kiln's icon and class, and comes back as it was clos
   const std::string capture = dir + "/stacks.folded";
   std::ofstream(capture) << "main;work;leaf 3\nmain;idle 1\n";
   const auto cwd_before = fs::exists("imgui.ini");
+  // Preferences that differ from the defaults survive a run untouched.
+  fs::create_directories(fs::path(xdg.settings()).parent_path());
+  std::ofstream(xdg.settings()) << "kiln-settings 1\nflame = true\nshow_inline = false\n";
 
   const WindowFacts first = RunWindowOnce(dir + "/store", {"--size", "900x700", "--tab", "top", capture});
   REQUIRE(first.window != 0);
@@ -129,13 +124,17 @@ TEST_CASE("the window shows Kiln's icon and class, and comes back as it was clos
   CHECK(first.icon_sizes ==
         std::vector<std::pair<long, long>>{{32, 32}, {48, 48}, {64, 64}, {128, 128}, {256, 256}});
 
-  const std::string state = Slurp(xdg.state());
+  const std::string state = ReadText(xdg.state());
   INFO("state.ini:\n" << state);
   CHECK(state.rfind("kiln-settings 1\n", 0) == 0);
   CHECK(state.find("window_size = 900x700\n") != std::string::npos);
   CHECK(state.find("tab = top\n") != std::string::npos);
   CHECK(state.find("recent = " + capture + "\n") != std::string::npos);
-  CHECK(Slurp(xdg.settings()).find("theme = dark\n") != std::string::npos);
+  const std::string preferences = ReadText(xdg.settings());
+  INFO("settings.ini:\n" << preferences);
+  CHECK(preferences.find("theme = dark\n") != std::string::npos);
+  CHECK(preferences.find("flame = true\n") != std::string::npos);
+  CHECK(preferences.find("show_inline = false\n") != std::string::npos);
   CHECK(fs::exists(xdg.imgui()));
   CHECK(fs::exists("imgui.ini") == cwd_before);  // nothing in the current folder
 
@@ -148,7 +147,7 @@ TEST_CASE("the window shows Kiln's icon and class, and comes back as it was clos
   }
   const WindowFacts second = RunWindowOnce(dir + "/store", {});
   REQUIRE(second.window != 0);
-  const std::string again = Slurp(xdg.state());
+  const std::string again = ReadText(xdg.state());
   INFO("state.ini after the second run:\n" << again);
   CHECK(again.find("window_size = 900x700\n") != std::string::npos);
   CHECK(again.find("window_position = 37,41\n") != std::string::npos);
@@ -191,7 +190,7 @@ TEST_CASE("the light theme from settings.ini is what a screenshot shows, and a s
   CAPTURE(light_level);
   CHECK(dark_level < 60);
   CHECK(light_level > 200);
-  CHECK(Slurp(xdg.settings()) == "kiln-settings 1\ntheme = light\n");  // untouched
+  CHECK(ReadText(xdg.settings()) == "kiln-settings 1\ntheme = light\n");  // untouched
   fs::remove(dark_png);
   fs::remove(light_png);
   fs::remove_all(dir);
