@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,13 +30,6 @@ namespace kiln {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 template <typename F>
 bool WaitFor(F done, int seconds) {
@@ -74,12 +66,22 @@ void TypeCtrl(Display* d, Window w, KeySym key) {
   XSync(d, False);
 }
 
-// kiln's window on the test display, or 0 after a minute.
-Window WaitForKiln(Display* d) {
+// Starts the kiln window on `store`; then, once it is up, types Ctrl+`key`
+// into it as a user would.
+pid_t StartKilnAndType(const std::string& store, KeySym key) {
+  const pid_t kiln =
+      testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", store, "--size", "900x600"});
+  Display* d = XOpenDisplay(nullptr);
+  if (!d) testing::KillChild(kiln);  // a failed REQUIRE leaves nothing running
+  REQUIRE(d != nullptr);
   Window w = 0;
   WaitFor([&] { return (w = testing::FindWindow(d, DefaultRootWindow(d), "Kiln")) != 0; }, 60);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mapped and drawing
-  return w;
+  if (w) TypeCtrl(d, w, key);
+  XCloseDisplay(d);
+  if (!w) testing::KillChild(kiln);
+  REQUIRE_MESSAGE(w != 0, "no kiln window appeared");
+  return kiln;
 }
 
 TEST_CASE("Ctrl+O asks the desktop portal's file chooser and opens the file it answers") {
@@ -114,8 +116,8 @@ TEST_CASE("Ctrl+O asks the desktop portal's file chooser and opens the file it a
   testing::ScopedChild backend(testing::SpawnChild({"/usr/bin/python3", source + "/tests/gui/portal_test_backend.py"},
                                                    testing::ChildOutput::Null(),
                                                    testing::ChildOutput::File(dir + "/backend.err")));
-  REQUIRE_MESSAGE(WaitFor([&] { return Slurp(backend_log).find("ready") != std::string::npos; }, 20),
-                  "the backend did not start: " << Slurp(dir + "/backend.err"));
+  REQUIRE_MESSAGE(WaitFor([&] { return ReadText(backend_log).find("ready") != std::string::npos; }, 20),
+                  "the backend did not start: " << ReadText(dir + "/backend.err"));
   testing::ScopedChild portal(testing::SpawnChild({"/usr/libexec/xdg-desktop-portal", "-r"},
                                                   testing::ChildOutput::Null(),
                                                   testing::ChildOutput::File(dir + "/portal.log")));
@@ -132,23 +134,16 @@ TEST_CASE("Ctrl+O asks the desktop portal's file chooser and opens the file it a
                         return yes;
                       },
                       20),
-                  "xdg-desktop-portal did not come up: " << Slurp(dir + "/portal.log"));
+                  "xdg-desktop-portal did not come up: " << ReadText(dir + "/portal.log"));
 
   const std::string store = dir + "/store";
-  testing::ScopedChild kiln(testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", store, "--size",
-                                                 "900x600"}));
-  Display* d = XOpenDisplay(nullptr);
-  REQUIRE(d != nullptr);
-  const Window w = WaitForKiln(d);
-  REQUIRE_MESSAGE(w != 0, "no kiln window appeared");
-  TypeCtrl(d, w, XK_o);
-  XCloseDisplay(d);
-  CHECK(WaitFor([&] { return Slurp(backend_log).find("open Open a capture") != std::string::npos; }, 30));
+  testing::ScopedChild kiln(StartKilnAndType(store, XK_o));
+  CHECK(WaitFor([&] { return ReadText(backend_log).find("open Open a capture") != std::string::npos; }, 30));
   CHECK(WaitFor([&] { return LogHas(store, "Opened " + capture); }, 30));
   CHECK(!LogHas(store, "No desktop file chooser"));
   CHECK(kiln.Stop(SIGTERM) == 0);
   // Opened through the chooser, so it is a recent capture too.
-  CHECK(Slurp(dir + "/state/kiln/state.ini").find("recent = " + capture) != std::string::npos);
+  CHECK(ReadText(dir + "/state/kiln/state.ini").find("recent = " + capture) != std::string::npos);
   for (const char* v : {"DBUS_SESSION_BUS_ADDRESS", "XDG_CURRENT_DESKTOP", "XDG_DESKTOP_PORTAL_DIR"}) unsetenv(v);
   fs::remove_all(dir);
 }
@@ -160,14 +155,7 @@ TEST_CASE("without a portal, Ctrl+O falls back to Kiln's own browser and the Log
   setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
   setenv("DBUS_SESSION_BUS_ADDRESS", ("unix:path=" + dir + "/no-bus-here").c_str(), 1);
   const std::string store = dir + "/store";
-  testing::ScopedChild kiln(testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", store, "--size",
-                                                 "900x600"}));
-  Display* d = XOpenDisplay(nullptr);
-  REQUIRE(d != nullptr);
-  const Window w = WaitForKiln(d);
-  REQUIRE_MESSAGE(w != 0, "no kiln window appeared");
-  TypeCtrl(d, w, XK_o);
-  XCloseDisplay(d);
+  testing::ScopedChild kiln(StartKilnAndType(store, XK_o));
   CHECK(WaitFor([&] { return LogHas(store, "No desktop file chooser (no D-Bus session bus"); }, 30));
   CHECK(kiln.Stop(SIGTERM) == 0);
   unsetenv("DBUS_SESSION_BUS_ADDRESS");

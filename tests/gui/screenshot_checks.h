@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -42,6 +44,12 @@ std::string MakeTempDir() {
   std::string tmpl = (fs::temp_directory_path() / "kiln-gui-test-XXXXXX").string();
   REQUIRE(mkdtemp(tmpl.data()) != nullptr);
   return tmpl;
+}
+
+// A whole text file ("" when it cannot be read), e.g. a helper's log.
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 struct Image {
