@@ -1,0 +1,100 @@
+/* The unwind tables kiln-agent's user space builds from call frame
+ * information (.eh_frame / .debug_frame) and the BPF walker in sampler.bpf.c
+ * reads. Shared by BPF C and C++, so plain C with kernel fixed-width types.
+ *
+ * Three BPF maps hold them:
+ *
+ *   unwind_rows    ARRAY of kiln_unwind_row, mmap'ed by user space. Each file
+ *                  owns one contiguous run of rows sorted by pc; a row holds
+ *                  from its pc up to the next row's pc. Runs end with a row
+ *                  of rule KILN_CFA_NONE, so every pc past the last FDE is
+ *                  "no CFI here".
+ *   unwind_files   ARRAY of kiln_unwind_file, indexed by file slot: where the
+ *                  file's run is. row_count 0 = the table is not loaded (yet,
+ *                  or it could not be built): the walker falls back to frame
+ *                  pointers and says so in the sample.
+ *   proc_mappings  LPM trie: (pid, address prefix) -> kiln_unwind_mapping,
+ *                  one entry per aligned block of every executable mapping
+ *                  of a process user space has loaded (proc_loaded).
+ *
+ * Row semantics are architecture neutral: "the CFA is register + offset"
+ * with the register named by the rule (SP or FP), "the return address and
+ * the frame pointer are saved at CFA + 8 * n" (or at SP + 8 * n for signal
+ * frames). x86-64 (rsp, rbp, rip) is what we build today. arm64 fits the
+ * same rows: SP = sp, FP = x29, and the return address is x30, which a leaf
+ * keeps in the register instead of on the stack: KILN_REG_SAME for ra means
+ * "still in the link register", which the arm64 walker must take from the
+ * sampled registers for the first frame only (and end the walk otherwise).
+ * arm64 PLT stubs need no expression rule (they do not touch sp), and its
+ * signal frame (__kernel_rt_sigreturn in the vDSO) uses the SP_DEREF rule with
+ * its own offsets into struct rt_sigframe, which the table builder reads from
+ * the CFI like on x86-64.
+ */
+#ifndef KILN_AGENT_BPF_UNWIND_ABI_H
+#define KILN_AGENT_BPF_UNWIND_ABI_H
+
+/* How to find the CFA (the caller's stack pointer before the call). */
+enum kiln_cfa_rule {
+  KILN_CFA_NONE = 0,      /* no CFI covers this pc: try frame pointers */
+  KILN_CFA_SP = 1,        /* CFA = SP + cfa_offset */
+  KILN_CFA_FP = 2,        /* CFA = FP + cfa_offset */
+  KILN_CFA_PLT = 3,       /* x86-64 lazy PLT: SP + 8, + 8 more once (pc & 15) >= cfa_offset */
+  KILN_CFA_SP_DEREF = 4,  /* signal frame: CFA = *(SP + cfa_offset); pc and FP at SP + 8n */
+  KILN_CFA_OUTERMOST = 5, /* the return address is undefined: the walk ends here (_start) */
+  KILN_CFA_UNSUPPORTED = 6, /* a CFA expression we do not evaluate: try frame pointers */
+};
+
+/* Where the caller's frame pointer / return address are. */
+enum kiln_reg_rule {
+  KILN_REG_SAME = 0,      /* unchanged by this frame */
+  KILN_REG_AT_CFA = 1,    /* saved at CFA + 8 * offset */
+  KILN_REG_AT_SP = 2,     /* saved at SP + 8 * offset (signal frames) */
+  KILN_REG_UNKNOWN = 3,   /* an expression or another register: lost */
+};
+
+struct kiln_unwind_row {
+  __u32 pc;         /* ELF virtual address where the row starts */
+  __s32 cfa_offset; /* see kiln_cfa_rule */
+  __u8 cfa_rule;    /* enum kiln_cfa_rule */
+  __u8 fp_rule;     /* enum kiln_reg_rule */
+  __s8 fp_offset;   /* in 8-byte words */
+  __s8 ra_offset;   /* in 8-byte words; KILN_REG_AT_CFA -1 on x86-64 */
+};
+
+struct kiln_unwind_file {
+  __u32 first_row;
+  __u32 row_count; /* 0: not loaded, walk with frame pointers */
+};
+
+#define KILN_MAPPING_VDSO 0x1
+
+struct kiln_unwind_mapping {
+  __u32 file_slot;
+  __u32 flags;
+  __u64 bias; /* ELF vaddr = address - bias */
+};
+
+struct kiln_mapping_key {
+  __u32 prefix_len; /* LPM: bits of (pid, address) that must match */
+  __u32 pid;        /* big endian, like address */
+  __u64 address;    /* big endian */
+};
+
+/* How many address bits a (pid, address) key has after the pid. */
+#define KILN_MAPPING_KEY_PID_BITS 32
+
+/* Why a user stack walk ended, counted per reason in walk_end_counts. */
+enum kiln_walk_end {
+  KILN_WALK_OUTERMOST = 0,      /* CFI said so (_start, thread start): a whole stack */
+  KILN_WALK_FP_ZERO = 1,        /* frame-pointer walk reached fp == 0 */
+  KILN_WALK_PC_NOT_MAPPED = 2,  /* a pc in no executable mapping of a loaded process */
+  KILN_WALK_BAD_ADDRESS = 3,    /* return address 0 or non-canonical */
+  KILN_WALK_READ_FAILED = 4,    /* bpf_probe_read_user failed (paged out, bad sp) */
+  KILN_WALK_DEPTH = 5,          /* KILN_MAX_USER_FRAMES reached */
+  KILN_WALK_NO_FP = 6,          /* no CFI here and no frame pointer to follow */
+  KILN_WALK_KERNEL_THREAD = 7,  /* no user context at all */
+  KILN_WALK_SP_NOT_GROWING = 8, /* the CFA did not move up: a loop in bad data */
+  KILN_WALK_END_COUNT = 9,
+};
+
+#endif /* KILN_AGENT_BPF_UNWIND_ABI_H */

@@ -1,0 +1,513 @@
+#include "unwind_table.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+
+namespace kiln::agent {
+namespace {
+
+// DWARF register numbers (System V x86-64 psABI, figure 3.36).
+constexpr int kRegFp = 6;   // rbp
+constexpr int kRegSp = 7;   // rsp
+constexpr int kRegPc = 16;  // return address column
+
+void InitLibelf() {
+  static std::once_flag once;
+  std::call_once(once, [] { elf_version(EV_CURRENT); });
+}
+
+std::string DwError() { return dwarf_errmsg(-1); }
+
+struct ElfCloser {
+  void operator()(Elf* e) const { elf_end(e); }
+};
+using ElfPtr = std::unique_ptr<Elf, ElfCloser>;
+struct DwarfCloser {
+  void operator()(Dwarf* d) const { dwarf_end(d); }
+};
+using DwarfPtr = std::unique_ptr<Dwarf, DwarfCloser>;
+struct CfiCloser {
+  void operator()(Dwarf_CFI* c) const { dwarf_cfi_end(c); }
+};
+using CfiPtr = std::unique_ptr<Dwarf_CFI, CfiCloser>;
+
+struct Section {
+  Elf_Scn* scn = nullptr;
+  GElf_Shdr shdr{};
+};
+
+std::optional<Section> FindSection(Elf* elf, std::string_view name) {
+  std::size_t shstrndx = 0;
+  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return std::nullopt;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    Section s;
+    s.scn = scn;
+    if (!gelf_getshdr(scn, &s.shdr) || s.shdr.sh_type == SHT_NOBITS) continue;
+    const char* n = elf_strptr(elf, shstrndx, s.shdr.sh_name);
+    if (n && name == n) return s;
+  }
+  return std::nullopt;
+}
+
+// Reads one DW_EH_PE-encoded value from .eh_frame_hdr. Only the encodings
+// linkers write there (absolute or pc/data relative 4- and 8-byte values);
+// anything else is refused rather than guessed.
+bool ReadEncoded(const std::uint8_t*& p, const std::uint8_t* end, std::uint8_t enc, std::uint64_t section_vaddr,
+                 const std::uint8_t* section_start, std::uint64_t* out) {
+  if (enc == DW_EH_PE_omit) return false;
+  std::uint64_t field_vaddr = section_vaddr + static_cast<std::uint64_t>(p - section_start);
+  std::int64_t v = 0;
+  auto need = [&](std::size_t n) { return static_cast<std::size_t>(end - p) >= n; };
+  switch (enc & 0x0f) {
+    case DW_EH_PE_absptr:
+    case DW_EH_PE_udata8:
+    case DW_EH_PE_sdata8: {
+      if (!need(8)) return false;
+      std::uint64_t u;
+      std::memcpy(&u, p, 8);
+      v = static_cast<std::int64_t>(u);
+      p += 8;
+      break;
+    }
+    case DW_EH_PE_udata4: {
+      if (!need(4)) return false;
+      std::uint32_t u;
+      std::memcpy(&u, p, 4);
+      v = u;
+      p += 4;
+      break;
+    }
+    case DW_EH_PE_sdata4: {
+      if (!need(4)) return false;
+      std::int32_t s;
+      std::memcpy(&s, p, 4);
+      v = s;
+      p += 4;
+      break;
+    }
+    default:
+      return false;
+  }
+  switch (enc & 0x70) {
+    case 0:
+      break;
+    case DW_EH_PE_pcrel:
+      v += static_cast<std::int64_t>(field_vaddr);
+      break;
+    case DW_EH_PE_datarel:
+      v += static_cast<std::int64_t>(section_vaddr);
+      break;
+    default:
+      return false;
+  }
+  *out = static_cast<std::uint64_t>(v);
+  return true;
+}
+
+// FDE start addresses from .eh_frame_hdr's binary search table, sorted.
+Result<std::vector<std::uint64_t>> EhFrameHdrStarts(Elf* elf) {
+  using R = Result<std::vector<std::uint64_t>>;
+  auto hdr = FindSection(elf, ".eh_frame_hdr");
+  if (!hdr) return R::Error("no .eh_frame_hdr");
+  Elf_Data* data = elf_getdata(hdr->scn, nullptr);
+  if (!data || data->d_size < 4) return R::Error(".eh_frame_hdr is truncated");
+  const auto* start = static_cast<const std::uint8_t*>(data->d_buf);
+  const auto* end = start + data->d_size;
+  const std::uint8_t* p = start;
+  std::uint8_t version = p[0], ptr_enc = p[1], count_enc = p[2], table_enc = p[3];
+  p += 4;
+  if (version != 1) return R::Error(".eh_frame_hdr version " + std::to_string(version));
+  std::uint64_t eh_frame_ptr = 0, count = 0;
+  if (!ReadEncoded(p, end, ptr_enc, hdr->shdr.sh_addr, start, &eh_frame_ptr) ||
+      !ReadEncoded(p, end, count_enc, hdr->shdr.sh_addr, start, &count))
+    return R::Error(".eh_frame_hdr has no search table");
+  std::size_t entry_size = (table_enc & 0x0f) == DW_EH_PE_sdata4 || (table_enc & 0x0f) == DW_EH_PE_udata4 ? 8 : 16;
+  if (count > static_cast<std::uint64_t>(end - p) / entry_size)
+    return R::Error(".eh_frame_hdr claims " + std::to_string(count) + " FDEs, more than it holds");
+  std::vector<std::uint64_t> starts;
+  starts.reserve(count);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::uint64_t loc = 0, fde = 0;
+    if (!ReadEncoded(p, end, table_enc, hdr->shdr.sh_addr, start, &loc) ||
+        !ReadEncoded(p, end, table_enc, hdr->shdr.sh_addr, start, &fde))
+      return R::Error(".eh_frame_hdr search table uses an unsupported encoding");
+    starts.push_back(loc);
+  }
+  // The table is sorted by definition; a damaged one must not make us loop.
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  return starts;
+}
+
+// FDE start addresses in .debug_frame (absolute, address-sized), sorted.
+std::vector<std::uint64_t> DebugFrameStarts(Elf* elf) {
+  std::vector<std::uint64_t> starts;
+  auto sec = FindSection(elf, ".debug_frame");
+  if (!sec) return starts;
+  Elf_Data* data = elf_getdata(sec->scn, nullptr);
+  const unsigned char* ident = reinterpret_cast<const unsigned char*>(elf_getident(elf, nullptr));
+  if (!data || !ident) return starts;
+  std::size_t addr_size = ident[EI_CLASS] == ELFCLASS64 ? 8 : 4;
+  Dwarf_Off offset = 0;
+  while (offset < data->d_size) {
+    Dwarf_Off next = 0;
+    Dwarf_CFI_Entry entry;
+    if (dwarf_next_cfi(ident, data, false, offset, &next, &entry) != 0 || next <= offset) break;
+    offset = next;
+    if (dwarf_cfi_cie_p(&entry)) continue;
+    if (static_cast<std::size_t>(entry.fde.end - entry.fde.start) < addr_size) continue;
+    std::uint64_t loc = 0;
+    std::memcpy(&loc, entry.fde.start, addr_size);
+    starts.push_back(loc);
+  }
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  return starts;
+}
+
+bool IsBreg(const Dwarf_Op& op, int reg) { return op.atom == DW_OP_breg0 + reg; }
+
+// CFA = reg + offset: libdw gives DW_CFA_def_cfa as one DW_OP_bregx (a
+// DW_CFA_def_cfa_expression may also say it with DW_OP_bregN).
+bool CfaIsRegOffset(const Dwarf_Op* ops, std::size_t n, int* reg, std::int64_t* offset) {
+  if (n != 1) return false;
+  if (ops[0].atom == DW_OP_bregx) {
+    if (ops[0].number > 255) return false;
+    *reg = static_cast<int>(ops[0].number);
+    *offset = static_cast<std::int64_t>(ops[0].number2);
+    return true;
+  }
+  if (ops[0].atom < DW_OP_breg0 || ops[0].atom > DW_OP_breg31) return false;
+  *reg = ops[0].atom - DW_OP_breg0;
+  *offset = static_cast<std::int64_t>(ops[0].number);
+  return true;
+}
+
+// The expression every x86-64 linker puts in the CFI of a lazy-binding PLT:
+// CFA = rsp + 8 + ((rip & 15) >= K ? 8 : 0), K = 11 (ld) or 10 (gold).
+bool CfaIsX86Plt(const Dwarf_Op* ops, std::size_t n, std::int32_t* threshold) {
+  if (n != 9 || !IsBreg(ops[0], kRegSp) || ops[0].number != 8 || !IsBreg(ops[1], kRegPc) ||
+      ops[2].atom != DW_OP_lit15 || ops[3].atom != DW_OP_and || ops[5].atom != DW_OP_ge ||
+      ops[6].atom != DW_OP_lit3 || ops[7].atom != DW_OP_shl || ops[8].atom != DW_OP_plus)
+    return false;
+  if (ops[4].atom < DW_OP_lit0 || ops[4].atom > DW_OP_lit31) return false;
+  *threshold = ops[4].atom - DW_OP_lit0;
+  return true;
+}
+
+// Signal trampolines (glibc's __restore_rt) describe the interrupted frame
+// with CFA = *(rsp + offset of the saved rsp in the ucontext).
+bool CfaIsSpDeref(const Dwarf_Op* ops, std::size_t n, std::int64_t* offset) {
+  if (n != 2 || !IsBreg(ops[0], kRegSp) || ops[1].atom != DW_OP_deref) return false;
+  *offset = static_cast<std::int64_t>(ops[0].number);
+  return true;
+}
+
+bool FitsWords(std::int64_t bytes, std::int8_t* words) {
+  if (bytes % 8 != 0 || bytes / 8 < INT8_MIN || bytes / 8 > INT8_MAX) return false;
+  *words = static_cast<std::int8_t>(bytes / 8);
+  return true;
+}
+
+enum class RegKind { kSame, kUndefined, kAtCfa, kAtSp, kOther };
+
+// Classifies libdw's location description of a caller register.
+RegKind ClassifyRegister(Dwarf_Frame* frame, int reg, std::int64_t* offset) {
+  Dwarf_Op mem[3];
+  Dwarf_Op* ops = nullptr;
+  std::size_t n = 0;
+  if (dwarf_frame_register(frame, reg, mem, &ops, &n) != 0) return RegKind::kOther;
+  if (n == 0) return ops == nullptr ? RegKind::kSame : RegKind::kUndefined;
+  // DW_CFA_offset: "saved at CFA + N" = call_frame_cfa [, plus_uconst N].
+  if (ops[0].atom == DW_OP_call_frame_cfa) {
+    if (n == 1) {
+      *offset = 0;
+      return RegKind::kAtCfa;
+    }
+    // DW_CFA_expression: libdw pushes the CFA first, as DWARF says, then
+    // the expression; glibc's signal trampoline uses "rsp + N".
+    if (n == 2 && IsBreg(ops[1], kRegSp)) {
+      *offset = static_cast<std::int64_t>(ops[1].number);
+      return RegKind::kAtSp;
+    }
+    if (n == 2 && ops[1].atom == DW_OP_plus_uconst) {
+      *offset = static_cast<std::int64_t>(ops[1].number);
+      return RegKind::kAtCfa;
+    }
+    if (n == 3 && ops[1].atom == DW_OP_consts && ops[2].atom == DW_OP_plus) {
+      *offset = static_cast<std::int64_t>(ops[1].number);
+      return RegKind::kAtCfa;
+    }
+    return RegKind::kOther;
+  }
+  return RegKind::kOther;
+}
+
+kiln_unwind_row RowFromFrame(Dwarf_Frame* frame, std::uint64_t pc) {
+  kiln_unwind_row row{};
+  row.pc = static_cast<__u32>(pc);
+  row.fp_rule = KILN_REG_SAME;
+  Dwarf_Addr start = 0, end = 0;
+  bool signal = false;
+  int ra_reg = dwarf_frame_info(frame, &start, &end, &signal);
+  Dwarf_Op* ops = nullptr;
+  std::size_t n = 0;
+  int reg = 0;
+  std::int64_t offset = 0;
+  std::int32_t threshold = 0;
+  if (dwarf_frame_cfa(frame, &ops, &n) != 0 || n == 0) {
+    row.cfa_rule = KILN_CFA_UNSUPPORTED;
+  } else if (CfaIsRegOffset(ops, n, &reg, &offset) && (reg == kRegSp || reg == kRegFp) &&
+             offset >= INT32_MIN && offset <= INT32_MAX) {
+    row.cfa_rule = reg == kRegSp ? KILN_CFA_SP : KILN_CFA_FP;
+    row.cfa_offset = static_cast<__s32>(offset);
+  } else if (CfaIsX86Plt(ops, n, &threshold)) {
+    row.cfa_rule = KILN_CFA_PLT;
+    row.cfa_offset = threshold;
+  } else if (CfaIsSpDeref(ops, n, &offset) && offset >= 0 && offset <= INT32_MAX) {
+    row.cfa_rule = KILN_CFA_SP_DEREF;
+    row.cfa_offset = static_cast<__s32>(offset);
+  } else {
+    row.cfa_rule = KILN_CFA_UNSUPPORTED;
+  }
+
+  std::int64_t ra_off = 0;
+  RegKind ra = ra_reg >= 0 ? ClassifyRegister(frame, ra_reg, &ra_off) : RegKind::kOther;
+  std::int8_t words = 0;
+  if (ra == RegKind::kUndefined) {
+    row.cfa_rule = KILN_CFA_OUTERMOST;
+  } else if (row.cfa_rule == KILN_CFA_SP_DEREF) {
+    if (ra != RegKind::kAtSp || !FitsWords(ra_off, &words)) row.cfa_rule = KILN_CFA_UNSUPPORTED;
+    row.ra_offset = words;
+  } else if (row.cfa_rule != KILN_CFA_UNSUPPORTED) {
+    // The walker reads the return address at CFA + 8 * ra_offset.
+    if (ra != RegKind::kAtCfa || !FitsWords(ra_off, &words)) row.cfa_rule = KILN_CFA_UNSUPPORTED;
+    row.ra_offset = words;
+  }
+
+  std::int64_t fp_off = 0;
+  switch (ClassifyRegister(frame, kRegFp, &fp_off)) {
+    case RegKind::kSame:
+      row.fp_rule = KILN_REG_SAME;
+      break;
+    case RegKind::kAtCfa:
+      row.fp_rule = FitsWords(fp_off, &words) ? KILN_REG_AT_CFA : KILN_REG_UNKNOWN;
+      row.fp_offset = words;
+      break;
+    case RegKind::kAtSp:
+      row.fp_rule = FitsWords(fp_off, &words) ? KILN_REG_AT_SP : KILN_REG_UNKNOWN;
+      row.fp_offset = words;
+      break;
+    default:
+      row.fp_rule = KILN_REG_UNKNOWN;
+      break;
+  }
+  if (row.cfa_rule == KILN_CFA_OUTERMOST || row.cfa_rule == KILN_CFA_UNSUPPORTED) {
+    row.cfa_offset = 0;
+    row.fp_rule = KILN_REG_SAME;
+    row.fp_offset = 0;
+    row.ra_offset = 0;
+  }
+  return row;
+}
+
+bool SameRule(const kiln_unwind_row& a, const kiln_unwind_row& b) {
+  return a.cfa_rule == b.cfa_rule && a.cfa_offset == b.cfa_offset && a.fp_rule == b.fp_rule &&
+         a.fp_offset == b.fp_offset && a.ra_offset == b.ra_offset;
+}
+
+// Half-open ranges of rows, before merging: [start, end) -> row.
+struct Span {
+  std::uint64_t start, end;
+  kiln_unwind_row row;
+};
+
+// Walks every FDE of `cfi` from the given start addresses, appending one span
+// per row libdw reports.
+Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t>& starts,
+                                 const UnwindTableLimits& limits, std::vector<Span>& out,
+                                 UnwindTableStats& stats) {
+  using R = Result<std::size_t>;
+  std::size_t added = 0;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    std::uint64_t addr = starts[i];
+    std::uint64_t stop = i + 1 < starts.size() ? starts[i + 1] : UINT64_MAX;
+    ++stats.fdes;
+    while (addr < stop) {
+      Dwarf_Frame* frame = nullptr;
+      if (dwarf_cfi_addrframe(cfi, addr, &frame) != 0) break;  // past this FDE's end
+      Dwarf_Addr row_start = 0, row_end = 0;
+      bool signal = false;
+      dwarf_frame_info(frame, &row_start, &row_end, &signal);
+      if (row_end <= addr || row_start > addr) {
+        std::free(frame);
+        return R::Error("CFI row at 0x" + std::to_string(addr) + " does not advance");
+      }
+      if (row_end > stop) row_end = stop;  // overlapping FDEs: the next one wins
+      if (row_end > (1ULL << 32))
+        return R::Error("code above 4 GiB (0x" + std::to_string(row_end) + "), not supported");
+      out.push_back({addr, row_end, RowFromFrame(frame, addr)});
+      std::free(frame);
+      ++added;
+      if (out.size() > limits.max_rows)
+        return R::Error("more than " + std::to_string(limits.max_rows) + " CFI rows");
+      addr = row_end;
+    }
+  }
+  return added;
+}
+
+// Sorted, non-overlapping spans -> rows with "no CFI" rows in the gaps,
+// adjacent equal rules merged.
+std::vector<kiln_unwind_row> SpansToRows(std::vector<Span>& spans, UnwindTableStats& stats) {
+  std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  std::vector<kiln_unwind_row> rows;
+  rows.reserve(spans.size() + 16);
+  std::uint64_t covered_to = 0;
+  for (const Span& s : spans) {
+    if (s.end <= covered_to) continue;  // fully shadowed (.debug_frame under .eh_frame)
+    std::uint64_t start = std::max(s.start, covered_to);
+    if (start > covered_to && covered_to != 0) {
+      kiln_unwind_row gap{};
+      gap.pc = static_cast<__u32>(covered_to);
+      gap.cfa_rule = KILN_CFA_NONE;
+      if (rows.empty() || !SameRule(rows.back(), gap)) rows.push_back(gap);
+    }
+    kiln_unwind_row row = s.row;
+    row.pc = static_cast<__u32>(start);
+    if (row.cfa_rule == KILN_CFA_UNSUPPORTED) ++stats.unsupported_rows;
+    if (row.cfa_rule == KILN_CFA_OUTERMOST) ++stats.outermost_rows;
+    if (rows.empty() || !SameRule(rows.back(), row)) rows.push_back(row);
+    covered_to = s.end;
+  }
+  kiln_unwind_row last{};
+  last.pc = static_cast<__u32>(covered_to);
+  last.cfa_rule = KILN_CFA_NONE;
+  rows.push_back(last);
+  return rows;
+}
+
+Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimits& limits) {
+  using R = Result<UnwindTable>;
+  UnwindTable table;
+  std::vector<Span> spans;
+  std::string eh_problem;
+
+  if (CfiPtr cfi{dwarf_getcfi_elf(elf)}) {
+    auto starts = EhFrameHdrStarts(elf);
+    if (!starts) {
+      eh_problem = starts.error();
+    } else {
+      auto added = CollectSpans(cfi.get(), *starts, limits, spans, table.stats);
+      if (!added) return R::Error(".eh_frame: " + added.error());
+      table.stats.rows_from_eh_frame = *added;
+    }
+  } else {
+    eh_problem = "no .eh_frame (" + DwError() + ")";
+  }
+
+  // .debug_frame, in the file itself or its separate debug file, covers what
+  // .eh_frame leaves out (code built with -fno-asynchronous-unwind-tables).
+  for (Elf* e : {elf, debug_elf}) {
+    if (!e) continue;
+    std::vector<std::uint64_t> starts = DebugFrameStarts(e);
+    if (starts.empty()) continue;
+    DwarfPtr dw{dwarf_begin_elf(e, DWARF_C_READ, nullptr)};
+    if (!dw) continue;
+    Dwarf_CFI* cfi = dwarf_getcfi(dw.get());  // owned by dw
+    if (!cfi) continue;
+    auto added = CollectSpans(cfi, starts, limits, spans, table.stats);
+    if (!added) return R::Error(".debug_frame: " + added.error());
+    table.stats.rows_from_debug_frame += *added;
+  }
+  if (spans.empty())
+    return R::Error(eh_problem.empty() ? "no call frame information" : eh_problem + ", no .debug_frame");
+  // .eh_frame spans come first: the stable sort keeps them ahead of
+  // .debug_frame spans that start at the same address, and SpansToRows never
+  // lets a later span override an earlier one.
+  table.rows = SpansToRows(spans, table.stats);
+  if (table.rows.size() > limits.max_rows)
+    return R::Error("more than " + std::to_string(limits.max_rows) + " CFI rows");
+  return table;
+}
+
+}  // namespace
+
+Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd, UnwindTableLimits limits) {
+  using R = Result<UnwindTable>;
+  InitLibelf();
+  ElfPtr elf{elf_begin(fd, ELF_C_READ_MMAP, nullptr)};
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return R::Error(std::string("not ELF: ") + elf_errmsg(-1));
+  ElfPtr debug;
+  if (debug_fd >= 0) {
+    debug.reset(elf_begin(debug_fd, ELF_C_READ_MMAP, nullptr));
+    if (debug && elf_kind(debug.get()) != ELF_K_ELF) debug.reset();
+  }
+  return BuildFromElf(elf.get(), debug.get(), limits);
+}
+
+Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size, UnwindTableLimits limits) {
+  using R = Result<UnwindTable>;
+  InitLibelf();
+  // elf_memory wants a mutable pointer but only reads with ELF_C_READ_MMAP.
+  ElfPtr elf{elf_memory(static_cast<char*>(const_cast<void*>(image)), size)};
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return R::Error(std::string("not ELF: ") + elf_errmsg(-1));
+  return BuildFromElf(elf.get(), nullptr, limits);
+}
+
+std::string FormatUnwindRow(const kiln_unwind_row& row) {
+  char buf[160];
+  auto reg = [](int rule, int off, char* out, std::size_t n) {
+    switch (rule) {
+      case KILN_REG_SAME: std::snprintf(out, n, "same"); break;
+      case KILN_REG_AT_CFA: std::snprintf(out, n, "cfa%+d", off * 8); break;
+      case KILN_REG_AT_SP: std::snprintf(out, n, "*(sp%+d)", off * 8); break;
+      default: std::snprintf(out, n, "unknown"); break;
+    }
+  };
+  char fp[32], ra[32];
+  reg(row.fp_rule, row.fp_offset, fp, sizeof(fp));
+  switch (row.cfa_rule) {
+    case KILN_CFA_NONE:
+      std::snprintf(buf, sizeof(buf), "0x%x none", row.pc);
+      return buf;
+    case KILN_CFA_OUTERMOST:
+      std::snprintf(buf, sizeof(buf), "0x%x outermost", row.pc);
+      return buf;
+    case KILN_CFA_UNSUPPORTED:
+      std::snprintf(buf, sizeof(buf), "0x%x unsupported", row.pc);
+      return buf;
+    case KILN_CFA_SP_DEREF:
+      reg(KILN_REG_AT_SP, row.ra_offset, ra, sizeof(ra));
+      std::snprintf(buf, sizeof(buf), "0x%x cfa=*(sp%+d) fp=%s ra=%s", row.pc, row.cfa_offset, fp, ra);
+      return buf;
+    case KILN_CFA_PLT:
+      reg(KILN_REG_AT_CFA, row.ra_offset, ra, sizeof(ra));
+      std::snprintf(buf, sizeof(buf), "0x%x cfa=plt(%d) fp=%s ra=%s", row.pc, row.cfa_offset, fp, ra);
+      return buf;
+    default:
+      reg(KILN_REG_AT_CFA, row.ra_offset, ra, sizeof(ra));
+      std::snprintf(buf, sizeof(buf), "0x%x cfa=%s%+d fp=%s ra=%s", row.pc,
+                    row.cfa_rule == KILN_CFA_SP ? "sp" : "fp", row.cfa_offset, fp, ra);
+      return buf;
+  }
+}
+
+const kiln_unwind_row* FindUnwindRow(const std::vector<kiln_unwind_row>& rows, std::uint64_t vaddr) {
+  auto it = std::upper_bound(rows.begin(), rows.end(), vaddr,
+                             [](std::uint64_t v, const kiln_unwind_row& r) { return v < r.pc; });
+  if (it == rows.begin()) return nullptr;
+  return &*(it - 1);
+}
+
+}  // namespace kiln::agent

@@ -1,0 +1,60 @@
+#pragma once
+// Call frame information (.eh_frame, .debug_frame) compiled into the sorted
+// rows the BPF walker reads (layout and meaning: bpf/unwind_abi.h).
+//
+// elfutils' libdw evaluates the CFA programs (dwarf_cfi_addrframe), so we
+// never interpret DWARF call frame instructions ourselves. What libdw does not
+// offer is "list every FDE", so the FDE start addresses come from the sorted
+// table in .eh_frame_hdr (what unwinders binary-search at run time) and, for
+// .debug_frame, from walking its entries with dwarf_next_cfi. From each FDE
+// start we ask libdw for the row at the address, take the end of the range it
+// says the row covers, and ask again there.
+//
+// Pure: file descriptors in, rows out; no process, no BPF. Thread-safe.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <linux/types.h>
+
+#include "bpf/unwind_abi.h"
+#include "result.h"
+
+namespace kiln::agent {
+
+struct UnwindTableStats {
+  std::size_t fdes = 0;              // FDE starts walked
+  std::size_t rows_from_eh_frame = 0;
+  std::size_t rows_from_debug_frame = 0;  // filling gaps .eh_frame leaves
+  std::size_t unsupported_rows = 0;  // CFA expressions the walker cannot evaluate
+  std::size_t outermost_rows = 0;    // return address undefined (_start, clone)
+};
+
+struct UnwindTable {
+  std::vector<kiln_unwind_row> rows;  // sorted by pc, ends with a KILN_CFA_NONE row
+  UnwindTableStats stats;
+};
+
+struct UnwindTableLimits {
+  // A table larger than this is refused ("hostile or absurd"): the biggest
+  // binaries we know (clang, chromium) need a few million rows.
+  std::size_t max_rows = 8u << 20;
+};
+
+// The unwind table of the ELF file `fd`; `debug_fd` (or -1) is its separate
+// debug file, whose .debug_frame fills what .eh_frame does not cover.
+// Errors name what was wrong with the file.
+Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd = -1, UnwindTableLimits limits = {});
+
+// The same from an ELF image in memory (the vDSO).
+Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size,
+                                               UnwindTableLimits limits = {});
+
+// One line a row, for tests and debugging: "0x1130 cfa=sp+8 fp=same ra=cfa-8".
+std::string FormatUnwindRow(const kiln_unwind_row& row);
+
+// The row that holds `vaddr` (binary search), or nullptr before the first.
+const kiln_unwind_row* FindUnwindRow(const std::vector<kiln_unwind_row>& rows, std::uint64_t vaddr);
+
+}  // namespace kiln::agent

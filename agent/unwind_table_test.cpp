@@ -1,0 +1,296 @@
+// Unwind tables checked against an independent CFI interpreter: binutils'
+// `readelf --debug-dump=frames-interp` prints, for every FDE, the rule rows
+// it computes (CFA, saved registers). Every such row must be what our table
+// says at that address.
+#include "unwind_table.h"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace kiln::agent;
+
+namespace {
+
+std::string Hex(std::uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+struct OracleRow {
+  std::uint64_t loc;
+  std::string cfa, rbp, ra;
+};
+struct OracleFde {
+  std::uint64_t lo, hi;
+  std::vector<OracleRow> rows;
+};
+
+std::string RunCommand(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[65536];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+// Parses readelf -wF. An FDE without instructions prints no rows: its CIE's
+// initial row applies from the FDE's start.
+std::vector<OracleFde> ReadelfFrames(const std::string& path) {
+  std::istringstream in(RunCommand("readelf --debug-dump=frames-interp '" + path + "' 2>/dev/null"));
+  std::vector<OracleFde> fdes;
+  std::map<std::string, OracleRow> cie_initial;
+  std::string line, current_cie, fde_cie;
+  std::vector<std::string> columns;
+  bool in_fde = false, in_cie = false;
+  auto row_from = [&](const std::string& text) {
+    // Cells are words, except "r10 (r10)" (held in another register).
+    std::istringstream ls(text);
+    std::vector<std::string> cells;
+    for (std::string w; ls >> w;) {
+      if (w[0] == '(' && !cells.empty())
+        cells.back() += " " + w;
+      else
+        cells.push_back(w);
+    }
+    OracleRow r;
+    r.loc = std::stoull(cells.at(0), nullptr, 16);
+    r.cfa = cells.at(1);
+    for (std::size_t c = 2; c < columns.size() && c < cells.size(); ++c) {
+      if (columns[c] == "rbp") r.rbp = cells[c];
+      if (columns[c] == "ra") r.ra = cells[c];
+    }
+    return r;
+  };
+  while (std::getline(in, line)) {
+    if (line.find(" CIE ") != std::string::npos) {
+      current_cie = line.substr(0, 8);
+      in_cie = true;
+      in_fde = false;
+      continue;
+    }
+    if (auto at = line.find(" FDE cie="); at != std::string::npos) {
+      auto pc = line.find("pc=");
+      OracleFde f;
+      f.lo = std::stoull(line.substr(pc + 3, 16), nullptr, 16);
+      f.hi = std::stoull(line.substr(pc + 21, 16), nullptr, 16);
+      fde_cie = line.substr(at + 9, 8);
+      fdes.push_back(f);
+      in_fde = true;
+      in_cie = false;
+      columns.clear();
+      continue;
+    }
+    if (line.rfind("   LOC", 0) == 0) {
+      std::istringstream ls(line);
+      columns.clear();
+      for (std::string w; ls >> w;) columns.push_back(w);
+      continue;
+    }
+    bool row_line = line.size() > 17 && line[16] == ' ' &&
+                    std::all_of(line.begin(), line.begin() + 16, [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+    if (row_line) {
+      if (in_cie) cie_initial[current_cie] = row_from(line);
+      if (in_fde) fdes.back().rows.push_back(row_from(line));
+    }
+    if (line.empty() && in_fde && !fdes.empty() && fdes.back().rows.empty() && cie_initial.count(fde_cie)) {
+      OracleRow r = cie_initial[fde_cie];
+      r.loc = fdes.back().lo;
+      fdes.back().rows.push_back(r);
+    }
+  }
+  return fdes;
+}
+
+UnwindTable Build(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE_MESSAGE(fd >= 0, path);
+  auto t = BuildUnwindTable(fd);
+  close(fd);
+  REQUIRE_MESSAGE(t.ok(), path << ": " << t.error());
+  return std::move(t).value();
+}
+
+// What readelf's columns say, in our rule words. Returns "" when it matches.
+std::string Compare(const OracleRow& want, const kiln_unwind_row& got) {
+  std::ostringstream why;
+  bool outermost = want.ra == "u";
+  if (outermost) {
+    if (got.cfa_rule != KILN_CFA_OUTERMOST) why << "ra undefined but rule " << int(got.cfa_rule);
+    return why.str();
+  }
+  bool ra_on_stack = want.ra.rfind("c-", 0) == 0;
+  if (!ra_on_stack && want.cfa != "exp") {
+    // The return address held in another register: not something we walk.
+    if (got.cfa_rule != KILN_CFA_UNSUPPORTED) why << "ra " << want.ra << " must be unsupported";
+  } else if (want.cfa.rfind("rsp+", 0) == 0 || want.cfa.rfind("rbp+", 0) == 0) {
+    int want_rule = want.cfa[1] == 's' ? KILN_CFA_SP : KILN_CFA_FP;
+    int off = std::stoi(want.cfa.substr(4));
+    if (got.cfa_rule != want_rule || got.cfa_offset != off) why << "cfa " << want.cfa;
+    if (want.ra != "c-8" || got.ra_offset != -1) why << " ra " << want.ra;
+    if (want.rbp.empty() || want.rbp == "u" || want.rbp == "s") {
+      if (got.fp_rule != KILN_REG_SAME) why << " rbp same";
+    } else if (want.rbp.rfind("c-", 0) == 0 || want.rbp.rfind("c+", 0) == 0) {
+      if (got.fp_rule != KILN_REG_AT_CFA || got.fp_offset * 8 != std::stoi(want.rbp.substr(1)))
+        why << " rbp " << want.rbp;
+    } else if (got.fp_rule != KILN_REG_UNKNOWN) {
+      why << " rbp " << want.rbp << " must be unknown";
+    }
+  } else if (want.cfa == "exp") {
+    if (got.cfa_rule != KILN_CFA_PLT && got.cfa_rule != KILN_CFA_SP_DEREF && got.cfa_rule != KILN_CFA_UNSUPPORTED)
+      why << "cfa exp";
+  } else if (got.cfa_rule != KILN_CFA_UNSUPPORTED) {
+    why << "cfa " << want.cfa << " (another register) must be unsupported";
+  }
+  return why.str();
+}
+
+void CheckAgainstReadelf(const std::string& path, std::size_t min_fdes = 10) {
+  CAPTURE(path);
+  std::vector<OracleFde> fdes = ReadelfFrames(path);
+  REQUIRE_MESSAGE(fdes.size() >= min_fdes, "readelf printed no FDEs for " << path << " (binutils installed?)");
+  UnwindTable table = Build(path);
+  std::size_t checked = 0, mismatches = 0;
+  for (const OracleFde& f : fdes) {
+    for (std::size_t i = 0; i < f.rows.size(); ++i) {
+      const OracleRow& want = f.rows[i];
+      std::uint64_t end = i + 1 < f.rows.size() ? f.rows[i + 1].loc : f.hi;
+      // The first and the last byte the row covers.
+      for (std::uint64_t at : {want.loc, end - 1}) {
+        const kiln_unwind_row* got = FindUnwindRow(table.rows, at);
+        REQUIRE_MESSAGE(got != nullptr, Hex(at) << " is before our first row");
+        std::string why = Compare(want, *got);
+        ++checked;
+        if (!why.empty() && ++mismatches <= 10)
+          FAIL_CHECK(Hex(at) << ": readelf says " << want.cfa << " rbp=" << want.rbp
+                              << " ra=" << want.ra << ", we say " << FormatUnwindRow(*got) << " (" << why << ")");
+      }
+    }
+  }
+  CHECK(mismatches == 0);
+  MESSAGE(path << ": " << checked << " row boundaries agree with readelf, " << table.rows.size() << " rows");
+  // Outside every FDE there is no CFI.
+  std::uint64_t last = 0;
+  for (const OracleFde& f : fdes) last = std::max(last, f.hi);
+  const kiln_unwind_row* past = FindUnwindRow(table.rows, last + 0x1000);
+  REQUIRE(past != nullptr);
+  CHECK(past->cfa_rule == KILN_CFA_NONE);
+}
+
+std::string LibcPath() {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    auto slash = line.find('/');
+    if (slash != std::string::npos && line.find("/libc.so.6") != std::string::npos) return line.substr(slash);
+  }
+  return "";
+}
+
+std::string CopyOf(const std::string& path) {
+  char tmpl[] = "/tmp/kiln-unwind-XXXXXX";
+  int fd = mkstemp(tmpl);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::ifstream in(path, std::ios::binary);
+  std::ofstream out(tmpl, std::ios::binary);
+  out << in.rdbuf();
+  return tmpl;
+}
+
+}  // namespace
+
+TEST_CASE("unwind tables agree with readelf's CFI interpreter row by row") {
+  CheckAgainstReadelf(LibcPath());
+  CheckAgainstReadelf(KILN_NOFP_WORKLOAD_PATH);
+  CheckAgainstReadelf(KILN_NOFP_LIBRARY_PATH);
+}
+
+TEST_CASE("special rows: lazy PLT, glibc's signal trampoline, _start") {
+  UnwindTable libc = Build(LibcPath());
+  std::size_t plt = 0, signal = 0;
+  for (const kiln_unwind_row& r : libc.rows) {
+    plt += r.cfa_rule == KILN_CFA_PLT;
+    if (r.cfa_rule == KILN_CFA_SP_DEREF) {
+      ++signal;
+      // struct ucontext on x86-64: uc_mcontext at 40, rbp/rsp/rip at gregs 10, 15, 16.
+      CHECK(r.cfa_offset == 160);
+      CHECK(r.fp_rule == KILN_REG_AT_SP);
+      CHECK(r.fp_offset * 8 == 120);
+      CHECK(r.ra_offset * 8 == 168);
+    }
+  }
+  CHECK(plt >= 1);
+  CHECK(signal == 1);
+  UnwindTable exe = Build(KILN_NOFP_WORKLOAD_PATH);
+  CHECK(exe.stats.outermost_rows >= 1);  // _start
+}
+
+TEST_CASE(".debug_frame alone is enough (code built without unwind tables)") {
+  UnwindTable t = Build(KILN_DEBUG_FRAME_LIBRARY_PATH);
+  CHECK(t.stats.rows_from_debug_frame > 0);
+  CheckAgainstReadelf(KILN_DEBUG_FRAME_LIBRARY_PATH, 5);
+}
+
+TEST_CASE("damaged and hostile CFI is refused for that file, with the reason") {
+  SUBCASE("not ELF") {
+    std::string path = CopyOf(KILN_NOFP_LIBRARY_PATH);
+    {
+      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+      f.write("JUNK", 4);
+    }
+    int fd = open(path.c_str(), O_RDONLY);
+    auto t = BuildUnwindTable(fd);
+    close(fd);
+    unlink(path.c_str());
+    REQUIRE_FALSE(t.ok());
+    CHECK(t.error().find("not ELF") != std::string::npos);
+  }
+  SUBCASE("a table larger than the limit") {
+    int fd = open(LibcPath().c_str(), O_RDONLY);
+    auto t = BuildUnwindTable(fd, -1, UnwindTableLimits{.max_rows = 1000});
+    close(fd);
+    REQUIRE_FALSE(t.ok());
+    CHECK(t.error().find("more than 1000 CFI rows") != std::string::npos);
+  }
+  SUBCASE("every byte of .eh_frame and .eh_frame_hdr overwritten, one at a time in strides") {
+    // Corrupt each region with several patterns; the builder must return a
+    // table or an error, never crash or hang.
+    std::string path = CopyOf(KILN_NOFP_LIBRARY_PATH);
+    std::string out = RunCommand("readelf -SW '" + path + "' | awk '$2 ~ /^.eh_frame/ {print $5, $6}'");
+    std::istringstream ranges(out);
+    std::vector<std::pair<long, long>> spans;
+    for (std::string off, size; ranges >> off >> size;) spans.push_back({std::stol(off, nullptr, 16), std::stol(size, nullptr, 16)});
+    REQUIRE(spans.size() == 2);
+    std::ifstream in(path, std::ios::binary);
+    std::string original((std::istreambuf_iterator<char>(in)), {});
+    std::size_t refused = 0, built = 0;
+    for (auto [off, size] : spans) {
+      for (long at = off; at < off + size; at += 3) {
+        for (unsigned char v : {0x00, 0xff, 0x7f}) {
+          std::string damaged = original;
+          damaged[at] = static_cast<char>(v);
+          auto t = BuildUnwindTableFromMemory(damaged.data(), damaged.size());
+          (t.ok() ? built : refused)++;
+          if (t.ok()) REQUIRE(t->rows.back().cfa_rule == KILN_CFA_NONE);
+        }
+      }
+    }
+    unlink(path.c_str());
+    MESSAGE(built << " damaged copies built a table, " << refused << " were refused");
+    CHECK(refused > 0);
+  }
+}

@@ -1,0 +1,86 @@
+/* kiln-agent's stage 2 test program: a deep call chain with a known CPU
+ * split, built WITHOUT frame pointers (-O2 -fomit-frame-pointer), through a
+ * shared library built the same way (nofp_chain.c):
+ *
+ *   main -> outer_1 -> ... -> outer_5 -> chain_1 -> ... -> chain_6 -> leaf_heavy  (3 parts)
+ *                                                                   -> leaf_light  (1 part)
+ *   = 13 frames from main to each leaf (14 with _start, more with libc's
+ *   __libc_start_call_main).
+ *
+ * With -DKILN_DLOPEN the library is not linked: the program runs `idle_first`
+ * seconds without it, then dlopens it by the path given and calls chain_1
+ * through dlsym, so the agent must learn about a mapping made after start.
+ *
+ * Prints "pid=N" at start and "cpu_seconds=S" at the end.
+ * Usage: nofp_workload SECONDS [LIBRARY_PATH IDLE_FIRST]
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef void (*chain_fn)(int);
+#ifndef KILN_DLOPEN
+void chain_1(int which);
+#endif
+
+static volatile unsigned long sink;
+static chain_fn chain;
+
+static double wall_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double thread_cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#define OUTER(name, next)                          \
+  __attribute__((noinline)) void name(int which) { \
+    volatile char pad[32 + 16 * (which & 1)];      \
+    pad[0] = (char)which;                          \
+    next(which);                                   \
+    sink += pad[0];                                \
+  }
+
+__attribute__((noinline)) static void call_chain(int which) { chain(which); sink++; }
+OUTER(outer_5, call_chain)
+OUTER(outer_4, outer_5)
+OUTER(outer_3, outer_4)
+OUTER(outer_2, outer_3)
+OUTER(outer_1, outer_2)
+
+int main(int argc, char** argv) {
+  double seconds = argc > 1 ? atof(argv[1]) : 5.0;
+  printf("pid=%d\n", getpid());
+  fflush(stdout);
+#ifdef KILN_DLOPEN
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s SECONDS LIBRARY IDLE_FIRST\n", argv[0]);
+    return 2;
+  }
+  usleep((useconds_t)(atof(argv[3]) * 1e6));
+  void* lib = dlopen(argv[2], RTLD_NOW);
+  if (!lib) {
+    fprintf(stderr, "dlopen: %s\n", dlerror());
+    return 1;
+  }
+  chain = (chain_fn)dlsym(lib, "chain_1");
+  if (!chain) return 1;
+#else
+  chain = chain_1;
+#endif
+  double end = wall_seconds() + seconds;
+  while (wall_seconds() < end) {
+    outer_1(1); /* leaf_heavy: 3 ms of CPU */
+    outer_1(0); /* leaf_light: 1 ms */
+  }
+  printf("cpu_seconds=%f\n", thread_cpu_seconds());
+  return 0;
+}
