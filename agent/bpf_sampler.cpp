@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "bpf/unwind_abi.h"
+#include "bpf/sampler_event.h"
 #include "sampler.skel.h"
 
 namespace kiln::agent {
@@ -98,7 +100,8 @@ std::string CheckSamplerPrerequisites() {
   return {};
 }
 
-Result<std::unique_ptr<BpfSampler>> BpfSampler::Start(int samples_per_second, RecordHandler handler) {
+Result<std::unique_ptr<BpfSampler>> BpfSampler::Start(int samples_per_second, RecordHandler handler,
+                                                      UnwindMapSizes sizes) {
   using R = Result<std::unique_ptr<BpfSampler>>;
   if (std::string missing = CheckSamplerPrerequisites(); !missing.empty()) return R::Error(missing);
   libbpf_set_print(LibbpfPrint);
@@ -114,11 +117,24 @@ Result<std::unique_ptr<BpfSampler>> BpfSampler::Start(int samples_per_second, Re
   s->ring_bytes_ = RingBytesFor(s->cpus_.size(), samples_per_second);
   bpf_map__set_max_entries(s->skel_->maps.events, static_cast<__u32>(s->ring_bytes_));
   s->skel_->rodata->wakeup_bytes = s->ring_bytes_ / 4;
+  s->sizes_ = sizes;
+  bpf_map__set_max_entries(s->skel_->maps.unwind_rows, sizes.rows);
+  bpf_map__set_max_entries(s->skel_->maps.unwind_files, sizes.files);
+  bpf_map__set_max_entries(s->skel_->maps.proc_mappings, sizes.mapping_entries);
+  bpf_map__set_max_entries(s->skel_->maps.proc_state, sizes.processes);
   if (int err = sampler_bpf::load(s->skel_); err != 0)
     return R::Error("the kernel refused kiln-agent's BPF programs (" + ErrnoText(err) +
                     "). Needs Linux 5.8+ with BPF ring buffers, BPF enabled\n"
                     "  (CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS) and not locked down; the libbpf\n"
                     "  messages above say which check failed.");
+
+  {
+    // The walker continues in unwind_user through tail calls.
+    __u32 zero = 0;
+    int prog_fd = bpf_program__fd(s->skel_->progs.unwind_user);
+    if (bpf_map_update_elem(bpf_map__fd(s->skel_->maps.unwind_progs), &zero, &prog_fd, BPF_ANY) != 0)
+      return R::Error("cannot set up the stack walker's tail call: " + ErrnoText(errno));
+  }
 
   for (int cpu : s->cpus_) {
     perf_event_attr attr{};
@@ -184,6 +200,35 @@ int BpfSampler::Poll(std::chrono::milliseconds timeout) {
   return woke + drained;
 }
 
+UnwindMapFds BpfSampler::unwind_maps() const {
+  UnwindMapFds fds;
+  fds.rows = bpf_map__fd(skel_->maps.unwind_rows);
+  fds.files = bpf_map__fd(skel_->maps.unwind_files);
+  fds.mappings = bpf_map__fd(skel_->maps.proc_mappings);
+  fds.process_state = bpf_map__fd(skel_->maps.proc_state);
+  fds.row_capacity = sizes_.rows;
+  fds.file_capacity = sizes_.files;
+  return fds;
+}
+
+WalkStats BpfSampler::walk_stats() const {
+  WalkStats w;
+  for (auto& v : skel_->bss->walk_ends) w.ends.push_back(__atomic_load_n(&v, __ATOMIC_RELAXED));
+  w.cfi_frames = __atomic_load_n(&skel_->bss->cfi_frames, __ATOMIC_RELAXED);
+  w.fp_frames = __atomic_load_n(&skel_->bss->fp_frames, __ATOMIC_RELAXED);
+  return w;
+}
+
+std::size_t BpfSampler::map_memory_bytes() const {
+  // Rows and files: preallocated arrays. Trie nodes: key + value + ~48
+  // bytes of node each, at the bound. Hash: key + value + ~64 bytes each.
+  return ring_bytes_ + std::size_t{sizes_.rows} * sizeof(kiln_unwind_row) +
+         std::size_t{sizes_.files} * sizeof(kiln_unwind_file) +
+         std::size_t{sizes_.mapping_entries} * (sizeof(kiln_mapping_key) + sizeof(kiln_unwind_mapping) + 48) +
+         std::size_t{sizes_.processes} * (8 + 64) +
+         cpus_.size() * sizeof(kiln_sample_event) * 2;
+}
+
 std::uint64_t BpfSampler::sampled_events() const {
   return __atomic_load_n(&skel_->bss->sampled_events, __ATOMIC_RELAXED);
 }
@@ -196,7 +241,8 @@ void BpfSampler::ProgramRunStats(std::uint64_t* run_time_ns, std::uint64_t* run_
   *run_time_ns = 0;
   *run_count = 0;
   for (bpf_program* prog :
-       {skel_->progs.on_cpu_sample, skel_->progs.on_process_exec, skel_->progs.on_process_exit}) {
+       {skel_->progs.on_cpu_sample, skel_->progs.unwind_user, skel_->progs.on_process_exec,
+        skel_->progs.on_process_exit}) {
     bpf_prog_info info{};
     __u32 len = sizeof(info);
     if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {

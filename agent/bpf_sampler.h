@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "result.h"
+#include "unwind_loader.h"
 
 struct sampler_bpf;
 struct ring_buffer;
@@ -29,12 +30,28 @@ namespace kiln::agent {
 // What is missing to run the sampler, checked before touching BPF, or "".
 std::string CheckSamplerPrerequisites();
 
+// Sizes of the walker's maps (bpf/unwind_abi.h). Array maps are allocated
+// in full at load; the LPM trie and the hash grow to their bound.
+struct UnwindMapSizes {
+  std::uint32_t rows = 2u << 20;          // 8 bytes each: 16 MiB
+  std::uint32_t files = 8192;             // distinct executables and libraries
+  std::uint32_t mapping_entries = 1u << 18;
+  std::uint32_t processes = 32768;
+};
+
+struct WalkStats {
+  std::vector<std::uint64_t> ends;  // by enum kiln_walk_end
+  std::uint64_t cfi_frames = 0;
+  std::uint64_t fp_frames = 0;
+};
+
 class BpfSampler {
  public:
   using RecordHandler = std::function<void(const void* data, std::size_t size)>;
 
   [[nodiscard]] static Result<std::unique_ptr<BpfSampler>> Start(int samples_per_second,
-                                                                 RecordHandler handler);
+                                                                 RecordHandler handler,
+                                                                 UnwindMapSizes sizes = {});
   ~BpfSampler();
   BpfSampler(const BpfSampler&) = delete;
   BpfSampler& operator=(const BpfSampler&) = delete;
@@ -52,6 +69,10 @@ class BpfSampler {
   std::uint64_t sampled_events() const;  // taken by the BPF program
   std::uint64_t dropped_events() const;  // lost to a full ring buffer
   std::size_t ring_buffer_bytes() const { return ring_bytes_; }
+  UnwindMapFds unwind_maps() const;
+  WalkStats walk_stats() const;
+  // Kernel memory of the maps as sized (upper bounds for the trie and hash).
+  std::size_t map_memory_bytes() const;
   // Sum of the programs' run time and count (kernel.bpf_stats_enabled=1).
   void ProgramRunStats(std::uint64_t* run_time_ns, std::uint64_t* run_count) const;
 
@@ -65,6 +86,7 @@ class BpfSampler {
   std::vector<int> perf_fds_;
   std::vector<::bpf_link*> perf_links_;
   std::size_t ring_bytes_ = 0;
+  UnwindMapSizes sizes_;
   RecordHandler handler_;
 };
 

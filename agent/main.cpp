@@ -28,6 +28,9 @@
 #include "sample_collector.h"
 #include "kiln_version.h"
 #include "symbolizer.h"
+#include "unwind_loader.h"
+#include <linux/types.h>
+#include "bpf/unwind_abi.h"
 
 namespace {
 
@@ -113,6 +116,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<BpfSampler> sampler = std::move(started).value();
+  UnwindLoader unwinder(processes, sampler->unwind_maps());
+  collector.SetUnwindLoader(&unwinder);
 
   OtlpExporter exporter({.target = options.collection_agent,
                          .disable_tls = options.disable_tls,
@@ -120,9 +125,11 @@ int main(int argc, char** argv) {
                          .verbose = options.verbose});
   std::printf(
       "kiln-agent %s: sampling CPUs %s at %d Hz (perf_event cpu-clock + BPF, %zu KiB ring buffer),\n"
+      "  user stacks from call frame information (%u table rows, %.1f MiB of BPF maps at most),\n"
       "  sending OTLP profiles to %s (%s) every %.1fs%s\n",
       kiln::kVersion, CpuListText(sampler->cpus()).c_str(), options.samples_per_second,
-      sampler->ring_buffer_bytes() >> 10, options.collection_agent.c_str(),
+      sampler->ring_buffer_bytes() >> 10, sampler->unwind_maps().row_capacity,
+      sampler->map_memory_bytes() / 1048576.0, options.collection_agent.c_str(),
       options.disable_tls ? "plain text" : "TLS",
       std::chrono::duration<double>(options.reporter_interval).count(),
       options.symbolize ? "" : ", no host symbolization");
@@ -147,6 +154,34 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(sampler->dropped_events()),
         static_cast<unsigned long long>(es.dropped_samples), es.queued_requests,
         static_cast<unsigned long long>(es.sent_requests));
+    {
+      const UnwindLoaderStats& us = unwinder.stats();
+      WalkStats ws = sampler->walk_stats();
+      std::uint64_t walks = 0;
+      for (std::uint64_t v : ws.ends) walks += v;
+      auto end_share = [&](int reason) {
+        return walks ? 100.0 * static_cast<double>(ws.ends[static_cast<std::size_t>(reason)]) / walks : 0.0;
+      };
+      std::printf(
+          "kiln-agent:   stacks: %.1f%% whole (outermost frame reached), %llu frames from CFI, %llu from frame "
+          "pointers; %zu processes and %zu tables loaded (%zu rows, %.2fs building), %zu files refused\n",
+          end_share(KILN_WALK_OUTERMOST), static_cast<unsigned long long>(ws.cfi_frames),
+          static_cast<unsigned long long>(ws.fp_frames), us.processes_loaded, us.tables_built - us.tables_evicted,
+          us.rows_in_use, us.build_seconds, [&] {
+            std::size_t n = 0;
+            for (const auto& [why, count] : us.refused) n += count;
+            return n;
+          }());
+      if (options.verbose) {
+        static const char* kEndNames[KILN_WALK_END_COUNT] = {
+            "outermost", "fp zero", "pc not mapped", "bad address", "read failed",
+            "depth",     "no fp",   "kernel thread", "sp not growing"};
+        std::printf("kiln-agent:   walks ended:");
+        for (int r = 0; r < KILN_WALK_END_COUNT; ++r) std::printf(" %s %.1f%%", kEndNames[r], end_share(r));
+        std::printf("\n");
+        for (const auto& [why, count] : us.refused) std::printf("kiln-agent:   refused %zu: %s\n", count, why.c_str());
+      }
+    }
     if (options.verbose)
       std::printf(
           "kiln-agent:   %zu processes tracked, %zu files, symbol caches of %zu files (%.1f MB), "

@@ -163,31 +163,49 @@ UserAddress ProcessTracker::ResolveUserAddress(ProcessInfo& p, std::uint64_t add
     out.elf_vaddr = address - e->start;
     return out;
   }
-  if (!e->IsFile()) return out;
-  if (!p.mappings[i]) {
-    // Open through the process's root so container files resolve; fall back
-    // to map_files, which also reaches deleted files.
-    std::string base = proc_root_ + "/" + std::to_string(p.pid);
-    auto entry = cache_.Identify(base + "/root" + e->path, e->path);
-    if (!entry) {
-      char range[64];
-      std::snprintf(range, sizeof(range), "/map_files/%llx-%llx", static_cast<unsigned long long>(e->start),
-                    static_cast<unsigned long long>(e->end));
-      entry = cache_.Identify(base + range, e->path);
-    }
-    if (!entry) return out;
-    auto mapping = std::make_shared<Mapping>();
-    mapping->start = e->start;
-    mapping->limit = e->end;
-    mapping->file_offset = e->file_offset;
-    mapping->file = (*entry)->file;
-    p.mappings[i] = std::move(mapping);
-    p.executables[i] = *entry;
-  }
+  if (!e->IsFile() || !EnsureMapping(p, i)) return out;
   out.mapping = p.mappings[i];
   out.executable = p.executables[i];
   out.elf_vaddr = out.executable->elf.FileOffsetToVaddr(address - e->start + e->file_offset);
   return out;
+}
+
+bool ProcessTracker::EnsureMapping(ProcessInfo& p, std::size_t i) {
+  if (p.mappings[i]) return true;
+  const MapsEntry* e = &p.maps[i];
+  if (!e->IsFile()) return false;
+  // Open through the process's root so container files resolve; fall back
+  // to map_files, which also reaches deleted files.
+  std::string base = proc_root_ + "/" + std::to_string(p.pid);
+  auto entry = cache_.Identify(base + "/root" + e->path, e->path);
+  if (!entry) {
+    char range[64];
+    std::snprintf(range, sizeof(range), "/map_files/%llx-%llx", static_cast<unsigned long long>(e->start),
+                  static_cast<unsigned long long>(e->end));
+    entry = cache_.Identify(base + range, e->path);
+  }
+  if (!entry) return false;
+  auto mapping = std::make_shared<Mapping>();
+  mapping->start = e->start;
+  mapping->limit = e->end;
+  mapping->file_offset = e->file_offset;
+  mapping->file = (*entry)->file;
+  p.mappings[i] = std::move(mapping);
+  p.executables[i] = *entry;
+  return true;
+}
+
+bool ProcessTracker::RereadMapsIfDue(ProcessInfo& p) {
+  auto now = std::chrono::steady_clock::now();
+  if (p.exited || p.kernel_thread || now - p.maps_read_at < p.maps_backoff) return false;
+  std::size_t before = p.maps.size();
+  ReadMaps(p);
+  bool changed = p.maps.size() != before;
+  p.maps_backoff = changed ? std::chrono::steady_clock::duration(kMapsRereadMin)
+                           : std::min<std::chrono::steady_clock::duration>(
+                                 std::max<std::chrono::steady_clock::duration>(p.maps_backoff * 2, kMapsRereadMin),
+                                 kMapsRereadMax);
+  return changed;
 }
 
 void ProcessTracker::OnExec(std::uint32_t pid) {

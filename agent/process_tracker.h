@@ -12,10 +12,8 @@
 // without frame pointers yield garbage addresses on every sample, and
 // re-reading their maps each second would be the agent's main cost.
 //
-// Stage 2 hook: ExecutableCache::Identify sees every executable once (file
-// id, load segments); that is where .eh_frame unwind tables will be built and
-// pushed to BPF maps keyed by file id, and ReadMaps is where the per-process
-// (address range -> file id, bias) map for the BPF unwinder will be written.
+// UnwindLoader (unwind_loader.h) reads the same maps to load a process's
+// mappings for the BPF walker.
 //
 // Main thread only.
 
@@ -69,6 +67,12 @@ class ProcessTracker {
   // The process, read from /proc on first sight; `comm` names kernel threads.
   ProcessInfo& Get(std::uint32_t pid, std::string_view comm);
   UserAddress ResolveUserAddress(ProcessInfo& process, std::uint64_t address);
+  // Identifies the file of maps[index] (once); false if it is no file or
+  // cannot be opened. Fills mappings[index] and executables[index].
+  bool EnsureMapping(ProcessInfo& process, std::size_t index);
+  // Re-reads /proc/PID/maps unless it was read within the backoff; true if
+  // the number of mappings changed.
+  bool RereadMapsIfDue(ProcessInfo& process);
 
   void OnExec(std::uint32_t pid);
   void OnExit(std::uint32_t pid);

@@ -94,6 +94,7 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
     case KILN_EVENT_EXEC:
       ++stats_.exec_events;
       processes_.OnExec(header.pid);
+      if (unwinder_) unwinder_->ForgetProcess(header.pid);
       // Samples after the exec belong to a new program: close the old
       // program's profile so it keeps its own executable name.
       if (auto it = current_.find(header.pid); it != current_.end()) {
@@ -104,6 +105,7 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
     case KILN_EVENT_EXIT:
       ++stats_.exit_events;
       processes_.OnExit(header.pid);
+      if (unwinder_) unwinder_->ForgetProcess(header.pid);
       return;
     default:
       break;
@@ -132,7 +134,22 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
     f.mapping = mapping;
     stack.frames.push_back(std::move(f));
   }
-  for (std::size_t i = 0; i < ev.user_frames; ++i) {
+  std::size_t user_frames = ev.user_frames;
+  if (ev.flags & KILN_SAMPLE_FLAG_FP_FALLBACK) {
+    // A frame-pointer walk through code built without frame pointers reads
+    // junk; the BPF side cannot check addresses against the maps of a
+    // process it does not know yet, so stop here at the first return
+    // address outside every executable mapping.
+    for (std::size_t i = 1; i < user_frames; ++i) {
+      const MapsEntry* e = FindMapping(process.maps, ev.frames[ev.kernel_frames + i] - 1);
+      if (!e || !e->executable) {
+        stats_.junk_frames_dropped += user_frames - i;
+        user_frames = i;
+        break;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < user_frames; ++i) {
     Frame f;
     f.type = FrameType::kNative;
     std::uint64_t address = CallSite(ev.frames[ev.kernel_frames + i], i);
@@ -155,6 +172,17 @@ void SampleCollector::OnSample(const kiln_sample_event& ev, std::size_t frames_p
   ++pending_samples_;
   std::string_view comm = CommView(ev.header.comm);
   ProcessInfo& process = processes_.Get(ev.header.pid, comm);
+  if (ev.flags & KILN_SAMPLE_FLAG_PROCESS_UNKNOWN) ++stats_.samples_process_unknown;
+  if (ev.flags & KILN_SAMPLE_FLAG_FP_FALLBACK) ++stats_.samples_fp_fallback;
+  if (unwinder_ && !process.kernel_thread && !process.exited) {
+    // The BPF walker asks once per process (and again after an exec); a
+    // library mapped later shows as a pc in no known mapping.
+    if (!unwinder_->IsLoaded(ev.header.pid)) {
+      if (ev.flags & KILN_SAMPLE_FLAG_PROCESS_UNKNOWN) unwinder_->LoadProcess(process);
+    } else if ((ev.flags & KILN_SAMPLE_FLAG_NEW_MAPPING) && processes_.RereadMapsIfDue(process)) {
+      unwinder_->LoadProcess(process);
+    }
+  }
   ProcessState& state = current_[ev.header.pid];
   if (state.profile.pid == 0) {
     state.profile.pid = ev.header.pid;

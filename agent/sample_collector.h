@@ -18,6 +18,7 @@
 #include "process_tracker.h"
 #include "profile_batch.h"
 #include "symbolizer.h"
+#include "unwind_loader.h"
 
 struct kiln_sample_event;
 
@@ -28,12 +29,18 @@ struct CollectorStats {
   std::uint64_t bad_records = 0;  // too short or unknown kind
   std::uint64_t exec_events = 0;
   std::uint64_t exit_events = 0;
+  std::uint64_t samples_process_unknown = 0;  // walked before the process was loaded
+  std::uint64_t samples_fp_fallback = 0;      // some frames from frame pointers
+  std::uint64_t junk_frames_dropped = 0;      // frame-pointer frames outside executable mappings
 };
 
 class SampleCollector {
  public:
   SampleCollector(ProcessTracker& processes, Symbolizer& symbolizer, const KernelSymbols& kernel,
                   int samples_per_second);
+
+  // Loads processes for the BPF walker as their samples ask; optional.
+  void SetUnwindLoader(UnwindLoader* loader) { unwinder_ = loader; }
 
   // One ring buffer record (any kind); malformed ones are counted, not fatal.
   void OnRecord(const void* data, std::size_t size);
@@ -72,6 +79,7 @@ class SampleCollector {
   void ResetClockOffset();
 
   ProcessTracker& processes_;
+  UnwindLoader* unwinder_ = nullptr;
   Symbolizer& symbolizer_;
   const KernelSymbols& kernel_;
   int samples_per_second_;

@@ -253,77 +253,76 @@ RegKind ClassifyRegister(Dwarf_Frame* frame, int reg, std::int64_t* offset) {
   return RegKind::kOther;
 }
 
-kiln_unwind_row RowFromFrame(Dwarf_Frame* frame, std::uint64_t pc) {
+kiln_unwind_row PackRow(std::uint64_t pc, int cfa_rule, std::int64_t cfa_offset, int fp_rule, std::int64_t fp_offset) {
   kiln_unwind_row row{};
   row.pc = static_cast<__u32>(pc);
-  row.fp_rule = KILN_REG_SAME;
+  if (cfa_rule == KILN_CFA_OUTERMOST || cfa_rule == KILN_CFA_UNSUPPORTED || cfa_rule == KILN_CFA_NONE) {
+    row.rules = static_cast<__u8>(cfa_rule);
+    return row;
+  }
+  std::int64_t words = cfa_rule == KILN_CFA_PLT ? cfa_offset : cfa_offset / 8;
+  if ((cfa_rule != KILN_CFA_PLT && cfa_offset % 8 != 0) || words < INT16_MIN || words > INT16_MAX) {
+    row.rules = KILN_CFA_UNSUPPORTED;
+    return row;
+  }
+  std::int8_t fp_words = 0;
+  if (fp_rule == KILN_REG_AT_CFA || fp_rule == KILN_REG_AT_SP) {
+    if (!FitsWords(fp_offset, &fp_words)) fp_rule = KILN_REG_UNKNOWN;
+  }
+  row.cfa_offset = static_cast<__s16>(words);
+  row.rules = static_cast<__u8>(cfa_rule | (fp_rule << 4));
+  row.fp_offset = fp_words;
+  return row;
+}
+
+kiln_unwind_row RowFromFrame(Dwarf_Frame* frame, std::uint64_t pc) {
   Dwarf_Addr start = 0, end = 0;
   bool signal = false;
   int ra_reg = dwarf_frame_info(frame, &start, &end, &signal);
   Dwarf_Op* ops = nullptr;
   std::size_t n = 0;
-  int reg = 0;
-  std::int64_t offset = 0;
+  int reg = 0, cfa_rule = KILN_CFA_UNSUPPORTED;
+  std::int64_t cfa_offset = 0, offset = 0;
   std::int32_t threshold = 0;
   if (dwarf_frame_cfa(frame, &ops, &n) != 0 || n == 0) {
-    row.cfa_rule = KILN_CFA_UNSUPPORTED;
-  } else if (CfaIsRegOffset(ops, n, &reg, &offset) && (reg == kRegSp || reg == kRegFp) &&
-             offset >= INT32_MIN && offset <= INT32_MAX) {
-    row.cfa_rule = reg == kRegSp ? KILN_CFA_SP : KILN_CFA_FP;
-    row.cfa_offset = static_cast<__s32>(offset);
+    cfa_rule = KILN_CFA_UNSUPPORTED;
+  } else if (CfaIsRegOffset(ops, n, &reg, &offset) && (reg == kRegSp || reg == kRegFp)) {
+    cfa_rule = reg == kRegSp ? KILN_CFA_SP : KILN_CFA_FP;
+    cfa_offset = offset;
   } else if (CfaIsX86Plt(ops, n, &threshold)) {
-    row.cfa_rule = KILN_CFA_PLT;
-    row.cfa_offset = threshold;
-  } else if (CfaIsSpDeref(ops, n, &offset) && offset >= 0 && offset <= INT32_MAX) {
-    row.cfa_rule = KILN_CFA_SP_DEREF;
-    row.cfa_offset = static_cast<__s32>(offset);
-  } else {
-    row.cfa_rule = KILN_CFA_UNSUPPORTED;
+    cfa_rule = KILN_CFA_PLT;
+    cfa_offset = threshold;
+  } else if (CfaIsSpDeref(ops, n, &offset) && offset >= 0) {
+    cfa_rule = KILN_CFA_SP_DEREF;
+    cfa_offset = offset;
   }
 
+  // The row format keeps no return-address offset: it is at CFA - 8, or in
+  // a signal frame in the word after the saved SP. Anything else (the
+  // return address in another register, as in setcontext) is unsupported.
   std::int64_t ra_off = 0;
   RegKind ra = ra_reg >= 0 ? ClassifyRegister(frame, ra_reg, &ra_off) : RegKind::kOther;
-  std::int8_t words = 0;
   if (ra == RegKind::kUndefined) {
-    row.cfa_rule = KILN_CFA_OUTERMOST;
-  } else if (row.cfa_rule == KILN_CFA_SP_DEREF) {
-    if (ra != RegKind::kAtSp || !FitsWords(ra_off, &words)) row.cfa_rule = KILN_CFA_UNSUPPORTED;
-    row.ra_offset = words;
-  } else if (row.cfa_rule != KILN_CFA_UNSUPPORTED) {
-    // The walker reads the return address at CFA + 8 * ra_offset.
-    if (ra != RegKind::kAtCfa || !FitsWords(ra_off, &words)) row.cfa_rule = KILN_CFA_UNSUPPORTED;
-    row.ra_offset = words;
+    cfa_rule = KILN_CFA_OUTERMOST;
+  } else if (cfa_rule == KILN_CFA_SP_DEREF) {
+    if (ra != RegKind::kAtSp || ra_off != cfa_offset + 8) cfa_rule = KILN_CFA_UNSUPPORTED;
+  } else if (cfa_rule != KILN_CFA_UNSUPPORTED) {
+    if (ra != RegKind::kAtCfa || ra_off != -8) cfa_rule = KILN_CFA_UNSUPPORTED;
   }
 
   std::int64_t fp_off = 0;
+  int fp_rule = KILN_REG_UNKNOWN;
   switch (ClassifyRegister(frame, kRegFp, &fp_off)) {
-    case RegKind::kSame:
-      row.fp_rule = KILN_REG_SAME;
-      break;
-    case RegKind::kAtCfa:
-      row.fp_rule = FitsWords(fp_off, &words) ? KILN_REG_AT_CFA : KILN_REG_UNKNOWN;
-      row.fp_offset = words;
-      break;
-    case RegKind::kAtSp:
-      row.fp_rule = FitsWords(fp_off, &words) ? KILN_REG_AT_SP : KILN_REG_UNKNOWN;
-      row.fp_offset = words;
-      break;
-    default:
-      row.fp_rule = KILN_REG_UNKNOWN;
-      break;
+    case RegKind::kSame: fp_rule = KILN_REG_SAME; break;
+    case RegKind::kAtCfa: fp_rule = KILN_REG_AT_CFA; break;
+    case RegKind::kAtSp: fp_rule = KILN_REG_AT_SP; break;
+    default: fp_rule = KILN_REG_UNKNOWN; break;
   }
-  if (row.cfa_rule == KILN_CFA_OUTERMOST || row.cfa_rule == KILN_CFA_UNSUPPORTED) {
-    row.cfa_offset = 0;
-    row.fp_rule = KILN_REG_SAME;
-    row.fp_offset = 0;
-    row.ra_offset = 0;
-  }
-  return row;
+  return PackRow(pc, cfa_rule, cfa_offset, fp_rule, fp_off);
 }
 
 bool SameRule(const kiln_unwind_row& a, const kiln_unwind_row& b) {
-  return a.cfa_rule == b.cfa_rule && a.cfa_offset == b.cfa_offset && a.fp_rule == b.fp_rule &&
-         a.fp_offset == b.fp_offset && a.ra_offset == b.ra_offset;
+  return a.rules == b.rules && a.cfa_offset == b.cfa_offset && a.fp_offset == b.fp_offset;
 }
 
 // Half-open ranges of rows, before merging: [start, end) -> row.
@@ -380,19 +379,19 @@ std::vector<kiln_unwind_row> SpansToRows(std::vector<Span>& spans, UnwindTableSt
     if (start > covered_to && covered_to != 0) {
       kiln_unwind_row gap{};
       gap.pc = static_cast<__u32>(covered_to);
-      gap.cfa_rule = KILN_CFA_NONE;
+      gap.rules = KILN_CFA_NONE;
       if (rows.empty() || !SameRule(rows.back(), gap)) rows.push_back(gap);
     }
     kiln_unwind_row row = s.row;
     row.pc = static_cast<__u32>(start);
-    if (row.cfa_rule == KILN_CFA_UNSUPPORTED) ++stats.unsupported_rows;
-    if (row.cfa_rule == KILN_CFA_OUTERMOST) ++stats.outermost_rows;
+    if (KILN_ROW_CFA_RULE(&row) == KILN_CFA_UNSUPPORTED) ++stats.unsupported_rows;
+    if (KILN_ROW_CFA_RULE(&row) == KILN_CFA_OUTERMOST) ++stats.outermost_rows;
     if (rows.empty() || !SameRule(rows.back(), row)) rows.push_back(row);
     covered_to = s.end;
   }
   kiln_unwind_row last{};
   last.pc = static_cast<__u32>(covered_to);
-  last.cfa_rule = KILN_CFA_NONE;
+  last.rules = KILN_CFA_NONE;
   rows.push_back(last);
   return rows;
 }
@@ -466,41 +465,31 @@ Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t si
 }
 
 std::string FormatUnwindRow(const kiln_unwind_row& row) {
-  char buf[160];
-  auto reg = [](int rule, int off, char* out, std::size_t n) {
-    switch (rule) {
-      case KILN_REG_SAME: std::snprintf(out, n, "same"); break;
-      case KILN_REG_AT_CFA: std::snprintf(out, n, "cfa%+d", off * 8); break;
-      case KILN_REG_AT_SP: std::snprintf(out, n, "*(sp%+d)", off * 8); break;
-      default: std::snprintf(out, n, "unknown"); break;
-    }
-  };
-  char fp[32], ra[32];
-  reg(row.fp_rule, row.fp_offset, fp, sizeof(fp));
-  switch (row.cfa_rule) {
-    case KILN_CFA_NONE:
-      std::snprintf(buf, sizeof(buf), "0x%x none", row.pc);
-      return buf;
-    case KILN_CFA_OUTERMOST:
-      std::snprintf(buf, sizeof(buf), "0x%x outermost", row.pc);
-      return buf;
-    case KILN_CFA_UNSUPPORTED:
-      std::snprintf(buf, sizeof(buf), "0x%x unsupported", row.pc);
-      return buf;
-    case KILN_CFA_SP_DEREF:
-      reg(KILN_REG_AT_SP, row.ra_offset, ra, sizeof(ra));
-      std::snprintf(buf, sizeof(buf), "0x%x cfa=*(sp%+d) fp=%s ra=%s", row.pc, row.cfa_offset, fp, ra);
-      return buf;
-    case KILN_CFA_PLT:
-      reg(KILN_REG_AT_CFA, row.ra_offset, ra, sizeof(ra));
-      std::snprintf(buf, sizeof(buf), "0x%x cfa=plt(%d) fp=%s ra=%s", row.pc, row.cfa_offset, fp, ra);
-      return buf;
-    default:
-      reg(KILN_REG_AT_CFA, row.ra_offset, ra, sizeof(ra));
-      std::snprintf(buf, sizeof(buf), "0x%x cfa=%s%+d fp=%s ra=%s", row.pc,
-                    row.cfa_rule == KILN_CFA_SP ? "sp" : "fp", row.cfa_offset, fp, ra);
-      return buf;
+  char buf[160], fp[32];
+  int cfa_rule = KILN_ROW_CFA_RULE(&row);
+  switch (KILN_ROW_FP_RULE(&row)) {
+    case KILN_REG_SAME: std::snprintf(fp, sizeof(fp), "same"); break;
+    case KILN_REG_AT_CFA: std::snprintf(fp, sizeof(fp), "cfa%+d", row.fp_offset * 8); break;
+    case KILN_REG_AT_SP: std::snprintf(fp, sizeof(fp), "*(sp%+d)", row.fp_offset * 8); break;
+    default: std::snprintf(fp, sizeof(fp), "unknown"); break;
   }
+  switch (cfa_rule) {
+    case KILN_CFA_NONE: std::snprintf(buf, sizeof(buf), "0x%x none", row.pc); break;
+    case KILN_CFA_OUTERMOST: std::snprintf(buf, sizeof(buf), "0x%x outermost", row.pc); break;
+    case KILN_CFA_UNSUPPORTED: std::snprintf(buf, sizeof(buf), "0x%x unsupported", row.pc); break;
+    case KILN_CFA_SP_DEREF:
+      std::snprintf(buf, sizeof(buf), "0x%x cfa=*(sp%+d) fp=%s ra=*(sp%+d)", row.pc, row.cfa_offset * 8, fp,
+                    row.cfa_offset * 8 + 8);
+      break;
+    case KILN_CFA_PLT:
+      std::snprintf(buf, sizeof(buf), "0x%x cfa=plt(%d) fp=%s ra=cfa-8", row.pc, row.cfa_offset, fp);
+      break;
+    default:
+      std::snprintf(buf, sizeof(buf), "0x%x cfa=%s%+d fp=%s ra=cfa-8", row.pc, cfa_rule == KILN_CFA_SP ? "sp" : "fp",
+                    row.cfa_offset * 8, fp);
+      break;
+  }
+  return buf;
 }
 
 const kiln_unwind_row* FindUnwindRow(const std::vector<kiln_unwind_row>& rows, std::uint64_t vaddr) {

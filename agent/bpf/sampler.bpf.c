@@ -15,9 +15,12 @@
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
 
 #include "sampler_event.h"
+#include "unwind_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -33,14 +36,99 @@ struct {
   __uint(max_entries, 4 * 1024 * 1024); /* resized by user space before load */
 } events SEC(".maps");
 
-/* A sample is built here, then copied into the ring buffer with only as many
- * frames as it has: most stacks are far shorter than the maximum. */
+/* ---- User stacks from call frame information ----------------------------
+ *
+ * User space compiles each file's CFI into rows (unwind_abi.h) and loads a
+ * process's executable mappings into proc_mappings the first time the process
+ * is sampled. Per frame the walker finds the mapping of the pc (one LPM
+ * lookup), the file's row for the pc (binary search), computes the CFA and
+ * reads the return address and the saved frame pointer. Where there is no
+ * row (no table loaded yet, code without CFI, a rule we do not evaluate) it
+ * takes one frame-pointer step instead, and says so in the sample's flags.
+ *
+ * The walk is split into programs of KILN_FRAMES_PER_PROG frames chained by
+ * tail calls, which keeps each program small for the verifier on 5.10-era
+ * kernels (no bpf_loop). State lives in the per-CPU scratch record.
+ *
+ * Interpreters (stage 3) take over here: a mapping flag can say "this file
+ * is an interpreter loop", and the step that finds a pc in it hands the
+ * state to the interpreter's unwinder program through another tail call.
+ */
+
+#define KILN_FRAMES_PER_PROG 16
+#define KILN_MAX_TAIL_CALLS 8 /* 1 + 8 programs x 16 = up to 144 steps >= KILN_MAX_STACK_DEPTH */
+#define KILN_ROW_SEARCH_STEPS 24 /* binary search: files up to 16M rows */
+#define KILN_MIN_USER_ADDRESS 0x1000ULL
+#define KILN_MAX_USER_ADDRESS (1ULL << 47) /* x86-64 4-level paging, arm64 48-bit VA */
+#define KILN_PROCESS_REQUESTED 1
+#define KILN_PROCESS_LOADED 2
+#define KILN_PROCESS_FAILED 3
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* sized by user space before load */
+  __type(key, __u32);
+  __type(value, struct kiln_unwind_row);
+} unwind_rows SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* sized by user space before load */
+  __type(key, __u32);
+  __type(value, struct kiln_unwind_file);
+} unwind_files SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LPM_TRIE);
+  __uint(max_entries, 1); /* sized by user space before load */
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct kiln_mapping_key);
+  __type(value, struct kiln_unwind_mapping);
+} proc_mappings SEC(".maps");
+
+/* pid -> KILN_PROCESS_*: whether proc_mappings holds the process. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* sized by user space before load */
+  __type(key, __u32);
+  __type(value, __u32);
+} proc_state SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} unwind_progs SEC(".maps");
+
+struct kiln_walk_state {
+  __u64 pc, sp, fp;
+  __u32 pid;
+  __u32 kernel_frames;
+  __u32 user_frames;
+  __u32 flags;
+  __u8 exact_pc;   /* pc is where execution stopped, not a return address */
+  __u8 process;    /* KILN_PROCESS_* or 0 */
+  __u8 tail_calls;
+  __u8 wake;       /* force a wakeup: user space has a process to load */
+};
+
+struct sample_scratch {
+  struct kiln_walk_state st;
+  struct kiln_sample_event ev;
+};
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, struct kiln_sample_event);
+  __type(value, struct sample_scratch);
 } scratch SEC(".maps");
+
+/* Read by user space: why walks ended, and how frames were found. */
+__u64 walk_ends[KILN_WALK_END_COUNT] = {};
+__u64 cfi_frames = 0;
+__u64 fp_frames = 0;
 
 static __always_inline __u64 wakeup_flags(void) {
   return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
@@ -58,18 +146,263 @@ static __always_inline void fill_header(struct kiln_event_header *h, __u32 kind)
   bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
+static __always_inline int plausible_user_address(__u64 a) {
+  return a >= KILN_MIN_USER_ADDRESS && a < KILN_MAX_USER_ADDRESS;
+}
+
+/* The user registers of the current task, as saved at kernel entry. */
+static __always_inline int read_task_user_regs(__u64 *pc, __u64 *sp, __u64 *fp) {
+  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  if (!BPF_CORE_READ(task, mm))
+    return -1; /* a kernel thread has no user stack */
+#if defined(__TARGET_ARCH_x86)
+  /* x86-64 keeps them at the top of the kernel stack: task->stack +
+   * THREAD_SIZE (16 KiB without KASAN, as distributions build) -
+   * sizeof(struct pt_regs); TOP_OF_KERNEL_STACK_PADDING is 0. */
+  struct pt_regs regs;
+  void *stack = BPF_CORE_READ(task, stack);
+  if (!stack)
+    return -1;
+  if (bpf_probe_read_kernel(&regs, sizeof(regs), (char *)stack + 16384 - sizeof(struct pt_regs)) != 0)
+    return -1;
+  *pc = regs.ip;
+  *sp = regs.sp;
+  *fp = regs.bp;
+  return plausible_user_address(*pc) ? 0 : -1;
+#else
+  /* arm64: the same place (task_pt_regs), pc/sp/regs[29]; user_mode() is
+   * (pstate & PSR_MODE_MASK) == 0. Not built yet. */
+  return -1;
+#endif
+}
+
+/* The user registers at a cpu-clock tick: the sampled ones when the tick
+ * hit user mode (ctx->regs is rewritten by the verifier into a read of the
+ * interrupted registers), else those saved at kernel entry. */
+static __always_inline int read_sample_user_regs(struct bpf_perf_event_data *ctx, __u64 *pc, __u64 *sp,
+                                                 __u64 *fp) {
+#if defined(__TARGET_ARCH_x86)
+  /* Context fields must be read whole: volatile stops clang narrowing. */
+  __u64 cs = *(volatile __u64 *)&ctx->regs.cs;
+  if ((cs & 3) != 0) {
+    *pc = *(volatile __u64 *)&ctx->regs.ip;
+    *sp = *(volatile __u64 *)&ctx->regs.sp;
+    *fp = *(volatile __u64 *)&ctx->regs.bp;
+    return plausible_user_address(*pc) ? 0 : -1;
+  }
+#endif
+  return read_task_user_regs(pc, sp, fp);
+}
+
+static __always_inline void end_walk(struct kiln_walk_state *st, __u32 reason) {
+  if (reason < KILN_WALK_END_COUNT)
+    __sync_fetch_and_add(&walk_ends[reason], 1);
+  st->flags |= reason << KILN_SAMPLE_WALK_END_SHIFT;
+}
+
+static __always_inline void submit_sample(struct sample_scratch *s) {
+  struct kiln_sample_event *ev = &s->ev;
+  __u32 kn = s->st.kernel_frames, un = s->st.user_frames;
+  ev->kernel_frames = kn;
+  ev->user_frames = un;
+  ev->flags |= s->st.flags;
+  __u64 size = __builtin_offsetof(struct kiln_sample_event, frames) + (__u64)(kn + un) * sizeof(__u64);
+  if (size > sizeof(*ev))
+    size = sizeof(*ev);
+  __u64 flags = s->st.wake ? BPF_RB_FORCE_WAKEUP : wakeup_flags();
+  if (bpf_ringbuf_output(&events, ev, size, flags) != 0)
+    __sync_fetch_and_add(&dropped_events, 1);
+}
+
+/* Appends the current pc as a user frame. */
+static __always_inline int push_frame(struct sample_scratch *s) {
+  __u32 at = s->st.kernel_frames + s->st.user_frames;
+  if (s->st.user_frames >= KILN_MAX_STACK_DEPTH || at >= 2 * KILN_MAX_STACK_DEPTH)
+    return -1;
+  s->ev.frames[at & 255] = s->st.pc;
+  s->st.user_frames++;
+  return 0;
+}
+
+/* The row of `file` that holds `vaddr`, or NULL. */
+static __always_inline struct kiln_unwind_row *find_row(struct kiln_unwind_file *file, __u64 vaddr) {
+  __u32 lo = file->first_row, hi = file->first_row + file->row_count;
+  for (int i = 0; i < KILN_ROW_SEARCH_STEPS; i++) {
+    if (lo + 1 >= hi)
+      break;
+    __u32 mid = lo + (hi - lo) / 2;
+    struct kiln_unwind_row *row = bpf_map_lookup_elem(&unwind_rows, &mid);
+    if (!row)
+      return NULL;
+    if (row->pc <= vaddr)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  struct kiln_unwind_row *row = bpf_map_lookup_elem(&unwind_rows, &lo);
+  if (!row || row->pc > vaddr)
+    return NULL;
+  return row;
+}
+
+/* One frame-pointer step: [fp] is the caller's fp, [fp + 8] the return address. */
+static __always_inline int fp_step(struct kiln_walk_state *st) {
+  __u64 frame[2];
+  if (st->fp == 0) {
+    end_walk(st, KILN_WALK_FP_ZERO);
+    return 1;
+  }
+  if (st->fp < st->sp || bpf_probe_read_user(frame, sizeof(frame), (void *)st->fp) != 0) {
+    end_walk(st, KILN_WALK_NO_FP);
+    return 1;
+  }
+  st->flags |= KILN_SAMPLE_FLAG_FP_FALLBACK;
+  __sync_fetch_and_add(&fp_frames, 1);
+  st->sp = st->fp + 16;
+  st->fp = frame[0];
+  st->pc = frame[1];
+  st->exact_pc = 0;
+  return 0;
+}
+
+/* Moves st from a frame to its caller; `m` is the pc's mapping, NULL when
+ * the process is not loaded. 0 = continue, 1 = the walk ended. */
+static __always_inline int unwind_step(struct kiln_walk_state *st, struct kiln_unwind_mapping *m) {
+  struct kiln_unwind_row *row = NULL;
+  if (m) {
+    struct kiln_unwind_file *file = bpf_map_lookup_elem(&unwind_files, &m->file_slot);
+    if (file && file->row_count > 0)
+      row = find_row(file, st->pc - m->bias - (st->exact_pc ? 0 : 1));
+  }
+  __u8 rule = row ? KILN_ROW_CFA_RULE(row) : KILN_CFA_NONE;
+  if (rule == KILN_CFA_NONE || rule == KILN_CFA_UNSUPPORTED)
+    return fp_step(st);
+  if (rule == KILN_CFA_OUTERMOST) {
+    end_walk(st, KILN_WALK_OUTERMOST);
+    return 1;
+  }
+
+  __u64 cfa = 0, ra = 0, fp = st->fp;
+  __s64 off = (__s64)row->cfa_offset * 8;
+  __u8 fp_rule = KILN_ROW_FP_RULE(row);
+  if (rule == KILN_CFA_SP_DEREF) {
+    /* A signal frame: the interrupted registers are in the ucontext. */
+    __u64 saved[2]; /* sp, then pc */
+    if (bpf_probe_read_user(saved, sizeof(saved), (void *)(st->sp + off)) != 0) {
+      end_walk(st, KILN_WALK_READ_FAILED);
+      return 1;
+    }
+    if (fp_rule == KILN_REG_AT_SP &&
+        bpf_probe_read_user(&fp, sizeof(fp), (void *)(st->sp + (__s64)row->fp_offset * 8)) != 0)
+      fp = 0;
+    cfa = saved[0];
+    ra = saved[1];
+    st->exact_pc = 1;
+  } else {
+    if (rule == KILN_CFA_SP)
+      cfa = st->sp + off;
+    else if (rule == KILN_CFA_FP)
+      cfa = st->fp + off;
+    else /* KILN_CFA_PLT */
+      cfa = st->sp + 8 + ((st->pc & 15) >= (__u64)row->cfa_offset ? 8 : 0);
+    if (cfa <= st->sp) {
+      end_walk(st, KILN_WALK_SP_NOT_GROWING);
+      return 1;
+    }
+    if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) != 0) {
+      end_walk(st, KILN_WALK_READ_FAILED);
+      return 1;
+    }
+    if (fp_rule == KILN_REG_AT_CFA) {
+      if (bpf_probe_read_user(&fp, sizeof(fp), (void *)(cfa + (__s64)row->fp_offset * 8)) != 0)
+        fp = 0;
+    } else if (fp_rule != KILN_REG_SAME) {
+      fp = 0;
+    }
+    st->exact_pc = 0;
+  }
+  st->flags |= KILN_SAMPLE_FLAG_UNWOUND_CFI;
+  __sync_fetch_and_add(&cfi_frames, 1);
+  st->sp = cfa;
+  st->fp = fp;
+  st->pc = ra;
+  return 0;
+}
+
+/* Walks up to KILN_FRAMES_PER_PROG frames; 1 when the walk is over. */
+static __always_inline int unwind_frames(struct sample_scratch *s) {
+  struct kiln_walk_state *st = &s->st;
+  for (int i = 0; i < KILN_FRAMES_PER_PROG; i++) {
+    if (st->pc == 0) {
+      end_walk(st, KILN_WALK_FP_ZERO);
+      return 1;
+    }
+    if (!plausible_user_address(st->pc)) {
+      end_walk(st, KILN_WALK_BAD_ADDRESS);
+      return 1;
+    }
+    /* A loaded process's pc must be in one of its executable mappings: a
+     * return address elsewhere is junk (stop before emitting it); a sampled
+     * pc elsewhere is anonymous code (JIT) or a library mapped since we
+     * loaded the process (user space re-reads its maps). */
+    struct kiln_unwind_mapping *m = NULL;
+    if (st->process == KILN_PROCESS_LOADED) {
+      struct kiln_mapping_key key = {
+          .prefix_len = KILN_MAPPING_KEY_PID_BITS + 64,
+          .pid = bpf_htonl(st->pid),
+          .address = bpf_cpu_to_be64(st->pc),
+      };
+      m = bpf_map_lookup_elem(&proc_mappings, &key);
+      if (!m) {
+        if (st->user_frames == 0)
+          push_frame(s);
+        st->flags |= KILN_SAMPLE_FLAG_NEW_MAPPING;
+        end_walk(st, KILN_WALK_PC_NOT_MAPPED);
+        return 1;
+      }
+    }
+    if (push_frame(s) != 0) {
+      end_walk(st, KILN_WALK_DEPTH);
+      return 1;
+    }
+    if (unwind_step(st, m))
+      return 1;
+  }
+  return 0;
+}
+
+SEC("perf_event")
+int unwind_user(struct bpf_perf_event_data *ctx) {
+  __u32 zero = 0;
+  struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+  if (!s)
+    return 0;
+  if (!unwind_frames(s)) {
+    if (s->st.tail_calls < KILN_MAX_TAIL_CALLS) {
+      s->st.tail_calls++;
+      bpf_tail_call(ctx, &unwind_progs, 0);
+    }
+    end_walk(&s->st, KILN_WALK_DEPTH);
+  }
+  submit_sample(s);
+  return 0;
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
-  if ((pid_tgid >> 32) == 0)
+  __u32 pid = pid_tgid >> 32;
+  if (pid == 0)
     return 0; /* idle */
 
   __u32 zero = 0;
-  struct kiln_sample_event *ev = bpf_map_lookup_elem(&scratch, &zero);
-  if (!ev)
+  struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+  if (!s)
     return 0;
+  struct kiln_sample_event *ev = &s->ev;
   fill_header(&ev->header, KILN_EVENT_SAMPLE);
   ev->flags = 0;
+  __sync_fetch_and_add(&sampled_events, 1);
 
   /* Kernel stack: empty when the tick interrupted user mode. */
   long kbytes = bpf_get_stack(ctx, ev->frames, KILN_MAX_STACK_DEPTH * sizeof(__u64), 0);
@@ -81,26 +414,33 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx) {
   if (kn > KILN_MAX_STACK_DEPTH)
     kn = KILN_MAX_STACK_DEPTH;
 
-  /* User stack: the kernel walks frame pointers from the user registers saved
-   * at kernel entry. Stage 2 replaces this call with an .eh_frame unwinder. */
-  long ubytes = bpf_get_stack(ctx, &ev->frames[kn], KILN_MAX_STACK_DEPTH * sizeof(__u64),
-                              BPF_F_USER_STACK);
-  __u32 un = 0;
-  if (ubytes > 0)
-    un = ubytes / sizeof(__u64);
-  else if (ubytes < 0)
-    ev->flags |= KILN_SAMPLE_FLAG_USER_TRUNCATED;
-  if (un > KILN_MAX_STACK_DEPTH)
-    un = KILN_MAX_STACK_DEPTH;
-
-  ev->kernel_frames = kn;
-  ev->user_frames = un;
-  __u64 size = __builtin_offsetof(struct kiln_sample_event, frames) + (kn + un) * sizeof(__u64);
-  if (size > sizeof(*ev))
-    size = sizeof(*ev);
-  __sync_fetch_and_add(&sampled_events, 1);
-  if (bpf_ringbuf_output(&events, ev, size, wakeup_flags()) != 0)
-    __sync_fetch_and_add(&dropped_events, 1);
+  struct kiln_walk_state *st = &s->st;
+  __builtin_memset(st, 0, sizeof(*st));
+  st->pid = pid;
+  st->kernel_frames = kn;
+  st->exact_pc = 1;
+  if (read_sample_user_regs(ctx, &st->pc, &st->sp, &st->fp) != 0) {
+    end_walk(st, KILN_WALK_KERNEL_THREAD);
+    submit_sample(s);
+    return 0;
+  }
+  __u32 *state = bpf_map_lookup_elem(&proc_state, &pid);
+  if (state) {
+    st->process = *state;
+  } else {
+    /* First sample of this process: ask user space to load its mappings,
+     * once, and walk this one with frame pointers. */
+    __u32 requested = KILN_PROCESS_REQUESTED;
+    if (bpf_map_update_elem(&proc_state, &pid, &requested, BPF_NOEXIST) == 0)
+      st->wake = 1;
+    st->process = KILN_PROCESS_REQUESTED;
+  }
+  if (st->process != KILN_PROCESS_LOADED)
+    st->flags |= KILN_SAMPLE_FLAG_PROCESS_UNKNOWN;
+  bpf_tail_call(ctx, &unwind_progs, 0);
+  /* The tail call failed (not set up): record what we have. */
+  end_walk(st, KILN_WALK_DEPTH);
+  submit_sample(s);
   return 0;
 }
 

@@ -13,9 +13,9 @@
  *   | ktime_ns comm[16]  | user_frames ...  | up to 2 x KILN_MAX_STACK_DEPTH  |
  *   +--------------------+------------------+---------------------------------+
  *
- * Stage 2 (.eh_frame unwinding) keeps this layout: the BPF unwinder writes its
- * user frames where bpf_get_stack writes them today and sets
- * KILN_SAMPLE_FLAG_UNWOUND_EH; user space does not care who walked the stack.
+ * The user frames come from the CFI walker (unwind_abi.h) or, where no table
+ * is loaded, from frame pointers; flags say which, and why the walk ended.
+ * The first user frame is the sampled pc, the others are return addresses.
  */
 #ifndef KILN_AGENT_BPF_SAMPLER_EVENT_H
 #define KILN_AGENT_BPF_SAMPLER_EVENT_H
@@ -32,7 +32,12 @@ enum kiln_event_kind {
 /* Set in kiln_sample_event.flags. */
 #define KILN_SAMPLE_FLAG_KERNEL_TRUNCATED 0x1 /* bpf_get_stack failed (kernel) */
 #define KILN_SAMPLE_FLAG_USER_TRUNCATED 0x2   /* bpf_get_stack failed (user) */
-#define KILN_SAMPLE_FLAG_UNWOUND_EH 0x4       /* stage 2: user frames from .eh_frame */
+#define KILN_SAMPLE_FLAG_UNWOUND_CFI 0x4      /* some user frames walked with CFI rows */
+#define KILN_SAMPLE_FLAG_FP_FALLBACK 0x8      /* some user frames walked with frame pointers */
+#define KILN_SAMPLE_FLAG_PROCESS_UNKNOWN 0x10 /* the process's tables are not loaded (yet) */
+#define KILN_SAMPLE_FLAG_NEW_MAPPING 0x20     /* a pc in no known mapping: maps changed? */
+/* Bits 8-15: why the user walk ended (enum kiln_walk_end in unwind_abi.h). */
+#define KILN_SAMPLE_WALK_END_SHIFT 8
 
 struct kiln_event_header {
   __u32 kind;
@@ -48,7 +53,8 @@ struct kiln_sample_event {
   __u16 kernel_frames; /* entries of frames[] that are kernel addresses */
   __u16 user_frames;   /* entries after them that are user addresses */
   __u32 flags;         /* KILN_SAMPLE_FLAG_* */
-  __u64 frames[2 * KILN_MAX_STACK_DEPTH];
+  /* 256 entries: indexes masked with 255 are always in bounds (verifier). */
+  __u64 frames[2 * KILN_MAX_STACK_DEPTH + 2];
 };
 
 #endif /* KILN_AGENT_BPF_SAMPLER_EVENT_H */

@@ -18,17 +18,16 @@
  *                  of a process user space has loaded (proc_loaded).
  *
  * Row semantics are architecture neutral: "the CFA is register + offset"
- * with the register named by the rule (SP or FP), "the return address and
- * the frame pointer are saved at CFA + 8 * n" (or at SP + 8 * n for signal
- * frames). x86-64 (rsp, rbp, rip) is what we build today. arm64 fits the
- * same rows: SP = sp, FP = x29, and the return address is x30, which a leaf
- * keeps in the register instead of on the stack: KILN_REG_SAME for ra means
- * "still in the link register", which the arm64 walker must take from the
- * sampled registers for the first frame only (and end the walk otherwise).
- * arm64 PLT stubs need no expression rule (they do not touch sp), and its
- * signal frame (__kernel_rt_sigreturn in the vDSO) uses the SP_DEREF rule with
- * its own offsets into struct rt_sigframe, which the table builder reads from
- * the CFI like on x86-64.
+ * with the register named by the rule (SP or FP); the caller's frame pointer
+ * is saved at CFA + 8 * fp_offset (or SP + 8 * fp_offset in a signal frame);
+ * the return address is at CFA - 8, or, in a signal frame, in the word after
+ * the saved SP. x86-64 (rsp, rbp, rip) is what we build today. arm64 fits the
+ * same rows: SP = sp, FP = x29, the return address x30 saved at CFA - 8 by
+ * the usual `stp x29, x30, [sp, #-16]!`, and its rt_sigframe also keeps pc
+ * right after sp. What arm64 adds is a leaf that never saves x30: its rows
+ * need one more CFA rule ("return address still in the link register"),
+ * taken from the sampled registers for the first frame only. Rows are 8
+ * bytes so that a desktop's programs fit in a few tens of MB of map memory.
  */
 #ifndef KILN_AGENT_BPF_UNWIND_ABI_H
 #define KILN_AGENT_BPF_UNWIND_ABI_H
@@ -36,30 +35,31 @@
 /* How to find the CFA (the caller's stack pointer before the call). */
 enum kiln_cfa_rule {
   KILN_CFA_NONE = 0,      /* no CFI covers this pc: try frame pointers */
-  KILN_CFA_SP = 1,        /* CFA = SP + cfa_offset */
-  KILN_CFA_FP = 2,        /* CFA = FP + cfa_offset */
+  KILN_CFA_SP = 1,        /* CFA = SP + 8 * cfa_offset */
+  KILN_CFA_FP = 2,        /* CFA = FP + 8 * cfa_offset */
   KILN_CFA_PLT = 3,       /* x86-64 lazy PLT: SP + 8, + 8 more once (pc & 15) >= cfa_offset */
-  KILN_CFA_SP_DEREF = 4,  /* signal frame: CFA = *(SP + cfa_offset); pc and FP at SP + 8n */
+  KILN_CFA_SP_DEREF = 4,  /* signal frame: CFA = *(SP + 8 * cfa_offset), pc in the next word */
   KILN_CFA_OUTERMOST = 5, /* the return address is undefined: the walk ends here (_start) */
-  KILN_CFA_UNSUPPORTED = 6, /* a CFA expression we do not evaluate: try frame pointers */
+  KILN_CFA_UNSUPPORTED = 6, /* a rule we do not evaluate: try frame pointers */
 };
 
-/* Where the caller's frame pointer / return address are. */
+/* Where the caller's frame pointer is. */
 enum kiln_reg_rule {
   KILN_REG_SAME = 0,      /* unchanged by this frame */
-  KILN_REG_AT_CFA = 1,    /* saved at CFA + 8 * offset */
-  KILN_REG_AT_SP = 2,     /* saved at SP + 8 * offset (signal frames) */
+  KILN_REG_AT_CFA = 1,    /* saved at CFA + 8 * fp_offset */
+  KILN_REG_AT_SP = 2,     /* saved at SP + 8 * fp_offset (signal frames) */
   KILN_REG_UNKNOWN = 3,   /* an expression or another register: lost */
 };
 
 struct kiln_unwind_row {
   __u32 pc;         /* ELF virtual address where the row starts */
-  __s32 cfa_offset; /* see kiln_cfa_rule */
-  __u8 cfa_rule;    /* enum kiln_cfa_rule */
-  __u8 fp_rule;     /* enum kiln_reg_rule */
+  __s16 cfa_offset; /* see kiln_cfa_rule */
+  __u8 rules;       /* kiln_cfa_rule | kiln_reg_rule (frame pointer) << 4 */
   __s8 fp_offset;   /* in 8-byte words */
-  __s8 ra_offset;   /* in 8-byte words; KILN_REG_AT_CFA -1 on x86-64 */
 };
+
+#define KILN_ROW_CFA_RULE(row) ((row)->rules & 0xf)
+#define KILN_ROW_FP_RULE(row) ((row)->rules >> 4)
 
 struct kiln_unwind_file {
   __u32 first_row;

@@ -1,0 +1,249 @@
+#include "unwind_loader.h"
+
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "bpf/unwind_abi.h"
+#include "unwind_table.h"
+
+namespace kiln::agent {
+namespace {
+
+constexpr std::uint32_t kProcessLoaded = 2;  // KILN_PROCESS_LOADED in sampler.bpf.c
+constexpr std::uint32_t kVdsoBuildLimit = 1u << 20;
+
+std::vector<std::uint8_t> MappingKey(std::uint32_t pid, std::uint32_t prefix_bits, std::uint64_t address) {
+  kiln_mapping_key key{};
+  key.prefix_len = KILN_MAPPING_KEY_PID_BITS + prefix_bits;
+  key.pid = __builtin_bswap32(pid);
+  key.address = __builtin_bswap64(address);
+  std::vector<std::uint8_t> bytes(sizeof(key));
+  std::memcpy(bytes.data(), &key, sizeof(key));
+  return bytes;
+}
+
+// Our own vDSO: every 64-bit process on this kernel maps the same image.
+std::vector<std::uint8_t> ReadOwnVdso() {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("[vdso]") == std::string::npos) continue;
+    unsigned long long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx", &start, &end) != 2 || end <= start) break;
+    if (start != getauxval(AT_SYSINFO_EHDR) || end - start > kVdsoBuildLimit) break;
+    const auto* p = reinterpret_cast<const std::uint8_t*>(start);
+    return std::vector<std::uint8_t>(p, p + (end - start));
+  }
+  return {};
+}
+
+std::string DebugFileFor(const std::string& build_id) {
+  if (build_id.size() < 3) return {};
+  std::string path = "/usr/lib/debug/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + ".debug";
+  return access(path.c_str(), R_OK) == 0 ? path : std::string();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::uint32_t, std::uint64_t>> CoverRange(std::uint64_t start, std::uint64_t end) {
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> blocks;
+  while (start < end) {
+    // The largest aligned block at `start` that does not pass `end`.
+    int bits = start == 0 ? 63 : __builtin_ctzll(start);
+    while (bits > 0 && (bits >= 64 || start + (1ULL << bits) > end || start + (1ULL << bits) < start)) --bits;
+    blocks.push_back({static_cast<std::uint32_t>(64 - bits), start});
+    start += 1ULL << bits;
+  }
+  return blocks;
+}
+
+UnwindLoader::UnwindLoader(ProcessTracker& processes, UnwindMapFds fds) : processes_(processes), fds_(fds) {
+  for (std::uint32_t s = fds_.file_capacity; s > 0; --s) free_slots_.push_back(s - 1);
+  if (fds_.row_capacity > 0) free_rows_[0] = fds_.row_capacity;
+  vdso_image_ = ReadOwnVdso();
+}
+
+UnwindLoader::~UnwindLoader() = default;
+
+void UnwindLoader::Refuse(const std::string& reason) { stats_.refused[reason]++; }
+
+bool UnwindLoader::AllocateRows(std::uint32_t count, std::uint32_t* first) {
+  for (;;) {
+    for (auto it = free_rows_.begin(); it != free_rows_.end(); ++it) {
+      if (it->second < count) continue;
+      *first = it->first;
+      std::uint32_t rest = it->second - count, at = it->first + count;
+      free_rows_.erase(it);
+      if (rest > 0) free_rows_[at] = rest;
+      return true;
+    }
+    if (!EvictOneUnused()) return false;
+  }
+}
+
+void UnwindLoader::FreeRows(std::uint32_t first, std::uint32_t count) {
+  if (count == 0) return;
+  auto [it, inserted] = free_rows_.emplace(first, count);
+  // Merge with the neighbours so long runs stay available.
+  if (auto next = std::next(it); next != free_rows_.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    free_rows_.erase(next);
+  }
+  if (it != free_rows_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      free_rows_.erase(it);
+    }
+  }
+}
+
+bool UnwindLoader::EvictOneUnused() {
+  if (unused_lru_.empty()) return false;
+  std::string key = unused_lru_.front();
+  unused_lru_.pop_front();
+  auto it = tables_.find(key);
+  if (it == tables_.end()) return true;
+  kiln_unwind_file empty{};
+  bpf_map_update_elem(fds_.files, &it->second.slot, &empty, BPF_ANY);
+  FreeRows(it->second.first_row, it->second.row_count);
+  stats_.rows_in_use -= it->second.row_count;
+  free_slots_.push_back(it->second.slot);
+  tables_.erase(it);
+  ++stats_.tables_evicted;
+  return true;
+}
+
+UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const std::string& open_path,
+                                                const std::string& debug_path, const void* image,
+                                                std::size_t image_size) {
+  if (auto it = tables_.find(key); it != tables_.end()) {
+    if (it->second.users == 0) unused_lru_.erase(it->second.lru);
+    it->second.lru = unused_lru_.end();
+    return &it->second;
+  }
+  if (free_slots_.empty() && !EvictOneUnused()) {
+    Refuse("no free file slot");
+    return nullptr;
+  }
+  FileTable t;
+  t.slot = free_slots_.back();
+  free_slots_.pop_back();
+  t.lru = unused_lru_.end();
+
+  auto started = std::chrono::steady_clock::now();
+  Result<UnwindTable> built = Result<UnwindTable>::Error("unreadable");
+  if (image) {
+    built = BuildUnwindTableFromMemory(image, image_size);
+  } else {
+    int fd = open(open_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      // A separate debug file's .debug_frame fills what .eh_frame leaves out.
+      int debug_fd = debug_path.empty() ? -1 : open(debug_path.c_str(), O_RDONLY | O_CLOEXEC);
+      built = BuildUnwindTable(fd, debug_fd);
+      if (debug_fd >= 0) close(debug_fd);
+      close(fd);
+    } else {
+      built = Result<UnwindTable>::Error(std::string("open: ") + std::strerror(errno));
+    }
+  }
+  stats_.build_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  kiln_unwind_file file{};
+  if (!built) {
+    Refuse(built.error());
+  } else if (built->rows.size() > fds_.row_capacity ||
+             !AllocateRows(static_cast<std::uint32_t>(built->rows.size()), &t.first_row)) {
+    Refuse("unwind_rows full (raise -unwind-table-rows)");
+  } else {
+    ++stats_.tables_built;
+    std::uint32_t n = static_cast<std::uint32_t>(built->rows.size());
+    std::vector<std::uint32_t> keys(n);
+    for (std::uint32_t i = 0; i < n; ++i) keys[i] = t.first_row + i;
+    __u32 count = n;
+    // One syscall for the whole run; element by element where the kernel
+    // has no batch operations for arrays (before 5.6).
+    if (bpf_map_update_batch(fds_.rows, keys.data(), built->rows.data(), &count, nullptr) != 0) {
+      for (std::uint32_t i = 0; i < n; ++i) bpf_map_update_elem(fds_.rows, &keys[i], &built->rows[i], BPF_ANY);
+    }
+    t.row_count = n;
+    stats_.rows_in_use += n;
+    file.first_row = t.first_row;
+    file.row_count = t.row_count;
+  }
+  bpf_map_update_elem(fds_.files, &t.slot, &file, BPF_ANY);
+  return &tables_.emplace(key, t).first->second;
+}
+
+void UnwindLoader::Release(LoadedProcess& p) {
+  for (const auto& key : p.keys) bpf_map_delete_elem(fds_.mappings, key.data());
+  stats_.mapping_entries -= p.keys.size();
+  for (const std::string& key : p.files) {
+    auto it = tables_.find(key);
+    if (it == tables_.end() || it->second.users == 0) continue;
+    if (--it->second.users == 0) it->second.lru = unused_lru_.insert(unused_lru_.end(), key);
+  }
+  p.keys.clear();
+  p.files.clear();
+}
+
+void UnwindLoader::LoadProcess(ProcessInfo& process) {
+  LoadedProcess& lp = loaded_[process.pid];
+  Release(lp);
+  ++stats_.process_loads;
+  for (std::size_t i = 0; i < process.maps.size(); ++i) {
+    const MapsEntry& e = process.maps[i];
+    if (!e.executable) continue;
+    FileTable* table = nullptr;
+    std::string key;
+    kiln_unwind_mapping value{};
+    if (e.path == "[vdso]") {
+      if (vdso_image_.empty()) continue;
+      key = "[vdso]";
+      table = TableFor(key, "", "", vdso_image_.data(), vdso_image_.size());
+      value.flags = KILN_MAPPING_VDSO;
+      value.bias = e.start;  // the vDSO is linked at 0
+    } else if (processes_.EnsureMapping(process, i)) {
+      const ExecutableEntry& exe = *process.executables[i];
+      key = exe.file->htlhash.empty() ? exe.open_path : exe.file->htlhash;
+      table = TableFor(key, exe.open_path, DebugFileFor(exe.file->gnu_build_id), nullptr, 0);
+      value.bias = e.start - exe.elf.FileOffsetToVaddr(e.file_offset);
+    } else {
+      continue;  // anonymous executable memory (JIT): the walk stops there
+    }
+    if (!table) continue;
+    value.file_slot = table->slot;
+    if (table->users++ == 0 && table->lru != unused_lru_.end()) {
+      unused_lru_.erase(table->lru);
+      table->lru = unused_lru_.end();
+    }
+    lp.files.push_back(key);
+    for (auto [bits, start] : CoverRange(e.start, e.end)) {
+      std::vector<std::uint8_t> k = MappingKey(process.pid, bits, start);
+      if (bpf_map_update_elem(fds_.mappings, k.data(), &value, BPF_ANY) != 0) {
+        Refuse(std::string("proc_mappings full: ") + std::strerror(errno));
+        continue;
+      }
+      lp.keys.push_back(std::move(k));
+    }
+  }
+  stats_.mapping_entries += lp.keys.size();
+  bpf_map_update_elem(fds_.process_state, &process.pid, &kProcessLoaded, BPF_ANY);
+  stats_.processes_loaded = loaded_.size();
+}
+
+void UnwindLoader::ForgetProcess(std::uint32_t pid) {
+  bpf_map_delete_elem(fds_.process_state, &pid);
+  auto it = loaded_.find(pid);
+  if (it == loaded_.end()) return;
+  Release(it->second);
+  loaded_.erase(it);
+  stats_.processes_loaded = loaded_.size();
+}
+
+}  // namespace kiln::agent
