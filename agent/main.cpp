@@ -176,6 +176,13 @@ int main(int argc, char** argv) {
         static const char* kEndNames[KILN_WALK_END_COUNT] = {
             "outermost", "fp zero", "pc not mapped", "bad address", "read failed",
             "depth",     "no fp",   "kernel thread", "sp not growing"};
+        const CollectorStats& cs = collector.stats();
+        std::printf(
+            "kiln-agent:   samples so far: %llu, %llu before their process was loaded, %llu with frame-pointer "
+            "frames, %llu junk frame-pointer frames dropped\n",
+            static_cast<unsigned long long>(cs.samples), static_cast<unsigned long long>(cs.samples_process_unknown),
+            static_cast<unsigned long long>(cs.samples_fp_fallback),
+            static_cast<unsigned long long>(cs.junk_frames_dropped));
         std::printf("kiln-agent:   walks ended:");
         for (int r = 0; r < KILN_WALK_END_COUNT; ++r) std::printf(" %s %.1f%%", kEndNames[r], end_share(r));
         std::printf("\n");

@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "e2e_checks.h"
 #include "otlp_inspect.h"
 #include "process_runner.h"
 #include "test_receiver.h"
@@ -42,18 +43,6 @@ namespace {
 // (binomial error ~1 %), and not a divisor of the workload's 4 ms cycle.
 constexpr int kFrequency = 397;
 constexpr double kSplitSeconds = 5.0;
-
-int g_failures = 0;
-
-void Check(bool ok, const std::string& what) {
-  std::printf("%s %s\n", ok ? "  ok  " : "  FAIL", what.c_str());
-  if (!ok) ++g_failures;
-}
-
-int Skip(const std::string& why) {
-  std::printf("SKIP: %s\n", why.c_str());
-  return 77;
-}
 
 struct StackShare {
   std::int64_t total = 0;
@@ -76,51 +65,6 @@ StackShare ShareOf(const std::map<std::string, std::int64_t>& folded, const std:
   return s;
 }
 
-// `perf script` text -> "comm;root;...;leaf" -> count, for one pid.
-std::map<std::string, std::int64_t> FoldPerfScript(const std::string& text, long long pid,
-                                                   const std::string& comm_label) {
-  std::map<std::string, std::int64_t> out;
-  std::istringstream in(text);
-  std::string line;
-  bool in_sample = false, ours = false;
-  std::vector<std::string> frames;
-  auto finish = [&] {
-    if (in_sample && ours) {
-      std::string folded = comm_label;
-      for (auto it = frames.rbegin(); it != frames.rend(); ++it) folded += ";" + *it;
-      out[folded]++;
-    }
-    in_sample = false;
-    frames.clear();
-  };
-  while (std::getline(in, line)) {
-    if (line.empty()) {
-      finish();
-      continue;
-    }
-    if (line[0] != '\t' && line[0] != ' ') {
-      finish();
-      in_sample = true;
-      std::size_t slash = line.find('/');
-      std::size_t start = line.rfind(' ', slash);
-      ours = slash != std::string::npos && std::atoll(line.c_str() + start + 1) == pid;
-      continue;
-    }
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    if (line[0] == ' ' && !in_sample) continue;
-    // "\t    7f12 leaf_heavy (/path)": skip the address, keep the symbol.
-    std::istringstream f(line);
-    std::string address, symbol, dso;
-    f >> address >> symbol;
-    std::getline(f, dso);
-    if (symbol.find('+') != std::string::npos) symbol = symbol.substr(0, symbol.find('+'));
-    if (dso.find("kernel.kallsyms") != std::string::npos) symbol += "_[k]";
-    frames.push_back(symbol);
-  }
-  finish();
-  return out;
-}
-
 // A port nothing listens on right now, for kiln --listen.
 int FreePort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -132,37 +76,6 @@ int FreePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
   return ntohs(addr.sin_port);
-}
-
-// "a;b;c 12" lines -> map.
-std::map<std::string, std::int64_t> ParseFolded(const std::string& text) {
-  std::map<std::string, std::int64_t> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::size_t space = line.rfind(' ');
-    if (space == std::string::npos) continue;
-    out[line.substr(0, space)] += std::atoll(line.c_str() + space + 1);
-  }
-  return out;
-}
-
-std::int64_t EventsWith(const std::map<std::string, std::int64_t>& folded, const std::string& prefix,
-                        const std::string& needle) {
-  std::int64_t n = 0;
-  for (const auto& [stack, count] : folded)
-    if (stack.rfind(prefix + ";", 0) == 0 && stack.find(needle) != std::string::npos) n += count;
-  return n;
-}
-
-void PrintTop(const std::map<std::string, std::int64_t>& folded, const std::string& prefix, int limit) {
-  std::vector<std::pair<std::int64_t, std::string>> rows;
-  for (const auto& [s, n] : folded)
-    if (s.rfind(prefix, 0) == 0) rows.push_back({n, s});
-  std::sort(rows.rbegin(), rows.rend());
-  for (int i = 0; i < limit && i < static_cast<int>(rows.size()); ++i)
-    std::printf("      %6lld %s\n", static_cast<long long>(rows[static_cast<std::size_t>(i)].first),
-                rows[static_cast<std::size_t>(i)].second.c_str());
 }
 
 }  // namespace

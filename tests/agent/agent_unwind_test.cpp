@@ -1,0 +1,273 @@
+// kiln-agent stage 2 end to end: whole user stacks without frame pointers.
+//
+// Needs root, BPF and perf (CI has them); otherwise prints why and exits 77.
+// One agent at 99 Hz sends to a test receiver while, in turn:
+//   1. nofp_workload (-O2 -fomit-frame-pointer, chain of 14 frames through
+//      libkiln_nofp_chain.so, 3:1 CPU split) and nofp_dlopen_workload (loads
+//      the library with dlopen one second after start) run side by side:
+//      the exact chain from main to each leaf, the split, and the dlopen'ed
+//      frames once the library is there;
+//   2. a short-lived nofp_workload (0.6 s) and one in a container (its own
+//      mount namespace, the binaries on a tmpfs only it sees);
+//   3. stock Debian binaries built without frame pointers (xz -9, python3.11
+//      running a pure-Python loop), each also recorded by
+//      `perf record --call-graph dwarf`: the share of samples reaching
+//      __libc_start_call_main (main's caller) and the median user depth must
+//      match perf's.
+// The figures are printed as a table (the README quotes it).
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "e2e_checks.h"
+#include "otlp_inspect.h"
+#include "process_runner.h"
+#include "test_receiver.h"
+
+using namespace kiln::agent::testing;
+
+namespace {
+
+// The agent samples at 199 Hz (enough samples for the split in seconds);
+// perf, the oracle for stock binaries, at 99 Hz as a user would run it.
+constexpr int kFrequency = 199;
+constexpr int kPerfFrequency = 99;
+const std::string kChain =
+    "main;outer_1;outer_2;outer_3;outer_4;outer_5;call_chain;chain_1;chain_2;chain_3;chain_4;chain_5;chain_6;";
+
+// chain_6 -> leaf_* directly, or through the static `leaf` where the
+// compiler kept it as a function of its own.
+bool HasChainTo(const std::string& stack, const std::string& leaf) {
+  return stack.find(kChain + leaf) != std::string::npos || stack.find(kChain + "leaf;" + leaf) != std::string::npos;
+}
+
+struct ChainCounts {
+  std::int64_t total = 0, heavy = 0, light = 0, whole_heavy = 0, whole_light = 0;
+};
+
+// Samples of `prefix` in the leaves, and those whose stack holds the whole
+// chain from main (above _start and libc's start code).
+ChainCounts CountChains(const std::map<std::string, std::int64_t>& folded, const std::string& prefix) {
+  ChainCounts c;
+  for (const auto& [stack, n] : folded) {
+    if (stack.rfind(prefix + ";", 0) != 0) continue;
+    c.total += n;
+    bool heavy = stack.find(";leaf_heavy") != std::string::npos;
+    bool light = stack.find(";leaf_light") != std::string::npos;
+    c.heavy += heavy ? n : 0;
+    c.light += light ? n : 0;
+    bool whole = stack.find(";__libc_start_call_main;" + kChain) != std::string::npos &&
+                 stack.rfind(prefix + ";_start;", 0) == 0;
+    if (whole && HasChainTo(stack, "leaf_heavy")) c.whole_heavy += n;
+    if (whole && HasChainTo(stack, "leaf_light")) c.whole_light += n;
+  }
+  return c;
+}
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * share);
+  return buf;
+}
+
+// Runs `argv` (already started as `pid`) under perf --call-graph dwarf for
+// `seconds`, then stops it. Returns the perf script text ("" without perf).
+std::string RecordWithPerf(pid_t pid, double seconds, const std::string& dir, const std::string& name) {
+  const std::string data = dir + "/" + name + ".perf.data";
+  pid_t perf = Spawn({"perf", "record", "-q", "--call-graph", "dwarf", "-F", std::to_string(kPerfFrequency), "-e",
+                      "cpu-clock", "-p", std::to_string(pid), "-o", data, "--", "sleep", std::to_string(seconds)},
+                     dir + "/" + name + ".perf.out", dir + "/" + name + ".perf.err");
+  WaitExit(perf);
+  kill(pid, SIGKILL);
+  WaitExit(pid);
+  const std::string text = dir + "/" + name + ".perf.txt";
+  pid_t script = Spawn({"perf", "script", "-i", data, "-F", "comm,pid,tid,ip,sym,dso"}, text, dir + "/perf-script.err");
+  WaitExit(script);
+  return ReadFile(text);
+}
+
+}  // namespace
+
+int main() {
+  if (geteuid() != 0) return Skip("needs root (BPF programs and perf events)");
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return Skip("kernel has no BTF");
+  if (access("/usr/bin/perf", X_OK) != 0) return Skip("perf (linux-perf) is the oracle and is not installed");
+  const std::string dir = MakeTempDir("kiln-agent-unwind-");
+  std::printf("kiln-agent unwind e2e: work dir %s\n", dir.c_str());
+
+  TestReceiver receiver;
+  const std::string agent_out = dir + "/agent.out", agent_err = dir + "/agent.err";
+  pid_t agent = Spawn({KILN_AGENT_PATH, "-collection-agent", receiver.address(), "-disable-tls",
+                       "-samples-per-second", std::to_string(kFrequency), "-reporter-interval=1s", "-verbose"},
+                      agent_out, agent_err);
+  if (!WaitForText(agent_out, "sampling CPUs", 15000)) {
+    kill(agent, SIGKILL);
+    WaitExit(agent);
+    std::string err = ReadFile(agent_err);
+    if (err.find("needs root") != std::string::npos || err.find("BTF") != std::string::npos)
+      return Skip("kiln-agent cannot sample here: " + err);
+    std::printf("kiln-agent did not start:\n%s\n", err.c_str());
+    return 1;
+  }
+
+  // 1. Deep chain without frame pointers, linked and dlopen'ed.
+  const std::string nofp_out = dir + "/nofp.out", dlopen_out = dir + "/dlopen.out";
+  pid_t nofp = Spawn({NOFP_WORKLOAD_PATH, "4"}, nofp_out);
+  pid_t dl = Spawn({NOFP_DLOPEN_WORKLOAD_PATH, "3", NOFP_LIBRARY_PATH, "1.0"}, dlopen_out);
+  int nofp_rc = WaitExit(nofp), dl_rc = WaitExit(dl);
+
+  // 2. Short-lived, and in a container: a tmpfs only its mount namespace
+  //    sees holds the binaries, so the agent must open them through
+  //    /proc/PID/root.
+  // Copies under other names keep their samples apart from phase 1's.
+  const std::string short_out = dir + "/short.out", ct_out = dir + "/container.out";
+  const std::string short_path = dir + "/nofp_short";
+  std::filesystem::copy_file(NOFP_WORKLOAD_PATH, short_path);
+  pid_t short_wl = Spawn({short_path, "0.6"}, short_out);
+  const std::string ct_dir = dir + "/container-root";
+  mkdir(ct_dir.c_str(), 0755);
+  pid_t ct = Spawn({"unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c",
+                    "mount -t tmpfs kiln-ct '" + ct_dir + "' && cp '" NOFP_WORKLOAD_PATH "' '" + ct_dir +
+                        "/nofp_container' && cp '" NOFP_LIBRARY_PATH "' '" + ct_dir + "/' && LD_LIBRARY_PATH='" +
+                        ct_dir + "' exec '" + ct_dir + "/nofp_container' 2.5"},
+                   ct_out, dir + "/container.err");
+  WaitExit(short_wl);
+  int ct_rc = WaitExit(ct);
+  bool ct_invisible = access((ct_dir + "/nofp_container").c_str(), F_OK) != 0;
+
+  // 3. Stock binaries under perf --call-graph dwarf at the same time.
+  const std::string text_path = dir + "/input.txt";
+  {
+    // Compressible but not trivial: xz -9 works on it for many seconds.
+    std::ofstream text(text_path);
+    std::uint64_t x = 88172645463325252ULL;
+    for (int line = 0; line < 400000; ++line) {
+      for (int w = 0; w < 12; ++w) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        text << "word" << (x % 5000) << ' ';
+      }
+      text << '\n';
+    }
+  }
+  pid_t xz = Spawn({"xz", "-9", "-T1", "-c", text_path}, "/dev/null");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string xz_perf = RecordWithPerf(xz, 4, dir, "xz");
+  const std::string py_script =
+      "import time\n"
+      "def fib(n):\n"
+      "    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+      "end = time.time() + 30\n"
+      "while time.time() < end:\n"
+      "    fib(20)\n";
+  bool have_python = access("/usr/bin/python3.11", X_OK) == 0;
+  pid_t py = have_python ? Spawn({"/usr/bin/python3.11", "-c", py_script}, dir + "/py.out") : -1;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string py_perf = have_python ? RecordWithPerf(py, 4, dir, "python") : "";
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(agent, SIGINT);
+  int agent_rc = WaitExit(agent);
+  std::printf("agent stdout:\n%s\nagent stderr:\n%s\n", ReadFile(agent_out).c_str(), ReadFile(agent_err).c_str());
+  Check(agent_rc == 0, "agent exited 0 after SIGINT");
+  Check(nofp_rc == 0 && dl_rc == 0, "nofp workloads ran");
+  FoldedProfile profile = FoldRequests(receiver.requests());
+  const auto& folded = profile.stacks;
+
+  // --- 1. the known chain -------------------------------------------------------
+  ChainCounts c = CountChains(folded, "nofp_workload");
+  std::printf("    nofp_workload: %lld samples, heavy %lld (whole chain %lld), light %lld (whole chain %lld)\n",
+              (long long)c.total, (long long)c.heavy, (long long)c.whole_heavy, (long long)c.light,
+              (long long)c.whole_light);
+  PrintTop(folded, "nofp_workload", 4);
+  std::int64_t leaves = c.heavy + c.light;
+  Check(leaves > 300, "nofp_workload sampled in its leaves (" + std::to_string(leaves) + ")");
+  double whole = leaves ? double(c.whole_heavy + c.whole_light) / double(leaves) : 0;
+  Check(whole >= 0.97, "the whole chain _start..main..chain_6..leaf in " + Percent(whole) + " of leaf samples");
+  double split = leaves ? double(c.heavy) / double(leaves) : 0;
+  double tol = std::min(0.05, std::max(0.02, 3.0 * std::sqrt(0.1875 / double(std::max<std::int64_t>(leaves, 1)))));
+  Check(std::fabs(split - 0.75) <= tol, "leaf_heavy share " + Percent(split) + " ~ 75% (+-" + Percent(tol) + ")");
+
+  ChainCounts d = CountChains(folded, "nofp_dlopen_workload");
+  std::int64_t dl_leaves = d.heavy + d.light;
+  double dl_whole = dl_leaves ? double(d.whole_heavy + d.whole_light) / double(dl_leaves) : 0;
+  std::printf("    nofp_dlopen_workload: %lld leaf samples, %s whole\n", (long long)dl_leaves, Percent(dl_whole).c_str());
+  Check(dl_leaves > 150, "dlopen'ed library sampled");
+  Check(dl_whole >= 0.9, "dlopen'ed library's frames walked to _start in " + Percent(dl_whole));
+
+  // --- 2. short-lived and containerized ----------------------------------------
+  long long short_pid = ValueAfter(ReadFile(short_out), "pid");
+  Check(profile.processes.count(short_pid) == 1, "short-lived process reported");
+  ChainCounts sc = CountChains(folded, "nofp_short");
+  std::int64_t short_leaves = sc.heavy + sc.light;
+  double short_whole = short_leaves ? double(sc.whole_heavy + sc.whole_light) / double(short_leaves) : 0;
+  std::printf("    nofp_short (0.6 s): %lld leaf samples, %s whole\n", (long long)short_leaves,
+              Percent(short_whole).c_str());
+  // Its first sample or two may come before user space loaded it (walked
+  // with frame pointers, so cut at the leaf).
+  Check(short_leaves >= 30 && short_whole >= 0.85, "short-lived process has whole stacks in " + Percent(short_whole));
+
+  long long ct_pid = ValueAfter(ReadFile(ct_out), "pid");
+  Check(ct_rc == 0, "container workload ran: " + ReadFile(dir + "/container.err"));
+  Check(ct_invisible, "the container's files are not visible outside its mount namespace");
+  bool ct_seen = profile.processes.count(ct_pid) == 1;
+  Check(ct_seen, "container process (pid " + std::to_string(ct_pid) + ") reported");
+  if (ct_seen)
+    Check(profile.processes.at(ct_pid).executable_paths.count(ct_dir + "/nofp_container") == 1,
+          "container process keeps its own executable path");
+  ChainCounts cc = CountChains(folded, "nofp_container");
+  std::int64_t ct_leaves = cc.heavy + cc.light;
+  double ct_whole = ct_leaves ? double(cc.whole_heavy + cc.whole_light) / double(ct_leaves) : 0;
+  std::printf("    nofp_container: %lld leaf samples, %s whole\n", (long long)ct_leaves, Percent(ct_whole).c_str());
+  Check(ct_leaves > 100 && ct_whole >= 0.9, "container process has whole stacks in " + Percent(ct_whole));
+
+  // --- 3. stock binaries, against perf --call-graph dwarf ---------------------
+  struct Row {
+    std::string name;
+    StackDepth agent, perf;
+  };
+  std::vector<Row> rows;
+  auto compare = [&](const std::string& name, const std::string& perf_text, long long pid) {
+    auto perf_folded = FoldPerfScript(perf_text, pid, name);
+    Row r{name, MeasureDepth(folded, name, "__libc_start_call_main"),
+          MeasureDepth(perf_folded, name, "__libc_start_call_main")};
+    rows.push_back(r);
+    PrintTop(folded, name, 2);
+    PrintTop(perf_folded, name, 2);
+  };
+  compare("xz", xz_perf, xz);
+  if (have_python) compare("python3.11", py_perf, py);
+  std::printf("\n    | workload | kiln-agent: samples, median user depth, reaching main | perf --call-graph dwarf |\n"
+              "    |---|---|---|\n");
+  for (const Row& r : rows)
+    std::printf("    | %s | %lld, %.0f, %s | %lld, %.0f, %s |\n", r.name.c_str(), (long long)r.agent.samples,
+                r.agent.median_user_depth, Percent(r.agent.reaching_root).c_str(), (long long)r.perf.samples,
+                r.perf.median_user_depth, Percent(r.perf.reaching_root).c_str());
+  for (const Row& r : rows) {
+    Check(r.agent.samples > 100 && r.perf.samples > 100, r.name + ": both sampled it");
+    // perf copies 8 KiB of stack per sample, so its deepest stacks end
+    // early; the agent reads the stack itself and must do at least as well.
+    Check(r.agent.reaching_root >= r.perf.reaching_root - 0.05,
+          r.name + ": reaching main " + Percent(r.agent.reaching_root) + " vs perf " + Percent(r.perf.reaching_root));
+    Check(std::fabs(r.agent.median_user_depth - r.perf.median_user_depth) <= 2,
+          r.name + ": median user depth " + std::to_string(r.agent.median_user_depth) + " vs perf " +
+              std::to_string(r.perf.median_user_depth));
+  }
+
+  if (g_failures == 0) {
+    std::printf("PASS\n");
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
+  std::printf("FAIL (%d failed checks); files kept in %s\n", g_failures, dir.c_str());
+  return 1;
+}

@@ -1,0 +1,41 @@
+#pragma once
+// What the agent's end-to-end tests share: pass/fail lines, folding `perf
+// script` output (the oracle) and `kiln export` text, and stack measures.
+// Test-only.
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace kiln::agent::testing {
+
+extern int g_failures;
+
+// Prints "  ok  what" or "  FAIL what" (and counts the failure).
+void Check(bool ok, const std::string& what);
+// Prints "SKIP: why" and returns 77 (ctest's skip code).
+int Skip(const std::string& why);
+
+// `perf script -F comm,pid,tid,ip,sym,dso` text -> "label;root;...;leaf" ->
+// count, for one pid. Kernel frames end in "_[k]"; a frame's inlined
+// functions are folded into it (the agent reports real frames only).
+std::map<std::string, std::int64_t> FoldPerfScript(const std::string& text, long long pid,
+                                                   const std::string& comm_label);
+// "a;b;c 12" lines -> map.
+std::map<std::string, std::int64_t> ParseFolded(const std::string& text);
+std::int64_t EventsWith(const std::map<std::string, std::int64_t>& folded, const std::string& prefix,
+                        const std::string& needle);
+void PrintTop(const std::map<std::string, std::int64_t>& folded, const std::string& prefix, int limit);
+
+// How complete the user stacks of `prefix`'s folded samples are: the share
+// that contain `root_frame` (";name;" somewhere), and the median number of
+// user (non-"_[k]") frames below the label.
+struct StackDepth {
+  std::int64_t samples = 0;
+  double reaching_root = 0;
+  double median_user_depth = 0;
+};
+StackDepth MeasureDepth(const std::map<std::string, std::int64_t>& folded, const std::string& prefix,
+                        const std::string& root_frame);
+
+}  // namespace kiln::agent::testing
