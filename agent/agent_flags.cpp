@@ -120,6 +120,28 @@ const std::vector<FlagDef>& Flags() {
          o.max_unsent_bytes = n;
          return {};
        }},
+      {"off-cpu-threshold", false,
+       "Record off-CPU time: the probability (0..1) that a thread leaving a CPU is followed, "
+       "as in the OpenTelemetry eBPF profiler (default 0: off)",
+       [](std::string_view v, AgentOptions& o) -> std::string {
+         std::string text(v);
+         char* end = nullptr;
+         double p = std::strtod(text.c_str(), &end);
+         if (text.empty() || end != text.c_str() + text.size()) return "parse error";
+         if (!(p >= 0.0 && p <= 1.0)) return "must be between 0 and 1 (0 turns off-CPU profiling off)";
+         o.off_cpu_threshold = p;
+         return {};
+       }},
+      {"unwind-table-rows", false,
+       "Rows of call frame information the BPF maps hold, 8 bytes each (default 2097152: 16 MiB)",
+       [](std::string_view v, AgentOptions& o) -> std::string {
+         std::uint32_t n = 0;
+         auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+         if (ec != std::errc() || p != v.data() + v.size()) return "parse error";
+         if (n < 4096 || n > (1u << 26)) return "must be between 4096 and 67108864";
+         o.unwind_table_rows = n;
+         return {};
+       }},
       {"verbose", true, "Print more about what the agent does",
        [](std::string_view v, AgentOptions& o) -> std::string {
          o.verbose = *ParseBool(v);

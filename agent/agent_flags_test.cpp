@@ -99,3 +99,19 @@ TEST_CASE("flags: usage lists every flag") {
         "-no-symbolize", "-version", "-help", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_EXPORTER_OTLP_ENDPOINT"})
     CHECK(usage.find(flag) != std::string::npos);
 }
+
+TEST_CASE("-off-cpu-threshold takes a probability, as the OpenTelemetry profiler's") {
+  auto env = [](const char*) -> const char* { return nullptr; };
+  std::vector<std::string_view> ok = {"-off-cpu-threshold", "0.25"};
+  auto parsed = ParseAgentFlags(ok, env);
+  REQUIRE(parsed.ok());
+  CHECK(parsed->off_cpu_threshold == doctest::Approx(0.25));
+  std::vector<std::string_view> off = {};
+  CHECK(ParseAgentFlags(off, env)->off_cpu_threshold == 0);
+  for (std::string_view bad : {"1.5", "-0.1", "x", ""}) {
+    std::vector<std::string_view> args = {"-off-cpu-threshold", bad};
+    auto r = ParseAgentFlags(args, env);
+    CHECK_FALSE(r.ok());
+    if (!r.ok()) CHECK(r.error().find("off-cpu-threshold") != std::string::npos);
+  }
+}

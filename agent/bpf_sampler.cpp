@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "bpf/unwind_abi.h"
 #include "bpf/sampler_event.h"
@@ -101,7 +102,7 @@ std::string CheckSamplerPrerequisites() {
 }
 
 Result<std::unique_ptr<BpfSampler>> BpfSampler::Start(int samples_per_second, RecordHandler handler,
-                                                      UnwindMapSizes sizes) {
+                                                      UnwindMapSizes sizes, double off_cpu_threshold) {
   using R = Result<std::unique_ptr<BpfSampler>>;
   if (std::string missing = CheckSamplerPrerequisites(); !missing.empty()) return R::Error(missing);
   libbpf_set_print(LibbpfPrint);
@@ -122,17 +123,21 @@ Result<std::unique_ptr<BpfSampler>> BpfSampler::Start(int samples_per_second, Re
   bpf_map__set_max_entries(s->skel_->maps.unwind_files, sizes.files);
   bpf_map__set_max_entries(s->skel_->maps.proc_mappings, sizes.mapping_entries);
   bpf_map__set_max_entries(s->skel_->maps.proc_state, sizes.processes);
+  s->off_cpu_ = off_cpu_threshold > 0;
+  s->skel_->rodata->off_cpu_threshold =
+      off_cpu_threshold >= 1.0 ? (1ULL << 32) : static_cast<__u64>(off_cpu_threshold * 4294967296.0);
   if (int err = sampler_bpf::load(s->skel_); err != 0)
     return R::Error("the kernel refused kiln-agent's BPF programs (" + ErrnoText(err) +
                     "). Needs Linux 5.8+ with BPF ring buffers, BPF enabled\n"
                     "  (CONFIG_BPF_SYSCALL, CONFIG_BPF_EVENTS) and not locked down; the libbpf\n"
                     "  messages above say which check failed.");
 
-  {
-    // The walker continues in unwind_user through tail calls.
+  // The walker continues in unwind_user(_offcpu) through tail calls.
+  for (auto [progs, prog] : {std::pair{s->skel_->maps.unwind_progs, s->skel_->progs.unwind_user},
+                             std::pair{s->skel_->maps.offcpu_progs, s->skel_->progs.unwind_user_offcpu}}) {
     __u32 zero = 0;
-    int prog_fd = bpf_program__fd(s->skel_->progs.unwind_user);
-    if (bpf_map_update_elem(bpf_map__fd(s->skel_->maps.unwind_progs), &zero, &prog_fd, BPF_ANY) != 0)
+    int prog_fd = bpf_program__fd(prog);
+    if (bpf_map_update_elem(bpf_map__fd(progs), &zero, &prog_fd, BPF_ANY) != 0)
       return R::Error("cannot set up the stack walker's tail call: " + ErrnoText(errno));
   }
 
@@ -165,6 +170,12 @@ Result<std::unique_ptr<BpfSampler>> BpfSampler::Start(int samples_per_second, Re
     // found by the /proc check after each report.
     std::fprintf(stderr, "kiln-agent: warning: sched_process_exec/exit raw tracepoints not attached (%s)\n",
                  ErrnoText(errno).c_str());
+
+  if (s->off_cpu_) {
+    s->skel_->links.on_sched_switch = bpf_program__attach(s->skel_->progs.on_sched_switch);
+    if (!s->skel_->links.on_sched_switch)
+      return R::Error("attaching the off-CPU program to the sched_switch raw tracepoint: " + ErrnoText(errno));
+  }
 
   s->ring_ = ring_buffer__new(bpf_map__fd(s->skel_->maps.events), &BpfSampler::OnRecord, s.get(), nullptr);
   if (!s->ring_) return R::Error("cannot map the BPF ring buffer: " + ErrnoText(errno));
@@ -233,6 +244,14 @@ std::uint64_t BpfSampler::sampled_events() const {
   return __atomic_load_n(&skel_->bss->sampled_events, __ATOMIC_RELAXED);
 }
 
+std::uint64_t BpfSampler::off_cpu_recorded() const {
+  return __atomic_load_n(&skel_->bss->offcpu_recorded, __ATOMIC_RELAXED);
+}
+
+std::uint64_t BpfSampler::off_cpu_dropped() const {
+  return __atomic_load_n(&skel_->bss->offcpu_dropped, __ATOMIC_RELAXED);
+}
+
 std::uint64_t BpfSampler::dropped_events() const {
   return __atomic_load_n(&skel_->bss->dropped_events, __ATOMIC_RELAXED);
 }
@@ -241,8 +260,8 @@ void BpfSampler::ProgramRunStats(std::uint64_t* run_time_ns, std::uint64_t* run_
   *run_time_ns = 0;
   *run_count = 0;
   for (bpf_program* prog :
-       {skel_->progs.on_cpu_sample, skel_->progs.unwind_user, skel_->progs.on_process_exec,
-        skel_->progs.on_process_exit}) {
+       {skel_->progs.on_cpu_sample, skel_->progs.unwind_user, skel_->progs.on_sched_switch,
+        skel_->progs.unwind_user_offcpu, skel_->progs.on_process_exec, skel_->progs.on_process_exit}) {
     bpf_prog_info info{};
     __u32 len = sizeof(info);
     if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) == 0) {

@@ -51,7 +51,8 @@ class BpfSampler {
 
   [[nodiscard]] static Result<std::unique_ptr<BpfSampler>> Start(int samples_per_second,
                                                                  RecordHandler handler,
-                                                                 UnwindMapSizes sizes = {});
+                                                                 UnwindMapSizes sizes = {},
+                                                                 double off_cpu_threshold = 0);
   ~BpfSampler();
   BpfSampler(const BpfSampler&) = delete;
   BpfSampler& operator=(const BpfSampler&) = delete;
@@ -68,6 +69,9 @@ class BpfSampler {
   const std::vector<int>& cpus() const { return cpus_; }
   std::uint64_t sampled_events() const;  // taken by the BPF program
   std::uint64_t dropped_events() const;  // lost to a full ring buffer
+  bool off_cpu() const { return off_cpu_; }
+  std::uint64_t off_cpu_recorded() const;  // threads followed off the CPU
+  std::uint64_t off_cpu_dropped() const;   // lost: table or ring buffer full
   std::size_t ring_buffer_bytes() const { return ring_bytes_; }
   UnwindMapFds unwind_maps() const;
   WalkStats walk_stats() const;
@@ -87,6 +91,7 @@ class BpfSampler {
   std::vector<::bpf_link*> perf_links_;
   std::size_t ring_bytes_ = 0;
   UnwindMapSizes sizes_;
+  bool off_cpu_ = false;
   RecordHandler handler_;
 };
 

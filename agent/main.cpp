@@ -108,9 +108,11 @@ int main(int argc, char** argv) {
   Symbolizer symbolizer(options.symbolize);
   SampleCollector collector(processes, symbolizer, kernel_symbols, options.samples_per_second);
 
-  auto started = BpfSampler::Start(options.samples_per_second, [&](const void* data, std::size_t size) {
-    collector.OnRecord(data, size);
-  });
+  UnwindMapSizes map_sizes;
+  map_sizes.rows = options.unwind_table_rows;
+  auto started = BpfSampler::Start(
+      options.samples_per_second, [&](const void* data, std::size_t size) { collector.OnRecord(data, size); },
+      map_sizes, options.off_cpu_threshold);
   if (!started) {
     std::fprintf(stderr, "kiln-agent: %s\n", started.error().c_str());
     return 1;
@@ -125,11 +127,13 @@ int main(int argc, char** argv) {
                          .verbose = options.verbose});
   std::printf(
       "kiln-agent %s: sampling CPUs %s at %d Hz (perf_event cpu-clock + BPF, %zu KiB ring buffer),\n"
-      "  user stacks from call frame information (%u table rows, %.1f MiB of BPF maps at most),\n"
+      "  user stacks from call frame information (%u table rows, %.1f MiB of BPF maps at most)%s,\n"
       "  sending OTLP profiles to %s (%s) every %.1fs%s\n",
       kiln::kVersion, CpuListText(sampler->cpus()).c_str(), options.samples_per_second,
       sampler->ring_buffer_bytes() >> 10, sampler->unwind_maps().row_capacity,
-      sampler->map_memory_bytes() / 1048576.0, options.collection_agent.c_str(),
+      sampler->map_memory_bytes() / 1048576.0,
+      sampler->off_cpu() ? (", off-CPU with probability " + std::to_string(options.off_cpu_threshold)).c_str() : "",
+      options.collection_agent.c_str(),
       options.disable_tls ? "plain text" : "TLS",
       std::chrono::duration<double>(options.reporter_interval).count(),
       options.symbolize ? "" : ", no host symbolization");
@@ -154,6 +158,12 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(sampler->dropped_events()),
         static_cast<unsigned long long>(es.dropped_samples), es.queued_requests,
         static_cast<unsigned long long>(es.sent_requests));
+    if (sampler->off_cpu())
+      std::printf("kiln-agent:   off-CPU: %llu blocked periods recorded, %llu reported, %llu dropped (%llu unpaired)\n",
+                  static_cast<unsigned long long>(sampler->off_cpu_recorded()),
+                  static_cast<unsigned long long>(collector.stats().off_cpu_events),
+                  static_cast<unsigned long long>(sampler->off_cpu_dropped()),
+                  static_cast<unsigned long long>(collector.stats().off_cpu_unpaired));
     {
       const UnwindLoaderStats& us = unwinder.stats();
       WalkStats ws = sampler->walk_stats();

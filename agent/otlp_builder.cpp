@@ -155,10 +155,11 @@ ExportRequest BuildExportRequest(const ProfileBatch& batch, std::string_view age
   const std::int32_t count_str = dict.String("count");
   const std::int32_t cpu_str = dict.String("cpu");
   const std::int32_t ns_str = dict.String("nanoseconds");
+  const std::int32_t off_cpu_str = dict.String("off_cpu");
   const std::int64_t period = batch.samples_per_second > 0 ? 1000000000LL / batch.samples_per_second : 0;
 
   for (const ProcessProfile& process : batch.processes) {
-    if (process.samples.empty()) continue;
+    if (process.samples.empty() && process.off_cpu.empty()) continue;
     auto* rp = request.add_resource_profiles();
     auto* attrs = rp->mutable_resource()->mutable_attributes();
     {
@@ -176,36 +177,46 @@ ExportRequest BuildExportRequest(const ProfileBatch& batch, std::string_view age
     auto* sp = rp->add_scope_profiles();
     sp->mutable_scope()->set_name(kAgentScopeName);
     sp->mutable_scope()->set_version(std::string(agent_version));
-    auto* profile = sp->add_profiles();
-    profile->mutable_sample_type()->set_type_strindex(samples_str);
-    profile->mutable_sample_type()->set_unit_strindex(count_str);
-    profile->mutable_period_type()->set_type_strindex(cpu_str);
-    profile->mutable_period_type()->set_unit_strindex(ns_str);
-    profile->set_period(period);
-    profile->set_time_unix_nano(batch.start_unix_ns);
-    profile->set_duration_nano(
-        batch.end_unix_ns > batch.start_unix_ns ? batch.end_unix_ns - batch.start_unix_ns : 0);
-    profile->set_profile_id(RandomProfileId());
-
     // Process-local stack index -> dictionary stack index, built on demand.
     std::vector<std::int32_t> stack_map(process.stacks.size(), -1);
     std::vector<std::int32_t> locations;
-    for (const SampleGroup& group : process.samples) {
-      if (group.stack < 0 || static_cast<std::size_t>(group.stack) >= process.stacks.size()) continue;
-      std::int32_t& stack_index = stack_map[static_cast<std::size_t>(group.stack)];
-      if (stack_index < 0) {
-        locations.clear();
-        for (const Frame& f : process.stacks[static_cast<std::size_t>(group.stack)].frames)
-          locations.push_back(dict.LocationIndex(f));
-        stack_index = dict.StackIndex(locations);
+    // One profile per sample type, as the OpenTelemetry eBPF profiler sends
+    // them: samples/count (period cpu/nanoseconds) for the ticks, and
+    // off_cpu/nanoseconds whose values are the times blocked.
+    auto add_profile = [&](const std::vector<SampleGroup>& groups, std::int32_t type, std::int32_t unit,
+                           bool with_period) {
+      auto* profile = sp->add_profiles();
+      profile->mutable_sample_type()->set_type_strindex(type);
+      profile->mutable_sample_type()->set_unit_strindex(unit);
+      if (with_period) {
+        profile->mutable_period_type()->set_type_strindex(cpu_str);
+        profile->mutable_period_type()->set_unit_strindex(ns_str);
+        profile->set_period(period);
       }
-      auto* sample = profile->add_samples();
-      sample->set_stack_index(stack_index);
-      sample->add_attribute_indices(dict.StringAttribute("thread.name", group.thread_name));
-      sample->add_attribute_indices(dict.IntAttribute("thread.id", group.tid));
-      sample->add_attribute_indices(dict.IntAttribute("cpu.logical_number", group.cpu));
-      for (std::uint64_t ts : group.timestamps_unix_ns) sample->add_timestamps_unix_nano(ts);
-    }
+      profile->set_time_unix_nano(batch.start_unix_ns);
+      profile->set_duration_nano(
+          batch.end_unix_ns > batch.start_unix_ns ? batch.end_unix_ns - batch.start_unix_ns : 0);
+      profile->set_profile_id(RandomProfileId());
+      for (const SampleGroup& group : groups) {
+        if (group.stack < 0 || static_cast<std::size_t>(group.stack) >= process.stacks.size()) continue;
+        std::int32_t& stack_index = stack_map[static_cast<std::size_t>(group.stack)];
+        if (stack_index < 0) {
+          locations.clear();
+          for (const Frame& f : process.stacks[static_cast<std::size_t>(group.stack)].frames)
+            locations.push_back(dict.LocationIndex(f));
+          stack_index = dict.StackIndex(locations);
+        }
+        auto* sample = profile->add_samples();
+        sample->set_stack_index(stack_index);
+        sample->add_attribute_indices(dict.StringAttribute("thread.name", group.thread_name));
+        sample->add_attribute_indices(dict.IntAttribute("thread.id", group.tid));
+        sample->add_attribute_indices(dict.IntAttribute("cpu.logical_number", group.cpu));
+        for (std::uint64_t ts : group.timestamps_unix_ns) sample->add_timestamps_unix_nano(ts);
+        for (std::int64_t v : group.values) sample->add_values(v);
+      }
+    };
+    if (!process.samples.empty()) add_profile(process.samples, samples_str, count_str, true);
+    if (!process.off_cpu.empty()) add_profile(process.off_cpu, off_cpu_str, ns_str, false);
   }
   return request;
 }

@@ -43,7 +43,7 @@ struct ProcessInfo {
   std::vector<std::shared_ptr<const Mapping>> mappings;
   std::vector<std::shared_ptr<const ExecutableEntry>> executables;
   std::chrono::steady_clock::time_point maps_read_at{};
-  std::chrono::steady_clock::duration maps_backoff{std::chrono::seconds(1)};
+  std::chrono::steady_clock::duration maps_backoff{std::chrono::milliseconds(20)};
 };
 
 struct UserAddress {
@@ -58,7 +58,9 @@ std::string ContainerIdFromCgroup(std::string_view cgroup_text);
 
 class ProcessTracker {
  public:
-  static constexpr auto kMapsRereadMin = std::chrono::seconds(1);
+  // A process loaded for the unwinder just after exec may not have mapped
+  // its libraries yet: the first re-read comes quickly.
+  static constexpr auto kMapsRereadMin = std::chrono::milliseconds(20);
   static constexpr auto kMapsRereadMax = std::chrono::seconds(64);
 
   // `proc_root` is "/proc" except in tests.

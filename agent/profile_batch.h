@@ -7,8 +7,10 @@
 //     └─ ProcessProfile (one per pid seen)       -> one ResourceProfiles
 //          ├─ stacks: Stack{frames leaf first}   -> dictionary stack_table
 //          │           Frame -> Mapping -> ExecutableFile (shared, immutable)
-//          └─ samples: SampleGroup{stack, thread, cpu, timestamps[]}
-//                                                -> Sample (weight 1 per timestamp)
+//          ├─ samples: SampleGroup{stack, thread, cpu, timestamps[]}
+//          │                                     -> Sample (weight 1 per timestamp)
+//          └─ off_cpu: SampleGroup{..., timestamps[], values[] (ns blocked)}
+//                                                -> Sample in an off_cpu/nanoseconds profile
 
 #include <cstdint>
 #include <memory>
@@ -56,6 +58,7 @@ struct SampleGroup {
   std::uint32_t cpu = 0;
   std::string thread_name;
   std::vector<std::uint64_t> timestamps_unix_ns;  // one per event, ascending
+  std::vector<std::int64_t> values;  // parallel to timestamps (off-CPU ns); empty: 1 each
 };
 
 struct ProcessProfile {
@@ -64,7 +67,8 @@ struct ProcessProfile {
   std::string executable_name;  // basename, or the thread name for kernel threads
   std::string container_id;     // "" when not in a container
   std::vector<Stack> stacks;
-  std::vector<SampleGroup> samples;
+  std::vector<SampleGroup> samples;  // on-CPU
+  std::vector<SampleGroup> off_cpu;  // blocked: timestamp = when it left the CPU
 };
 
 struct ProfileBatch {
@@ -77,8 +81,10 @@ struct ProfileBatch {
 
   std::size_t SampleCount() const {
     std::size_t n = 0;
-    for (const auto& p : processes)
+    for (const auto& p : processes) {
       for (const auto& s : p.samples) n += s.timestamps_unix_ns.size();
+      for (const auto& s : p.off_cpu) n += s.timestamps_unix_ns.size();
+    }
     return n;
   }
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "bpf/sampler_event.h"
 
@@ -79,7 +80,8 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
   kiln_event_header header;
   std::memcpy(&header, data, sizeof(header));
   switch (header.kind) {
-    case KILN_EVENT_SAMPLE: {
+    case KILN_EVENT_SAMPLE:
+    case KILN_EVENT_OFFCPU_BEGIN: {
       constexpr std::size_t kFixed = offsetof(kiln_sample_event, frames);
       if (size < kFixed) break;
       // Copy into an aligned, full-size event; only the present frames are
@@ -88,9 +90,25 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
       static kiln_sample_event ev;
       std::memcpy(&ev, data, std::min(size, sizeof(ev)));
       std::size_t present = (std::min(size, sizeof(ev)) - kFixed) / sizeof(__u64);
-      OnSample(ev, present);
+      if (!ValidSample(ev, present)) return;
+      if (header.kind == KILN_EVENT_SAMPLE) {
+        OnSample(ev, present);
+        return;
+      }
+      // A thread that blocks before it was ever sampled on a CPU asks for
+      // its process to be loaded just the same.
+      LoadForUnwinding(ev, processes_.Get(ev.header.pid, CommView(ev.header.comm)));
+      if (pending_off_cpu_.size() < kMaxPendingOffCpu || pending_off_cpu_.count(header.tid)) {
+        // Resolved when the thread runs again: only then is its weight known.
+        const auto* bytes = static_cast<const std::uint8_t*>(data);
+        pending_off_cpu_[header.tid].record.assign(bytes, bytes + std::min(size, sizeof(ev)));
+      }
       return;
     }
+    case KILN_EVENT_OFFCPU_END:
+      if (size < sizeof(kiln_offcpu_end_event)) break;
+      OnOffCpuEnd(data, size);
+      return;
     case KILN_EVENT_EXEC:
       ++stats_.exec_events;
       processes_.OnExec(header.pid);
@@ -106,6 +124,12 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
       ++stats_.exit_events;
       processes_.OnExit(header.pid);
       if (unwinder_) unwinder_->ForgetProcess(header.pid);
+      // Its threads will not run again: nothing to pair their stacks with.
+      for (auto it = pending_off_cpu_.begin(); it != pending_off_cpu_.end();) {
+        kiln_event_header h;
+        std::memcpy(&h, it->second.record.data(), sizeof(h));
+        it = h.pid == header.pid ? pending_off_cpu_.erase(it) : std::next(it);
+      }
       return;
     default:
       break;
@@ -116,7 +140,17 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
 Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_event& ev) {
   Stack stack;
   stack.frames.reserve(ev.kernel_frames + ev.user_frames);
-  for (std::size_t i = 0; i < ev.kernel_frames; ++i) {
+  std::size_t first_kernel = 0;
+  if (ev.header.kind == KILN_EVENT_OFFCPU_BEGIN) {
+    // The stack was taken inside the sched_switch tracepoint: the frames
+    // above __schedule are the BPF program's own, not the thread's.
+    for (std::size_t i = 0; i < ev.kernel_frames && i < 8; ++i)
+      if (kernel_.Lookup(ev.frames[i] - (i > 0)).function == "__schedule") {
+        first_kernel = i;
+        break;
+      }
+  }
+  for (std::size_t i = first_kernel; i < ev.kernel_frames; ++i) {
     Frame f;
     f.type = FrameType::kKernel;
     f.address = CallSite(ev.frames[i], i);
@@ -162,27 +196,16 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
   return stack;
 }
 
-void SampleCollector::OnSample(const kiln_sample_event& ev, std::size_t frames_present) {
+bool SampleCollector::ValidSample(const kiln_sample_event& ev, std::size_t frames_present) {
   if (static_cast<std::size_t>(ev.kernel_frames) + ev.user_frames > frames_present ||
       ev.kernel_frames > KILN_MAX_STACK_DEPTH || ev.user_frames > KILN_MAX_STACK_DEPTH) {
     ++stats_.bad_records;
-    return;
+    return false;
   }
-  ++stats_.samples;
-  ++pending_samples_;
-  std::string_view comm = CommView(ev.header.comm);
-  ProcessInfo& process = processes_.Get(ev.header.pid, comm);
-  if (ev.flags & KILN_SAMPLE_FLAG_PROCESS_UNKNOWN) ++stats_.samples_process_unknown;
-  if (ev.flags & KILN_SAMPLE_FLAG_FP_FALLBACK) ++stats_.samples_fp_fallback;
-  if (unwinder_ && !process.kernel_thread && !process.exited) {
-    // The BPF walker asks once per process (and again after an exec); a
-    // library mapped later shows as a pc in no known mapping.
-    if (!unwinder_->IsLoaded(ev.header.pid)) {
-      if (ev.flags & KILN_SAMPLE_FLAG_PROCESS_UNKNOWN) unwinder_->LoadProcess(process);
-    } else if ((ev.flags & KILN_SAMPLE_FLAG_NEW_MAPPING) && processes_.RereadMapsIfDue(process)) {
-      unwinder_->LoadProcess(process);
-    }
-  }
+  return true;
+}
+
+SampleCollector::ProcessState& SampleCollector::StateFor(const kiln_sample_event& ev, ProcessInfo& process) {
   ProcessState& state = current_[ev.header.pid];
   if (state.profile.pid == 0) {
     state.profile.pid = ev.header.pid;
@@ -190,7 +213,10 @@ void SampleCollector::OnSample(const kiln_sample_event& ev, std::size_t frames_p
     state.profile.executable_name = process.executable_name;
     state.profile.container_id = process.container_id;
   }
+  return state;
+}
 
+std::int32_t SampleCollector::StackIndex(ProcessState& state, ProcessInfo& process, const kiln_sample_event& ev) {
   // The raw stack: kernel count, then all addresses. The same addresses with
   // a different kernel/user split are a different stack.
   const std::size_t n = ev.kernel_frames + ev.user_frames;
@@ -201,35 +227,86 @@ void SampleCollector::OnSample(const kiln_sample_event& ev, std::size_t frames_p
     return raw.size() == n + 1 && raw[0] == ev.kernel_frames &&
            std::equal(raw.begin() + 1, raw.end(), ev.frames);
   };
-  std::int32_t stack_index = -1;
   for (auto [it, end] = state.stack_by_hash.equal_range(hash); it != end; ++it)
-    if (same_raw(it->second)) {
-      stack_index = it->second;
-      break;
-    }
-  if (stack_index < 0) {
-    stack_index = static_cast<std::int32_t>(state.profile.stacks.size());
-    std::vector<std::uint64_t> raw(n + 1);
-    raw[0] = ev.kernel_frames;
-    std::copy(ev.frames, ev.frames + n, raw.begin() + 1);
-    state.raw_stacks.push_back(std::move(raw));
-    state.stack_by_hash.emplace(hash, stack_index);
-    state.profile.stacks.push_back(ResolveStack(process, ev));
-  }
+    if (same_raw(it->second)) return it->second;
+  std::int32_t stack_index = static_cast<std::int32_t>(state.profile.stacks.size());
+  std::vector<std::uint64_t> raw(n + 1);
+  raw[0] = ev.kernel_frames;
+  std::copy(ev.frames, ev.frames + n, raw.begin() + 1);
+  state.raw_stacks.push_back(std::move(raw));
+  state.stack_by_hash.emplace(hash, stack_index);
+  state.profile.stacks.push_back(ResolveStack(process, ev));
+  return stack_index;
+}
 
-  GroupKey key{stack_index, ev.header.tid, ev.header.cpu, {}};
-  std::memcpy(key.comm, ev.header.comm, sizeof(key.comm));
-  auto [group_it, new_group] = state.group_by_key.try_emplace(key, 0);
-  if (new_group) {
-    group_it->second = state.profile.samples.size();
+SampleGroup& SampleCollector::GroupFor(std::vector<SampleGroup>& groups,
+                                       std::unordered_map<GroupKey, std::size_t, GroupKeyHash>& index,
+                                       std::int32_t stack, const kiln_event_header& header) {
+  GroupKey key{stack, header.tid, header.cpu, {}};
+  std::memcpy(key.comm, header.comm, sizeof(key.comm));
+  auto [it, inserted] = index.try_emplace(key, 0);
+  if (inserted) {
+    it->second = groups.size();
     SampleGroup g;
-    g.stack = stack_index;
-    g.tid = ev.header.tid;
-    g.cpu = ev.header.cpu;
-    g.thread_name = std::string(comm);
-    state.profile.samples.push_back(std::move(g));
+    g.stack = stack;
+    g.tid = header.tid;
+    g.cpu = header.cpu;
+    g.thread_name = std::string(CommView(header.comm));
+    groups.push_back(std::move(g));
   }
-  state.profile.samples[group_it->second].timestamps_unix_ns.push_back(ToUnixNs(ev.header.ktime_ns));
+  return groups[it->second];
+}
+
+void SampleCollector::LoadForUnwinding(const kiln_sample_event& ev, ProcessInfo& process) {
+  if (!unwinder_ || process.kernel_thread || process.exited) return;
+  // The BPF walker asks once per process (and again after an exec); a
+  // library mapped later shows as a pc in no known mapping.
+  if (!unwinder_->IsLoaded(ev.header.pid)) {
+    if (ev.flags & KILN_SAMPLE_FLAG_PROCESS_UNKNOWN) unwinder_->LoadProcess(process);
+  } else if ((ev.flags & KILN_SAMPLE_FLAG_NEW_MAPPING) && processes_.RereadMapsIfDue(process)) {
+    unwinder_->LoadProcess(process);
+  }
+}
+
+void SampleCollector::OnSample(const kiln_sample_event& ev, std::size_t frames_present) {
+  (void)frames_present;
+  ++stats_.samples;
+  ++pending_samples_;
+  ProcessInfo& process = processes_.Get(ev.header.pid, CommView(ev.header.comm));
+  if (ev.flags & KILN_SAMPLE_FLAG_PROCESS_UNKNOWN) ++stats_.samples_process_unknown;
+  if (ev.flags & KILN_SAMPLE_FLAG_FP_FALLBACK) ++stats_.samples_fp_fallback;
+  LoadForUnwinding(ev, process);
+  ProcessState& state = StateFor(ev, process);
+  std::int32_t stack = StackIndex(state, process, ev);
+  GroupFor(state.profile.samples, state.group_by_key, stack, ev.header)
+      .timestamps_unix_ns.push_back(ToUnixNs(ev.header.ktime_ns));
+}
+
+void SampleCollector::OnOffCpuEnd(const void* data, std::size_t size) {
+  (void)size;
+  kiln_offcpu_end_event end;
+  std::memcpy(&end, data, sizeof(end));
+  auto it = pending_off_cpu_.find(end.header.tid);
+  if (it == pending_off_cpu_.end()) {
+    ++stats_.off_cpu_unpaired;
+    return;
+  }
+  static kiln_sample_event ev;
+  std::memset(&ev, 0, offsetof(kiln_sample_event, frames));
+  std::memcpy(&ev, it->second.record.data(), std::min(it->second.record.size(), sizeof(ev)));
+  pending_off_cpu_.erase(it);
+  if (ev.header.ktime_ns != end.start_ns || end.header.ktime_ns < end.start_ns) {
+    ++stats_.off_cpu_unpaired;  // the begin of another period: one was lost
+    return;
+  }
+  ++stats_.off_cpu_events;
+  ++pending_samples_;
+  ProcessInfo& process = processes_.Get(ev.header.pid, CommView(ev.header.comm));
+  ProcessState& state = StateFor(ev, process);
+  std::int32_t stack = StackIndex(state, process, ev);
+  SampleGroup& g = GroupFor(state.profile.off_cpu, state.off_cpu_group_by_key, stack, ev.header);
+  g.timestamps_unix_ns.push_back(ToUnixNs(ev.header.ktime_ns));
+  g.values.push_back(static_cast<std::int64_t>(end.header.ktime_ns - end.start_ns));
 }
 
 ProfileBatch SampleCollector::TakeBatch(
@@ -244,9 +321,16 @@ ProfileBatch SampleCollector::TakeBatch(
   batch.processes.reserve(current_.size() + finished_.size());
   for (ProcessProfile& profile : finished_) batch.processes.push_back(std::move(profile));
   for (auto& [pid, state] : current_) batch.processes.push_back(std::move(state.profile));
-  for (ProcessProfile& profile : batch.processes)
-    for (SampleGroup& g : profile.samples)
-      std::sort(g.timestamps_unix_ns.begin(), g.timestamps_unix_ns.end());
+  for (ProcessProfile& profile : batch.processes) {
+    for (SampleGroup& g : profile.samples) std::sort(g.timestamps_unix_ns.begin(), g.timestamps_unix_ns.end());
+    for (SampleGroup& g : profile.off_cpu) {
+      // Timestamps ascending, each value staying with its timestamp.
+      std::vector<std::pair<std::uint64_t, std::int64_t>> events(g.timestamps_unix_ns.size());
+      for (std::size_t i = 0; i < events.size(); ++i) events[i] = {g.timestamps_unix_ns[i], g.values[i]};
+      std::sort(events.begin(), events.end());
+      for (std::size_t i = 0; i < events.size(); ++i) std::tie(g.timestamps_unix_ns[i], g.values[i]) = events[i];
+    }
+  }
   std::stable_sort(batch.processes.begin(), batch.processes.end(),
                    [](const ProcessProfile& a, const ProcessProfile& b) { return a.pid < b.pid; });
   current_.clear();

@@ -21,6 +21,7 @@
 #include "unwind_loader.h"
 
 struct kiln_sample_event;
+struct kiln_event_header;
 
 namespace kiln::agent {
 
@@ -32,6 +33,8 @@ struct CollectorStats {
   std::uint64_t samples_process_unknown = 0;  // walked before the process was loaded
   std::uint64_t samples_fp_fallback = 0;      // some frames from frame pointers
   std::uint64_t junk_frames_dropped = 0;      // frame-pointer frames outside executable mappings
+  std::uint64_t off_cpu_events = 0;           // blocked periods reported
+  std::uint64_t off_cpu_unpaired = 0;         // an end without its begin (lost, or too many waiting)
 };
 
 class SampleCollector {
@@ -71,9 +74,27 @@ class SampleCollector {
     std::unordered_multimap<std::uint64_t, std::int32_t> stack_by_hash;
     std::vector<std::vector<std::uint64_t>> raw_stacks;
     std::unordered_map<GroupKey, std::size_t, GroupKeyHash> group_by_key;
+    std::unordered_map<GroupKey, std::size_t, GroupKeyHash> off_cpu_group_by_key;
   };
+  // A thread off the CPU: its stack waits here until it runs again.
+  struct PendingOffCpu {
+    std::vector<std::uint8_t> record;  // the OFFCPU_BEGIN record as it came
+  };
+  static constexpr std::size_t kMaxPendingOffCpu = 65536;
 
+  bool ValidSample(const kiln_sample_event& ev, std::size_t frames_present);
+  // Asks the unwind loader to load the sample's process when the BPF side
+  // does not know it, or to reload it when its maps changed.
+  void LoadForUnwinding(const kiln_sample_event& ev, ProcessInfo& process);
   void OnSample(const kiln_sample_event& ev, std::size_t frames_present);
+  void OnOffCpuEnd(const void* data, std::size_t size);
+  // The process's state for this interval, its stack index for `ev`, and
+  // the (stack, thread, cpu) group in `groups` the event goes to.
+  ProcessState& StateFor(const kiln_sample_event& ev, ProcessInfo& process);
+  std::int32_t StackIndex(ProcessState& state, ProcessInfo& process, const kiln_sample_event& ev);
+  SampleGroup& GroupFor(std::vector<SampleGroup>& groups,
+                        std::unordered_map<GroupKey, std::size_t, GroupKeyHash>& index, std::int32_t stack,
+                        const kiln_event_header& header);
   Stack ResolveStack(ProcessInfo& process, const kiln_sample_event& ev);
   std::uint64_t ToUnixNs(std::uint64_t monotonic_ns) const;
   void ResetClockOffset();
@@ -84,6 +105,7 @@ class SampleCollector {
   const KernelSymbols& kernel_;
   int samples_per_second_;
   std::unordered_map<std::uint32_t, ProcessState> current_;
+  std::unordered_map<std::uint32_t, PendingOffCpu> pending_off_cpu_;  // by tid
   std::vector<ProcessProfile> finished_;  // closed by an exec this interval
   std::unordered_map<std::string, std::shared_ptr<const Mapping>> kernel_mappings_;  // per module
   std::int64_t unix_minus_monotonic_ns_ = 0;

@@ -371,40 +371,25 @@ static __always_inline int unwind_frames(struct sample_scratch *s) {
   return 0;
 }
 
-SEC("perf_event")
-int unwind_user(struct bpf_perf_event_data *ctx) {
-  __u32 zero = 0;
-  struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-  if (!s)
-    return 0;
+/* After unwind_frames: tail-call the next program of the walk, or submit. */
+static __always_inline void continue_walk(void *ctx, struct sample_scratch *s, void *progs) {
   if (!unwind_frames(s)) {
     if (s->st.tail_calls < KILN_MAX_TAIL_CALLS) {
       s->st.tail_calls++;
-      bpf_tail_call(ctx, &unwind_progs, 0);
+      bpf_tail_call(ctx, progs, 0);
     }
     end_walk(&s->st, KILN_WALK_DEPTH);
   }
   submit_sample(s);
-  return 0;
 }
 
-SEC("perf_event")
-int on_cpu_sample(struct bpf_perf_event_data *ctx) {
-  __u64 pid_tgid = bpf_get_current_pid_tgid();
-  __u32 pid = pid_tgid >> 32;
-  if (pid == 0)
-    return 0; /* idle */
-
-  __u32 zero = 0;
-  struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-  if (!s)
-    return 0;
+/* Everything before the user walk: kernel stack, user registers, whether
+ * user space has loaded the process. `regs_ok` says the registers are in
+ * st already. Returns 1 when there is no user stack to walk (submitted). */
+static __always_inline int begin_walk(void *ctx, struct sample_scratch *s, __u32 pid, int regs_ok) {
   struct kiln_sample_event *ev = &s->ev;
-  fill_header(&ev->header, KILN_EVENT_SAMPLE);
-  ev->flags = 0;
-  __sync_fetch_and_add(&sampled_events, 1);
-
-  /* Kernel stack: empty when the tick interrupted user mode. */
+  struct kiln_walk_state *st = &s->st;
+  /* Kernel stack: empty when a tick interrupted user mode. */
   long kbytes = bpf_get_stack(ctx, ev->frames, KILN_MAX_STACK_DEPTH * sizeof(__u64), 0);
   __u32 kn = 0;
   if (kbytes > 0)
@@ -413,16 +398,17 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx) {
     ev->flags |= KILN_SAMPLE_FLAG_KERNEL_TRUNCATED;
   if (kn > KILN_MAX_STACK_DEPTH)
     kn = KILN_MAX_STACK_DEPTH;
-
-  struct kiln_walk_state *st = &s->st;
-  __builtin_memset(st, 0, sizeof(*st));
   st->pid = pid;
   st->kernel_frames = kn;
+  st->user_frames = 0;
+  st->flags = 0;
   st->exact_pc = 1;
-  if (read_sample_user_regs(ctx, &st->pc, &st->sp, &st->fp) != 0) {
+  st->tail_calls = 0;
+  st->wake = 0;
+  if (!regs_ok) {
     end_walk(st, KILN_WALK_KERNEL_THREAD);
     submit_sample(s);
-    return 0;
+    return 1;
   }
   __u32 *state = bpf_map_lookup_elem(&proc_state, &pid);
   if (state) {
@@ -437,8 +423,139 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx) {
   }
   if (st->process != KILN_PROCESS_LOADED)
     st->flags |= KILN_SAMPLE_FLAG_PROCESS_UNKNOWN;
+  return 0;
+}
+
+SEC("perf_event")
+int unwind_user(struct bpf_perf_event_data *ctx) {
+  __u32 zero = 0;
+  struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+  if (s)
+    continue_walk(ctx, s, &unwind_progs);
+  return 0;
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  __u32 pid = pid_tgid >> 32;
+  if (pid == 0)
+    return 0; /* idle */
+
+  __u32 zero = 0;
+  struct sample_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+  if (!s)
+    return 0;
+  fill_header(&s->ev.header, KILN_EVENT_SAMPLE);
+  s->ev.flags = 0;
+  __sync_fetch_and_add(&sampled_events, 1);
+  struct kiln_walk_state *st = &s->st;
+  int regs_ok = read_sample_user_regs(ctx, &st->pc, &st->sp, &st->fp) == 0;
+  if (begin_walk(ctx, s, pid, regs_ok))
+    return 0;
   bpf_tail_call(ctx, &unwind_progs, 0);
   /* The tail call failed (not set up): record what we have. */
+  end_walk(st, KILN_WALK_DEPTH);
+  submit_sample(s);
+  return 0;
+}
+
+/* ---- Off-CPU ------------------------------------------------------------
+ *
+ * At every context switch: if the thread coming back was recorded when it
+ * left, say how long it was away (OFFCPU_END); if the thread leaving is
+ * chosen (probability off_cpu_threshold, as the OpenTelemetry profiler's
+ * -off-cpu-threshold), note when and send the stack where it blocked
+ * (OFFCPU_BEGIN, walked like a CPU sample: we run as that thread here).
+ * Kernel threads are left out: their waiting is not a program's. */
+
+/* P(record) = off_cpu_threshold / 2^32; 2^32 = always. 0 = not attached. */
+const volatile __u64 off_cpu_threshold = 0;
+
+__u64 offcpu_recorded = 0;
+__u64 offcpu_dropped = 0;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 65536);
+  __type(key, __u32);   /* tid */
+  __type(value, __u64); /* ktime when it was switched out */
+} offcpu_start SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, __u32);
+} offcpu_progs SEC(".maps");
+
+/* Its own scratch record: a tick's program and this one never share one. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct sample_scratch);
+} offcpu_scratch SEC(".maps");
+
+SEC("raw_tp/sched_switch")
+int unwind_user_offcpu(struct bpf_raw_tracepoint_args *ctx) {
+  __u32 zero = 0;
+  struct sample_scratch *s = bpf_map_lookup_elem(&offcpu_scratch, &zero);
+  if (s)
+    continue_walk(ctx, s, &offcpu_progs);
+  return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int on_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
+  struct task_struct *prev = (struct task_struct *)ctx->args[1];
+  struct task_struct *next = (struct task_struct *)ctx->args[2];
+  __u64 now = bpf_ktime_get_ns();
+
+  __u32 next_tid = BPF_CORE_READ(next, pid);
+  __u64 *start = bpf_map_lookup_elem(&offcpu_start, &next_tid);
+  if (start) {
+    struct kiln_offcpu_end_event *end = bpf_ringbuf_reserve(&events, sizeof(*end), 0);
+    if (end) {
+      end->header.kind = KILN_EVENT_OFFCPU_END;
+      end->header.pid = BPF_CORE_READ(next, tgid);
+      end->header.tid = next_tid;
+      end->header.cpu = bpf_get_smp_processor_id();
+      end->header.ktime_ns = now;
+      BPF_CORE_READ_STR_INTO(&end->header.comm, next, comm);
+      end->start_ns = *start;
+      bpf_ringbuf_submit(end, wakeup_flags());
+    } else {
+      __sync_fetch_and_add(&offcpu_dropped, 1);
+    }
+    bpf_map_delete_elem(&offcpu_start, &next_tid);
+  }
+
+  __u32 prev_pid = BPF_CORE_READ(prev, tgid);
+  if (prev_pid == 0 || !BPF_CORE_READ(prev, mm))
+    return 0; /* idle, kernel thread */
+  if (off_cpu_threshold < (1ULL << 32) && (__u64)bpf_get_prandom_u32() >= off_cpu_threshold)
+    return 0;
+  __u32 prev_tid = BPF_CORE_READ(prev, pid);
+  if (bpf_map_update_elem(&offcpu_start, &prev_tid, &now, BPF_ANY) != 0) {
+    __sync_fetch_and_add(&offcpu_dropped, 1);
+    return 0;
+  }
+  __sync_fetch_and_add(&offcpu_recorded, 1);
+
+  __u32 zero = 0;
+  struct sample_scratch *s = bpf_map_lookup_elem(&offcpu_scratch, &zero);
+  if (!s)
+    return 0;
+  /* We run as prev: current's registers, stack and comm are prev's. */
+  fill_header(&s->ev.header, KILN_EVENT_OFFCPU_BEGIN);
+  s->ev.header.ktime_ns = now;
+  s->ev.flags = 0;
+  struct kiln_walk_state *st = &s->st;
+  int regs_ok = read_task_user_regs(&st->pc, &st->sp, &st->fp) == 0;
+  if (begin_walk(ctx, s, prev_pid, regs_ok))
+    return 0;
+  bpf_tail_call(ctx, &offcpu_progs, 0);
   end_walk(st, KILN_WALK_DEPTH);
   submit_sample(s);
   return 0;

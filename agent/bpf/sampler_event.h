@@ -27,6 +27,11 @@ enum kiln_event_kind {
   KILN_EVENT_SAMPLE = 1,   /* struct kiln_sample_event */
   KILN_EVENT_EXEC = 2,     /* struct kiln_event_header: pid exec'd a new image */
   KILN_EVENT_EXIT = 3,     /* struct kiln_event_header: process pid exited */
+  /* Off-CPU: a thread chosen by -off-cpu-threshold was switched out; the
+   * stack where it blocked (struct kiln_sample_event, ktime_ns = when). */
+  KILN_EVENT_OFFCPU_BEGIN = 4,
+  /* ... and ran again (struct kiln_offcpu_end_event, for the woken thread). */
+  KILN_EVENT_OFFCPU_END = 5,
 };
 
 /* Set in kiln_sample_event.flags. */
@@ -55,6 +60,14 @@ struct kiln_sample_event {
   __u32 flags;         /* KILN_SAMPLE_FLAG_* */
   /* 256 entries: indexes masked with 255 are always in bounds (verifier). */
   __u64 frames[2 * KILN_MAX_STACK_DEPTH + 2];
+};
+
+/* header.pid/tid/comm are the woken thread's, header.ktime_ns when it ran
+ * again; user space pairs it with the OFFCPU_BEGIN of that tid and
+ * start_ns, and the blocked time is the difference. */
+struct kiln_offcpu_end_event {
+  struct kiln_event_header header;
+  __u64 start_ns;
 };
 
 #endif /* KILN_AGENT_BPF_SAMPLER_EVENT_H */

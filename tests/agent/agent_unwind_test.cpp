@@ -108,7 +108,8 @@ int main() {
   TestReceiver receiver;
   const std::string agent_out = dir + "/agent.out", agent_err = dir + "/agent.err";
   pid_t agent = Spawn({KILN_AGENT_PATH, "-collection-agent", receiver.address(), "-disable-tls",
-                       "-samples-per-second", std::to_string(kFrequency), "-reporter-interval=1s", "-verbose"},
+                       "-samples-per-second", std::to_string(kFrequency), "-reporter-interval=1s", "-verbose",
+                       "-off-cpu-threshold", "1"},
                       agent_out, agent_err);
   if (!WaitForText(agent_out, "sampling CPUs", 15000)) {
     kill(agent, SIGKILL);
@@ -173,6 +174,11 @@ int main() {
   pid_t py = have_python ? Spawn({"/usr/bin/python3.11", "-c", py_script}, dir + "/py.out") : -1;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::string py_perf = have_python ? RecordWithPerf(py, 4, dir, "python") : "";
+
+  // 4. Off-CPU: known time asleep and waiting on a pipe.
+  const std::string offcpu_out = dir + "/offcpu.out";
+  pid_t offcpu = Spawn({OFFCPU_WORKLOAD_PATH, "3"}, offcpu_out);
+  int offcpu_rc = WaitExit(offcpu);
 
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   kill(agent, SIGINT);
@@ -261,6 +267,33 @@ int main() {
     Check(std::fabs(r.agent.median_user_depth - r.perf.median_user_depth) <= 2,
           r.name + ": median user depth " + std::to_string(r.agent.median_user_depth) + " vs perf " +
               std::to_string(r.perf.median_user_depth));
+  }
+
+  // --- 4. off-CPU ---------------------------------------------------------------
+  {
+    const std::string text = ReadFile(offcpu_out);
+    Check(offcpu_rc == 0, "offcpu_workload ran");
+    double sleep_ns = DoubleAfter(text, "sleep_ns"), pipe_ns = DoubleAfter(text, "pipe_ns");
+    std::int64_t in_sleep = 0, in_pipe = 0, with_kernel = 0, total = 0;
+    for (const auto& [stack, ns] : profile.off_cpu_stacks) {
+      if (stack.rfind("offcpu_workload;", 0) != 0) continue;
+      total += ns;
+      bool whole = stack.find(";__libc_start_call_main;main;run;") != std::string::npos;
+      if (whole && stack.find(";run;sleep_part;") != std::string::npos) in_sleep += ns;
+      if (whole && stack.find(";run;pipe_part;") != std::string::npos) in_pipe += ns;
+      if (stack.find("schedule_[k]") != std::string::npos) with_kernel += ns;
+    }
+    std::printf("    off-CPU: sleep_part %.3f s (workload measured %.3f s), pipe_part %.3f s (measured %.3f s), "
+                "%.0f%% with kernel frames\n",
+                in_sleep / 1e9, sleep_ns / 1e9, in_pipe / 1e9, pipe_ns / 1e9, total ? 100.0 * with_kernel / total : 0.0);
+    for (const auto& [stack, ns] : profile.off_cpu_stacks)
+      if (stack.rfind("offcpu_workload;", 0) == 0 && ns > 50000000)
+        std::printf("      %8.3f s %s\n", ns / 1e9, stack.c_str());
+    Check(sleep_ns > 0.5e9 && std::fabs(in_sleep - sleep_ns) <= 0.05 * sleep_ns,
+          "nanosleep's stack carries the time asleep (within 5%)");
+    Check(pipe_ns > 0.5e9 && std::fabs(in_pipe - pipe_ns) <= 0.05 * pipe_ns,
+          "read()'s stack carries the time waiting on the pipe (within 5%)");
+    Check(total > 0 && with_kernel * 10 >= total * 9, "off-CPU stacks start in the kernel's schedule()");
   }
 
   if (g_failures == 0) {

@@ -124,10 +124,14 @@ FoldedProfile FoldRequests(const std::vector<ExportRequest>& requests) {
       summary.executable_paths.insert(executable_path);
       for (const auto& sp : rp.scope_profiles())
         for (const auto& p : sp.profiles()) {
-          out.periods.insert(p.period());
+          // off_cpu/nanoseconds: the values are times blocked, kept apart.
+          const bool off_cpu = d.string_table(p.sample_type().type_strindex()) == "off_cpu";
+          if (!off_cpu) out.periods.insert(p.period());
           for (const auto& s : p.samples()) {
             std::int64_t events = s.timestamps_unix_nano_size();
             if (events == 0 && s.values_size() == 1) events = s.values(0);
+            std::int64_t blocked_ns = 0;
+            for (std::int64_t v : s.values()) blocked_ns += v;
             std::string thread_name;
             for (int a : s.attribute_indices()) {
               std::string v;
@@ -137,9 +141,11 @@ FoldedProfile FoldRequests(const std::vector<ExportRequest>& requests) {
               if (attr_string(a, "cpu.logical_number", nullptr, &iv)) summary.cpus.insert(iv);
             }
             summary.thread_names.insert(thread_name);
-            summary.events_by_thread_name[thread_name] += events;
-            summary.events += events;
-            out.total_events += events;
+            if (!off_cpu) {
+              summary.events_by_thread_name[thread_name] += events;
+              summary.events += events;
+              out.total_events += events;
+            }
             // Root first: walk the leaf-first location list backwards.
             std::string folded = executable_name;
             const auto& stack = d.stack_table(s.stack_index());
@@ -167,7 +173,10 @@ FoldedProfile FoldRequests(const std::vector<ExportRequest>& requests) {
               if (frame_type == "kernel") name += "_[k]";
               folded += ";" + name;
             }
-            out.stacks[folded] += events;
+            if (off_cpu)
+              out.off_cpu_stacks[folded] += blocked_ns;
+            else
+              out.stacks[folded] += events;
           }
         }
     }
