@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
     if (samples > 0) exporter.Enqueue(BuildExportRequest(batch, kiln::kVersion), samples);
     batch = {};  // release mappings before the sweep
     processes.Sweep();
+    unwinder.Sweep();
     symbolizer.Sweep();
     ExporterStats es = exporter.stats();
     std::printf(

@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -173,6 +174,9 @@ UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const st
     }
     t.row_count = n;
     stats_.rows_in_use += n;
+    built->rows = std::vector<kiln_unwind_row>();  // free it before trimming
+    // A big library's table is tens of MB while it is built; give it back.
+    if (n > 100000) malloc_trim(0);
     file.first_row = t.first_row;
     file.row_count = t.row_count;
   }
@@ -244,6 +248,27 @@ void UnwindLoader::ForgetProcess(std::uint32_t pid) {
   Release(it->second);
   loaded_.erase(it);
   stats_.processes_loaded = loaded_.size();
+}
+
+}  // namespace kiln::agent
+
+namespace kiln::agent {
+
+void UnwindLoader::Sweep() {
+  auto alive = [](std::uint32_t pid) { return access(("/proc/" + std::to_string(pid)).c_str(), F_OK) == 0; };
+  std::vector<std::uint32_t> gone;
+  for (const auto& [pid, p] : loaded_)
+    if (!alive(pid)) gone.push_back(pid);
+  // Requests the BPF side made for processes that died before we loaded
+  // them (or whose exit event was lost) would fill proc_state over time.
+  std::uint32_t key = 0, next = 0;
+  bool first = true;
+  while (bpf_map_get_next_key(fds_.process_state, first ? nullptr : &key, &next) == 0) {
+    first = false;
+    key = next;
+    if (!loaded_.count(next) && !alive(next)) gone.push_back(next);
+  }
+  for (std::uint32_t pid : gone) ForgetProcess(pid);
 }
 
 }  // namespace kiln::agent

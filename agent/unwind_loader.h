@@ -60,6 +60,9 @@ class UnwindLoader {
   // The process exec'd or exited: its entries go.
   void ForgetProcess(std::uint32_t pid);
   bool IsLoaded(std::uint32_t pid) const { return loaded_.count(pid) != 0; }
+  // Forgets processes that are gone (their exit event may have been lost)
+  // and requests the BPF side made for processes that died unloaded.
+  void Sweep();
 
   const UnwindLoaderStats& stats() const { return stats_; }
 

@@ -3,6 +3,7 @@
 // it computes (CFA, saved registers). Every such row must be what our table
 // says at that address.
 #include "unwind_table.h"
+#include "unwind_loader.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -292,5 +293,26 @@ TEST_CASE("damaged and hostile CFI is refused for that file, with the reason") {
     unlink(path.c_str());
     MESSAGE(built << " damaged copies built a table, " << refused << " were refused");
     CHECK(refused > 0);
+  }
+}
+
+TEST_CASE("CoverRange: aligned LPM blocks that cover a mapping exactly") {
+  struct Case {
+    std::uint64_t start, end;
+  };
+  for (Case c : {Case{0x7f0000001000, 0x7f0000003000}, Case{0x555555554000, 0x5555555a1000},
+                 Case{0x1000, 0x2000}, Case{0x7ffff7fc1000, 0x7ffff7fc3000}, Case{0x400000, 0x8d5000}}) {
+    auto blocks = CoverRange(c.start, c.end);
+    std::uint64_t at = c.start;
+    for (auto [bits, start] : blocks) {
+      REQUIRE(bits >= 1);
+      REQUIRE(bits <= 64);
+      std::uint64_t size = bits == 64 ? 1 : 1ULL << (64 - bits);
+      CHECK(start == at);                  // contiguous, in order
+      CHECK((start & (size - 1)) == 0);    // aligned to its size, as a prefix must be
+      at = start + size;
+    }
+    CHECK(at == c.end);  // nothing outside the mapping
+    CHECK(blocks.size() <= 2 * 52);
   }
 }

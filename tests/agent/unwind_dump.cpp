@@ -1,0 +1,39 @@
+// unwind_dump FILE [rows]: builds FILE's unwind table as kiln-agent does and
+// prints its size, the time it took and the peak RSS; with "rows", every
+// row too. For agent_bench and for looking at what the walker will read.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "unwind_table.h"
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: unwind_dump FILE [rows]\n");
+    return 2;
+  }
+  int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    std::perror(argv[1]);
+    return 1;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  auto table = kiln::agent::BuildUnwindTable(fd);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  close(fd);
+  if (!table) {
+    std::printf("refused: %s\n", table.error().c_str());
+    return 1;
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("%zu rows (%.1f MB in BPF maps) from %zu FDEs in %.3f s, peak RSS %.0f MB\n", table->rows.size(),
+              table->rows.size() * sizeof(kiln_unwind_row) / 1e6, table->stats.fdes, seconds, ru.ru_maxrss / 1024.0);
+  if (argc > 2 && std::strcmp(argv[2], "rows") == 0)
+    for (const auto& row : table->rows) std::puts(kiln::agent::FormatUnwindRow(row).c_str());
+  return 0;
+}
