@@ -198,7 +198,7 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
 
 bool SampleCollector::ValidSample(const kiln_sample_event& ev, std::size_t frames_present) {
   if (static_cast<std::size_t>(ev.kernel_frames) + ev.user_frames > frames_present ||
-      ev.kernel_frames > KILN_MAX_STACK_DEPTH || ev.user_frames > KILN_MAX_STACK_DEPTH) {
+      ev.kernel_frames > KILN_MAX_STACK_DEPTH || ev.user_frames > KILN_MAX_USER_FRAMES) {
     ++stats_.bad_records;
     return false;
   }

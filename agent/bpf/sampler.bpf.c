@@ -56,7 +56,7 @@ struct {
  */
 
 #define KILN_FRAMES_PER_PROG 16
-#define KILN_MAX_TAIL_CALLS 8 /* 1 + 8 programs x 16 = up to 144 steps >= KILN_MAX_STACK_DEPTH */
+#define KILN_MAX_TAIL_CALLS 8 /* 1 + 8 programs x 16 = up to 144 steps >= KILN_MAX_USER_FRAMES */
 #define KILN_ROW_SEARCH_STEPS 24 /* binary search: files up to 16M rows */
 #define KILN_MIN_USER_ADDRESS 0x1000ULL
 #define KILN_MAX_USER_ADDRESS (1ULL << 47) /* x86-64 4-level paging, arm64 48-bit VA */
@@ -217,7 +217,7 @@ static __always_inline void submit_sample(struct sample_scratch *s) {
 /* Appends the current pc as a user frame. */
 static __always_inline int push_frame(struct sample_scratch *s) {
   __u32 at = s->st.kernel_frames + s->st.user_frames;
-  if (s->st.user_frames >= KILN_MAX_STACK_DEPTH || at >= 2 * KILN_MAX_STACK_DEPTH)
+  if (s->st.user_frames >= KILN_MAX_USER_FRAMES || at > 255)
     return -1;
   s->ev.frames[at & 255] = s->st.pc;
   s->st.user_frames++;

@@ -20,7 +20,8 @@
 #ifndef KILN_AGENT_BPF_SAMPLER_EVENT_H
 #define KILN_AGENT_BPF_SAMPLER_EVENT_H
 
-#define KILN_MAX_STACK_DEPTH 127
+#define KILN_MAX_STACK_DEPTH 127 /* kernel frames */
+#define KILN_MAX_USER_FRAMES 128 /* user frames: 127 + 128 fit the 256 entries */
 #define KILN_COMM_LEN 16
 
 enum kiln_event_kind {
@@ -56,7 +57,7 @@ struct kiln_event_header {
 struct kiln_sample_event {
   struct kiln_event_header header;
   __u16 kernel_frames; /* entries of frames[] that are kernel addresses */
-  __u16 user_frames;   /* entries after them that are user addresses */
+  __u16 user_frames;   /* entries after them that are user addresses (<= KILN_MAX_USER_FRAMES) */
   __u32 flags;         /* KILN_SAMPLE_FLAG_* */
   /* 256 entries: indexes masked with 255 are always in bounds (verifier). */
   __u64 frames[2 * KILN_MAX_STACK_DEPTH + 2];

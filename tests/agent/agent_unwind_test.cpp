@@ -74,6 +74,19 @@ ChainCounts CountChains(const std::map<std::string, std::int64_t>& folded, const
   return c;
 }
 
+// Frames after the label that are not kernel frames ("_[k]").
+int UserFrames(const std::string& stack) {
+  int user = 0;
+  std::size_t at = stack.find(';');
+  while (at != std::string::npos) {
+    std::size_t end = stack.find(';', at + 1);
+    std::string frame = stack.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+    if (!frame.ends_with("_[k]")) ++user;
+    at = end;
+  }
+  return user;
+}
+
 std::string Percent(double share) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * share);
@@ -145,6 +158,16 @@ int main() {
   WaitExit(short_wl);
   int ct_rc = WaitExit(ct);
   bool ct_invisible = access((ct_dir + "/nofp_container").c_str(), F_OK) != 0;
+
+  // 2b. The walker's edges: deeper than its limit, and through a signal
+  //     handler's frame.
+  const std::string deep_path = dir + "/nofp_deep", signal_path = dir + "/nofp_signal";
+  std::filesystem::copy_file(NOFP_WORKLOAD_PATH, deep_path);
+  std::filesystem::copy_file(NOFP_WORKLOAD_PATH, signal_path);
+  pid_t deep = Spawn({deep_path, "2", "deep"}, dir + "/deep.out");
+  pid_t sig = Spawn({signal_path, "2", "signal"}, dir + "/signal.out");
+  WaitExit(deep);
+  WaitExit(sig);
 
   // 3. Stock binaries under perf --call-graph dwarf at the same time.
   const std::string text_path = dir + "/input.txt";
@@ -235,6 +258,39 @@ int main() {
   double ct_whole = ct_leaves ? double(cc.whole_heavy + cc.whole_light) / double(ct_leaves) : 0;
   std::printf("    nofp_container: %lld leaf samples, %s whole\n", (long long)ct_leaves, Percent(ct_whole).c_str());
   Check(ct_leaves > 100 && ct_whole >= 0.9, "container process has whole stacks in " + Percent(ct_whole));
+
+  // --- 2b. deep and signal ------------------------------------------------------
+  {
+    std::int64_t deep_samples = 0, at_limit = 0, leaf_first = 0;
+    int deepest = 0;
+    for (const auto& [stack, n] : folded) {
+      if (stack.rfind("nofp_deep;", 0) != 0 || stack.find(";spin_deep") == std::string::npos) continue;
+      int user = UserFrames(stack);
+      deepest = std::max(deepest, user);
+      deep_samples += n;
+      at_limit += user == 128 ? n : 0;
+      leaf_first += stack.find(";descend;descend;spin_deep") != std::string::npos ? n : 0;
+    }
+    std::printf("    nofp_deep: %lld samples in spin_deep, deepest user stack %d frames, %lld at 128\n",
+                (long long)deep_samples, deepest, (long long)at_limit);
+    Check(deep_samples > 100 && deepest == 128 && at_limit * 10 >= deep_samples * 9,
+          "a 200-deep recursion is walked to the 128-frame limit, from the leaf");
+    Check(leaf_first == deep_samples, "the frames kept are the innermost ones");
+
+    std::int64_t in_handler = 0, through = 0;
+    for (const auto& [stack, n] : folded) {
+      if (stack.rfind("nofp_signal;", 0) != 0 || stack.find(";on_alarm") == std::string::npos) continue;
+      in_handler += n;
+      std::size_t main_at = stack.find(";__libc_start_call_main;main;"), handler_at = stack.find(";on_alarm");
+      if (stack.rfind("nofp_signal;_start;", 0) == 0 && main_at != std::string::npos && main_at < handler_at)
+        through += n;
+    }
+    PrintTop(folded, "nofp_signal", 3);
+    double share = in_handler ? double(through) / double(in_handler) : 0;
+    std::printf("    nofp_signal: %lld samples in the handler, %s walked through the signal frame to _start\n",
+                (long long)in_handler, Percent(share).c_str());
+    Check(in_handler > 50 && share >= 0.9, "signal handler stacks continue through __restore_rt to main and _start");
+  }
 
   // --- 3. stock binaries, against perf --call-graph dwarf ---------------------
   struct Row {

@@ -11,11 +11,22 @@
  * seconds without it, then dlopens it by the path given and calls chain_1
  * through dlsym, so the agent must learn about a mapping made after start.
  *
+ * Two more shapes for the walker's edges (linked build only):
+ *   "deep":   main -> descend x 200 -> spin_deep: deeper than the walker's
+ *             128 user frames;
+ *   "signal": a SIGALRM every 10 ms whose handler spins 3 ms, so samples
+ *             land in on_alarm above glibc's signal trampoline
+ *             (__restore_rt) above whatever main's chain was doing.
+ *
  * Prints "pid=N" at start and "cpu_seconds=S" at the end.
- * Usage: nofp_workload SECONDS [LIBRARY_PATH IDLE_FIRST]
+ * Usage: nofp_workload SECONDS [LIBRARY_PATH IDLE_FIRST]   (dlopen build)
+ *        nofp_workload SECONDS [deep|signal]               (linked build)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -56,6 +67,32 @@ OUTER(outer_3, outer_4)
 OUTER(outer_2, outer_3)
 OUTER(outer_1, outer_2)
 
+__attribute__((noinline)) static void spin_cpu(double cpu_seconds) {
+  double end = thread_cpu_seconds() + cpu_seconds;
+  while (thread_cpu_seconds() < end)
+    for (int i = 0; i < 20000; ++i) sink += (unsigned long)i * 2654435761u;
+}
+
+__attribute__((noinline)) void spin_deep(double seconds) {
+  double end = wall_seconds() + seconds;
+  while (wall_seconds() < end) spin_cpu(0.001);
+}
+
+__attribute__((noinline)) void descend(int depth, double seconds) {
+  volatile char pad[16];
+  pad[0] = (char)depth;
+  if (depth > 0)
+    descend(depth - 1, seconds);
+  else
+    spin_deep(seconds);
+  sink += pad[0];
+}
+
+__attribute__((noinline)) static void on_alarm(int sig) {
+  (void)sig;
+  spin_cpu(0.003);
+}
+
 int main(int argc, char** argv) {
   double seconds = argc > 1 ? atof(argv[1]) : 5.0;
   printf("pid=%d\n", getpid());
@@ -75,6 +112,19 @@ int main(int argc, char** argv) {
   if (!chain) return 1;
 #else
   chain = chain_1;
+  if (argc > 2 && strcmp(argv[2], "deep") == 0) {
+    descend(200, seconds);
+    printf("cpu_seconds=%f\n", thread_cpu_seconds());
+    return 0;
+  }
+  if (argc > 2 && strcmp(argv[2], "signal") == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval every = {{0, 10000}, {0, 10000}};
+    setitimer(ITIMER_REAL, &every, NULL);
+  }
 #endif
   double end = wall_seconds() + seconds;
   while (wall_seconds() < end) {
