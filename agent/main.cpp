@@ -211,7 +211,10 @@ int main(int argc, char** argv) {
 
   auto next_report = Clock::now() + options.reporter_interval;
   while (!g_stop) {
-    int n = sampler->Poll(kPollPeriod);
+    // Tables finished on the build thread go into the maps; while any are
+    // being built, wake up sooner to load them.
+    unwinder.Poll();
+    int n = sampler->Poll(unwinder.builds_pending() > 0 ? std::chrono::milliseconds(10) : kPollPeriod);
     if (n < 0 && n != -EINTR) {
       std::fprintf(stderr, "kiln-agent: reading the ring buffer failed: %d\n", n);
       break;

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include "bpf/unwind_abi.h"
 #include "unwind_table.h"
@@ -67,9 +68,21 @@ UnwindLoader::UnwindLoader(ProcessTracker& processes, UnwindMapFds fds) : proces
   for (std::uint32_t s = fds_.file_capacity; s > 0; --s) free_slots_.push_back(s - 1);
   if (fds_.row_capacity > 0) free_rows_[0] = fds_.row_capacity;
   vdso_image_ = ReadOwnVdso();
+  builder_ = std::thread([this] { BuildLoop(); });
 }
 
-UnwindLoader::~UnwindLoader() = default;
+UnwindLoader::~UnwindLoader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  builder_.join();
+  for (const BuildJob& job : jobs_) {
+    if (job.fd >= 0) close(job.fd);
+    if (job.debug_fd >= 0) close(job.debug_fd);
+  }
+}
 
 void UnwindLoader::Refuse(const std::string& reason) { stats_.refused[reason]++; }
 
@@ -120,50 +133,92 @@ bool UnwindLoader::EvictOneUnused() {
   return true;
 }
 
-UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const std::string& open_path,
-                                                const std::string& debug_path, const void* image,
-                                                std::size_t image_size) {
+UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const std::string& name,
+                                                const std::string& open_path, const std::string& debug_path,
+                                                const void* image, std::size_t image_size) {
   if (auto it = tables_.find(key); it != tables_.end()) {
     if (it->second.users == 0) unused_lru_.erase(it->second.lru);
     it->second.lru = unused_lru_.end();
     return &it->second;
   }
   if (free_slots_.empty() && !EvictOneUnused()) {
-    Refuse("no free file slot");
+    Refuse(name + ": no free file slot");
     return nullptr;
+  }
+  BuildJob job{key, name, image, image_size};
+  if (!image) {
+    // Opened here, while the process that maps it exists: its
+    // /proc/PID/root path may be gone by the time the build thread runs.
+    job.fd = open(open_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (job.fd < 0) {
+      // Not remembered: the next process that maps the file tries again.
+      Refuse(name + ": open: " + std::strerror(errno));
+      return nullptr;
+    }
+    // A separate debug file's .debug_frame fills what .eh_frame leaves out.
+    job.debug_fd = debug_path.empty() ? -1 : open(debug_path.c_str(), O_RDONLY | O_CLOEXEC);
   }
   FileTable t;
   t.slot = free_slots_.back();
   free_slots_.pop_back();
   t.lru = unused_lru_.end();
-
-  auto started = std::chrono::steady_clock::now();
-  Result<UnwindTable> built = Result<UnwindTable>::Error("unreadable");
-  if (image) {
-    built = BuildUnwindTableFromMemory(image, image_size);
-  } else {
-    int fd = open(open_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      // A separate debug file's .debug_frame fills what .eh_frame leaves out.
-      int debug_fd = debug_path.empty() ? -1 : open(debug_path.c_str(), O_RDONLY | O_CLOEXEC);
-      built = BuildUnwindTable(fd, debug_fd);
-      if (debug_fd >= 0) close(debug_fd);
-      close(fd);
-    } else {
-      built = Result<UnwindTable>::Error(std::string("open: ") + std::strerror(errno));
-    }
+  // Until its rows are in, the slot says "not loaded": frame pointers.
+  kiln_unwind_file empty{};
+  bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(job));
   }
-  stats_.build_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  work_cv_.notify_one();
+  ++builds_pending_;
+  return &tables_.emplace(key, t).first->second;
+}
 
-  kiln_unwind_file file{};
-  if (!built) {
-    Refuse(built.error());
-  } else if (built->rows.size() > fds_.row_capacity ||
-             !AllocateRows(static_cast<std::uint32_t>(built->rows.size()), &t.first_row)) {
-    Refuse("unwind_rows full (raise -unwind-table-rows)");
-  } else {
-    ++stats_.tables_built;
+// The build thread: tables are built off the main thread, so a 100 MB
+// library does not hold up loading the processes that map only small ones.
+void UnwindLoader::BuildLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    work_cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+    if (stopping_) return;
+    BuildJob job = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    auto started = std::chrono::steady_clock::now();
+    Result<UnwindTable> built = job.image ? BuildUnwindTableFromMemory(job.image, job.image_size)
+                                          : BuildUnwindTable(job.fd, job.debug_fd);
+    if (job.fd >= 0) close(job.fd);
+    if (job.debug_fd >= 0) close(job.debug_fd);
+    job.fd = job.debug_fd = -1;
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    lock.lock();
+    done_.push_back(BuildDone{std::move(job), std::move(built), seconds});
+  }
+}
+
+std::size_t UnwindLoader::Poll() {
+  std::deque<BuildDone> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done.swap(done_);
+  }
+  for (BuildDone& d : done) {
+    --builds_pending_;
+    stats_.build_seconds += d.seconds;
+    auto it = tables_.find(d.job.key);
+    if (it == tables_.end()) continue;  // evicted while it was being built
+    FileTable& t = it->second;
+    Result<UnwindTable>& built = d.table;
+    if (!built) {
+      Refuse(d.job.name + ": " + built.error());
+      continue;
+    }
     std::uint32_t n = static_cast<std::uint32_t>(built->rows.size());
+    if (built->rows.size() > fds_.row_capacity || !AllocateRows(n, &t.first_row)) {
+      Refuse(d.job.name + ": unwind_rows full (raise -unwind-table-rows)");
+      continue;
+    }
+    ++stats_.tables_built;
     std::vector<std::uint32_t> keys(n);
     for (std::uint32_t i = 0; i < n; ++i) keys[i] = t.first_row + i;
     __u32 count = n;
@@ -174,14 +229,13 @@ UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const st
     }
     t.row_count = n;
     stats_.rows_in_use += n;
+    kiln_unwind_file file{t.first_row, t.row_count};
+    bpf_map_update_elem(fds_.files, &t.slot, &file, BPF_ANY);
     built->rows = std::vector<kiln_unwind_row>();  // free it before trimming
     // A big library's table is tens of MB while it is built; give it back.
     if (n > 100000) malloc_trim(0);
-    file.first_row = t.first_row;
-    file.row_count = t.row_count;
   }
-  bpf_map_update_elem(fds_.files, &t.slot, &file, BPF_ANY);
-  return &tables_.emplace(key, t).first->second;
+  return done.size();
 }
 
 void UnwindLoader::Release(LoadedProcess& p) {
@@ -209,13 +263,13 @@ void UnwindLoader::LoadProcess(ProcessInfo& process) {
     if (e.path == "[vdso]") {
       if (vdso_image_.empty()) continue;
       key = "[vdso]";
-      table = TableFor(key, "", "", vdso_image_.data(), vdso_image_.size());
+      table = TableFor(key, "[vdso]", "", "", vdso_image_.data(), vdso_image_.size());
       value.flags = KILN_MAPPING_VDSO;
       value.bias = e.start;  // the vDSO is linked at 0
     } else if (processes_.EnsureMapping(process, i)) {
       const ExecutableEntry& exe = *process.executables[i];
       key = exe.file->htlhash.empty() ? exe.open_path : exe.file->htlhash;
-      table = TableFor(key, exe.open_path, DebugFileFor(exe.file->gnu_build_id), nullptr, 0);
+      table = TableFor(key, exe.file->path, exe.open_path, DebugFileFor(exe.file->gnu_build_id), nullptr, 0);
       value.bias = e.start - exe.elf.FileOffsetToVaddr(e.file_offset);
     } else {
       continue;  // anonymous executable memory (JIT): the walk stops there

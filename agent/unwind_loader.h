@@ -13,9 +13,15 @@
 //   - a file whose table cannot be built, or does not fit, is remembered
 //     with the reason and walked with frame pointers.
 //
-// Main thread only.
+// Tables are built on a thread of the loader's own; until a file's rows are
+// in, its mappings walk with frame pointers. Everything else, and all BPF map
+// writes, happen on the main thread: call Poll() from its loop.
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -25,6 +31,8 @@
 #include <vector>
 
 #include "process_tracker.h"
+#include "result.h"
+#include "unwind_table.h"
 
 namespace kiln::agent {
 
@@ -45,7 +53,7 @@ struct UnwindLoaderStats {
   std::size_t rows_in_use = 0;        // in unwind_rows now
   std::size_t mapping_entries = 0;    // LPM entries now
   double build_seconds = 0;           // spent in BuildUnwindTable
-  std::map<std::string, std::size_t> refused;  // reason -> files
+  std::map<std::string, std::size_t> refused;  // "file: reason" -> times
 };
 
 class UnwindLoader {
@@ -60,6 +68,9 @@ class UnwindLoader {
   // The process exec'd or exited: its entries go.
   void ForgetProcess(std::uint32_t pid);
   bool IsLoaded(std::uint32_t pid) const { return loaded_.count(pid) != 0; }
+  // Loads the tables built since the last call into the maps; how many.
+  std::size_t Poll();
+  std::size_t builds_pending() const { return builds_pending_; }
   // Forgets processes that are gone (their exit event may have been lost)
   // and requests the BPF side made for processes that died unloaded.
   void Sweep();
@@ -79,8 +90,23 @@ class UnwindLoader {
     std::vector<std::string> files;               // table keys in use
   };
 
-  FileTable* TableFor(const std::string& key, const std::string& open_path, const std::string& debug_path,
-                      const void* image, std::size_t image_size);
+  // `name` is how the Log names the file when its table is refused.
+  struct BuildJob {
+    std::string key, name;
+    const void* image = nullptr;  // the vDSO, in memory
+    std::size_t image_size = 0;
+    int fd = -1;        // the file, opened by the main thread; the build closes it
+    int debug_fd = -1;  // its separate debug file, or -1
+  };
+  struct BuildDone {
+    BuildJob job;
+    Result<UnwindTable> table;
+    double seconds = 0;
+  };
+  void BuildLoop();
+
+  FileTable* TableFor(const std::string& key, const std::string& name, const std::string& open_path,
+                      const std::string& debug_path, const void* image, std::size_t image_size);
   bool AllocateRows(std::uint32_t count, std::uint32_t* first);
   void FreeRows(std::uint32_t first, std::uint32_t count);
   bool EvictOneUnused();
@@ -96,6 +122,14 @@ class UnwindLoader {
   std::unordered_map<std::uint32_t, LoadedProcess> loaded_;
   std::vector<std::uint8_t> vdso_image_;
   UnwindLoaderStats stats_;
+  std::size_t builds_pending_ = 0;
+
+  std::mutex mu_;  // guards jobs_, done_, stopping_
+  std::condition_variable work_cv_;
+  std::deque<BuildJob> jobs_;
+  std::deque<BuildDone> done_;
+  bool stopping_ = false;
+  std::thread builder_;  // last: started after everything it uses
 };
 
 // The aligned blocks (prefix length in bits, start) that cover [start, end)

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -315,4 +317,30 @@ TEST_CASE("CoverRange: aligned LPM blocks that cover a mapping exactly") {
     CHECK(at == c.end);  // nothing outside the mapping
     CHECK(blocks.size() <= 2 * 52);
   }
+}
+
+TEST_CASE("a separate debug file's .debug_frame is read with the stripped file") {
+  const std::string original = KILN_DEBUG_FRAME_LIBRARY_PATH;
+  char dir_template[] = "/tmp/kiln-debugfile-XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template;
+  const std::string debug = dir + "/fixture.debug", stripped = dir + "/fixture.so";
+  // binutils splits it the way distributions ship -dbgsym packages.
+  REQUIRE(std::system(("objcopy --only-keep-debug '" + original + "' '" + debug + "'").c_str()) == 0);
+  REQUIRE(std::system(("objcopy --strip-debug '" + original + "' '" + stripped + "'").c_str()) == 0);
+
+  int fd = open(stripped.c_str(), O_RDONLY);
+  auto alone = BuildUnwindTable(fd);
+  CHECK_FALSE(alone.ok());  // no .eh_frame, and its .debug_frame went to the debug file
+  int debug_fd = open(debug.c_str(), O_RDONLY);
+  auto with_debug = BuildUnwindTable(fd, debug_fd);
+  close(fd);
+  close(debug_fd);
+  REQUIRE_MESSAGE(with_debug.ok(), with_debug.error());
+  UnwindTable whole = Build(original);
+  CHECK(with_debug->stats.rows_from_debug_frame > 0);
+  REQUIRE(with_debug->rows.size() == whole.rows.size());
+  for (std::size_t i = 0; i < whole.rows.size(); ++i)
+    CHECK(FormatUnwindRow(with_debug->rows[i]) == FormatUnwindRow(whole.rows[i]));
+  std::filesystem::remove_all(dir);
 }

@@ -157,17 +157,16 @@ static __always_inline int read_task_user_regs(__u64 *pc, __u64 *sp, __u64 *fp) 
     return -1; /* a kernel thread has no user stack */
 #if defined(__TARGET_ARCH_x86)
   /* x86-64 keeps them at the top of the kernel stack: task->stack +
-   * THREAD_SIZE (16 KiB without KASAN, as distributions build) -
-   * sizeof(struct pt_regs); TOP_OF_KERNEL_STACK_PADDING is 0. */
-  struct pt_regs regs;
+   * THREAD_SIZE (16 KiB without KASAN, as distributions build) - the
+   * size of the running kernel's struct pt_regs (CO-RE), with
+   * TOP_OF_KERNEL_STACK_PADDING 0 (kernels built without FRED). */
   void *stack = BPF_CORE_READ(task, stack);
   if (!stack)
     return -1;
-  if (bpf_probe_read_kernel(&regs, sizeof(regs), (char *)stack + 16384 - sizeof(struct pt_regs)) != 0)
-    return -1;
-  *pc = regs.ip;
-  *sp = regs.sp;
-  *fp = regs.bp;
+  struct pt_regs *regs = (struct pt_regs *)((char *)stack + 16384 - bpf_core_type_size(struct pt_regs));
+  *pc = BPF_CORE_READ(regs, ip);
+  *sp = BPF_CORE_READ(regs, sp);
+  *fp = BPF_CORE_READ(regs, bp);
   return plausible_user_address(*pc) ? 0 : -1;
 #else
   /* arm64: the same place (task_pt_regs), pc/sp/regs[29]; user_mode() is
@@ -182,12 +181,16 @@ static __always_inline int read_task_user_regs(__u64 *pc, __u64 *sp, __u64 *fp) 
 static __always_inline int read_sample_user_regs(struct bpf_perf_event_data *ctx, __u64 *pc, __u64 *sp,
                                                  __u64 *fp) {
 #if defined(__TARGET_ARCH_x86)
-  /* Context fields must be read whole: volatile stops clang narrowing. */
-  __u64 cs = *(volatile __u64 *)&ctx->regs.cs;
-  if ((cs & 3) != 0) {
-    *pc = *(volatile __u64 *)&ctx->regs.ip;
-    *sp = *(volatile __u64 *)&ctx->regs.sp;
-    *fp = *(volatile __u64 *)&ctx->regs.bp;
+  /* The context is the UAPI struct pt_regs (a stable ABI: r15 ... rbp at
+   * 4, rip 16, cs 17, rsp 19), read as whole words by index rather than
+   * through vmlinux.h's kernel layout: CO-RE would relocate `cs` to the
+   * running kernel's field, 2 bytes wide before 6.9, and the verifier only
+   * allows 8-byte reads of this context. */
+  const volatile __u64 *uregs = (const volatile __u64 *)ctx;
+  if ((uregs[17] & 3) != 0) {
+    *pc = uregs[16];
+    *sp = uregs[19];
+    *fp = uregs[4];
     return plausible_user_address(*pc) ? 0 : -1;
   }
 #endif

@@ -17,6 +17,7 @@
 // The figures are printed as a table (the README quotes it).
 
 #include <signal.h>
+#include <elf.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,6 +73,35 @@ ChainCounts CountChains(const std::map<std::string, std::int64_t>& folded, const
     if (whole && HasChainTo(stack, "leaf_light")) c.whole_light += n;
   }
   return c;
+}
+
+// Overwrites the version byte of `path`'s .eh_frame_hdr with 255, as a
+// damaged or hostile file would have it. Reads the section headers with
+// <elf.h> (64-bit little-endian, as everything this test builds).
+bool DamageEhFrameHdr(const std::string& path) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  Elf64_Ehdr eh{};
+  if (!f.read(reinterpret_cast<char*>(&eh), sizeof(eh))) return false;
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  f.seekg(static_cast<std::streamoff>(eh.e_shoff));
+  if (!f.read(reinterpret_cast<char*>(sh.data()), static_cast<std::streamsize>(sh.size() * sizeof(Elf64_Shdr))))
+    return false;
+  const Elf64_Shdr& names = sh.at(eh.e_shstrndx);
+  for (const Elf64_Shdr& s : sh) {
+    char name[32] = {};
+    f.seekg(static_cast<std::streamoff>(names.sh_offset + s.sh_name));
+    f.read(name, sizeof(name) - 1);
+    if (std::string(name) != ".eh_frame_hdr") continue;
+    f.seekp(static_cast<std::streamoff>(s.sh_offset));
+    char bad = static_cast<char>(0xff);
+    f.write(&bad, 1);
+    // Files are known by their htlhash (head, tail and size): one more byte
+    // at the end makes this a file of its own, not the intact library.
+    f.seekp(0, std::ios::end);
+    f.write("", 1);
+    return static_cast<bool>(f);
+  }
+  return false;
 }
 
 // Frames after the label that are not kernel frames ("_[k]").
@@ -147,7 +177,7 @@ int main() {
   const std::string short_out = dir + "/short.out", ct_out = dir + "/container.out";
   const std::string short_path = dir + "/nofp_short";
   std::filesystem::copy_file(NOFP_WORKLOAD_PATH, short_path);
-  pid_t short_wl = Spawn({short_path, "0.6"}, short_out);
+  pid_t short_wl = Spawn({short_path, "1.0"}, short_out);
   const std::string ct_dir = dir + "/container-root";
   mkdir(ct_dir.c_str(), 0755);
   pid_t ct = Spawn({"unshare", "--mount", "--propagation", "private", "--fork", "sh", "-c",
@@ -168,6 +198,17 @@ int main() {
   pid_t sig = Spawn({signal_path, "2", "signal"}, dir + "/signal.out");
   WaitExit(deep);
   WaitExit(sig);
+
+  // 2c. A library whose CFI is damaged: refused with a reason, the agent
+  //     goes on (frame pointers for that file).
+  const std::string broken_dir = dir + "/broken", broken_exe = dir + "/nofp_broken";
+  std::filesystem::create_directory(broken_dir);
+  const std::string broken_lib = broken_dir + "/" + std::filesystem::path(NOFP_LIBRARY_PATH).filename().string();
+  std::filesystem::copy_file(NOFP_WORKLOAD_PATH, broken_exe);
+  std::filesystem::copy_file(NOFP_LIBRARY_PATH, broken_lib);
+  bool damaged = DamageEhFrameHdr(broken_lib);
+  pid_t broken = Spawn({"env", "LD_LIBRARY_PATH=" + broken_dir, broken_exe, "2"}, dir + "/broken.out");
+  int broken_rc = WaitExit(broken);
 
   // 3. Stock binaries under perf --call-graph dwarf at the same time.
   const std::string text_path = dir + "/input.txt";
@@ -236,10 +277,16 @@ int main() {
   // --- 2. short-lived and containerized ----------------------------------------
   long long short_pid = ValueAfter(ReadFile(short_out), "pid");
   Check(profile.processes.count(short_pid) == 1, "short-lived process reported");
+  if (profile.processes.count(short_pid)) {
+    std::string names;
+    for (const std::string& n : profile.processes.at(short_pid).executable_names) names += " " + n;
+    std::printf("    short-lived pid %lld ran as:%s\n", short_pid, names.c_str());
+  }
+  PrintTop(folded, "nofp_short", 3);
   ChainCounts sc = CountChains(folded, "nofp_short");
   std::int64_t short_leaves = sc.heavy + sc.light;
   double short_whole = short_leaves ? double(sc.whole_heavy + sc.whole_light) / double(short_leaves) : 0;
-  std::printf("    nofp_short (0.6 s): %lld leaf samples, %s whole\n", (long long)short_leaves,
+  std::printf("    nofp_short (1 s): %lld leaf samples, %s whole\n", (long long)short_leaves,
               Percent(short_whole).c_str());
   // Its first sample or two may come before user space loaded it (walked
   // with frame pointers, so cut at the leaf).
@@ -290,6 +337,20 @@ int main() {
     std::printf("    nofp_signal: %lld samples in the handler, %s walked through the signal frame to _start\n",
                 (long long)in_handler, Percent(share).c_str());
     Check(in_handler > 50 && share >= 0.9, "signal handler stacks continue through __restore_rt to main and _start");
+  }
+
+  // --- 2c. damaged CFI ------------------------------------------------------------
+  {
+    Check(damaged && broken_rc == 0, "a copy of the library with a damaged .eh_frame_hdr ran");
+    const std::string out = ReadFile(agent_out);
+    Check(out.find("refused 1: " + broken_lib + ": ") != std::string::npos,
+          "the agent refused that file's CFI, naming the file and why");
+    std::int64_t broken_samples = 0;
+    for (const auto& [stack, n] : folded)
+      if (stack.rfind("nofp_broken;", 0) == 0) broken_samples += n;
+    std::printf("    nofp_broken: %lld samples\n", (long long)broken_samples);
+    PrintTop(folded, "nofp_broken", 3);
+    Check(broken_samples > 100, "its samples still arrive (frames below the damaged library by frame pointers)");
   }
 
   // --- 3. stock binaries, against perf --call-graph dwarf ---------------------
