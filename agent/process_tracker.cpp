@@ -197,14 +197,13 @@ bool ProcessTracker::EnsureMapping(ProcessInfo& p, std::size_t i) {
 
 bool ProcessTracker::RereadMapsIfDue(ProcessInfo& p) {
   auto now = std::chrono::steady_clock::now();
-  if (p.exited || p.kernel_thread || now - p.maps_read_at < p.maps_backoff) return false;
+  if (p.exited || p.kernel_thread || now - p.maps_read_at < p.unwind_backoff) return false;
   std::size_t before = p.maps.size();
   ReadMaps(p);
   bool changed = p.maps.size() != before;
-  p.maps_backoff = changed ? std::chrono::steady_clock::duration(kMapsRereadMin)
-                           : std::min<std::chrono::steady_clock::duration>(
-                                 std::max<std::chrono::steady_clock::duration>(p.maps_backoff * 2, kMapsRereadMin),
-                                 kMapsRereadMax);
+  using D = std::chrono::steady_clock::duration;
+  p.unwind_backoff = changed ? D(kUnwindRereadMin)
+                             : std::min<D>(std::max<D>(p.unwind_backoff * 2, kUnwindRereadMin), kUnwindRereadMax);
   return changed;
 }
 

@@ -43,7 +43,11 @@ struct ProcessInfo {
   std::vector<std::shared_ptr<const Mapping>> mappings;
   std::vector<std::shared_ptr<const ExecutableEntry>> executables;
   std::chrono::steady_clock::time_point maps_read_at{};
-  std::chrono::steady_clock::duration maps_backoff{std::chrono::milliseconds(20)};
+  std::chrono::steady_clock::duration maps_backoff{std::chrono::seconds(1)};
+  // RereadMapsIfDue's own: a process loaded for the unwinder just after exec
+  // may not have mapped its libraries yet, so it starts short and stays
+  // short (a JIT's anonymous code costs one maps read a second at most).
+  std::chrono::steady_clock::duration unwind_backoff{std::chrono::milliseconds(10)};
 };
 
 struct UserAddress {
@@ -58,10 +62,10 @@ std::string ContainerIdFromCgroup(std::string_view cgroup_text);
 
 class ProcessTracker {
  public:
-  // A process loaded for the unwinder just after exec may not have mapped
-  // its libraries yet: the first re-read comes quickly.
-  static constexpr auto kMapsRereadMin = std::chrono::milliseconds(20);
+  static constexpr auto kMapsRereadMin = std::chrono::seconds(1);
   static constexpr auto kMapsRereadMax = std::chrono::seconds(64);
+  static constexpr auto kUnwindRereadMin = std::chrono::milliseconds(10);
+  static constexpr auto kUnwindRereadMax = std::chrono::seconds(1);
 
   // `proc_root` is "/proc" except in tests.
   explicit ProcessTracker(ExecutableCache& cache, std::string proc_root = "/proc");
@@ -72,7 +76,8 @@ class ProcessTracker {
   // Identifies the file of maps[index] (once); false if it is no file or
   // cannot be opened. Fills mappings[index] and executables[index].
   bool EnsureMapping(ProcessInfo& process, std::size_t index);
-  // Re-reads /proc/PID/maps unless it was read within the backoff; true if
+  // For the unwinder: re-reads /proc/PID/maps unless it was read within
+  // unwind_backoff (10 ms, doubling to 1 s while nothing changes); true if
   // the number of mappings changed.
   bool RereadMapsIfDue(ProcessInfo& process);
 
