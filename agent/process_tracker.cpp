@@ -5,6 +5,8 @@
 
 #include <cctype>
 #include <cerrno>
+#include <utility>
+#include <vector>
 
 namespace kiln::agent {
 namespace {
@@ -198,9 +200,18 @@ bool ProcessTracker::EnsureMapping(ProcessInfo& p, std::size_t i) {
 bool ProcessTracker::RereadMapsIfDue(ProcessInfo& p) {
   auto now = std::chrono::steady_clock::now();
   if (p.exited || p.kernel_thread || now - p.maps_read_at < p.unwind_backoff) return false;
-  std::size_t before = p.maps.size();
+  // What the unwinder loads: the executable ranges. ld.so maps a library
+  // and then changes protections, so the number of entries alone can stay
+  // the same while a range becomes executable.
+  auto executable_ranges = [&p] {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+    for (const MapsEntry& e : p.maps)
+      if (e.executable) ranges.emplace_back(e.start, e.end);
+    return ranges;
+  };
+  auto before = executable_ranges();
   ReadMaps(p);
-  bool changed = p.maps.size() != before;
+  bool changed = executable_ranges() != before;
   using D = std::chrono::steady_clock::duration;
   p.unwind_backoff = changed ? D(kUnwindRereadMin)
                              : std::min<D>(std::max<D>(p.unwind_backoff * 2, kUnwindRereadMin), kUnwindRereadMax);

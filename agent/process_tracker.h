@@ -78,7 +78,7 @@ class ProcessTracker {
   bool EnsureMapping(ProcessInfo& process, std::size_t index);
   // For the unwinder: re-reads /proc/PID/maps unless it was read within
   // unwind_backoff (10 ms, doubling to 1 s while nothing changes); true if
-  // the number of mappings changed.
+  // its executable ranges changed.
   bool RereadMapsIfDue(ProcessInfo& process);
 
   void OnExec(std::uint32_t pid);
