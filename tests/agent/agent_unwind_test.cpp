@@ -195,7 +195,7 @@ int main() {
   std::filesystem::copy_file(NOFP_WORKLOAD_PATH, deep_path);
   std::filesystem::copy_file(NOFP_WORKLOAD_PATH, signal_path);
   pid_t deep = Spawn({deep_path, "2", "deep"}, dir + "/deep.out");
-  pid_t sig = Spawn({signal_path, "2", "signal"}, dir + "/signal.out");
+  pid_t sig = Spawn({signal_path, "2.5", "signal"}, dir + "/signal.out");
   WaitExit(deep);
   WaitExit(sig);
 
