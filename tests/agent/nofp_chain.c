@@ -6,15 +6,9 @@
  *
  *   chain_1 -> chain_2 -> ... -> chain_6 -> leaf_heavy | leaf_light
  */
-#include <time.h>
+#include "workload_clock.h"
 
 static volatile unsigned long sink;
-
-static double thread_cpu_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* rbp is an ordinary register here: fill it with non-pointers so a
  * frame-pointer walk through this code goes nowhere. */

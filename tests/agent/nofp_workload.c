@@ -29,7 +29,7 @@
 #include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include "workload_clock.h"
 #include <unistd.h>
 
 typedef void (*chain_fn)(int);
@@ -39,18 +39,6 @@ void chain_1(int which);
 
 static volatile unsigned long sink;
 static chain_fn chain;
-
-static double wall_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double thread_cpu_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 #define OUTER(name, next)                          \
   __attribute__((noinline)) void name(int which) { \

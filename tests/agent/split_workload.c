@@ -13,23 +13,11 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+#include "workload_clock.h"
 #include <unistd.h>
 
 static volatile unsigned long sink;
 static volatile int stop;
-
-static double thread_cpu_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double wall_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 __attribute__((noinline)) void spin_for(double cpu_seconds) {
   double end = thread_cpu_seconds() + cpu_seconds;
