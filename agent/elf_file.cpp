@@ -176,6 +176,12 @@ std::uint64_t ElfInfo::FileOffsetToVaddr(std::uint64_t file_offset) const {
   return file_offset;
 }
 
+std::string DebugFilePathForBuildId(std::string_view build_id) {
+  if (build_id.size() < 3) return {};
+  return "/usr/lib/debug/.build-id/" + std::string(build_id.substr(0, 2)) + "/" + std::string(build_id.substr(2)) +
+         ".debug";
+}
+
 Result<ElfInfo> ReadElfInfo(int fd) {
   InitLibelf();
   ElfHandle elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));

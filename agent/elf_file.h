@@ -39,6 +39,11 @@ struct ElfInfo {
 
 [[nodiscard]] Result<ElfInfo> ReadElfInfo(int fd);
 
+// Where this host keeps the separate debug file of a GNU build id (Debian's
+// -dbg / -dbgsym packages): /usr/lib/debug/.build-id/xx/rest.debug, or ""
+// for an id too short to have one. The file may not exist.
+std::string DebugFilePathForBuildId(std::string_view build_id);
+
 // Function symbols sorted by address.
 //
 // Names are not copied: they point into the ELF files' string tables, which

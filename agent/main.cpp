@@ -7,6 +7,7 @@
 //
 // The main thread does everything but the gRPC calls.
 
+#include <linux/types.h>
 #include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "agent_flags.h"
+#include "bpf/unwind_abi.h"
 #include "bpf_sampler.h"
 #include "executable_cache.h"
 #include "exporter.h"
@@ -29,8 +31,6 @@
 #include "kiln_version.h"
 #include "symbolizer.h"
 #include "unwind_loader.h"
-#include <linux/types.h>
-#include "bpf/unwind_abi.h"
 
 namespace {
 

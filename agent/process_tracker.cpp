@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <utility>
@@ -45,6 +46,15 @@ bool IsHex64(std::string_view s) {
   for (char c : s)
     if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
   return true;
+}
+
+// A re-read that found something resets the wait to `min`; one that found
+// nothing doubles it, up to `max`.
+std::chrono::steady_clock::duration NextBackoff(std::chrono::steady_clock::duration current, bool found,
+                                                std::chrono::steady_clock::duration min,
+                                                std::chrono::steady_clock::duration max) {
+  if (found) return min;
+  return std::min(std::max(current * 2, min), max);
 }
 
 }  // namespace
@@ -141,11 +151,7 @@ UserAddress ProcessTracker::ResolveUserAddress(ProcessInfo& p, std::uint64_t add
     ReadMaps(p);
     e = FindMapping(p.maps, address);
     bool found_new = e != nullptr || p.maps.size() != before;
-    p.maps_backoff =
-        found_new ? std::chrono::steady_clock::duration(kMapsRereadMin)
-                  : std::min<std::chrono::steady_clock::duration>(
-                        std::max<std::chrono::steady_clock::duration>(p.maps_backoff * 2, kMapsRereadMin),
-                        kMapsRereadMax);
+    p.maps_backoff = NextBackoff(p.maps_backoff, found_new, kMapsRereadMin, kMapsRereadMax);
   }
   if (!e) return out;
   std::size_t i = static_cast<std::size_t>(e - p.maps.data());
@@ -212,9 +218,7 @@ bool ProcessTracker::RereadMapsIfDue(ProcessInfo& p) {
   auto before = executable_ranges();
   ReadMaps(p);
   bool changed = executable_ranges() != before;
-  using D = std::chrono::steady_clock::duration;
-  p.unwind_backoff = changed ? D(kUnwindRereadMin)
-                             : std::min<D>(std::max<D>(p.unwind_backoff * 2, kUnwindRereadMin), kUnwindRereadMax);
+  p.unwind_backoff = NextBackoff(p.unwind_backoff, changed, kUnwindRereadMin, kUnwindRereadMax);
   return changed;
 }
 

@@ -92,7 +92,7 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
       std::size_t present = (std::min(size, sizeof(ev)) - kFixed) / sizeof(__u64);
       if (!ValidSample(ev, present)) return;
       if (header.kind == KILN_EVENT_SAMPLE) {
-        OnSample(ev, present);
+        OnSample(ev);
         return;
       }
       // A thread that blocks before it was ever sampled on a CPU asks for
@@ -107,7 +107,7 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
     }
     case KILN_EVENT_OFFCPU_END:
       if (size < sizeof(kiln_offcpu_end_event)) break;
-      OnOffCpuEnd(data, size);
+      OnOffCpuEnd(data);
       return;
     case KILN_EVENT_EXEC:
       ++stats_.exec_events;
@@ -268,8 +268,7 @@ void SampleCollector::LoadForUnwinding(const kiln_sample_event& ev, ProcessInfo&
   }
 }
 
-void SampleCollector::OnSample(const kiln_sample_event& ev, std::size_t frames_present) {
-  (void)frames_present;
+void SampleCollector::OnSample(const kiln_sample_event& ev) {
   ++stats_.samples;
   ++pending_samples_;
   ProcessInfo& process = processes_.Get(ev.header.pid, CommView(ev.header.comm));
@@ -282,8 +281,7 @@ void SampleCollector::OnSample(const kiln_sample_event& ev, std::size_t frames_p
       .timestamps_unix_ns.push_back(ToUnixNs(ev.header.ktime_ns));
 }
 
-void SampleCollector::OnOffCpuEnd(const void* data, std::size_t size) {
-  (void)size;
+void SampleCollector::OnOffCpuEnd(const void* data) {
   kiln_offcpu_end_event end;
   std::memcpy(&end, data, sizeof(end));
   auto it = pending_off_cpu_.find(end.header.tid);

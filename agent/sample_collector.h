@@ -86,8 +86,10 @@ class SampleCollector {
   // Asks the unwind loader to load the sample's process when the BPF side
   // does not know it, or to reload it when its maps changed.
   void LoadForUnwinding(const kiln_sample_event& ev, ProcessInfo& process);
-  void OnSample(const kiln_sample_event& ev, std::size_t frames_present);
-  void OnOffCpuEnd(const void* data, std::size_t size);
+  // A record ValidSample accepted.
+  void OnSample(const kiln_sample_event& ev);
+  // A record of at least sizeof(kiln_offcpu_end_event) bytes.
+  void OnOffCpuEnd(const void* data);
   // The process's state for this interval, its stack index for `ev`, and
   // the (stack, thread, cpu) group in `groups` the event goes to.
   ProcessState& StateFor(const kiln_sample_event& ev, ProcessInfo& process);

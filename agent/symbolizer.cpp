@@ -11,9 +11,6 @@
 #include "ingest/symbols/demangle.h"
 
 namespace kiln::agent {
-namespace {
-constexpr const char* kDebugFileRoot = "/usr/lib/debug";
-}  // namespace
 
 void Symbolizer::LoadTable(const ExecutableEntry& executable, FileSymbols& fs) {
   fs.table = SymbolTable();
@@ -22,10 +19,8 @@ void Symbolizer::LoadTable(const ExecutableEntry& executable, FileSymbols& fs) {
   // A separate debug file on this host (Debian's *-dbg / -dbgsym packages)
   // has the full .symtab that the stripped library lacks; read it first so
   // its names win for aliases.
-  const std::string& build_id = executable.file->gnu_build_id;
-  if (build_id.size() > 2) {
-    std::string debug_path = std::string(kDebugFileRoot) + "/.build-id/" + build_id.substr(0, 2) + "/" +
-                             build_id.substr(2) + ".debug";
+  std::string debug_path = DebugFilePathForBuildId(executable.file->gnu_build_id);
+  if (!debug_path.empty()) {
     if (int fd = open(debug_path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
       (void)AddElfSymbols(fd, fs.table);
       close(fd);

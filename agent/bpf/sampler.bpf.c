@@ -60,9 +60,6 @@ struct {
 #define KILN_ROW_SEARCH_STEPS 24 /* binary search: files up to 16M rows */
 #define KILN_MIN_USER_ADDRESS 0x1000ULL
 #define KILN_MAX_USER_ADDRESS (1ULL << 47) /* x86-64 4-level paging, arm64 48-bit VA */
-#define KILN_PROCESS_REQUESTED 1
-#define KILN_PROCESS_LOADED 2
-#define KILN_PROCESS_FAILED 3
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -429,6 +426,14 @@ static __always_inline int begin_walk(void *ctx, struct sample_scratch *s, __u32
   return 0;
 }
 
+/* Hands the walk to the first program of `progs`; records what there is if
+ * the tail call fails (the program array not set up). */
+static __always_inline void start_walk(void *ctx, struct sample_scratch *s, void *progs) {
+  bpf_tail_call(ctx, progs, 0);
+  end_walk(&s->st, KILN_WALK_DEPTH);
+  submit_sample(s);
+}
+
 SEC("perf_event")
 int unwind_user(struct bpf_perf_event_data *ctx) {
   __u32 zero = 0;
@@ -454,12 +459,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx) {
   __sync_fetch_and_add(&sampled_events, 1);
   struct kiln_walk_state *st = &s->st;
   int regs_ok = read_sample_user_regs(ctx, &st->pc, &st->sp, &st->fp) == 0;
-  if (begin_walk(ctx, s, pid, regs_ok))
-    return 0;
-  bpf_tail_call(ctx, &unwind_progs, 0);
-  /* The tail call failed (not set up): record what we have. */
-  end_walk(st, KILN_WALK_DEPTH);
-  submit_sample(s);
+  if (!begin_walk(ctx, s, pid, regs_ok))
+    start_walk(ctx, s, &unwind_progs);
   return 0;
 }
 
@@ -556,11 +557,8 @@ int on_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
   s->ev.flags = 0;
   struct kiln_walk_state *st = &s->st;
   int regs_ok = read_task_user_regs(&st->pc, &st->sp, &st->fp) == 0;
-  if (begin_walk(ctx, s, prev_pid, regs_ok))
-    return 0;
-  bpf_tail_call(ctx, &offcpu_progs, 0);
-  end_walk(st, KILN_WALK_DEPTH);
-  submit_sample(s);
+  if (!begin_walk(ctx, s, prev_pid, regs_ok))
+    start_walk(ctx, s, &offcpu_progs);
   return 0;
 }
 

@@ -80,6 +80,10 @@ struct kiln_mapping_key {
   __u64 address;    /* big endian */
 };
 
+/* proc_state values: whether user space has loaded a process's mappings. */
+#define KILN_PROCESS_REQUESTED 1 /* the BPF side asked; walk with frame pointers meanwhile */
+#define KILN_PROCESS_LOADED 2    /* proc_mappings holds its executable mappings */
+
 /* How many address bits a (pid, address) key has after the pid. */
 #define KILN_MAPPING_KEY_PID_BITS 32
 
