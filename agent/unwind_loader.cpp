@@ -12,12 +12,13 @@
 #include <utility>
 
 #include "bpf/unwind_abi.h"
+#include "elf_file.h"
 #include "unwind_table.h"
 
 namespace kiln::agent {
 namespace {
 
-constexpr std::uint32_t kProcessLoaded = 2;  // KILN_PROCESS_LOADED in sampler.bpf.c
+constexpr std::uint32_t kProcessLoaded = KILN_PROCESS_LOADED;
 constexpr std::uint32_t kVdsoBuildLimit = 1u << 20;
 
 std::vector<std::uint8_t> MappingKey(std::uint32_t pid, std::uint32_t prefix_bits, std::uint64_t address) {
@@ -45,9 +46,8 @@ std::vector<std::uint8_t> ReadOwnVdso() {
 }
 
 std::string DebugFileFor(const std::string& build_id) {
-  if (build_id.size() < 3) return {};
-  std::string path = "/usr/lib/debug/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + ".debug";
-  return access(path.c_str(), R_OK) == 0 ? path : std::string();
+  std::string path = DebugFilePathForBuildId(build_id);
+  return !path.empty() && access(path.c_str(), R_OK) == 0 ? path : std::string();
 }
 
 }  // namespace
@@ -117,19 +117,21 @@ void UnwindLoader::FreeRows(std::uint32_t first, std::uint32_t count) {
   }
 }
 
-bool UnwindLoader::EvictOneUnused() {
-  if (unused_lru_.empty()) return false;
-  std::string key = unused_lru_.front();
-  unused_lru_.pop_front();
-  auto it = tables_.find(key);
-  if (it == tables_.end()) return true;
+void UnwindLoader::Evict(std::unordered_map<std::string, FileTable>::iterator it) {
+  FileTable& t = it->second;
+  if (t.lru != unused_lru_.end()) unused_lru_.erase(t.lru);
   kiln_unwind_file empty{};
-  bpf_map_update_elem(fds_.files, &it->second.slot, &empty, BPF_ANY);
-  FreeRows(it->second.first_row, it->second.row_count);
-  stats_.rows_in_use -= it->second.row_count;
-  free_slots_.push_back(it->second.slot);
+  bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
+  FreeRows(t.first_row, t.row_count);
+  stats_.rows_in_use -= t.row_count;
+  free_slots_.push_back(t.slot);
   tables_.erase(it);
   ++stats_.tables_evicted;
+}
+
+bool UnwindLoader::EvictOneUnused() {
+  if (unused_lru_.empty()) return false;
+  Evict(tables_.find(unused_lru_.front()));
   return true;
 }
 
@@ -207,6 +209,13 @@ std::size_t UnwindLoader::Poll() {
     stats_.build_seconds += d.seconds;
     auto it = tables_.find(d.job.key);
     if (it == tables_.end()) continue;  // evicted while it was being built
+    if (it->second.users == 0) {
+      // Every process that mapped it is gone: its rows would only wait for
+      // eviction (and making room for them could evict this very entry).
+      // The next process that maps the file builds it again.
+      Evict(it);
+      continue;
+    }
     FileTable& t = it->second;
     Result<UnwindTable>& built = d.table;
     if (!built) {
@@ -276,10 +285,7 @@ void UnwindLoader::LoadProcess(ProcessInfo& process) {
     }
     if (!table) continue;
     value.file_slot = table->slot;
-    if (table->users++ == 0 && table->lru != unused_lru_.end()) {
-      unused_lru_.erase(table->lru);
-      table->lru = unused_lru_.end();
-    }
+    ++table->users;  // TableFor took it off the unused list
     lp.files.push_back(key);
     for (auto [bits, start] : CoverRange(e.start, e.end)) {
       std::vector<std::uint8_t> k = MappingKey(process.pid, bits, start);
@@ -303,10 +309,6 @@ void UnwindLoader::ForgetProcess(std::uint32_t pid) {
   loaded_.erase(it);
   stats_.processes_loaded = loaded_.size();
 }
-
-}  // namespace kiln::agent
-
-namespace kiln::agent {
 
 void UnwindLoader::Sweep() {
   auto alive = [](std::uint32_t pid) { return access(("/proc/" + std::to_string(pid)).c_str(), F_OK) == 0; };

@@ -110,6 +110,8 @@ class UnwindLoader {
   bool AllocateRows(std::uint32_t count, std::uint32_t* first);
   void FreeRows(std::uint32_t first, std::uint32_t count);
   bool EvictOneUnused();
+  // Frees the entry's slot and rows; the walker sees "not loaded" for it.
+  void Evict(std::unordered_map<std::string, FileTable>::iterator it);
   void Refuse(const std::string& reason);
   void Release(LoadedProcess& p);
 
