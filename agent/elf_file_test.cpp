@@ -1,4 +1,5 @@
 #include "elf_file.h"
+#include "tests/integration/elf_oracle.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -11,25 +12,12 @@
 #include "symbolizer.h"
 
 using namespace kiln::agent;
+using kiln::testing::Shell;
 
 namespace kiln_elf_test {
 // A C++ function with a mangled name, for the demangling path.
 __attribute__((noinline)) int KnownFunction(int x) { return x * 3 + 1; }
 }  // namespace kiln_elf_test
-
-namespace {
-
-std::string Shell(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[256];
-  while (p && std::fgets(buf, sizeof(buf), p)) out += buf;
-  if (p) pclose(p);
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("elf: build id and load segments of this test binary") {
   int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);

@@ -4,6 +4,7 @@
 // says at that address.
 #include "unwind_table.h"
 #include "unwind_loader.h"
+#include "tests/integration/elf_oracle.h"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include <vector>
 
 using namespace kiln::agent;
+using kiln::testing::Shell;
 
 namespace {
 
@@ -40,21 +42,10 @@ struct OracleFde {
   std::vector<OracleRow> rows;
 };
 
-std::string RunCommand(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[65536];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
-
 // Parses readelf -wF. An FDE without instructions prints no rows: its CIE's
 // initial row applies from the FDE's start.
 std::vector<OracleFde> ReadelfFrames(const std::string& path) {
-  std::istringstream in(RunCommand("readelf --debug-dump=frames-interp '" + path + "' 2>/dev/null"));
+  std::istringstream in(Shell("readelf --debug-dump=frames-interp '" + path + "' 2>/dev/null"));
   std::vector<OracleFde> fdes;
   std::map<std::string, OracleRow> cie_initial;
   std::string line, current_cie, fde_cie;
@@ -273,7 +264,7 @@ TEST_CASE("damaged and hostile CFI is refused for that file, with the reason") {
     // Corrupt each region with several patterns; the builder must return a
     // table or an error, never crash or hang.
     std::string path = CopyOf(KILN_NOFP_LIBRARY_PATH);
-    std::string out = RunCommand("readelf -SW '" + path + "' | awk '$2 ~ /^.eh_frame/ {print $5, $6}'");
+    std::string out = Shell("readelf -SW '" + path + "' | awk '$2 ~ /^.eh_frame/ {print $5, $6}'");
     std::istringstream ranges(out);
     std::vector<std::pair<long, long>> spans;
     for (std::string off, size; ranges >> off >> size;) spans.push_back({std::stol(off, nullptr, 16), std::stol(size, nullptr, 16)});

@@ -104,19 +104,6 @@ bool DamageEhFrameHdr(const std::string& path) {
   return false;
 }
 
-// Frames after the label that are not kernel frames ("_[k]").
-int UserFrames(const std::string& stack) {
-  int user = 0;
-  std::size_t at = stack.find(';');
-  while (at != std::string::npos) {
-    std::size_t end = stack.find(';', at + 1);
-    std::string frame = stack.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
-    if (!frame.ends_with("_[k]")) ++user;
-    at = end;
-  }
-  return user;
-}
-
 std::string Percent(double share) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * share);

@@ -106,6 +106,18 @@ void PrintTop(const std::map<std::string, std::int64_t>& folded, const std::stri
                 rows[static_cast<std::size_t>(i)].second.c_str());
 }
 
+int UserFrames(const std::string& stack) {
+  int user = 0;
+  std::size_t at = stack.find(';');
+  while (at != std::string::npos) {
+    std::size_t end = stack.find(';', at + 1);
+    std::string frame = stack.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+    if (!frame.ends_with("_[k]")) ++user;
+    at = end;
+  }
+  return user;
+}
+
 StackDepth MeasureDepth(const std::map<std::string, std::int64_t>& folded, const std::string& prefix,
                         const std::string& root_frame) {
   StackDepth d;
@@ -113,15 +125,7 @@ StackDepth MeasureDepth(const std::map<std::string, std::int64_t>& folded, const
   std::int64_t reaching = 0;
   for (const auto& [stack, n] : folded) {
     if (stack.rfind(prefix + ";", 0) != 0) continue;
-    int user = 0;
-    std::size_t at = prefix.size() + 1;
-    while (at <= stack.size()) {
-      std::size_t end = stack.find(';', at);
-      if (end == std::string::npos) end = stack.size();
-      std::string frame = stack.substr(at, end - at);
-      if (!frame.ends_with("_[k]")) ++user;
-      at = end + 1;
-    }
+    int user = UserFrames(stack);
     if (user == 0) continue;  // kernel-only samples have no user stack to judge
     d.samples += n;
     depths.push_back({user, n});

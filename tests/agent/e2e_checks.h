@@ -27,6 +27,9 @@ std::int64_t EventsWith(const std::map<std::string, std::int64_t>& folded, const
                         const std::string& needle);
 void PrintTop(const std::map<std::string, std::int64_t>& folded, const std::string& prefix, int limit);
 
+// Frames after the label ("exe;") that are not kernel frames ("_[k]").
+int UserFrames(const std::string& folded_stack);
+
 // How complete the user stacks of `prefix`'s folded samples are: the share
 // that contain `root_frame` (";name;" somewhere), and the median number of
 // user (non-"_[k]") frames below the label.
