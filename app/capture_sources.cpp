@@ -125,7 +125,10 @@ void CaptureLoad::Run() {
   out.format = imported->format;
   out.samples = imported->batch.samples.size();
   out.skipped_records = imported->skipped_records;
-  out.dominant_kind = imported->dominant_kind;
+  out.default_sample_type = imported->default_sample_type;
+  out.timed = imported->timed;
+  out.range_start_ns = imported->range_start_ns;
+  out.range_end_ns = imported->range_end_ns;
   out.warnings = std::move(imported->warnings);
   finish(std::move(out));
 }
@@ -270,8 +273,8 @@ bool SourceList::Poll() {
     source->capture_store = std::move(loaded->store);
     source->store = &source->capture_store->store();
     source->worker = std::make_unique<GuiWorker>(*source->store, nullptr, path, wake_ui_);
-    // A capture opens on its dominant kind and its whole range.
-    source->session.kind = loaded->dominant_kind;
+    // A capture opens on its default sample type and its whole range.
+    source->session.sample_type = loaded->default_sample_type;
     source->session.preset = ui::TimePreset::kAll;
     source->session.offline = true;
     source->session_initialized = true;

@@ -59,7 +59,12 @@ struct LoadedCapture {
   capture::CaptureFormat format = capture::CaptureFormat::kUnknown;
   uint64_t samples = 0;
   uint64_t skipped_records = 0;
-  storage::SampleKind dominant_kind = storage::SampleKind::kOnCpu;
+  storage::SampleType default_sample_type;  // what the capture opens on
+  // The capture's own time facts (ImportedCapture): samples with times of
+  // their own get a timeline; others show the profile's time and duration.
+  bool timed = false;
+  int64_t range_start_ns = 0;
+  int64_t range_end_ns = 0;
   std::vector<std::string> warnings;
 };
 

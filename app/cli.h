@@ -28,7 +28,7 @@ int RunHeadless(const HeadlessOptions& options);
 struct ExportOptions {
   std::string data_dir;
   std::string format = "folded";
-  std::string kind = "on-cpu";
+  std::string sample_type;  // "" = on-CPU samples when stored, else the first type
   std::string group_by = "process";
   std::string from;                  // Unix ns or RFC 3339, "" = all
   std::string to;

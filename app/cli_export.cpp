@@ -1,6 +1,7 @@
 // `kiln export` from a store: a time range, kind and filters written as
 // folded stacks, OTLP, pprof or SVG. The store is opened read-only, so
 // this works while kiln runs.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -15,11 +16,6 @@ namespace kiln::app {
 
 int RunExport(const ExportOptions& options) {
   storage::Query query;
-  if (!storage::ParseSampleKind(options.kind, &query.kind)) {
-    std::cerr << "kiln export: unknown --kind \"" << options.kind
-              << "\" (use on-cpu, off-cpu, probe or other)\n";
-    return 2;
-  }
   storage::FlameTreeOptions tree_options;
   if (!storage::ParseGroupBy(options.group_by, &tree_options.group_by)) {
     std::cerr << "kiln export: unknown --group-by \"" << options.group_by
@@ -59,6 +55,26 @@ int RunExport(const ExportOptions& options) {
   if (!store.ok()) {
     std::cerr << "kiln export: " << store.status().message() << "\n";
     return 1;
+  }
+  // The sample type: on-CPU samples when the store has them (what agents
+  // send), else the first stored type; or the one named.
+  std::vector<storage::SampleType> stored;
+  for (const storage::SampleTypeCount& c : (*store)->Stats().sample_types) stored.push_back(c.info.type);
+  if (options.sample_type.empty()) {
+    query.sample_type = stored.empty() || std::find(stored.begin(), stored.end(), storage::OnCpuSamples()) !=
+                                              stored.end()
+                            ? storage::OnCpuSamples()
+                            : stored.front();
+  } else if (std::optional<storage::SampleType> found = storage::FindSampleType(options.sample_type, stored)) {
+    query.sample_type = *found;
+  } else if (std::optional<storage::SampleType> named = storage::ParseSampleTypeName(options.sample_type)) {
+    query.sample_type = *named;  // none stored: an empty export, as for an empty time range
+    std::cerr << "kiln export: note: the store has no " << storage::SampleTypeName(*named)
+              << " samples (it has: " << storage::SampleTypeList(stored) << ")\n";
+  } else {
+    std::cerr << "kiln export: the store has no sample type \"" << options.sample_type
+              << "\" (it has: " << storage::SampleTypeList(stored) << ")\n";
+    return 2;
   }
   auto slice = (*store)->Run(query);
   if (!slice.ok()) {

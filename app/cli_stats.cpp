@@ -16,10 +16,9 @@ int RunStats(const StatsOptions& options) {
   storage::StoreStats st = (*store)->Stats();
   std::printf("store:          %s\n", options.data_dir.c_str());
   std::printf("samples:        %llu\n", static_cast<unsigned long long>(st.samples));
-  for (int k = 0; k < storage::kSampleKindCount; ++k) {
-    if (st.samples_by_kind[k] == 0) continue;
-    std::printf("  %-12s  %llu\n", std::string(storage::SampleKindName(static_cast<storage::SampleKind>(k))).c_str(),
-                static_cast<unsigned long long>(st.samples_by_kind[k]));
+  for (const storage::SampleTypeCount& c : st.sample_types) {
+    std::printf("  %-24s %llu  (%s)\n", storage::SampleTypeName(c.info.type).c_str(),
+                static_cast<unsigned long long>(c.samples), storage::SampleTypeLabel(c.info.type).c_str());
   }
   std::printf("stacks:         %llu\n", static_cast<unsigned long long>(st.stacks));
   std::printf("frames:         %llu\n", static_cast<unsigned long long>(st.frames));

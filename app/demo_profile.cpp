@@ -17,7 +17,6 @@ using storage::Frame;
 using storage::FrameType;
 using storage::ProfileBatch;
 using storage::Sample;
-using storage::SampleKind;
 
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int kDemoSeconds = 15 * 60;
@@ -70,7 +69,7 @@ struct Workload {
   std::string thread;
   int tid;
   Stack stack;
-  SampleKind kind;
+  bool off_cpu;             // else on-CPU samples
   double per_second;       // on-CPU: samples/s; off-CPU: blocking events/s
   int64_t off_cpu_ns = 0;  // value of each off-CPU sample
   double phase = 0;        // shifts the load curve so processes differ over time
@@ -189,13 +188,13 @@ std::vector<Workload> DemoWorkloads() {
                           N("ReadBufferExtended", "postgres", "bufmgr.c", 772)},
                          syscall,
                          {K("__x64_sys_pread64"), K("vfs_read"), K("filemap_read"), K("copy_page_to_iter")}}),
-                 SampleKind::kOnCpu, 2.0 - 0.3 * b, 0, b * 0.7, "postgres", ""});
+                 false, 2.0 - 0.3 * b, 0, b * 0.7, "postgres", ""});
     w.push_back({"postgres", pid, thread, pid,
                  Concat({pg_base,
                          {N("ExecHashJoin", "postgres", "nodeHashjoin.c", 402),
                           N("ExecHashTableInsert", "postgres", "nodeHash.c", 1640),
                           Inl("hash_uint32", "postgres", "hashfn.h", 58), Raw("postgres", 0x5a3f10)}}),
-                 SampleKind::kOnCpu, 1.2, 0, b * 0.5, "postgres", ""});
+                 false, 1.2, 0, b * 0.5, "postgres", ""});
     w.push_back({"postgres", pid, thread, pid,
                  Concat({pg_base,
                          {N("pq_getbyte", "postgres", "pqcomm.c", 960),
@@ -204,7 +203,7 @@ std::vector<Workload> DemoWorkloads() {
                          syscall,
                          {K("__x64_sys_epoll_wait"), K("do_epoll_wait"), K("schedule_hrtimeout_range")},
                          sched}),
-                 SampleKind::kOffCpu, 6.0, 40'000'000, b * 0.3, "postgres", ""});
+                 true, 6.0, 40'000'000, b * 0.3, "postgres", ""});
   }
 
   // python: interpreter frames over libpython, with deep recursion.
@@ -222,14 +221,14 @@ std::vector<Workload> DemoWorkloads() {
                          {Py("render_report", "/srv/app/report.py", 120)},
                          Repeat(Py("fib", "/srv/app/report.py", 17), 24 + 4 * t),
                          {N("long_add", "libpython3.11.so.1.0", "longobject.c", 3391)}}),
-                 SampleKind::kOnCpu, 2.5, 0, 1.0 + t, "report-service", "c0ffee42d00d"});
+                 false, 2.5, 0, 1.0 + t, "report-service", "c0ffee42d00d"});
     w.push_back({"python3", 2200, thread, 2200 + t,
                  Concat({py_base,
                          {Py("parse_payload", "/srv/app/server.py", 63),
                           Py("loads", "/usr/lib/python3.11/json/__init__.py", 346),
                           Py("decode", "/usr/lib/python3.11/json/decoder.py", 337),
                           N("scanstring_unicode", "_json.cpython-311-x86_64-linux-gnu.so", "_json.c", 440)}}),
-                 SampleKind::kOnCpu, 1.3, 0, 2.0 + t, "report-service", "c0ffee42d00d"});
+                 false, 1.3, 0, 2.0 + t, "report-service", "c0ffee42d00d"});
     w.push_back(
         {"python3", 2200, thread, 2200 + t,
          Concat({py_base,
@@ -237,7 +236,7 @@ std::vector<Workload> DemoWorkloads() {
                  syscall,
                  {K("__x64_sys_poll"), K("do_sys_poll")},
                  sched}),
-         SampleKind::kOffCpu, 4.0, 25'000'000, t * 0.4, "report-service", "c0ffee42d00d"});
+         true, 4.0, 25'000'000, t * 0.4, "report-service", "c0ffee42d00d"});
   }
 
   // Go: an HTTP API server.
@@ -254,13 +253,13 @@ std::vector<Workload> DemoWorkloads() {
                           Go("encoding/json.(*encodeState).reflectValue", "encoding/json/encode.go", 358),
                           Go("runtime.mallocgc", "runtime/malloc.go", 1024),
                           Go("runtime.memclrNoHeapPointers", "runtime/memclr_amd64.s", 93)}}),
-                 SampleKind::kOnCpu, 1.1, 0, 3.0 + t * 0.2, "orders-api", "4ee1a8b0c1d2"});
+                 false, 1.1, 0, 3.0 + t * 0.2, "orders-api", "4ee1a8b0c1d2"});
     w.push_back({"api-server", 3300, "api-server", tid,
                  Concat({{Go("runtime.goexit", "runtime/asm_amd64.s", 1650),
                           Go("runtime.gcBgMarkWorker", "runtime/mgc.go", 1295),
                           Go("runtime.gcDrain", "runtime/mgcmark.go", 1130),
                           Go("runtime.scanobject", "runtime/mgcmark.go", 1360)}}),
-                 SampleKind::kOnCpu, 0.6, 0, t * 0.9, "orders-api", "4ee1a8b0c1d2"});
+                 false, 0.6, 0, t * 0.9, "orders-api", "4ee1a8b0c1d2"});
     w.push_back({"api-server", 3300, "api-server", tid,
                  Concat({go_base,
                          {Go("database/sql.(*DB).QueryContext", "database/sql/sql.go", 1728),
@@ -269,7 +268,7 @@ std::vector<Workload> DemoWorkloads() {
                          syscall,
                          {K("__x64_sys_read"), K("sock_read_iter"), K("tcp_recvmsg")},
                          sched}),
-                 SampleKind::kOffCpu, 3.0, 12'000'000, t * 0.6, "orders-api", "4ee1a8b0c1d2"});
+                 true, 3.0, 12'000'000, t * 0.6, "orders-api", "4ee1a8b0c1d2"});
   }
 
   // JVM: interpreted/JIT Java over libjvm.
@@ -289,7 +288,7 @@ std::vector<Workload> DemoWorkloads() {
                          {Jvm("com.example.orders.PriceCalculator.total", "PriceCalculator.java", 88),
                           Jvm("java.util.stream.ReferencePipeline.collect", "ReferencePipeline.java", 682),
                           Jvm("java.util.HashMap.resize", "HashMap.java", 702)}}),
-                 SampleKind::kOnCpu, 1.4, 0, 4.0 + t, "orders-jvm", ""});
+                 false, 1.4, 0, 4.0 + t, "orders-jvm", ""});
     w.push_back({"java", 4400, thread, 4410 + t,
                  Concat({jvm_base,
                          {Jvm("com.example.orders.AuditLog.append", "AuditLog.java", 51),
@@ -298,7 +297,7 @@ std::vector<Workload> DemoWorkloads() {
                          syscall,
                          {K("__x64_sys_write"), K("ext4_file_write_iter"), K("jbd2_log_wait_commit")},
                          sched}),
-                 SampleKind::kOffCpu, 1.5, 60'000'000, 1.0 * t, "orders-jvm", ""});
+                 true, 1.5, 60'000'000, 1.0 * t, "orders-jvm", ""});
   }
   w.push_back({"java",
                4400,
@@ -307,7 +306,7 @@ std::vector<Workload> DemoWorkloads() {
                {N("start_thread", "libc.so.6"), N("thread_native_entry(Thread*)", "libjvm.so"),
                 N("GangWorker::loop()", "libjvm.so"), N("G1ParTask::work(unsigned int)", "libjvm.so"),
                 N("G1ParScanThreadState::trim_queue()", "libjvm.so"), Raw("libjvm.so", 0x7c1a20)},
-               SampleKind::kOnCpu,
+               false,
                0.9,
                0,
                0.3,
@@ -337,7 +336,7 @@ std::vector<Workload> DemoWorkloads() {
                       "std::allocator<kiln::math::Vec4<float>>>::push_back(kiln::math::Vec4<float> const&)",
                       "scene-render", "stl_vector.h", 1189),
                   N("__memmove_avx_unaligned_erms", "libc.so.6")}}),
-         SampleKind::kOnCpu, 2.0, 0, 5.0 + t, "", ""});
+         false, 2.0, 0, 5.0 + t, "", ""});
   }
   w.push_back({"scene-render", 5500, "render-main", 5500,
                Concat({render_base,
@@ -345,7 +344,7 @@ std::vector<Workload> DemoWorkloads() {
                        syscall,
                        {K("__x64_sys_futex"), K("futex_wait")},
                        sched}),
-               SampleKind::kOffCpu, 60.0, 8'000'000, 0, "", ""});
+               true, 60.0, 8'000'000, 0, "", ""});
 
   // Small fry so the process list is long, as on a real host.
   const char* kDaemons[] = {"sshd",    "systemd-journald", "containerd", "dockerd",
@@ -356,7 +355,7 @@ std::vector<Workload> DemoWorkloads() {
                  Concat({{N("_start", d), N("main", d), N("event_loop_run", d), N("epoll_wait", "libc.so.6")},
                          syscall,
                          {K("__x64_sys_epoll_wait"), K("ep_poll")}}),
-                 SampleKind::kOnCpu, 0.08, 0, pid * 0.01, "", ""});
+                 false, 0.08, 0, pid * 0.01, "", ""});
     ++pid;
   }
   // Interrupt work on a kernel thread: kernel frames only.
@@ -366,7 +365,7 @@ std::vector<Workload> DemoWorkloads() {
                90,
                {K("ret_from_fork"), K("kthread"), K("worker_thread"), K("process_one_work"),
                 K("blk_mq_run_work_fn"), K("nvme_queue_rq")},
-               SampleKind::kOnCpu,
+               false,
                0.4,
                0,
                0.1,
@@ -380,6 +379,7 @@ std::vector<Workload> DemoWorkloads() {
 ProfileBatch BuildDemoProfile(int64_t now_ns) {
   ProfileBatch batch;
   DemoWriter writer(&batch);
+  const uint32_t off_cpu_type = batch.dict.AddSampleType({storage::OffCpuTime()});
   const std::vector<Workload> workloads = DemoWorkloads();
   std::vector<uint32_t> stacks, attrs;
   for (const Workload& w : workloads) {
@@ -409,9 +409,9 @@ ProfileBatch BuildDemoProfile(int64_t now_ns) {
         sample.time_ns = start + s * kSecond + static_cast<int64_t>(next() % kSecond);
         sample.stack = stacks[i];
         sample.attribute_set = attrs[i];
-        sample.kind = w.kind;
+        sample.sample_type = w.off_cpu ? off_cpu_type : 0;
         sample.value =
-            w.kind == SampleKind::kOffCpu
+            w.off_cpu
                 ? w.off_cpu_ns / 2 + static_cast<int64_t>(next() % static_cast<uint64_t>(w.off_cpu_ns))
                 : 1;
         batch.samples.push_back(sample);

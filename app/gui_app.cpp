@@ -130,7 +130,7 @@ constexpr int64_t kLiveStepNs = 2 * ui::kNsPerSecond;
 
 ui::AnalysisRequest BuildRequest(const ui::SessionState& session, uint64_t data_version, int buckets) {
   ui::AnalysisRequest r;
-  r.query.kind = session.kind;
+  r.query.sample_type = session.sample_type;
   const ui::TimeRange range = session.QueryRange();
   r.query.from_ns = range.from_ns;
   r.query.to_ns = range.to_ns;
@@ -777,7 +777,7 @@ struct App {
       // The slice the view shows is what gets written: say what it is.
       const ui::TimeRange range = src.session.QueryRange();
       ImGui::Text("Exports what the view shows: %s, %s, %s - %s (%s), %zu filter key%s", src.name.c_str(),
-                  std::string(storage::SampleKindName(src.session.kind)).c_str(),
+                  storage::SampleTypeLabel(src.session.sample_type).c_str(),
                   ui::FormatDateTime(range.from_ns).c_str(), ui::FormatDateTime(range.to_ns).c_str(),
                   ui::FormatDuration(range.Span()).c_str(), src.session.filters.size(),
                   src.session.filters.size() == 1 ? "" : "s");

@@ -19,7 +19,7 @@ double MsSince(Clock::time_point start) {
 }
 
 bool SameQuery(const storage::Query& a, const storage::Query& b) {
-  if (a.kind != b.kind || a.from_ns != b.from_ns || a.to_ns != b.to_ns ||
+  if (a.sample_type != b.sample_type || a.from_ns != b.from_ns || a.to_ns != b.to_ns ||
       a.filters.size() != b.filters.size()) {
     return false;
   }

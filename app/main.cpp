@@ -2,7 +2,7 @@
 //
 //   kiln [--listen ADDR] [--data-dir DIR] [FILE...] [--open FILE]   window + receiver (default)
 //   kiln --headless [--listen ADDR] [--data-dir DIR]
-//   kiln export --data-dir DIR --format folded|otlp|pprof|svg [--kind K] [--group-by G] [--from T] [--to T]
+//   kiln export --data-dir DIR --format folded|otlp|pprof|svg [--sample-type T] [--group-by G] [--from T] [--to T]
 //   kiln export --input FILE --format ...           (a converter; no store)
 //   kiln import --data-dir DIR FILE...
 //   kiln stats --data-dir DIR
@@ -115,16 +115,16 @@ int main(int argc, char** argv) {
   ExportOptions export_options;
   export_options.data_dir = where.data_dir;
   CLI::App* export_cmd = cli.add_subcommand("export", "Write stored profiles, or convert a capture file");
-  std::string input, sample_type, perf_event;
+  std::string input, perf_event;
   bool hide_inline = false;
   export_cmd->add_option("--data-dir", export_options.data_dir, "Store directory")->capture_default_str();
   export_cmd->add_option("--input", input, "Read this capture file instead of a store (a converter)");
   export_cmd->add_option("--format", export_options.format, "folded, otlp, pprof or svg")->capture_default_str();
-  CLI::Option* kind_opt =
-      export_cmd->add_option("--kind", export_options.kind, "on-cpu, off-cpu, probe or other")->capture_default_str();
   CLI::Option* group_opt =
       export_cmd->add_option("--group-by", export_options.group_by, "none, process or thread")->capture_default_str();
-  export_cmd->add_option("--sample-type", sample_type, "pprof input: the sample type to read");
+  export_cmd->add_option("--sample-type,--kind", export_options.sample_type,
+                         "The sample type to write: a type name (cpu, alloc_space), type/unit, or on-cpu, off-cpu, "
+                         "probe (default: pprof's default for pprof input, else on-CPU samples)");
   export_cmd->add_option("--event", perf_event, "perf script input: the event to read");
   export_cmd->add_flag("--hide-inline", hide_inline, "Leave inlined frames out (with --input)");
   export_cmd->add_option("--from", export_options.from, "Start (Unix ns or RFC 3339), inclusive");
@@ -137,7 +137,8 @@ int main(int argc, char** argv) {
   import_options.data_dir = where.data_dir;
   CLI::App* import_cmd = cli.add_subcommand("import", "Import capture files into a store");
   import_cmd->add_option("--data-dir", import_options.data_dir, "Store directory")->capture_default_str();
-  import_cmd->add_option("--sample-type", import_options.sample_type, "pprof: the sample type to read");
+  import_cmd->add_option("--sample-type", import_options.sample_type,
+                         "pprof: import only this sample type (default: every one)");
   import_cmd->add_option("--event", import_options.perf_event, "perf script: the event to read");
   import_cmd->add_option("files", import_options.files, "OTLP (protobuf/JSON), pprof, folded or perf script files")
       ->required();
@@ -173,8 +174,7 @@ int main(int argc, char** argv) {
     capture::ConvertCommand convert;
     convert.input = input;
     convert.format = export_options.format;
-    // Unset kind/group-by let the converter choose from the capture.
-    if (kind_opt->count() > 0) convert.kind = export_options.kind;
+    // Unset sample type/group-by let the converter choose from the capture.
     if (group_opt->count() > 0) convert.group_by = export_options.group_by;
     for (const auto& [text, target] : {std::pair{&export_options.from, &convert.from_ns}, {&export_options.to, &convert.to_ns}}) {
       if (text->empty()) continue;
@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
     convert.filters = export_options.filters;
     convert.annotate = export_options.annotate;
     convert.hide_inline = hide_inline;
-    convert.sample_type = sample_type;
+    convert.sample_type = export_options.sample_type;
     convert.perf_event = perf_event;
     convert.output = export_options.output;
     return capture::RunConvertCommand(convert, std::cout, std::cerr);

@@ -169,20 +169,6 @@ std::string_view AnyValueText(const common::AnyValue& v, std::string* scratch) {
   return *scratch;
 }
 
-storage::SampleKind KindOf(std::string_view type, std::string_view unit, std::string_view period_type,
-                           std::string_view period_unit) {
-  if (type == "samples" && unit == "count" &&
-      ((period_type == "cpu" && period_unit == "nanoseconds") ||
-       (period_type.empty() && period_unit.empty()))) {
-    return storage::SampleKind::kOnCpu;
-  }
-  if ((type == "off_cpu" && unit == "nanoseconds") || type.find("off_cpu") != std::string_view::npos) {
-    return storage::SampleKind::kOffCpu;
-  }
-  if (type == "events" && unit == "count") return storage::SampleKind::kProbe;
-  return storage::SampleKind::kOther;
-}
-
 // A v1.9 sample decoded with the v1.10 layout shows up as a wire-type
 // mismatch on one of Sample's own field numbers (its packed
 // attribute_indices land on our singular link_index): protobuf keeps that as
@@ -732,9 +718,13 @@ void Normalizer::SortByKeyKeepLast(std::vector<Attribute>* attrs) const {
 
 void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
   auto str = [this](int32_t i) { return Str(i); };
-  const storage::SampleKind kind =
-      KindOf(str(profile.sample_type().type_strindex()), str(profile.sample_type().unit_strindex()),
-             str(profile.period_type().type_strindex()), str(profile.period_type().unit_strindex()));
+  // The sample type is kept as sent: an unknown one is a kind of data of
+  // its own, never folded into another.
+  const uint32_t sample_type = out_.AddSampleType(
+      {{std::string(str(profile.sample_type().type_strindex())), std::string(str(profile.sample_type().unit_strindex()))},
+       std::string(str(profile.period_type().type_strindex())),
+       std::string(str(profile.period_type().unit_strindex())),
+       profile.period()});
 
   // Resource then profile attributes; sorting keeps the last of a repeated
   // key, so the profile wins over the resource.
@@ -770,7 +760,7 @@ void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
     out.stack = stack;
     out.attribute_set = MapAttributeSet(s);
     out.link = MapLink(s.link_index());
-    out.kind = kind;
+    out.sample_type = sample_type;
     const int timestamps = s.timestamps_unix_nano_size();
     if (timestamps == 0) {
       out.time_ns = profile_time;

@@ -30,7 +30,7 @@ struct NormalizeResult {
 // - resource, profile and sample attributes merge into one attribute set per
 //   sample (sample wins over profile wins over resource on a key clash),
 //   values stringified;
-// - sample kind from Profile.sample_type / period_type;
+// - each profile's sample type (and period) kept as sent, unknown ones too;
 // - sample shapes: timestamps only (weight 1 each), one value without
 //   timestamps (at Profile.time_unix_nano), or a value per timestamp.
 // Dictionary entries referenced only by rejected profiles (or by nothing)

@@ -16,15 +16,14 @@ namespace kiln::ingest {
 namespace {
 
 using storage::FrameType;
-using storage::SampleKind;
 
-// One line per sample: "<kind> t=<ns> v=<value> <root;...;leaf> {k=v,...}".
+// One line per sample: "<type/unit> t=<ns> v=<value> <root;...;leaf> {k=v,...}".
 // Inlined frames carry a trailing '*'.
 std::string Print(const NormalizeResult& r) {
   const storage::ProfileDictionary& d = r.batch.dict;
   std::string out;
   for (const storage::Sample& s : r.batch.samples) {
-    CatAppend(&out, storage::SampleKindName(s.kind), " t=", s.time_ns, " v=", s.value, " ");
+    CatAppend(&out, storage::SampleTypeName(d.sample_types[s.sample_type].type), " t=", s.time_ns, " v=", s.value, " ");
     bool first = true;
     for (uint32_t f : d.Stack(s.stack)) {
       if (!first) out += ';';
@@ -79,11 +78,11 @@ TEST_CASE("agent-shaped on-CPU request: root-first stacks, merged attributes, ex
   CHECK(r.rejected_profiles == 0);
   CHECK(r.error_message.empty());
   CHECK(Print(r) ==
-        "on-cpu t=100 v=1 main;libc.so.6+0x2000;do_syscall_64 "
+        "samples/count t=100 v=1 main;libc.so.6+0x2000;do_syscall_64 "
         "{process.pid=1234,service.name=svc,thread.id=77,thread.name=worker}\n"
-        "on-cpu t=200 v=1 main;libc.so.6+0x2000;do_syscall_64 "
+        "samples/count t=200 v=1 main;libc.so.6+0x2000;do_syscall_64 "
         "{process.pid=1234,service.name=svc,thread.id=77,thread.name=worker}\n"
-        "on-cpu t=300 v=1 main;handler {process.pid=1234,service.name=svc,thread.name=worker}\n");
+        "samples/count t=300 v=1 main;handler {process.pid=1234,service.name=svc,thread.name=worker}\n");
 
   const storage::ProfileDictionary& d = r.batch.dict;
   auto frames = d.Stack(r.batch.samples[0].stack);
@@ -116,7 +115,7 @@ TEST_CASE("inline expansion: outermost line first, inner lines marked inlined") 
   auto* p = b.AddProfile(b.Resource({}));
   OtlpRequestBuilder::AddSample(p, stack, {}, {5});
   NormalizeResult r = NormalizeExportRequest(b.request);
-  CHECK(Print(r) == "on-cpu t=5 v=1 start;outer;middle*;inner* {}\n");
+  CHECK(Print(r) == "samples/count t=5 v=1 start;outer;middle*;inner* {}\n");
   auto frames = r.batch.dict.Stack(r.batch.samples[0].stack);
   CHECK(r.batch.dict.frames[frames[1]].line == 9);
   CHECK(r.batch.dict.frames[frames[3]].line == 3);
@@ -135,37 +134,47 @@ TEST_CASE("the three sample shapes") {
   NormalizeResult r = NormalizeExportRequest(f.b.request);
   CHECK(r.accepted_profiles == 3);
   CHECK(Print(r) ==
-        "on-cpu t=10 v=1 main;handler {}\n"
-        "on-cpu t=20 v=1 main;handler {}\n"
-        "on-cpu t=30 v=1 main;handler {}\n"
-        "on-cpu t=5000 v=17 main;handler {}\n"
-        "off-cpu t=40 v=1000 main;handler {}\n"
-        "off-cpu t=50 v=2000 main;handler {}\n");
+        "samples/count t=10 v=1 main;handler {}\n"
+        "samples/count t=20 v=1 main;handler {}\n"
+        "samples/count t=30 v=1 main;handler {}\n"
+        "samples/count t=5000 v=17 main;handler {}\n"
+        "off_cpu/nanoseconds t=40 v=1000 main;handler {}\n"
+        "off_cpu/nanoseconds t=50 v=2000 main;handler {}\n");
 }
 
-TEST_CASE("sample kinds from sample_type and period_type") {
+TEST_CASE("sample types are kept as sent, with their period; unknown ones are not folded together") {
   struct Case {
     const char *type, *unit, *ptype, *punit;
-    SampleKind kind;
   };
   const Case cases[] = {
-      {"samples", "count", "cpu", "nanoseconds", SampleKind::kOnCpu},
-      {"samples", "count", "", "", SampleKind::kOnCpu},
-      {"samples", "count", "wall", "nanoseconds", SampleKind::kOther},
-      {"off_cpu", "nanoseconds", "", "", SampleKind::kOffCpu},
-      {"sched_off_cpu", "count", "", "", SampleKind::kOffCpu},
-      {"events", "count", "", "", SampleKind::kProbe},
-      {"alloc_space", "bytes", "", "", SampleKind::kOther},
+      {"samples", "count", "cpu", "nanoseconds"}, {"samples", "count", "", ""},
+      {"off_cpu", "nanoseconds", "", ""},          {"sched_off_cpu", "count", "", ""},
+      {"events", "count", "", ""},                 {"alloc_space", "bytes", "space", "bytes"},
+      {"gc_pause", "milliseconds", "", ""},
   };
   for (const Case& c : cases) {
     CAPTURE(c.type);
     Fixture f;
     auto* p = f.b.AddProfile(f.b.Resource({}), c.type, c.unit, c.ptype, c.punit);
+    p->set_period(4096);
     OtlpRequestBuilder::AddSample(p, f.stack_a, {}, {1});
     NormalizeResult r = NormalizeExportRequest(f.b.request);
     REQUIRE(r.batch.samples.size() == 1);
-    CHECK(r.batch.samples[0].kind == c.kind);
+    const storage::SampleTypeInfo& t = r.batch.dict.sample_types[r.batch.samples[0].sample_type];
+    CHECK(t.type == storage::SampleType{c.type, c.unit});
+    CHECK(t.period_type == c.ptype);
+    CHECK(t.period_unit == c.punit);
+    CHECK(t.period == 4096);
   }
+  // Two unknown types in one request stay two types.
+  Fixture f;
+  OtlpRequestBuilder::AddSample(f.b.AddProfile(f.b.Resource({}), "gc_pause", "milliseconds", "", ""), f.stack_a,
+                                {}, {3});
+  OtlpRequestBuilder::AddSample(f.b.AddProfile(f.b.Resource({}), "alloc_space", "bytes", "", ""), f.stack_a, {},
+                                {4096});
+  NormalizeResult r = NormalizeExportRequest(f.b.request);
+  REQUIRE(r.batch.samples.size() == 2);
+  CHECK(r.batch.samples[0].sample_type != r.batch.samples[1].sample_type);
 }
 
 TEST_CASE("attributes: resource < profile < sample on key clash; values stringified") {
@@ -198,9 +207,9 @@ TEST_CASE("attributes: resource < profile < sample on key clash; values stringif
   OtlpRequestBuilder::AddSample(p, stack, {}, {2});
   NormalizeResult r = NormalizeExportRequest(b.request);
   CHECK(Print(r) ==
-        "on-cpu t=1 v=1 f {arr=[\"a\",2],b=01ab,cpu=x,d=0.5,env=from-profile,flag=false,"
+        "samples/count t=1 v=1 f {arr=[\"a\",2],b=01ab,cpu=x,d=0.5,env=from-profile,flag=false,"
         "host.name=from-sample,kv={\"k\":true},process.context.label.user=alice}\n"
-        "on-cpu t=2 v=1 f {cpu=x,env=from-profile,host.name=from-profile}\n");
+        "samples/count t=2 v=1 f {cpu=x,env=from-profile,host.name=from-profile}\n");
 }
 
 TEST_CASE("unknown frame type is kUnknown, not a rejection; links are kept") {
@@ -227,7 +236,8 @@ TEST_CASE("empty tables: index 0 is the empty element") {
   CHECK(r.accepted_profiles == 1);
   REQUIRE(r.batch.samples.size() == 1);
   CHECK(r.batch.samples[0].stack == 0);
-  CHECK(r.batch.samples[0].kind == SampleKind::kOther);
+  // No sample type at all: kept, under the empty type's name.
+  CHECK(r.batch.dict.sample_types[r.batch.samples[0].sample_type].type == storage::SampleType{"", ""});
 }
 
 // Builds a request whose profile 0 is broken by `breaker` and profile 1 is

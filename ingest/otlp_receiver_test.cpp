@@ -85,9 +85,9 @@ struct Server {
     return done.get_future().get();
   }
 
-  std::shared_ptr<const storage::ProfileSlice> Run(storage::SampleKind kind) {
+  std::shared_ptr<const storage::ProfileSlice> Run(storage::SampleType type = {}) {
     storage::Query query;
-    query.kind = kind;
+    query.sample_type = type;
     auto slice = store->Run(query);
     REQUIRE(slice.ok());
     return *slice;
@@ -136,7 +136,7 @@ TEST_CASE("OK path: empty response, data in the store, stats and log") {
   REQUIRE_MESSAGE(status.ok(), status.error_message());
   CHECK_FALSE(response.has_partial_success());
 
-  auto slice = server.Run(storage::SampleKind::kOnCpu);
+  auto slice = server.Run();
   CHECK(slice->total_events == 30);
   CHECK(slice->weights.size() == 2);  // two stacks, one attribute set
 
@@ -162,7 +162,7 @@ TEST_CASE("partial success: the good profile is stored, the bad one explained") 
   CHECK(response.partial_success().error_message() ==
         "resource_profiles[0].scope_profiles[0].profiles[1].samples[0].stack_index 4711 out of "
         "range (stack_table has 3 entries)");
-  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 10);
+  CHECK(server.Run()->total_events == 10);
   CHECK(server.receiver->stats().profiles_rejected == 1);
   CHECK(server.LogContains("rejected 1 of 2 profiles"));
 }
@@ -203,7 +203,7 @@ TEST_CASE("too large: RESOURCE_EXHAUSTED, also when gzip hides the size") {
   status = server.Export(bomb, &response, GRPC_COMPRESS_GZIP);
   CHECK(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(status.error_message() == "request decompresses to more than the limit of 65536 bytes");
-  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 0);
+  CHECK(server.Run()->total_events == 0);
   // A request under the limit still goes through.
   CHECK(server.Export(MakeRequest(100, false), &response).ok());
 }
@@ -217,7 +217,7 @@ TEST_CASE("gzip- and deflate-compressed requests are accepted") {
       server.Export(MakeRequest(1'000, true, 1'800'000'000'000'000'000), &response, GRPC_COMPRESS_DEFLATE);
   REQUIRE_MESSAGE(status.ok(), status.error_message());
   CHECK(response.partial_success().rejected_profiles() == 1);
-  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == 6'000);
+  CHECK(server.Run()->total_events == 6'000);
 }
 
 TEST_CASE("a port in use is a clear error") {
@@ -283,7 +283,7 @@ TEST_CASE("writer overloaded: UNAVAILABLE, and only acknowledged data is stored"
   // Timing decides how many overlap; with 12 concurrent senders some do.
   WARN_MESSAGE(unavailable > 0, "no request overlapped another");
   CHECK(acknowledged > 0);
-  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == acknowledged);
+  CHECK(server.Run()->total_events == acknowledged);
 }
 
 TEST_CASE("Stop answers in-flight requests and is idempotent") {
@@ -306,7 +306,7 @@ TEST_CASE("Stop answers in-flight requests and is idempotent") {
     if (s.ok()) acknowledged += 2'000;
   }
   // Everything acknowledged is stored.
-  CHECK(server.Run(storage::SampleKind::kOnCpu)->total_events == acknowledged);
+  CHECK(server.Run()->total_events == acknowledged);
 }
 
 }  // namespace

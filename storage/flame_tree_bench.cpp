@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
       int64_t time = tick + cpu * 3'125'000 + static_cast<int64_t>(rng() % 4096);
       // A stack belongs to one process and thread, as real stacks do.
       uint32_t set = 1 + (s % 8) * 4 + (s / 8) % 4;
-      batch.samples.push_back({time, s + 1, std::min(set, sets), 0, SampleKind::kOnCpu, 1});
+      batch.samples.push_back({time, s + 1, std::min(set, sets), 0, 0, 1});
     }
     written += static_cast<int64_t>(batch.samples.size());
     if (auto s = store->Write(batch); !s.ok()) {

@@ -93,7 +93,7 @@ TEST_CASE("inline frames can be hidden; the outer function keeps the weight") {
 
 TEST_CASE("weights are values, not event counts (off-CPU nanoseconds)") {
   auto batch = testing::BatchFromFolded("main;sleep 2\nmain;read 1",
-                                        {.kind = SampleKind::kOffCpu, .value = 1500});
+                                        {.sample_type = {OffCpuTime()}, .value = 1500});
   CHECK(Tree(batch, {.group_by = GroupBy::kNone}) ==
         "all 4500\n"
         "  main 4500\n"

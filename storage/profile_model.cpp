@@ -13,8 +13,6 @@ constexpr std::array<std::string_view, kFrameTypeCount> kFrameTypeNames = {
     "unknown", "native", "kernel", "go",     "cpython",     "php", "jvm", "ruby",
     "perl",    "v8js",   "dotnet", "beam",   "luajit", "abort-marker", "jit",
 };
-constexpr std::array<std::string_view, kSampleKindCount> kSampleKindNames = {
-    "on-cpu", "off-cpu", "probe", "other"};
 }  // namespace
 
 std::string_view FrameTypeName(FrameType type) {
@@ -29,21 +27,6 @@ FrameType FrameTypeFromName(std::string_view name) {
     if (kFrameTypeNames[i] == name) return static_cast<FrameType>(i);
   }
   return FrameType::kUnknown;
-}
-
-std::string_view SampleKindName(SampleKind kind) {
-  auto i = static_cast<size_t>(kind);
-  return i < kSampleKindNames.size() ? kSampleKindNames[i] : "other";
-}
-
-bool ParseSampleKind(std::string_view name, SampleKind* kind) {
-  for (size_t i = 0; i < kSampleKindNames.size(); ++i) {
-    if (kSampleKindNames[i] == name) {
-      *kind = static_cast<SampleKind>(i);
-      return true;
-    }
-  }
-  return false;
 }
 
 std::string_view ProfileDictionary::AttributeValue(uint32_t set, std::string_view key) const {
@@ -83,6 +66,17 @@ uint32_t ProfileDictionary::AddAttributeSet(std::vector<Attribute> attrs) {
   attributes.insert(attributes.end(), unique.begin(), unique.end());
   attribute_set_offsets.push_back(static_cast<uint32_t>(attributes.size()));
   return static_cast<uint32_t>(AttributeSetCount() - 1);
+}
+
+uint32_t ProfileDictionary::AddSampleType(const SampleTypeInfo& info) {
+  for (size_t i = 0; i < sample_types.size(); ++i) {
+    if (sample_types[i].type == info.type) {
+      if (info.period != 0 || !info.period_type.empty()) sample_types[i] = info;
+      return static_cast<uint32_t>(i);
+    }
+  }
+  sample_types.push_back(info);
+  return static_cast<uint32_t>(sample_types.size() - 1);
 }
 
 std::string FrameLabel(const ProfileDictionary& dict, uint32_t frame_index) {

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/sample_type.h"
+
 namespace kiln::storage {
 
 // What kind of code a frame belongs to. Values are stored on disk: append
@@ -39,17 +41,6 @@ std::string_view FrameTypeName(FrameType type);
 // Inverse of FrameTypeName; accepts the older "phpjit". Anything unknown is
 // kUnknown (an unknown frame type is never a reason to reject data).
 FrameType FrameTypeFromName(std::string_view name);
-
-// The sample kinds the UI and the CLI select between. Stored on disk.
-enum class SampleKind : uint8_t {
-  kOnCpu = 0,   // weight = number of events
-  kOffCpu = 1,  // weight = nanoseconds off CPU
-  kProbe = 2,   // weight = number of events
-  kOther = 3,   // anything else (allocations, ...): weight = value
-};
-inline constexpr int kSampleKindCount = 4;
-std::string_view SampleKindName(SampleKind kind);  // "on-cpu", "off-cpu", "probe", "other"
-bool ParseSampleKind(std::string_view name, SampleKind* kind);
 
 // An executable or shared library a native frame belongs to.
 struct Executable {
@@ -88,7 +79,9 @@ struct Link {
 
 // Tables addressed by 32-bit indices. Index 0 of every table is the empty
 // element, as in OTLP: strings[0] == "", executables[0], frames[0],
-// stack 0 (no frames), attribute set 0 (no attributes), links[0].
+// stack 0 (no frames), attribute set 0 (no attributes), links[0]; except
+// sample_types[0], which is on-CPU samples (samples/count), the type of a
+// default Sample.
 struct ProfileDictionary {
   std::vector<std::string> strings{""};
   std::vector<Executable> executables{Executable{}};
@@ -102,6 +95,7 @@ struct ProfileDictionary {
   std::vector<uint32_t> attribute_set_offsets{0, 0};
   std::vector<Attribute> attributes;
   std::vector<Link> links{Link{}};
+  std::vector<SampleTypeInfo> sample_types{SampleTypeInfo{}};
 
   size_t StackCount() const { return stack_offsets.size() - 1; }
   size_t AttributeSetCount() const { return attribute_set_offsets.size() - 1; }
@@ -137,6 +131,9 @@ struct ProfileDictionary {
   uint32_t AddStack(const std::vector<uint32_t>& root_first_frames);
   // Sorts by key and keeps the last value of a repeated key.
   uint32_t AddAttributeSet(std::vector<Attribute> attributes);
+  // The index of `info`'s type, adding it when new (a later period
+  // replaces an earlier one: one type, one period shown).
+  uint32_t AddSampleType(const SampleTypeInfo& info);
 };
 
 // A display label for a frame: the function name, or for an unnamed frame
@@ -154,8 +151,8 @@ struct Sample {
   uint32_t stack = 0;
   uint32_t attribute_set = 0;
   uint32_t link = 0;
-  SampleKind kind = SampleKind::kOnCpu;
-  int64_t value = 1;  // events for on-cpu/probe, nanoseconds for off-cpu
+  uint32_t sample_type = 0;  // index into dict.sample_types
+  int64_t value = 1;         // in the sample type's unit
 };
 
 // What a producer hands the store in one write: a dictionary and samples
@@ -179,7 +176,7 @@ struct StackWeight {
 struct ProfileSlice {
   ProfileDictionary dict;
   std::vector<StackWeight> weights;  // one entry per distinct (stack, attribute set)
-  SampleKind kind = SampleKind::kOnCpu;
+  SampleTypeInfo sample_type;        // what every weight measures
   int64_t from_ns = std::numeric_limits<int64_t>::min();  // query range [from, to)
   int64_t to_ns = std::numeric_limits<int64_t>::max();
   int64_t first_sample_ns = 0;  // actual data range inside the query range

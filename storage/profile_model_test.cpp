@@ -14,11 +14,59 @@ TEST_CASE("frame type names round trip, unknown names are kUnknown") {
   CHECK(FrameTypeFromName("brainfuck") == FrameType::kUnknown);
 }
 
-TEST_CASE("sample kind names parse") {
-  SampleKind k{};
-  CHECK(ParseSampleKind("off-cpu", &k));
-  CHECK(k == SampleKind::kOffCpu);
-  CHECK_FALSE(ParseSampleKind("offcpu", &k));
+TEST_CASE("values are written in their sample type's unit") {
+  // What `go tool pprof` prints for a CPU profile's cpu/nanoseconds total
+  // of 1.76 s, and a heap profile's 116 GiB of alloc_space.
+  CHECK(FormatValue({"cpu", "nanoseconds"}, 1'760'000'000) == "1.76 s");
+  CHECK(FormatValue({"alloc_space", "bytes"}, int64_t{116} << 30) == "116 GiB");
+  CHECK(FormatValue({"alloc_space", "kilobytes"}, 2048) == "2.0 MiB");
+  CHECK(FormatValue({"delay", "microseconds"}, 1500) == "1.50 ms");
+  CHECK(FormatValue({"samples", "count"}, 12'345) == "12.3k samples");
+  CHECK(FormatValue({"samples", "count"}, 1) == "1 sample");
+  CHECK(FormatValue({"inuse_objects", "count"}, 3) == "3 objects");
+  CHECK(FormatValue({"events", "count"}, 7) == "7 events");
+  CHECK(FormatValue({"off_cpu", "nanoseconds"}, 90'000'000'000) == "1m 30s");
+  // An unknown unit keeps its name; an unknown count type names itself.
+  CHECK(FormatValue({"gc", "pauses"}, 4) == "4 pauses");
+  CHECK(FormatValue({"goroutine", "count"}, 12) == "12 goroutine");
+  CHECK(FormatValueShort({"samples", "count"}, 12'345) == "12.3k");
+  CHECK(FormatValue({"cpu", "nanoseconds"}, -2'000'000) == "-2.00 ms");
+}
+
+TEST_CASE("sample types have labels, and unknown ones keep their own name and unit") {
+  CHECK(SampleTypeLabel(OnCpuSamples()) == "On-CPU (samples)");
+  CHECK(SampleTypeLabel({"cpu", "nanoseconds"}) == "CPU time (ns)");
+  CHECK(SampleTypeLabel(OffCpuTime()) == "Off-CPU (ns)");
+  CHECK(SampleTypeLabel({"alloc_space", "bytes"}) == "Allocated bytes");
+  CHECK(SampleTypeLabel({"inuse_objects", "count"}) == "In-use objects");
+  CHECK(SampleTypeLabel(ProbeEvents()) == "Probe events");
+  CHECK(SampleTypeLabel({"gc_pause", "milliseconds"}) == "gc_pause (milliseconds)");
+  CHECK(SampleTypeName({"alloc_space", "bytes"}) == "alloc_space/bytes");
+}
+
+TEST_CASE("a sample type is found by type/unit, type name or alias; the default is pprof's") {
+  const std::vector<SampleType> heap = {
+      {"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}};
+  CHECK(FindSampleType("alloc_space", heap) == SampleType{"alloc_space", "bytes"});
+  CHECK(FindSampleType("inuse_objects/count", heap) == SampleType{"inuse_objects", "count"});
+  CHECK_FALSE(FindSampleType("cpu", heap).has_value());
+  CHECK(FindSampleType("off-cpu", {OnCpuSamples(), OffCpuTime()}) == OffCpuTime());
+  CHECK(FindSampleType("on-cpu", {OnCpuSamples(), OffCpuTime()}) == OnCpuSamples());
+  CHECK(DefaultSampleType(heap) == SampleType{"inuse_space", "bytes"});
+  CHECK(DefaultSampleType(heap, "alloc_space") == SampleType{"alloc_space", "bytes"});
+  CHECK(DefaultSampleType(heap, "missing") == SampleType{"inuse_space", "bytes"});
+  CHECK(DefaultSampleType({}) == OnCpuSamples());
+}
+
+TEST_CASE("a dictionary's sample types dedupe by type and keep the newest period") {
+  ProfileDictionary d;
+  CHECK(d.AddSampleType({OnCpuSamples(), "cpu", "nanoseconds", 10'000'000}) == 0);
+  CHECK(d.sample_types[0].period == 10'000'000);
+  uint32_t off = d.AddSampleType({OffCpuTime()});
+  CHECK(off == 1);
+  CHECK(d.AddSampleType({OffCpuTime()}) == off);
+  CHECK(d.AddSampleType({OnCpuSamples()}) == 0);
+  CHECK(d.sample_types[0].period == 10'000'000);  // no period: the known one stays
 }
 
 TEST_CASE("attribute sets are sorted by key and the last repeated key wins") {

@@ -19,7 +19,9 @@
 //            'k' u32 id                    -> stack: varint n, n varint frame ids (root first)
 //            'a' u32 id                    -> attribute set: varint n, n (key, value) string ids
 //            'l' u32 id                    -> link: varint len, trace id, span id
-//   blocks   u8 kind | u64 bucket^sign | u64 seq -> SampleBlock (zstd by RocksDB)
+//            'y' u32 id                    -> sample type: type, unit, period type, period
+//                                             unit (varint len + bytes each), zigzag period
+//   blocks   u32 sample type | u64 bucket^sign | u64 seq -> SampleBlock (zstd by RocksDB)
 //   log      u64 seq                       -> zigzag time, u8 level, message
 //   symbols  't' key                       -> SymbolTable::Serialize() (blob file, zstd)
 //            'a' key                       -> key of the table this key shares
@@ -44,6 +46,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 
 #include "absl/container/flat_hash_map.h"
@@ -58,14 +61,16 @@ namespace kiln::storage {
 // ============================================================================
 namespace {
 
-// Samples are grouped into blocks per kind and per 10 s of time: wide
+// Samples are grouped into blocks per sample type and per 10 s of time: wide
 // enough that an agent's 5 s batch makes one or two blocks, narrow enough
 // that a "last 15 minutes" query skips most of a long-lived store.
 constexpr int64_t kBucketNs = 10'000'000'000;
 constexpr char kSchemaKey[] = "meta:schema";
 constexpr char kStatsKey[] = "meta:stats";
 constexpr char kTagString = 's', kTagExecutable = 'e', kTagFrame = 'f', kTagStack = 'k',
-               kTagAttributeSet = 'a', kTagLink = 'l';
+               kTagAttributeSet = 'a', kTagLink = 'l', kTagSampleType = 'y';
+// Block keys: u32 sample type, u64 bucket, u64 sequence.
+constexpr size_t kBlockKeySize = 20;
 
 int64_t FloorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -79,8 +84,9 @@ std::string DictKey(char tag, uint32_t id) {
   return key;
 }
 
-std::string BlockKeyPrefix(SampleKind kind, int64_t bucket) {
-  std::string key(1, static_cast<char>(kind));
+std::string BlockKeyPrefix(uint32_t sample_type, int64_t bucket) {
+  std::string key;
+  PutBigEndian32(&key, sample_type);
   // Flipping the sign bit makes negative buckets sort before positive ones.
   PutBigEndian64(&key, static_cast<uint64_t>(bucket) ^ (uint64_t{1} << 63));
   return key;
@@ -104,6 +110,21 @@ std::string EncodeFrame(const Frame& f) {
   PutVarint(&v, f.address);
   v.push_back(static_cast<char>(f.type));
   v.push_back(static_cast<char>(f.inlined ? 1 : 0));
+  return v;
+}
+
+void PutText(std::string* v, std::string_view text) {
+  PutVarint(v, text.size());
+  v->append(text);
+}
+
+std::string EncodeSampleType(const SampleTypeInfo& t) {
+  std::string v;
+  PutText(&v, t.type.type);
+  PutText(&v, t.type.unit);
+  PutText(&v, t.period_type);
+  PutText(&v, t.period_unit);
+  PutVarint(&v, ZigZag(t.period));
   return v;
 }
 
@@ -149,6 +170,18 @@ struct ValueReader {
     return static_cast<uint8_t>(*p++);
   }
 };
+
+bool DecodeSampleType(std::string_view bytes, SampleTypeInfo* t) {
+  ValueReader r{bytes.data(), bytes.data() + bytes.size()};
+  for (std::string* field : {&t->type.type, &t->type.unit, &t->period_type, &t->period_unit}) {
+    uint64_t n = r.Next();
+    if (!r.ok || n > static_cast<uint64_t>(r.end - r.p)) return false;
+    field->assign(r.p, n);
+    r.p += n;
+  }
+  t->period = UnZigZag(r.Next());
+  return r.ok;
+}
 
 absl::Status Corrupt(std::string_view what, uint32_t id) {
   return absl::DataLossError(absl::StrCat("store dictionary: ", std::string(what), " ", id, " is corrupt"));
@@ -285,6 +318,13 @@ struct GlobalDictionary {
   absl::flat_hash_map<std::string, uint32_t> stack_ids;          // key: EncodeIds bytes
   absl::flat_hash_map<std::string, uint32_t> attribute_set_ids;  // key: EncodeAttributes bytes
   absl::flat_hash_map<std::string, uint32_t> link_ids;           // key: EncodeLink bytes
+  // Few entries (one per kind of data ever stored): searched linearly.
+  std::optional<uint32_t> SampleTypeId(const SampleType& type) const {
+    for (size_t i = 0; i < dict.sample_types.size(); ++i) {
+      if (dict.sample_types[i].type == type) return static_cast<uint32_t>(i);
+    }
+    return std::nullopt;
+  }
 
   GlobalDictionary() {
     string_ids.emplace("", 0);
@@ -298,16 +338,23 @@ struct GlobalDictionary {
   // Sizes of every table, to roll back a failed write.
   struct Mark {
     size_t strings, executables, frames, stacks, stack_frames, attribute_sets, attributes, links;
+    std::vector<SampleTypeInfo> sample_types;  // few and small: kept whole (periods change in place)
   };
   Mark Snapshot() const {
-    return {dict.strings.size(),       dict.executables.size(),  dict.frames.size(),
-            dict.stack_offsets.size(), dict.stack_frames.size(), dict.attribute_set_offsets.size(),
-            dict.attributes.size(),    dict.links.size()};
+    return {dict.strings.size(),
+            dict.executables.size(),
+            dict.frames.size(),
+            dict.stack_offsets.size(),
+            dict.stack_frames.size(),
+            dict.attribute_set_offsets.size(),
+            dict.attributes.size(),
+            dict.links.size(),
+            dict.sample_types};
   }
 };
 
 struct Counters {
-  uint64_t samples_by_kind[kSampleKindCount] = {};
+  std::vector<uint64_t> samples_by_type;  // indexed by sample type id
   uint64_t blocks = 0;
   int64_t first_sample_ns = 0;
   int64_t last_sample_ns = 0;
@@ -315,21 +362,31 @@ struct Counters {
 
   uint64_t samples() const {
     uint64_t n = 0;
-    for (uint64_t k : samples_by_kind) n += k;
+    for (uint64_t k : samples_by_type) n += k;
     return n;
+  }
+  void Add(uint32_t sample_type, uint64_t n) {
+    if (samples_by_type.size() <= sample_type) samples_by_type.resize(sample_type + 1);
+    samples_by_type[sample_type] += n;
   }
   std::string Encode() const {
     std::string v;
-    for (uint64_t k : samples_by_kind) PutVarint(&v, k);
+    PutVarint(&v, samples_by_type.size());
+    for (uint64_t k : samples_by_type) PutVarint(&v, k);
     PutVarint(&v, blocks);
     PutVarint(&v, ZigZag(first_sample_ns));
     PutVarint(&v, ZigZag(last_sample_ns));
     PutVarint(&v, next_block_seq);
     return v;
   }
-  bool Decode(std::string_view bytes) {
+  // `legacy_kinds`: schema 1 wrote exactly four fixed per-kind counts
+  // without a length.
+  bool Decode(std::string_view bytes, bool legacy_kinds = false) {
     ValueReader r{bytes.data(), bytes.data() + bytes.size()};
-    for (uint64_t& k : samples_by_kind) k = r.Next();
+    const uint64_t n = legacy_kinds ? 4 : r.Next();
+    if (!r.ok || n > bytes.size()) return false;
+    samples_by_type.assign(n, 0);
+    for (uint64_t& k : samples_by_type) k = r.Next();
     blocks = r.Next();
     first_sample_ns = UnZigZag(r.Next());
     last_sample_ns = UnZigZag(r.Next());
@@ -373,6 +430,9 @@ class RocksStore final : public Store {
  private:
   absl::Status LoadDictionary();
   absl::Status LoadMeta();
+  // Schema 1 kept four fixed sample kinds in a key byte; rewrites its block
+  // keys and counters for sample types.
+  absl::Status UpgradeFromSchema1();
   absl::Status LoadSymbolStatuses();
   // The table stored for `key` (following an alias), loaded on first use;
   // null when there is none or it cannot be read.
@@ -381,7 +441,7 @@ class RocksStore final : public Store {
   // keys, or null. Caller holds dict_mutex_.
   std::shared_ptr<const SymbolTable> SymbolTableForExecutable(const Executable& e) const;
   bool HasSymbols() const;
-  // Calls `visit(sample)` for every stored sample of the query's kind in
+  // Calls `visit(sample)` for every stored sample of the query's sample type in
   // its time range that passes its filters. Also returns the dictionary
   // sizes valid for every id seen.
   template <typename Visit>
@@ -515,6 +575,16 @@ absl::Status RocksStore::OpenDb() {
     return FromRocks(s, "reading schema version");
   } else {
     uint32_t found = version.size() == 4 ? GetBigEndian32(version.data()) : 0;
+    if (found == 1 && read_only_) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("kiln store in ", dir_,
+                       " was written by an older kiln (schema 1); open it once with kiln --data-dir ", dir_,
+                       " (or `kiln import`) to upgrade it, then read it"));
+    }
+    if (found == 1) {
+      if (auto st = UpgradeFromSchema1(); !st.ok()) return st;
+      found = kSchemaVersion;
+    }
     if (found != kSchemaVersion) {
       return absl::FailedPreconditionError(absl::StrCat("kiln store in ", dir_, " has schema version ", found,
                                                         "; this kiln reads version ", kSchemaVersion,
@@ -524,6 +594,63 @@ absl::Status RocksStore::OpenDb() {
   if (auto st = LoadMeta(); !st.ok()) return st;
   if (auto st = LoadSymbolStatuses(); !st.ok()) return st;
   return LoadDictionary();
+}
+
+absl::Status RocksStore::UpgradeFromSchema1() {
+  // Schema 1's kinds, in key-byte order, as the sample types their data
+  // was sent as. "other" folded every unrecognized type together, so its
+  // unit is unknown.
+  const SampleTypeInfo kLegacy[4] = {{OnCpuSamples()}, {OffCpuTime()}, {ProbeEvents()}, {{"other", ""}}};
+  Counters old;
+  std::string v;
+  if (rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf(), kStatsKey, &v); s.ok()) {
+    if (!old.Decode(v, /*legacy_kinds=*/true)) return absl::DataLossError("store statistics key is corrupt");
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "reading statistics");
+  }
+  // Kind 0 becomes sample type 0 (on-CPU samples, implicit); the others get
+  // ids in kind order, where they have samples.
+  uint32_t ids[4] = {0, 0, 0, 0};
+  Counters counters = old;
+  counters.samples_by_type.assign(1, old.samples_by_type[0]);
+  rocksdb::WriteBatch wb;
+  auto id_of = [&](uint32_t kind) {
+    if (kind != 0 && ids[kind] == 0) {
+      ids[kind] = static_cast<uint32_t>(counters.samples_by_type.size());
+      counters.samples_by_type.push_back(old.samples_by_type[kind]);
+      wb.Put(meta_cf(), DictKey(kTagSampleType, ids[kind]), EncodeSampleType(kLegacy[kind]));
+    }
+    return ids[kind];
+  };
+  for (uint32_t k = 1; k < 4; ++k) {
+    if (old.samples_by_type[k] != 0) id_of(k);
+  }
+  // Old keys are 17 bytes, new ones 20: an upgrade cut short by a crash
+  // resumes where it stopped (the version key is written last).
+  rocksdb::WriteOptions wo;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), blocks_cf()));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    rocksdb::Slice key = it->key();
+    if (key.size() != 17) continue;
+    const auto kind = static_cast<uint8_t>(key[0]);
+    if (kind >= 4) return absl::DataLossError("store block key of an unknown kind");
+    std::string moved;
+    PutBigEndian32(&moved, id_of(kind));
+    moved.append(key.data() + 1, 16);
+    wb.Put(blocks_cf(), moved, it->value());
+    wb.Delete(blocks_cf(), key);
+    if (wb.GetDataSize() > (8u << 20)) {
+      if (auto st = FromRocks(db_->Write(wo, &wb), "upgrading the store"); !st.ok()) return st;
+      wb.Clear();
+    }
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "upgrading the store");
+  wb.Put(meta_cf(), kStatsKey, counters.Encode());
+  std::string version;
+  PutBigEndian32(&version, kSchemaVersion);
+  wb.Put(meta_cf(), kSchemaKey, version);
+  wo.sync = true;
+  return FromRocks(db_->Write(wo, &wb), "upgrading the store");
 }
 
 absl::Status RocksStore::LoadMeta() {
@@ -610,6 +737,19 @@ absl::Status RocksStore::LoadDictionary() {
         if (!r.ok) return Corrupt("attribute set", id);
         d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
         g.attribute_set_ids.emplace(std::string(val.data(), val.size()), id);
+        break;
+      }
+      case kTagSampleType: {
+        // Id 0 (on-CPU samples) exists before anything is stored; its entry
+        // only carries a period.
+        if (id > d.sample_types.size()) return Corrupt("sample type", id);
+        SampleTypeInfo t;
+        if (!DecodeSampleType(std::string_view(val.data(), val.size()), &t)) return Corrupt("sample type", id);
+        if (id == d.sample_types.size()) {
+          d.sample_types.push_back(t);
+        } else {
+          d.sample_types[id] = t;
+        }
         break;
       }
       case kTagLink: {
@@ -764,6 +904,22 @@ class BatchInterner {
       }
     }
 
+    sample_types_.resize(l.sample_types.size());
+    for (size_t i = 0; i < l.sample_types.size(); ++i) {
+      const SampleTypeInfo& t = l.sample_types[i];
+      std::optional<uint32_t> id = g_.SampleTypeId(t.type);
+      if (!id) {
+        id = static_cast<uint32_t>(d.sample_types.size());
+        d.sample_types.push_back(t);
+        wb_.Put(cf_, DictKey(kTagSampleType, *id), EncodeSampleType(t));
+      } else if ((t.period != 0 || !t.period_type.empty()) && !(d.sample_types[*id] == t)) {
+        // The newest period is the one shown.
+        d.sample_types[*id] = t;
+        wb_.Put(cf_, DictKey(kTagSampleType, *id), EncodeSampleType(t));
+      }
+      sample_types_[i] = *id;
+    }
+
     links_.resize(l.links.size());
     for (size_t i = 0; i < l.links.size(); ++i) {
       key = EncodeLink(l.links[i]);
@@ -790,10 +946,11 @@ class BatchInterner {
     d.attribute_set_offsets.resize(mark.attribute_sets);
     d.attributes.resize(mark.attributes);
     d.links.resize(mark.links);
+    d.sample_types = mark.sample_types;
   }
 
   // Batch-local to global id maps, valid after Intern().
-  std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_;
+  std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_, sample_types_;
 
  private:
   // Looks `key` up in `ids`; a new key gets `next_id`, is queued for
@@ -842,7 +999,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   for (size_t i = 0; i < batch.samples.size(); ++i) {
     const Sample& s = batch.samples[i];
     if (s.stack >= l.StackCount() || s.attribute_set >= l.AttributeSetCount() || s.link >= l.links.size() ||
-        static_cast<int>(s.kind) >= kSampleKindCount) {
+        s.sample_type >= l.sample_types.size()) {
       return absl::InvalidArgumentError(absl::StrCat("batch sample ", i, " has an index out of range"));
     }
   }
@@ -859,9 +1016,9 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
     return s;
   }
 
-  // Group samples by (kind, bucket) and sort each group by time.
+  // Group samples by (sample type, bucket) and sort each group by time.
   struct Keyed {
-    uint8_t kind;
+    uint32_t sample_type;
     int64_t bucket;
     BlockSample sample;
   };
@@ -869,12 +1026,12 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   keyed.reserve(batch.samples.size());
   for (const Sample& s : batch.samples) {
     keyed.push_back(
-        {static_cast<uint8_t>(s.kind), FloorDiv(s.time_ns, kBucketNs),
+        {interner.sample_types_[s.sample_type], FloorDiv(s.time_ns, kBucketNs),
          BlockSample{s.time_ns, interner.stacks_[s.stack], interner.attribute_sets_[s.attribute_set],
                      interner.links_[s.link], s.value}});
   }
   std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
-    if (a.kind != b.kind) return a.kind < b.kind;
+    if (a.sample_type != b.sample_type) return a.sample_type < b.sample_type;
     return a.bucket < b.bucket;  // EncodeSampleBlock orders each block itself
   });
   Counters counters = counters_;
@@ -882,16 +1039,16 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   for (size_t i = 0; i < keyed.size();) {
     size_t j = i;
     run.clear();
-    while (j < keyed.size() && keyed[j].kind == keyed[i].kind && keyed[j].bucket == keyed[i].bucket &&
+    while (j < keyed.size() && keyed[j].sample_type == keyed[i].sample_type && keyed[j].bucket == keyed[i].bucket &&
            run.size() < kMaxBlockSamples) {
       run.push_back(keyed[j].sample);
       ++j;
     }
-    std::string key = BlockKeyPrefix(static_cast<SampleKind>(keyed[i].kind), keyed[i].bucket);
+    std::string key = BlockKeyPrefix(keyed[i].sample_type, keyed[i].bucket);
     PutBigEndian64(&key, counters.next_block_seq++);
     wb.Put(blocks_cf(), key, EncodeSampleBlock(run));
     counters.blocks++;
-    counters.samples_by_kind[keyed[i].kind] += run.size();
+    counters.Add(keyed[i].sample_type, run.size());
     int64_t first = run.front().time_ns, last = run.front().time_ns;
     for (const BlockSample& b : run) {
       first = std::min(first, b.time_ns);
@@ -956,18 +1113,26 @@ absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& v
   std::vector<uint8_t> match;
   std::unique_ptr<rocksdb::Iterator> it;
   if (query.to_ns <= query.from_ns) return absl::OkStatus();
-  std::string lower = BlockKeyPrefix(query.kind, FloorDiv(query.from_ns, kBucketNs));
-  // Upper bound: the first block key past the bucket holding to_ns - 1, or
-  // the end of this kind's keys for an open-ended range.
-  std::string upper = query.to_ns == std::numeric_limits<int64_t>::max()
-                          ? std::string(1, static_cast<char>(static_cast<uint8_t>(query.kind) + 1))
-                          : BlockKeyPrefix(query.kind, FloorDiv(query.to_ns - 1, kBucketNs) + 1);
-  rocksdb::Slice upper_slice(upper);
+  std::string lower, upper;
+  rocksdb::Slice upper_slice;
   rocksdb::ReadOptions ro;
-  ro.iterate_upper_bound = &upper_slice;
   ro.fill_cache = false;  // a scan reads each block once
+  uint32_t type_id = 0;
   {
     std::shared_lock lock(dict_mutex_);
+    std::optional<uint32_t> id = dict_.SampleTypeId(query.sample_type);
+    if (!id) return absl::OkStatus();  // never stored: nothing to see
+    type_id = *id;
+    lower = BlockKeyPrefix(type_id, FloorDiv(query.from_ns, kBucketNs));
+    // Upper bound: the first block key past the bucket holding to_ns - 1,
+    // or the end of this type's keys for an open-ended range.
+    if (query.to_ns == std::numeric_limits<int64_t>::max()) {
+      PutBigEndian32(&upper, type_id + 1);
+    } else {
+      upper = BlockKeyPrefix(type_id, FloorDiv(query.to_ns - 1, kBucketNs) + 1);
+    }
+    upper_slice = rocksdb::Slice(upper);
+    ro.iterate_upper_bound = &upper_slice;
     match = MatchAttributeSets(query.filters);
     *stack_count = dict_.dict.StackCount();
     it.reset(db_->NewIterator(ro, blocks_cf()));
@@ -975,7 +1140,7 @@ absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& v
   std::vector<BlockSample> samples;
   for (it->Seek(lower); it->Valid(); it->Next()) {
     rocksdb::Slice key = it->key();
-    if (key.size() != 17 || static_cast<uint8_t>(key[0]) != static_cast<uint8_t>(query.kind)) break;
+    if (key.size() != kBlockKeySize || GetBigEndian32(key.data()) != type_id) break;
     if (auto s = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
         !s.ok()) {
       return s;
@@ -994,7 +1159,11 @@ absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& v
 
 absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query& query) const {
   auto slice = std::make_shared<ProfileSlice>();
-  slice->kind = query.kind;
+  {
+    std::shared_lock lock(dict_mutex_);
+    std::optional<uint32_t> id = dict_.SampleTypeId(query.sample_type);
+    slice->sample_type = id ? dict_.dict.sample_types[*id] : SampleTypeInfo{query.sample_type};
+  }
   slice->from_ns = query.from_ns;
   slice->to_ns = query.to_ns;
 
@@ -1332,7 +1501,11 @@ StoreStats RocksStore::Stats() const {
   StoreStats st;
   {
     std::shared_lock lock(dict_mutex_);
-    for (int k = 0; k < kSampleKindCount; ++k) st.samples_by_kind[k] = counters_.samples_by_kind[k];
+    for (size_t k = 0; k < counters_.samples_by_type.size() && k < dict_.dict.sample_types.size(); ++k) {
+      if (counters_.samples_by_type[k] != 0) {
+        st.sample_types.push_back({dict_.dict.sample_types[k], counters_.samples_by_type[k]});
+      }
+    }
     st.samples = counters_.samples();
     st.blocks = counters_.blocks;
     st.first_sample_ns = counters_.first_sample_ns;

@@ -23,7 +23,9 @@ namespace kiln::storage {
 
 // The on-disk format version. Bump on any incompatible change; Open() of a
 // store written with another version fails with both versions named.
-inline constexpr uint32_t kSchemaVersion = 1;
+// Version 2 keeps samples per sample type (version 1 had four fixed kinds);
+// a version 1 store is upgraded in place when opened read-write.
+inline constexpr uint32_t kSchemaVersion = 2;
 
 // Samples match a filter when their attribute set has `key` with any of
 // `values`. Filters with different keys must all match (AND).
@@ -33,7 +35,7 @@ struct AttributeFilter {
 };
 
 struct Query {
-  SampleKind kind = SampleKind::kOnCpu;
+  SampleType sample_type;  // on-CPU samples unless set
   int64_t from_ns = std::numeric_limits<int64_t>::min();  // inclusive
   int64_t to_ns = std::numeric_limits<int64_t>::max();    // exclusive
   std::vector<AttributeFilter> filters;
@@ -47,9 +49,16 @@ struct Timeline {
   std::vector<uint64_t> events;
 };
 
+struct SampleTypeCount {
+  SampleTypeInfo info;
+  uint64_t samples = 0;  // stored sample entries (events)
+};
+
 struct StoreStats {
-  uint64_t samples = 0;  // stored sample entries (events), all kinds
-  uint64_t samples_by_kind[kSampleKindCount] = {};
+  uint64_t samples = 0;  // stored sample entries (events), all types
+  // Every sample type with samples: on-CPU samples first, then the others
+  // in the order they were first stored.
+  std::vector<SampleTypeCount> sample_types;
   uint64_t stacks = 0;
   uint64_t frames = 0;
   uint64_t strings = 0;
@@ -134,7 +143,7 @@ class Store {
   // entries they reference.
   [[nodiscard]] virtual absl::StatusOr<std::shared_ptr<const ProfileSlice>> Run(const Query& query) const = 0;
 
-  // Weight over time for the query's kind and filters, `bucket_count`
+  // Weight over time for the query's sample type and filters, `bucket_count`
   // buckets evenly covering [query.from_ns, query.to_ns) (clamped to the
   // stored data's range when open-ended).
   [[nodiscard]] virtual absl::StatusOr<Timeline> RunTimeline(const Query& query, int bucket_count) const = 0;

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 #include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include "storage/flame_tree.h"
 #include "storage/folded.h"
 #include "storage/test_fixtures.h"
+#include "storage/varint.h"
 
 namespace kiln::storage {
 namespace {
@@ -56,19 +58,19 @@ TEST_CASE("written samples come back from a query, after a restart too") {
   CHECK(st.frames == 3);
 }
 
-TEST_CASE("queries select kind and half-open time range") {
+TEST_CASE("queries select sample type and half-open time range") {
   TempDir dir;
   auto store = OpenOrDie(dir.path);
   int64_t t0 = 1'700'000'000'000'000'000;
   REQUIRE(store->Write(testing::BatchFromFolded("cpu 4", {.first_time_ns = t0})).ok());
   REQUIRE(store
               ->Write(testing::BatchFromFolded(
-                  "wait 2", {.kind = SampleKind::kOffCpu, .first_time_ns = t0, .value = 1000}))
+                  "wait 2", {.sample_type = {OffCpuTime()}, .first_time_ns = t0, .value = 1000}))
               .ok());
   // Samples at t0, t0+1ms, t0+2ms, t0+3ms; a window across a 10 s bucket edge too.
   REQUIRE(store->Write(testing::BatchFromFolded("later 1", {.first_time_ns = t0 + 25'000'000'000})).ok());
   CHECK(Folded(*store) == std::vector<std::string>{"cpu 4", "later 1"});
-  CHECK(Folded(*store, {.kind = SampleKind::kOffCpu}) == std::vector<std::string>{"wait 2000"});
+  CHECK(Folded(*store, {.sample_type = OffCpuTime()}) == std::vector<std::string>{"wait 2000"});
   CHECK(Folded(*store, {.from_ns = t0 + 1'000'000, .to_ns = t0 + 3'000'000}) ==
         std::vector<std::string>{"cpu 2"});
   CHECK(Folded(*store, {.from_ns = t0 + 20'000'000'000}) == std::vector<std::string>{"later 1"});
@@ -146,7 +148,7 @@ TEST_CASE("schema version mismatch names both versions") {
   CHECK(store.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK_FALSE(IsStoreInUse(store.status()));  // waiting for another kiln would not help
   CHECK(store.status().message().find("schema version 7") != std::string_view::npos);
-  CHECK(store.status().message().find("reads version 1") != std::string_view::npos);
+  CHECK(store.status().message().find("reads version 2") != std::string_view::npos);
 }
 
 TEST_CASE("bad batches are rejected whole and change nothing") {
@@ -325,7 +327,7 @@ TEST_CASE("a store written before symbols existed opens read-only and read-write
         {rocksdb::kDefaultColumnFamilyName, {}}, {"blocks", {}}, {"log", {}}};
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     REQUIRE(rocksdb::DB::Open(options, dir.path, cfs, &handles, &raw).ok());
-    REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x01", 4)).ok());
+    REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x02", 4)).ok());
     for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
     delete raw;
   }
@@ -338,6 +340,96 @@ TEST_CASE("a store written before symbols existed opens read-only and read-write
   REQUIRE(store->Write(NativeBatch()).ok());
   REQUIRE(store->PutSymbols(SymbolKeys(kAppHtlhash, ""), testing::NestedSymbolTable(), {}).ok());
   CHECK(Folded(*store) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1"});
+}
+
+TEST_CASE("a schema 1 store (four fixed kinds) is upgraded in place and keeps every sample") {
+  TempDir dir;
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  {
+    auto store = OpenOrDie(dir.path);
+    REQUIRE(store->Write(testing::BatchFromFolded("cpu;a 3", {.first_time_ns = t0})).ok());
+    REQUIRE(store
+                ->Write(testing::BatchFromFolded(
+                    "wait 2", {.sample_type = {OffCpuTime()}, .first_time_ns = t0 + 20'000'000'000, .value = 7}))
+                .ok());
+    REQUIRE(store->Flush().ok());
+  }
+  {
+    // Rewrite it as schema 1 wrote it: block keys led by a kind byte (0
+    // on-CPU, 1 off-CPU), four fixed counters, no sample type entries.
+    rocksdb::DB* raw = nullptr;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+        {rocksdb::kDefaultColumnFamilyName, {}}, {"blocks", {}}, {"log", {}}, {"symbols", {}}};
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path, cfs, &handles, &raw).ok());
+    rocksdb::WriteBatch wb;
+    std::unique_ptr<rocksdb::Iterator> it(raw->NewIterator(rocksdb::ReadOptions(), handles[1]));
+    int blocks = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      std::string key = it->key().ToString();
+      REQUIRE(key.size() == 20);
+      std::string old(1, key[3]);  // type ids 0 and 1 are kinds 0 and 1 here
+      old += key.substr(4);
+      wb.Put(handles[1], old, it->value());
+      wb.Delete(handles[1], key);
+      ++blocks;
+    }
+    CHECK(blocks == 2);
+    wb.Delete(handles[0], std::string("y\0\0\0\x01", 5));
+    std::string stats;
+    for (uint64_t v : {uint64_t{3}, uint64_t{2}, uint64_t{0}, uint64_t{0}, uint64_t{2}}) PutVarint(&stats, v);
+    PutVarint(&stats, ZigZag(t0));
+    PutVarint(&stats, ZigZag(t0 + 20'001'000'000));
+    PutVarint(&stats, 3);
+    wb.Put(handles[0], "meta:stats", stats);
+    wb.Put(handles[0], "meta:schema", std::string("\0\0\0\x01", 4));
+    REQUIRE(raw->Write(rocksdb::WriteOptions(), &wb).ok());
+    it.reset();
+    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+  }
+  {
+    // Read-only cannot upgrade, and says how to.
+    auto reader = Store::Open(dir.path, Store::Mode::kReadOnly);
+    REQUIRE_FALSE(reader.ok());
+    CHECK(reader.status().message().find("schema 1") != std::string_view::npos);
+  }
+  auto store = OpenOrDie(dir.path);
+  CHECK(Folded(*store) == std::vector<std::string>{"cpu;a 3"});
+  CHECK(Folded(*store, {.sample_type = OffCpuTime()}) == std::vector<std::string>{"wait 14"});
+  StoreStats st = store->Stats();
+  CHECK(st.samples == 5);
+  REQUIRE(st.sample_types.size() == 2);
+  CHECK(st.sample_types[0].info.type == OnCpuSamples());
+  CHECK(st.sample_types[0].samples == 3);
+  CHECK(st.sample_types[1].info.type == OffCpuTime());
+  CHECK(st.sample_types[1].samples == 2);
+  // New writes land beside the upgraded blocks.
+  REQUIRE(store->Write(testing::BatchFromFolded("cpu;b 1", {.first_time_ns = t0 + 5})).ok());
+  CHECK(Folded(*store) == std::vector<std::string>{"cpu;a 3", "cpu;b 1"});
+}
+
+TEST_CASE("sample types of any name are kept apart, with their periods") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  SampleTypeInfo heap{{"alloc_space", "bytes"}, "space", "bytes", 524288};
+  REQUIRE(store->Write(testing::BatchFromFolded("main;malloc 2", {.sample_type = heap, .value = 4096})).ok());
+  REQUIRE(store->Write(testing::BatchFromFolded("main;work 5")).ok());
+  REQUIRE(store->Write(testing::BatchFromFolded("main;custom 1", {.sample_type = {{"gc_pause", "ms"}}})).ok());
+  CHECK(Folded(*store, {.sample_type = heap.type}) == std::vector<std::string>{"main;malloc 8192"});
+  CHECK(Folded(*store) == std::vector<std::string>{"main;work 5"});
+  CHECK(Folded(*store, {.sample_type = {"gc_pause", "ms"}}) == std::vector<std::string>{"main;custom 1"});
+  CHECK(Folded(*store, {.sample_type = {"alloc_space", "kilobytes"}}).empty());  // same name, other unit
+  auto slice = store->Run({.sample_type = heap.type});
+  REQUIRE(slice.ok());
+  CHECK((*slice)->sample_type == heap);
+  store.reset();
+  store = OpenOrDie(dir.path, Store::Mode::kReadOnly);
+  StoreStats st = store->Stats();
+  REQUIRE(st.sample_types.size() == 3);
+  CHECK(st.sample_types[0].info.type == OnCpuSamples());
+  CHECK(st.sample_types[1].info == heap);  // the period survives reopening
+  CHECK(st.sample_types[2].info.type == SampleType{"gc_pause", "ms"});
 }
 
 }  // namespace kiln::storage

@@ -19,6 +19,7 @@ ProfileBatch BatchFromFolded(std::string_view text, const FoldedFixtureOptions& 
     attrs.push_back({d.AddString(attr::kThreadName), d.AddString(options.thread)});
   }
   uint32_t set = attrs.empty() ? 0 : d.AddAttributeSet(attrs);
+  const uint32_t sample_type = d.AddSampleType(options.sample_type);
   int64_t t = options.first_time_ns;
   std::map<std::string, uint32_t> executables;
   for (absl::string_view line :
@@ -59,7 +60,7 @@ ProfileBatch BatchFromFolded(std::string_view text, const FoldedFixtureOptions& 
     }
     uint32_t stack = d.AddStack(frames);
     for (int64_t i = 0; i < count; ++i) {
-      batch.samples.push_back({t, stack, set, 0, options.kind, options.value});
+      batch.samples.push_back({t, stack, set, 0, sample_type, options.value});
       t += 1'000'000;
     }
   }
@@ -95,7 +96,10 @@ void AppendBatch(ProfileBatch* batch, const ProfileBatch& more) {
     d.AddAttributeSet(attrs);
   }
   d.links.insert(d.links.end(), m.links.begin(), m.links.end());
+  std::vector<uint32_t> types;
+  for (const SampleTypeInfo& t : m.sample_types) types.push_back(d.AddSampleType(t));
   for (Sample s : more.samples) {
+    s.sample_type = types[s.sample_type];
     s.stack += k0;
     s.attribute_set += a0;
     s.link += l0;

@@ -13,7 +13,7 @@
 namespace kiln::storage::testing {
 
 struct FoldedFixtureOptions {
-  SampleKind kind = SampleKind::kOnCpu;
+  SampleTypeInfo sample_type;  // of every sample (on-CPU samples unless set)
   int64_t first_time_ns = 1'700'000'000'000'000'000;  // samples are 1 ms apart from here
   std::string process;                                // process.executable.name of every sample ("" = none)
   std::string thread;                                 // thread.name of every sample ("" = none)

@@ -110,7 +110,7 @@ void ExecutablesView::DrawUnsymbolized(const ViewContext& context, const Executa
   ImGui::Text("Unsymbolized frames of %.*s: %zu address%s", static_cast<int>(base.size()), base.data(),
               unsymbolized_.size(), unsymbolized_.size() == 1 ? "" : "es");
   if (unsymbolized_.empty()) return;
-  const storage::SampleKind kind = context.analysis->request.query.kind;
+  const storage::SampleType& kind = context.analysis->request.query.sample_type;
   const int64_t total = std::max<int64_t>(slice->total_weight, 1);
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
@@ -133,7 +133,7 @@ void ExecutablesView::DrawUnsymbolized(const ViewContext& context, const Executa
       ImGui::TableSetColumnIndex(1);
       const double fraction = static_cast<double>(u.weight) / total;
       InlineBar(fraction, CurrentPalette().weight_bar,
-                FormatWeight(kind, u.weight) + "  " + FormatPercent(fraction));
+                FormatValue(kind, u.weight) + "  " + FormatPercent(fraction));
     }
   }
   ImGui::EndTable();
@@ -171,7 +171,7 @@ void ExecutablesView::Draw(const ViewContext& context) {
   ImGui::SameLine();
   ImGui::TextDisabled("%zu executables in native frames of the selection", rows_->size());
 
-  const storage::SampleKind kind = context.analysis->request.query.kind;
+  const storage::SampleType& kind = context.analysis->request.query.sample_type;
   const int64_t total =
       std::max<int64_t>(context.analysis->slice ? context.analysis->slice->total_weight : 1, 1);
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg |
@@ -186,7 +186,7 @@ void ExecutablesView::Draw(const ViewContext& context) {
   // Fixed widths and horizontal scrolling: ids and sources are long, and a
   // squeezed file name column would hide the one thing a row is about.
   ImGui::TableSetupColumn("File name", ImGuiTableColumnFlags_NoHide, em * 13);
-  ImGui::TableSetupColumn(kind == storage::SampleKind::kOffCpu ? "Off-CPU time" : "Samples",
+  ImGui::TableSetupColumn(storage::SampleTypeLabel(kind).c_str(),
                           ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending,
                           em * 10);
   ImGui::TableSetupColumn("Symbols", 0, em * 19);
@@ -266,7 +266,7 @@ void ExecutablesView::Draw(const ViewContext& context) {
       ImGui::TableSetColumnIndex(kWeight);
       const double fraction = static_cast<double>(row.weight) / total;
       InlineBar(fraction, CurrentPalette().weight_bar,
-                FormatWeight(kind, row.weight) + "  " + FormatPercent(fraction));
+                FormatValue(kind, row.weight) + "  " + FormatPercent(fraction));
       const storage::SymbolStatus status = StatusOfExecutable(statuses, row.htlhash, row.gnu_build_id);
       const bool has_id = !row.htlhash.empty() || !row.gnu_build_id.empty();
       ImGui::TableSetColumnIndex(kSymbols);

@@ -379,8 +379,7 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
 void FlamegraphView::DrawTooltip(const ViewContext& context, uint32_t node, bool merged) {
   const FlameNode& n = tree_->nodes[node];
   const int64_t total = std::max<int64_t>(tree_->nodes[0].total, 1);
-  const storage::SampleKind kind =
-      context.analysis ? context.analysis->request.query.kind : storage::SampleKind::kOnCpu;
+  const storage::SampleType kind = context.analysis ? context.analysis->request.query.sample_type : storage::SampleType{};
   ImGui::BeginTooltip();
   ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40.f);
   if (merged) {
@@ -422,9 +421,9 @@ void FlamegraphView::DrawTooltip(const ViewContext& context, uint32_t node, bool
     const std::string_view k = KindName(n.kind);
     ImGui::TextUnformatted(k.data(), k.data() + k.size());
   }
-  ImGui::Text("Total: %s (%s)", FormatWeight(kind, n.total).c_str(),
+  ImGui::Text("Total: %s (%s)", FormatValue(kind, n.total).c_str(),
               FormatPercent(static_cast<double>(n.total) / total).c_str());
-  ImGui::Text("Self:  %s (%s)", FormatWeight(kind, n.self).c_str(),
+  ImGui::Text("Self:  %s (%s)", FormatValue(kind, n.self).c_str(),
               FormatPercent(static_cast<double>(n.self) / total).c_str());
   ImGui::TextDisabled("Click to zoom in; double-click or Esc to zoom out");
   ImGui::EndTooltip();

@@ -1,26 +1,23 @@
-// Text formatting for the views: weights in the unit of their sample kind,
-// percentages, sizes, times; and label ellipsis. Pure functions.
+// Text formatting for the views: percentages, clock times, label ellipsis.
+// Pure functions.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "storage/profile_model.h"
+#include "storage/sample_type.h"
 
 namespace kiln::ui {
 
-// "1.23M", "45.6k", "789".
-std::string FormatCount(uint64_t n);
-// "1.50 s", "12.3 ms", "850 µs", "2h 03m".
-std::string FormatDuration(int64_t ns);
-// A weight as its kind means it: off-CPU weights are nanoseconds, the
-// others are event counts ("12.3k samples" / "1.50 s").
-std::string FormatWeight(storage::SampleKind kind, int64_t weight);
+// Counts, durations, sizes and values in their sample type's unit are
+// formatted by storage/sample_type.h, for the views and the exports alike.
+using storage::FormatBytes;
+using storage::FormatCount;
+using storage::FormatDuration;
+using storage::FormatValue;
 // "12.3%", "0.04%", "<0.01%".
 std::string FormatPercent(double fraction);
-// "1.2 GiB", "340 KiB".
-std::string FormatBytes(uint64_t bytes);
 // Local wall-clock "HH:MM:SS" (with ".mmm" when `millis`).
 std::string FormatClock(int64_t unix_ns, bool millis = false);
 // Local "YYYY-MM-DD HH:MM:SS".

@@ -12,9 +12,9 @@ TEST_CASE("counts, durations, percentages, bytes") {
   CHECK(FormatDuration(1'500'000'000) == "1.50 s");
   CHECK(FormatDuration(12'300'000) == "12.3 ms");
   CHECK(FormatDuration(125'000'000'000) == "2m 05s");
-  CHECK(FormatWeight(storage::SampleKind::kOnCpu, 1) == "1 sample");
-  CHECK(FormatWeight(storage::SampleKind::kOnCpu, 2500) == "2.50k samples");
-  CHECK(FormatWeight(storage::SampleKind::kOffCpu, 2'000'000) == "2.00 ms");
+  CHECK(FormatValue(storage::OnCpuSamples(), 1) == "1 sample");
+  CHECK(FormatValue(storage::OnCpuSamples(), 2500) == "2.50k samples");
+  CHECK(FormatValue(storage::OffCpuTime(), 2'000'000) == "2.00 ms");
   CHECK(FormatPercent(0.5) == "50.0%");
   CHECK(FormatPercent(0.0123) == "1.23%");
   CHECK(FormatPercent(0.00001) == "<0.01%");

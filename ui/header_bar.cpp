@@ -10,7 +10,6 @@
 
 namespace kiln::ui {
 
-using storage::SampleKind;
 
 const std::vector<FilterKey>& WellKnownFilterKeys() {
   static const std::vector<FilterKey> kKeys = {
@@ -63,12 +62,7 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
   }
 
   ImGui::SameLine(0, ImGui::GetFontSize());
-  static const char* kKinds[] = {"On-CPU", "Off-CPU", "Probes"};
-  int kind = std::min(static_cast<int>(session.kind), 2);
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7.f);
-  if (ImGui::Combo("##kind", &kind, kKinds, 3)) session.kind = static_cast<SampleKind>(kind);
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("Sample kind: on-CPU counts events; off-CPU weighs time spent blocked");
+  DrawSampleTypePicker(session, status);
 
   for (TimePreset preset : kTimePresets) {
     ImGui::SameLine();
@@ -100,6 +94,37 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
     Spinner();
   }
   DrawFilterBar(session, status);
+}
+
+void HeaderBar::DrawSampleTypePicker(SessionState& session, const StatusSnapshot* status) {
+  std::vector<storage::SampleTypeInfo> types;
+  if (status != nullptr) {
+    for (const storage::SampleTypeCount& c : status->stats.sample_types) types.push_back(c.info);
+  }
+  auto current = std::find_if(types.begin(), types.end(),
+                              [&](const storage::SampleTypeInfo& t) { return t.type == session.sample_type; });
+  if (current == types.end()) {
+    types.insert(types.begin(), storage::SampleTypeInfo{session.sample_type});
+    current = types.begin();
+  }
+  const std::string label = storage::SampleTypeLabel(session.sample_type);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 10.f);
+  if (ImGui::BeginCombo("##sample_type", label.c_str())) {
+    for (const storage::SampleTypeInfo& t : types) {
+      const std::string item = storage::SampleTypeLabel(t.type) + "##" + storage::SampleTypeName(t.type);
+      if (ImGui::Selectable(item.c_str(), t.type == session.sample_type)) session.sample_type = t.type;
+    }
+    ImGui::EndCombo();
+  }
+  if (ImGui::IsItemHovered()) {
+    std::string tip = "What the values measure: " + storage::SampleTypeName(current->type);
+    if (current->period != 0) {
+      tip += "\nSampled every " +
+             storage::FormatValue({current->period_type, current->period_unit}, current->period);
+      if (!current->period_type.empty()) tip += " of " + current->period_type;
+    }
+    ImGui::SetTooltip("%s", tip.c_str());
+  }
 }
 
 void HeaderBar::DrawFilterBar(SessionState& session, const StatusSnapshot* status) {

@@ -21,6 +21,9 @@ class HeaderBar {
 
  private:
   void DrawFilterBar(SessionState& session, const StatusSnapshot* status);
+  // The sample types the source holds ("On-CPU (samples)", "Allocated
+  // bytes", ...), the current one first when the source has none of it yet.
+  void DrawSampleTypePicker(SessionState& session, const StatusSnapshot* status);
   void DrawFilterPopup(SessionState& session, const StatusSnapshot* status);
 
   std::string popup_key_;

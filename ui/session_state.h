@@ -16,7 +16,9 @@
 namespace kiln::ui {
 
 struct SessionState {
-  storage::SampleKind kind = storage::SampleKind::kOnCpu;
+  // What the views weigh: on-CPU samples for live data, the capture's own
+  // default (pprof's rule) for a capture.
+  storage::SampleType sample_type;
   TimePreset preset = TimePreset::kLast15m;
   // Live follow: the window slides with the clock and new data is queried as
   // it arrives. Selecting a range or zooming the timeline stops it; choosing

@@ -14,7 +14,7 @@ bool SameFilters(const std::vector<storage::AttributeFilter>& a,
 }  // namespace
 
 bool AnalysisRequest::operator==(const AnalysisRequest& o) const {
-  return query.kind == o.query.kind && query.from_ns == o.query.from_ns && query.to_ns == o.query.to_ns &&
+  return query.sample_type == o.query.sample_type && query.from_ns == o.query.from_ns && query.to_ns == o.query.to_ns &&
          SameFilters(query.filters, o.query.filters) && tree_options.group_by == o.tree_options.group_by &&
          tree_options.show_inline == o.tree_options.show_inline && timeline_window == o.timeline_window &&
          timeline_buckets == o.timeline_buckets && data_version == o.data_version &&

@@ -66,7 +66,7 @@ void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const A
     separator();
     const TimeRange range = session.QueryRange();
     ImGui::Text("Selection: %s over %s",
-                FormatWeight(analysis->request.query.kind, analysis->slice->total_weight).c_str(),
+                FormatValue(analysis->request.query.sample_type, analysis->slice->total_weight).c_str(),
                 FormatDuration(range.Span()).c_str());
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("%s - %s\nquery %.0f ms, tree and tables %.0f ms, %s tree nodes",

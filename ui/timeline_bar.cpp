@@ -27,7 +27,7 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
   // picture stays right while live follow slides the window ahead of it.
   const storage::Timeline* tl = analysis && analysis->timeline ? analysis->timeline.get() : nullptr;
   const Rgba bar =
-      session.kind == storage::SampleKind::kOffCpu ? PackRgba(0x4f, 0x86, 0xdc) : PackRgba(0xe8, 0x93, 0x3d);
+      storage::ClassOfUnit(session.sample_type.unit) == storage::UnitClass::kTime ? PackRgba(0x4f, 0x86, 0xdc) : PackRgba(0xe8, 0x93, 0x3d);
   int64_t max_weight = 1;
   if (tl) {
     for (int64_t w : tl->weights) max_weight = std::max(max_weight, w);
@@ -110,7 +110,7 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
     if (tl) {
       const int b = BucketAt(tl->start_ns, tl->bucket_ns, static_cast<int>(tl->weights.size()), t);
       if (b >= 0) {
-        ImGui::Text("%s in %s", FormatWeight(session.kind, tl->weights[b]).c_str(),
+        ImGui::Text("%s in %s", FormatValue(session.sample_type, tl->weights[b]).c_str(),
                     FormatDuration(tl->bucket_ns).c_str());
       }
     }

@@ -89,7 +89,7 @@ void TopFunctionsView::Draw(const ViewContext& context) {
   ImGui::TextDisabled("%zu of %zu functions - click a row to show it in the flamegraph", order_.size(),
                       rows_->size());
 
-  const storage::SampleKind kind = context.analysis->request.query.kind;
+  const storage::SampleType& kind = context.analysis->request.query.sample_type;
   const int64_t total =
       std::max<int64_t>(context.analysis->slice ? context.analysis->slice->total_weight : 1, 1);
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg |
@@ -129,11 +129,11 @@ void TopFunctionsView::Draw(const ViewContext& context) {
       ImGui::TableSetColumnIndex(kSelf);
       const double self_fraction = static_cast<double>(row.self) / total;
       InlineBar(self_fraction, BlendTowards(FrameTypeColor(row.type), CurrentPalette().background, 0.55f),
-                FormatWeight(kind, row.self) + "  " + FormatPercent(self_fraction));
+                FormatValue(kind, row.self) + "  " + FormatPercent(self_fraction));
       ImGui::TableSetColumnIndex(kTotal);
       const double total_fraction = static_cast<double>(row.total) / total;
       InlineBar(total_fraction, CurrentPalette().total_bar,
-                FormatWeight(kind, row.total) + "  " + FormatPercent(total_fraction));
+                FormatValue(kind, row.total) + "  " + FormatPercent(total_fraction));
       ImGui::TableSetColumnIndex(kFunction);
       if (ImGui::Selectable(row.function.c_str(), false,
                             ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap)) {

@@ -250,23 +250,29 @@ absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_
   }
   if (!status.ok()) return status;
 
-  // Data range and the kind to show first.
-  int64_t weight_by_kind[storage::kSampleKindCount] = {};
+  // Data range, sample types present, the type to show first.
+  const auto& types = out.batch.dict.sample_types;
+  std::vector<uint8_t> present(types.size(), 0);
   int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
   for (const storage::Sample& s : out.batch.samples) {
     first = std::min(first, s.time_ns);
     last = std::max(last, s.time_ns);
-    auto k = static_cast<size_t>(s.kind);
-    if (k < storage::kSampleKindCount) weight_by_kind[k] += s.value < 0 ? -s.value : s.value;
+    if (s.sample_type < present.size()) present[s.sample_type] = 1;
+  }
+  out.sample_types.clear();
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (present[i]) out.sample_types.push_back(types[i].type);
   }
   if (!out.batch.samples.empty()) {
     out.first_time_ns = first;
     out.last_time_ns = last;
-    int best = 0;
-    for (int k = 1; k < storage::kSampleKindCount; ++k) {
-      if (weight_by_kind[k] > weight_by_kind[best]) best = k;
-    }
-    out.dominant_kind = static_cast<storage::SampleKind>(best);
+    out.timed = first != last;
+  }
+  if (out.format != CaptureFormat::kPprof || out.sample_types.empty()) {
+    const bool on_cpu = std::find(out.sample_types.begin(), out.sample_types.end(), storage::OnCpuSamples()) !=
+                        out.sample_types.end();
+    out.default_sample_type =
+        on_cpu || out.sample_types.empty() ? storage::OnCpuSamples() : out.sample_types.front();
   }
   if (out.range_end_ns <= out.range_start_ns) {  // the importer did not declare one
     out.range_start_ns = out.first_time_ns;

@@ -41,8 +41,8 @@ struct ImportProgress {
 };
 
 struct ImportOptions {
-  // pprof: the sample type to import by name ("cpu", "alloc_space"...).
-  // Empty: pprof's own rule (default_sample_type, else the last type).
+  // pprof: import only this sample type, by name ("cpu", "alloc_space") or
+  // "type/unit". Empty: every sample type, each kept apart.
   std::string sample_type;
   // perf script: only samples of this event ("cycles", "cpu-clock"...).
   // Empty: the first event seen, as stackcollapse-perf.pl does, because
@@ -70,10 +70,13 @@ struct ImportedCapture {
   Compression compression = Compression::kNone;
   uint64_t file_bytes = 0;          // as read
   uint64_t decompressed_bytes = 0;  // what the parser saw
-  // What the capture called its values: pprof sample type ("cpu/nanoseconds"),
-  // perf event ("cycles"), OTLP sample types.
-  std::string value_description;
-  std::vector<std::string> available_sample_types;  // pprof: every "type/unit"
+  // Every sample type with samples (batch.dict order), and the one a viewer
+  // shows first: pprof's default_sample_type, else its last type; for other
+  // formats on-CPU samples when present, else the first type.
+  std::vector<storage::SampleType> sample_types;
+  storage::SampleType default_sample_type;
+  // perf script: the event whose samples were imported ("cycles").
+  std::string perf_event;
   // Bad records skipped instead of failing the import (folded lines
   // without a count, unrecognized perf lines, samples of other events...).
   uint64_t skipped_records = 0;
@@ -85,8 +88,10 @@ struct ImportedCapture {
   // and perf the data range (end inclusive).
   int64_t range_start_ns = 0;
   int64_t range_end_ns = 0;
-  // The sample kind with the most weight: what a viewer should show first.
-  storage::SampleKind dominant_kind = storage::SampleKind::kOnCpu;
+  // Whether samples carry times of their own (more than one distinct time):
+  // only then is there a timeline to select from. Most pprof files and every
+  // folded file have one time for all samples.
+  bool timed = false;
 };
 
 // Detects compression and format from the first bytes, never the name.

@@ -110,9 +110,7 @@ int RunImportCommand(const ImportCommand& command, std::ostream& out, std::ostre
     out << path << ": " << CaptureFormatName(c.format);
     if (c.compression != Compression::kNone) out << " (" << CompressionName(c.compression) << ")";
     out << ", " << result->samples << " samples";
-    if (!c.value_description.empty()) out << " of " << c.value_description;
-    out << ", " << storage::SampleKindName(c.dominant_kind) << ", " << c.skipped_records << " skipped, "
-        << absl::StrCat(secs) << " s\n";
+    out << " (" << storage::SampleTypeList(c.sample_types) << "), " << c.skipped_records << " skipped, " << absl::StrCat(secs) << " s\n";
     PrintWarnings(c, "kiln import: ", err);
   }
   out << "store: " << dir << "\n";
@@ -130,10 +128,6 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
     return 2;
   }
   storage::Query query;
-  if (!command.kind.empty() && !storage::ParseSampleKind(command.kind, &query.kind)) {
-    err << "kiln export: unknown --kind \"" << command.kind << "\" (use on-cpu, off-cpu, probe or other)\n";
-    return 2;
-  }
   if (!command.group_by.empty() && !storage::ParseGroupBy(command.group_by, &export_options.group_by)) {
     err << "kiln export: unknown --group-by \"" << command.group_by << "\" (use none, process or thread)\n";
     return 2;
@@ -152,7 +146,6 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
   query.to_ns = command.to_ns;
 
   ImportOptions options;
-  options.sample_type = command.sample_type;
   options.perf_event = command.perf_event;
   auto capture = ImportFile(command.input, options);
   if (!capture.ok()) {
@@ -160,7 +153,16 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
     return 1;
   }
   PrintWarnings(*capture, "kiln export: ", err);
-  if (command.kind.empty()) query.kind = capture->dominant_kind;
+  query.sample_type = capture->default_sample_type;
+  if (!command.sample_type.empty()) {
+    std::optional<storage::SampleType> chosen = storage::FindSampleType(command.sample_type, capture->sample_types);
+    if (!chosen) {
+      err << "kiln export: " << command.input << " has no sample type \"" << command.sample_type
+          << "\" (it has: " << storage::SampleTypeList(capture->sample_types) << ")\n";
+      return 2;
+    }
+    query.sample_type = *chosen;
+  }
   if (command.group_by.empty()) {
     export_options.group_by =
         HasProcessAttributes(capture->batch.dict) ? storage::GroupBy::kProcess : storage::GroupBy::kNone;
@@ -170,11 +172,9 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
   export_options.show_inline = !command.hide_inline;
   export_options.title =
       command.title.empty() ? command.input.substr(command.input.rfind('/') + 1) : command.title;
-  if (capture->format == CaptureFormat::kPprof) {
-    export_options.pprof_sample_type = capture->value_description;
-  }
   if (SelectSamples(capture->batch, query).empty()) {
-    err << "kiln export: note: no " << storage::SampleKindName(query.kind) << " samples in the selection\n";
+    err << "kiln export: note: no " << storage::SampleTypeName(query.sample_type)
+        << " samples in the selection\n";
   }
   auto bytes = ExportBatch(capture->batch, query, export_options);
   if (!bytes.ok()) {

@@ -35,14 +35,13 @@ int RunImportCommand(const ImportCommand& command, std::ostream& out, std::ostre
 struct ConvertCommand {
   std::string input;
   std::string format = "folded";  // otlp | pprof | folded | svg
-  std::string kind;               // "" = the capture's dominant kind
   std::string group_by;           // "" = process when the capture names processes, else none
   int64_t from_ns = std::numeric_limits<int64_t>::min();  // already parsed by main
   int64_t to_ns = std::numeric_limits<int64_t>::max();
   std::vector<std::string> filters;  // KEY=VALUE; same key ORs, different keys AND
   bool annotate = false;
   bool hide_inline = false;
-  std::string sample_type;  // pprof input: which value to import
+  std::string sample_type;  // storage::FindSampleType name; "" = the capture's default
   std::string perf_event;   // perf script input: which event
   std::string title;        // svg title; "" = the input's file name
   std::string output;       // "" = `out`

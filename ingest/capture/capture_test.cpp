@@ -3,6 +3,8 @@
 #include "ingest/capture/capture.h"
 
 #include <doctest/doctest.h>
+
+#include <optional>
 #include <zstd.h>
 
 #include "absl/strings/escaping.h"
@@ -16,10 +18,11 @@
 namespace kiln::capture {
 namespace {
 
+// The capture's default sample type unless `type` is given.
 std::string Folded(const ImportedCapture& c, storage::GroupBy group_by, bool annotate,
-                   storage::SampleKind kind) {
+                   const std::optional<storage::SampleType>& type = std::nullopt) {
   storage::Query q;
-  q.kind = kind;
+  q.sample_type = type.value_or(c.default_sample_type);
   auto slice = SliceFromBatch(c.batch, q);
   storage::FlameTreeOptions to;
   to.group_by = group_by;
@@ -34,7 +37,7 @@ TEST_CASE("folded: CRLF, comments and invalid lines are skipped and counted") {
   REQUIRE(c.ok());
   CHECK(c->format == CaptureFormat::kFolded);
   CHECK(c->skipped_records == 2);
-  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) == "a;b 5\na;b;c 3\n");
+  CHECK(Folded(*c, storage::GroupBy::kNone, false) == "a;b 5\na;b;c 3\n");
 }
 
 TEST_CASE("folded: UTF-16 LE with BOM and kernel/JIT suffixes round trip") {
@@ -46,8 +49,8 @@ TEST_CASE("folded: UTF-16 LE with BOM and kernel/JIT suffixes round trip") {
   }
   auto c = ImportBytes(utf16, "t16.txt");
   REQUIRE(c.ok());
-  CHECK(Folded(*c, storage::GroupBy::kNone, true, storage::SampleKind::kOnCpu) == utf8);
-  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) == "x;y 2\nx;z 1\n");
+  CHECK(Folded(*c, storage::GroupBy::kNone, true) == utf8);
+  CHECK(Folded(*c, storage::GroupBy::kNone, false) == "x;y 2\nx;z 1\n");
 }
 
 TEST_CASE("perf script: header variants, kernel/JIT frames, event filter, period") {
@@ -67,7 +70,7 @@ TEST_CASE("perf script: header variants, kernel/JIT frames, event filter, period
   REQUIRE(c.ok());
   CHECK(c->format == CaptureFormat::kPerfScript);
   CHECK(c->batch.samples.size() == 2);
-  CHECK(Folded(*c, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu) ==
+  CHECK(Folded(*c, storage::GroupBy::kProcess, true) ==
         "java;[unknown] 250\n"
         "java;main;java/io/PrintStream:::print_[j];native_safe_halt_[k] 250\n");
   // Last sample anchored at "captured on" (2016-07-07T20:48:39Z).
@@ -78,7 +81,7 @@ TEST_CASE("perf script: header variants, kernel/JIT frames, event filter, period
   o.perf_event = "instructions";
   auto d = ImportBytes(text, "perf.txt", o);
   REQUIRE(d.ok());
-  CHECK(Folded(*d, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu) ==
+  CHECK(Folded(*d, storage::GroupBy::kProcess, true) ==
         "V8_WorkerThread;main 100\n");
 }
 
@@ -136,8 +139,12 @@ TEST_CASE("pprof: default sample type is the last, inlined lines expand caller f
   REQUIRE(c.ok());
   CHECK(c->compression == Compression::kGzip);
   CHECK(c->format == CaptureFormat::kPprof);
-  CHECK(c->value_description == "cpu/nanoseconds");
-  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+  CHECK(c->default_sample_type == storage::SampleType{"cpu", "nanoseconds"});
+  CHECK(c->sample_types ==
+        std::vector<storage::SampleType>{{"samples", "count"}, {"cpu", "nanoseconds"}});
+  // Every type is imported, each apart.
+  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::OnCpuSamples()) == "main 1\nmain;work;inl 3\n");
+  CHECK(Folded(*c, storage::GroupBy::kNone, false) ==
         "main 10\nmain;work;inl 30\n");
   CHECK(c->first_time_ns == 1000);
   CHECK(c->range_start_ns == 1000);
@@ -147,7 +154,8 @@ TEST_CASE("pprof: default sample type is the last, inlined lines expand caller f
   o.sample_type = "samples";
   auto d = ImportBytes(bytes, "p.pb.gz", o);
   REQUIRE(d.ok());
-  CHECK(Folded(*d, storage::GroupBy::kThread, false, storage::SampleKind::kOnCpu) ==
+  CHECK(d->sample_types == std::vector<storage::SampleType>{{"samples", "count"}});
+  CHECK(Folded(*d, storage::GroupBy::kThread, false) ==
         "unknown;t1;main;work;inl 3\nunknown;unknown thread;main 1\n");
 
   o.sample_type = "nope";
@@ -167,7 +175,7 @@ TEST_CASE("pprof: unpacked and split location ids, values after labels, types af
   bytes += std::string("\x12\x0e\x0a\x02\x02\x01\x1a\x04\x08\x0a\x10\x0b\x12\x02\x01\x0a", 16);
   auto c = ImportBytes(bytes, "odd.pb");
   REQUIRE_MESSAGE(c.ok(), c.status().message());
-  CHECK(Folded(*c, storage::GroupBy::kThread, false, storage::SampleKind::kOnCpu) ==
+  CHECK(Folded(*c, storage::GroupBy::kThread, false) ==
         "unknown;t1;main;work;inl 40\nunknown;unknown thread;main 10\n"
         "unknown;unknown thread;main;work;inl 60\n");
 
@@ -185,7 +193,7 @@ TEST_CASE("pprof: unpacked and split location ids, values after labels, types af
   }
   auto d = ImportBytes(reordered, "late-types.pb");
   REQUIRE_MESSAGE(d.ok(), d.status().message());
-  CHECK(Folded(*d, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+  CHECK(Folded(*d, storage::GroupBy::kNone, false) ==
         "main 10\nmain;work;inl 30\n");
 }
 
@@ -262,7 +270,7 @@ TEST_CASE("OTLP JSON: camelCase names, hex ids, int64 as string or number") {
   auto c = ImportBytes(json, "capture.json");
   REQUIRE_MESSAGE(c.ok(), c.status().message());
   CHECK(c->format == CaptureFormat::kOtlpJson);
-  CHECK(Folded(*c, storage::GroupBy::kProcess, false, storage::SampleKind::kOnCpu) ==
+  CHECK(Folded(*c, storage::GroupBy::kProcess, false) ==
         "app;main 2\napp;main;work 3\n");
   CHECK(c->first_time_ns == 1700000000000000000);
   bool has_link = false;
@@ -289,7 +297,7 @@ TEST_CASE("perf script: -F comm,pid,tid,time,ip,sym,dso and -F ip,sym without ds
   o.anchor_time_ns = 0;  // keep perf's clock
   auto c = ImportBytes(with_dso, "f.txt", o);
   REQUIRE(c.ok());
-  CHECK(Folded(*c, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu) ==
+  CHECK(Folded(*c, storage::GroupBy::kProcess, true) ==
         "app;main 1\napp;main;func_b 1\n");
   CHECK(c->first_time_ns == 5000000000);
   CHECK(c->batch.dict.AttributeValue(c->batch.samples[1].attribute_set, "thread.id") == "12");
@@ -303,11 +311,11 @@ TEST_CASE("perf script: -F comm,pid,tid,time,ip,sym,dso and -F ip,sym without ds
       "\n";
   auto d = ImportBytes(no_dso, "g.txt", o);
   REQUIRE(d.ok());
-  CHECK(Folded(*d, storage::GroupBy::kProcess, false, storage::SampleKind::kOnCpu) == "app;main;func_b 1\n");
+  CHECK(Folded(*d, storage::GroupBy::kProcess, false) == "app;main;func_b 1\n");
   CHECK(d->skipped_records == 1);
 }
 
-TEST_CASE("SliceFromBatch and TimelineFromBatch filter by kind, time and attributes") {
+TEST_CASE("SliceFromBatch and TimelineFromBatch filter by sample type, time and attributes") {
   const char* text =
       "a 1/1 1.0: 1 cpu-clock:\n\t 10 f (/bin/a)\n\n"
       "b 2/2 2.0: 1 cpu-clock:\n\t 10 g (/bin/b)\n\n"
@@ -315,6 +323,8 @@ TEST_CASE("SliceFromBatch and TimelineFromBatch filter by kind, time and attribu
   auto c = ImportBytes(text, "t.txt");
   REQUIRE(c.ok());
   storage::Query q;
+  q.sample_type = c->default_sample_type;
+  CHECK(q.sample_type == storage::SampleType{"cpu", "nanoseconds"});  // cpu-clock periods
   q.filters.push_back({"process.pid", {"1"}});
   auto slice = SliceFromBatch(c->batch, q);
   CHECK(slice->total_events == 2);
@@ -324,7 +334,7 @@ TEST_CASE("SliceFromBatch and TimelineFromBatch filter by kind, time and attribu
   CHECK(t.events == std::vector<uint64_t>{1, 1});
   q.from_ns = 2500000000;
   CHECK(SliceFromBatch(c->batch, q)->total_events == 1);
-  q.kind = storage::SampleKind::kOffCpu;
+  q.sample_type = storage::OffCpuTime();
   CHECK(SliceFromBatch(c->batch, q)->weights.empty());
 }
 
@@ -338,13 +348,13 @@ TEST_CASE("gzip: concatenated members, trailing bytes, a wrong trailer, the size
   auto c = ImportBytes(two, "two.gz");
   REQUIRE_MESSAGE(c.ok(), c.status().message());
   CHECK(c->decompressed_bytes == big.size() + small.size());
-  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+  CHECK(Folded(*c, storage::GroupBy::kNone, false) ==
         "main;other 7\nmain;work;leaf 20000\n");
 
   // Bytes after the last member are ignored, as gzip(1) does.
   auto t = ImportBytes(GzipCompress(small) + "trailing", "trail.gz");
   REQUIRE_MESSAGE(t.ok(), t.status().message());
-  CHECK(Folded(*t, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) == "main;other 7\n");
+  CHECK(Folded(*t, storage::GroupBy::kNone, false) == "main;other 7\n");
 
   // A trailer whose length does not match the content.
   std::string bad = GzipCompress(small);
@@ -368,7 +378,7 @@ TEST_CASE("zstd input and invalid UTF-8 names") {
   auto c = ImportBytes(z, "f.folded.zst");
   REQUIRE(c.ok());
   CHECK(c->compression == Compression::kZstd);
-  CHECK(Folded(*c, storage::GroupBy::kNone, false, storage::SampleKind::kOnCpu) ==
+  CHECK(Folded(*c, storage::GroupBy::kNone, false) ==
         "caf\xef\xbf\xbd;ok\xc3\xa9 2\n");
   auto cut = ImportBytes(std::string_view(z).substr(0, z.size() - 3), "cut.zst");
   REQUIRE(!cut.ok());
@@ -384,7 +394,7 @@ TEST_CASE("svg: tooltips, escaping, the caller's colours") {
   o.group_by = storage::GroupBy::kNone;
   auto svg = ExportSlice(SliceFromBatch(c->batch, q), o);
   REQUIRE(svg.ok());
-  CHECK(svg->find("<title>b&lt;c&gt; (3, 75.00%, self 3, unknown)</title>") != std::string::npos);
+  CHECK(svg->find("<title>b&lt;c&gt; (3 samples, 75.00%, self 3 samples, unknown)</title>") != std::string::npos);
   o.node_color = [](storage::NodeKind, storage::FrameType, std::string_view) { return Rgb{1, 2, 3}; };
   auto mine = ExportSlice(SliceFromBatch(c->batch, q), o);
   REQUIRE(mine.ok());

@@ -56,23 +56,6 @@ std::string_view Str(const storage::ProfileDictionary& d, uint32_t i) {
   return i < d.strings.size() ? std::string_view(d.strings[i]) : std::string_view();
 }
 
-struct ValueTypeNames {
-  std::string type, unit, period_type, period_unit;
-};
-ValueTypeNames NamesForKind(storage::SampleKind kind) {
-  switch (kind) {
-    case storage::SampleKind::kOnCpu:
-      return {"samples", "count", "cpu", "nanoseconds"};
-    case storage::SampleKind::kOffCpu:
-      return {"off_cpu", "nanoseconds", "", ""};
-    case storage::SampleKind::kProbe:
-      return {"events", "count", "", ""};
-    case storage::SampleKind::kOther:
-      return {"value", "count", "", ""};
-  }
-  return {"value", "count", "", ""};
-}
-
 bool IsResourceKey(std::string_view key) {
   for (std::string_view p : {"process.", "container.", "service.", "host.", "os.", "k8s."}) {
     if (key.substr(0, p.size()) == p) return true;
@@ -86,9 +69,9 @@ bool IsResourceKey(std::string_view key) {
 
 class OtlpWriter {
  public:
-  OtlpWriter(const storage::ProfileDictionary& dict, storage::SampleKind kind, int64_t first_ns,
+  OtlpWriter(const storage::ProfileDictionary& dict, storage::SampleTypeInfo sample_type, int64_t first_ns,
              int64_t last_ns)
-      : d_(dict), kind_(kind), first_ns_(first_ns), last_ns_(last_ns) {
+      : d_(dict), sample_type_(std::move(sample_type)), first_ns_(first_ns), last_ns_(last_ns) {
     dict_ = req_.mutable_dictionary();
     dict_->add_string_table();     // ""
     dict_->add_mapping_table();    // empty mapping 0
@@ -149,7 +132,6 @@ class OtlpWriter {
       }
       otlp::Profile*& profile = by_resource_[resource];
       if (profile == nullptr) {
-        ValueTypeNames names = NamesForKind(kind_);
         auto* rp = req_.add_resource_profiles();
         for (auto& [k, v] : resource) {
           auto* kv = rp->mutable_resource()->add_attributes();
@@ -157,12 +139,13 @@ class OtlpWriter {
           kv->mutable_value()->set_string_value(v);
         }
         profile = rp->add_scope_profiles()->add_profiles();
-        profile->mutable_sample_type()->set_type_strindex(String(names.type));
-        profile->mutable_sample_type()->set_unit_strindex(String(names.unit));
-        if (!names.period_type.empty()) {
-          profile->mutable_period_type()->set_type_strindex(String(names.period_type));
-          profile->mutable_period_type()->set_unit_strindex(String(names.period_unit));
+        profile->mutable_sample_type()->set_type_strindex(String(sample_type_.type.type));
+        profile->mutable_sample_type()->set_unit_strindex(String(sample_type_.type.unit));
+        if (!sample_type_.period_type.empty() || !sample_type_.period_unit.empty()) {
+          profile->mutable_period_type()->set_type_strindex(String(sample_type_.period_type));
+          profile->mutable_period_type()->set_unit_strindex(String(sample_type_.period_unit));
         }
+        profile->set_period(sample_type_.period);
         profile->set_time_unix_nano(static_cast<uint64_t>(first_ns_));
         profile->set_duration_nano(static_cast<uint64_t>(last_ns_ - first_ns_));
       }
@@ -262,7 +245,7 @@ class OtlpWriter {
   }
 
   const storage::ProfileDictionary& d_;
-  storage::SampleKind kind_;
+  storage::SampleTypeInfo sample_type_;
   int64_t first_ns_, last_ns_;
   collector::ExportProfilesServiceRequest req_;
   otlp::ProfilesDictionary* dict_;
@@ -285,21 +268,16 @@ class PprofWriter {
  public:
   explicit PprofWriter(const ProfileSlice& slice) : s_(slice), d_(slice.dict) { p_.add_string_table(""); }
 
-  perftools::profiles::Profile Build(std::string_view sample_type) {
-    ValueTypeNames names = NamesForKind(s_.kind);
-    std::string type = names.type, unit = names.unit;
-    size_t slash = sample_type.find('/');
-    if (slash != std::string_view::npos && slash > 0 && slash + 1 < sample_type.size()) {
-      type = std::string(sample_type.substr(0, slash));
-      unit = std::string(sample_type.substr(slash + 1));
-    }
+  perftools::profiles::Profile Build() {
+    const storage::SampleTypeInfo& t = s_.sample_type;
     auto* st = p_.add_sample_type();
-    st->set_type(String(type));
-    st->set_unit(String(unit));
-    if (!names.period_type.empty()) {
-      p_.mutable_period_type()->set_type(String(names.period_type));
-      p_.mutable_period_type()->set_unit(String(names.period_unit));
+    st->set_type(String(t.type.type));
+    st->set_unit(String(t.type.unit));
+    if (!t.period_type.empty() || !t.period_unit.empty()) {
+      p_.mutable_period_type()->set_type(String(t.period_type));
+      p_.mutable_period_type()->set_unit(String(t.period_unit));
     }
+    p_.set_period(t.period);
     p_.set_time_nanos(s_.first_sample_ns);
     p_.set_duration_nanos(s_.last_sample_ns - s_.first_sample_ns);
     std::vector<uint64_t> leaf_first;
@@ -458,7 +436,7 @@ bool ParseExportFormat(std::string_view name, ExportFormat* format) {
 }
 
 collector::ExportProfilesServiceRequest BuildOtlpRequest(const ProfileSlice& slice) {
-  return OtlpWriter(slice.dict, slice.kind, slice.first_sample_ns, slice.last_sample_ns).Build(slice);
+  return OtlpWriter(slice.dict, slice.sample_type, slice.first_sample_ns, slice.last_sample_ns).Build(slice);
 }
 
 collector::ExportProfilesServiceRequest BuildOtlpRequestFromBatch(const storage::ProfileBatch& batch,
@@ -470,7 +448,11 @@ collector::ExportProfilesServiceRequest BuildOtlpRequestFromBatch(const storage:
     first = k == 0 ? t : std::min(first, t);
     last = k == 0 ? t : std::max(last, t);
   }
-  return OtlpWriter(batch.dict, query.kind, first, last).Build(batch, selected);
+  storage::SampleTypeInfo type{query.sample_type};
+  for (const storage::SampleTypeInfo& t : batch.dict.sample_types) {
+    if (t.type == query.sample_type) type = t;
+  }
+  return OtlpWriter(batch.dict, type, first, last).Build(batch, selected);
 }
 
 absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch, const storage::Query& query,
@@ -485,8 +467,8 @@ absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch, cons
   return ExportSlice(SliceFromBatch(batch, query), options);
 }
 
-perftools::profiles::Profile BuildPprofProfile(const ProfileSlice& slice, std::string_view sample_type) {
-  return PprofWriter(slice).Build(sample_type);
+perftools::profiles::Profile BuildPprofProfile(const ProfileSlice& slice) {
+  return PprofWriter(slice).Build();
 }
 
 std::string FoldedText(const std::shared_ptr<const ProfileSlice>& slice, const ExportOptions& options) {
@@ -525,6 +507,7 @@ std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& o
     return svg;
   }
   const double total = static_cast<double>(tree.nodes[0].total);
+  const storage::SampleType sample_type = tree.slice ? tree.slice->sample_type.type : storage::SampleType{};
   // x of each node: children are laid out left to right inside the parent.
   std::vector<double> x(tree.nodes.size(), 0.0);
   x[0] = pad;
@@ -548,8 +531,8 @@ std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& o
     std::snprintf(pct, sizeof(pct), "%.2f", 100.0 * static_cast<double>(n.total) / total);
     svg += "<g><title>";
     AppendXmlEscaped(&svg, label);
-    absl::StrAppend(&svg, " (", n.total, ", ", pct, "%");
-    if (n.self > 0) absl::StrAppend(&svg, ", self ", n.self);
+    absl::StrAppend(&svg, " (", storage::FormatValue(sample_type, n.total), ", ", pct, "%");
+    if (n.self > 0) absl::StrAppend(&svg, ", self ", storage::FormatValue(sample_type, n.self));
     if (n.kind == storage::NodeKind::kFrame) {
       absl::StrAppend(&svg, ", ", Av(storage::FrameTypeName(n.type)));
     }
@@ -611,7 +594,7 @@ absl::StatusOr<std::string> ExportSlice(const std::shared_ptr<const ProfileSlice
     }
     case ExportFormat::kPprof: {
       std::string bytes;
-      if (!BuildPprofProfile(*slice, options.pprof_sample_type).SerializeToString(&bytes)) {
+      if (!BuildPprofProfile(*slice).SerializeToString(&bytes)) {
         return absl::InternalError("pprof export: message too large to serialize (2 GiB limit)");
       }
       return GzipCompress(bytes);

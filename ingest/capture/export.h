@@ -30,9 +30,6 @@ struct ExportOptions {
   bool show_inline = true;
   // folded: "_[k]" / "_[j]" suffixes (stackcollapse-perf.pl --all).
   bool annotate = false;
-  // pprof: the sample type to write as "type/unit" (e.g. "cpu/nanoseconds"
-  // when converting a pprof file). Empty: derived from the slice's kind.
-  std::string pprof_sample_type;
   // svg: the title line at the top.
   std::string title = "Flame Graph";
   int svg_width = 1200;
@@ -63,8 +60,8 @@ BuildOtlpRequestFromBatch(const storage::ProfileBatch& batch, const storage::Que
 // with a single value (the weight) at the slice's first sample time.
 opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest BuildOtlpRequest(
     const storage::ProfileSlice& slice);
-perftools::profiles::Profile BuildPprofProfile(const storage::ProfileSlice& slice,
-                                               std::string_view sample_type = {});
+// Both write the slice's sample type, period type and period.
+perftools::profiles::Profile BuildPprofProfile(const storage::ProfileSlice& slice);
 
 // Folded lines (via storage::FoldedLines) joined with '\n'.
 std::string FoldedText(const std::shared_ptr<const storage::ProfileSlice>& slice,

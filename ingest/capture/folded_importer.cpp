@@ -65,7 +65,6 @@ absl::Status ImportFolded(std::string_view text, ParseContext& ctx) {
     storage::Sample sample;
     sample.time_ns = time;
     sample.stack = builder.Stack(frames);
-    sample.kind = storage::SampleKind::kOnCpu;
     sample.value = count;
     out->batch.samples.push_back(sample);
   }
@@ -74,7 +73,6 @@ absl::Status ImportFolded(std::string_view text, ParseContext& ctx) {
         absl::StrCat(ctx.name(), ": no folded stack lines (\"frames count\"); ", out->skipped_records,
                      " lines skipped, first: ", out->warnings.empty() ? "" : out->warnings.front()));
   }
-  out->value_description = "samples/count";
   return absl::OkStatus();
 }
 

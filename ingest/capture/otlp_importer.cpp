@@ -257,22 +257,6 @@ absl::Status Normalize(const Request& request, ParseContext& ctx) {
                           " profiles rejected: ", result.error_message));
   }
   out->batch = std::move(result.batch);
-  std::string types;
-  for (const auto& rp : request.resource_profiles()) {
-    for (const auto& sp : rp.scope_profiles()) {
-      for (const auto& p : sp.profiles()) {
-        const auto& st = request.dictionary().string_table();
-        int t = p.sample_type().type_strindex(), u = p.sample_type().unit_strindex();
-        if (t >= 0 && t < st.size() && u >= 0 && u < st.size()) {
-          std::string name = absl::StrCat(st[t], "/", st[u]);
-          if (types.find(name) == std::string::npos) {
-            absl::StrAppend(&types, types.empty() ? "" : ", ", name);
-          }
-        }
-      }
-    }
-  }
-  out->value_description = types;
   return absl::OkStatus();
 }
 

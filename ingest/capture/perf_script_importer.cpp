@@ -125,14 +125,27 @@ bool ParseHeader(std::string_view line, Header* h) {
   return false;
 }
 
-storage::SampleKind KindForEvent(std::string_view event) {
-  if (event.empty()) return storage::SampleKind::kOnCpu;
+// What the imported values of `event` measure. With periods they are the
+// event's own unit: nanoseconds for the clock events and `perf record
+// --off-cpu`'s "offcpu-time", otherwise counts of the event ("cycles",
+// "page-faults"). Without, each sample counts one: on-CPU samples for CPU
+// events, probe events for the rest (tracepoints, uprobes).
+storage::SampleType PerfSampleType(std::string_view event, bool periods) {
   auto has = [&](std::string_view s) { return event.find(s) != std::string_view::npos; };
-  if (has("offcpu") || has("off-cpu") || has("off_cpu")) return storage::SampleKind::kOffCpu;
-  if (has("clock") || has("cycles") || has("instructions") || has("cpu")) {
-    return storage::SampleKind::kOnCpu;
+  const bool off_cpu = has("offcpu") || has("off-cpu") || has("off_cpu");
+  const bool clock = has("clock");
+  const bool cpu = event.empty() || clock || has("cycles") || has("instructions") || has("cpu");
+  if (periods) {
+    if (off_cpu) return storage::OffCpuTime();
+    if (clock) return {"cpu", "nanoseconds"};
+    if (!event.empty()) {
+      std::string name(event);
+      if (name.back() == ':') name.pop_back();
+      return {name, "count"};
+    }
+    return storage::OnCpuSamples();
   }
-  return storage::SampleKind::kProbe;
+  return cpu && !off_cpu ? storage::OnCpuSamples() : storage::ProbeEvents();
 }
 
 bool ContainsPerfMap(std::string_view mod) {
@@ -215,6 +228,7 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
   const ImportOptions& options = ctx.options();
 
   std::string event_filter = options.perf_event;
+  bool any_period = false;
   bool event_defaulted = event_filter.empty();
   uint64_t filtered_samples = 0;
   std::string first_filtered_event;
@@ -267,8 +281,8 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
     storage::Sample s;
     s.stack = builder.Stack(root_first);
     s.attribute_set = attrs;
-    s.kind = KindForEvent(header.event);
     s.value = options.perf_use_period && header.period > 0 ? header.period : 1;
+    any_period = any_period || (options.perf_use_period && header.period > 0);
     out->batch.samples.push_back(s);
     times.push_back(header.time_ns);
     has_time.push_back(header.has_time);
@@ -429,7 +443,9 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
                           first_filtered_event, "\") skipped; imported only \"", event_filter, "\"",
                           event_defaulted ? " (the first event in the file)" : ""));
   }
-  out->value_description = event_filter.empty() ? "samples" : event_filter;
+  out->perf_event = event_filter;
+  const uint32_t sample_type = out->batch.dict.AddSampleType({PerfSampleType(event_filter, any_period)});
+  for (storage::Sample& s : out->batch.samples) s.sample_type = sample_type;
 
   // perf's clock counts from boot. Anchor the last sample at the capture
   // time (the header's "captured on", else the caller's anchor) so data

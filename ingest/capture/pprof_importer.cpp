@@ -3,9 +3,11 @@
 // import benchmark and it can say at which byte a file breaks.
 //
 // Semantics (from pprof's profile.proto documentation):
-// - sample values: one per sample_type; the imported one is
-//   ImportOptions::sample_type, else default_sample_type (a string index of
-//   a type name), else the last sample type;
+// - sample values: one per sample_type; each type becomes samples of its
+//   own sample type (zero values dropped), or only ImportOptions::sample_type
+//   when set; the one to show first is default_sample_type (a string index
+//   of a type name), else the last sample type, as pprof chooses;
+// - period_type and period describe every sample type;
 // - Sample.location_id is leaf first; Location.line[0] is the innermost
 //   inlined function and the last line is the caller;
 // - string labels and numeric labels become attributes;
@@ -346,7 +348,9 @@ class PprofDecoder {
   }
 
   // After both.
-  absl::Status ChooseSampleType(size_t* chosen);
+  // The types to import (all, or the one asked for) and the one to show
+  // first.
+  absl::Status ChooseSampleTypes(std::vector<size_t>* imported, size_t* shown);
   absl::Status RedecodeValues(size_t chosen);
   absl::Status ExpandStacks(const std::vector<uint32_t>& order, size_t begin, size_t end,
                             std::vector<uint32_t>* frames, std::vector<uint32_t>* ends);
@@ -361,6 +365,8 @@ class PprofDecoder {
 
   // Written by the tables thread.
   std::vector<std::pair<int64_t, int64_t>> sample_types_;
+  std::pair<int64_t, int64_t> period_type_{0, 0};
+  int64_t period_ = 0;
   std::vector<PMapping> mappings_;
   std::vector<PLocation> locations_;
   std::vector<PLine> lines_;
@@ -454,6 +460,10 @@ absl::Status PprofDecoder::ScanTables() {
           int64_t t, u;
           if (absl::Status st = DecodeValueType(s, &t, &u); !st.ok()) return st;
           sample_types_.emplace_back(t, u);
+        } else if (field == 11) {
+          if (absl::Status st = DecodeValueType(s, &period_type_.first, &period_type_.second); !st.ok()) {
+            return st;
+          }
         } else if (field == 2) {
           if (s.data.size() > UINT32_MAX) return ctx_.ErrorAtByte(s.offset, "Sample larger than 4 GiB");
         } else if (field == 3) {
@@ -469,9 +479,11 @@ absl::Status PprofDecoder::ScanTables() {
       }
       case 9:
       case 10:
+      case 12:
       case 14:
         if (absl::Status st = need(WireReader::kVarint); !st.ok()) return st;
         if (!r.Varint(&v)) return WireError(r, "Profile");
+        if (field == 12) period_ = static_cast<int64_t>(v);
         if (field == 9) time_nanos_ = static_cast<int64_t>(v);
         if (field == 10) duration_nanos_ = static_cast<int64_t>(v);
         if (field == 14) default_sample_type_ = static_cast<int64_t>(v);
@@ -702,6 +714,8 @@ absl::Status PprofDecoder::Tables() {
     if (absl::Status s = CheckString(t, 0, "sample_type.type"); !s.ok()) return s;
     if (absl::Status s = CheckString(u, 0, "sample_type.unit"); !s.ok()) return s;
   }
+  if (absl::Status s = CheckString(period_type_.first, 0, "period_type.type"); !s.ok()) return s;
+  if (absl::Status s = CheckString(period_type_.second, 0, "period_type.unit"); !s.ok()) return s;
   return ResolveLocations();
 }
 
@@ -1005,35 +1019,33 @@ absl::Status PprofDecoder::ScanSamples() {
 // [SECTION] After both: sample type, values, stacks -> frames, labels
 // ============================================================================
 
-absl::Status PprofDecoder::ChooseSampleType(size_t* chosen) {
-  ImportedCapture* out = ctx_.out();
+absl::Status PprofDecoder::ChooseSampleTypes(std::vector<size_t>* imported, size_t* shown) {
   std::vector<std::string> names;
   for (auto [t, u] : sample_types_) {
     names.push_back(
         absl::StrCat(Av(strings_[static_cast<size_t>(t)]), "/", Av(strings_[static_cast<size_t>(u)])));
   }
-  out->available_sample_types = names;
-  *chosen = sample_types_.size() - 1;
-  const std::string& wanted = ctx_.options().sample_type;
-  if (!wanted.empty()) {
-    *chosen = SIZE_MAX;
+  *shown = sample_types_.size() - 1;
+  if (default_sample_type_ > 0 && static_cast<uint64_t>(default_sample_type_) < strings_.size()) {
     for (size_t i = 0; i < sample_types_.size(); ++i) {
-      if (strings_[static_cast<size_t>(sample_types_[i].first)] == wanted || names[i] == wanted) {
-        *chosen = i;
-        break;
-      }
-    }
-    if (*chosen == SIZE_MAX) {
-      return absl::InvalidArgumentError(absl::StrCat(ctx_.name(), ": no sample type \"", wanted,
-                                                     "\" (available: ", absl::StrJoin(names, ", "), ")"));
-    }
-  } else if (default_sample_type_ > 0 && static_cast<uint64_t>(default_sample_type_) < strings_.size()) {
-    for (size_t i = 0; i < sample_types_.size(); ++i) {
-      if (sample_types_[i].first == default_sample_type_) *chosen = i;
+      if (sample_types_[i].first == default_sample_type_) *shown = i;
     }
   }
-  out->value_description = names[*chosen];
-  return absl::OkStatus();
+  imported->clear();
+  const std::string& wanted = ctx_.options().sample_type;
+  if (wanted.empty()) {
+    for (size_t i = 0; i < sample_types_.size(); ++i) imported->push_back(i);
+    return absl::OkStatus();
+  }
+  for (size_t i = 0; i < sample_types_.size(); ++i) {
+    if (strings_[static_cast<size_t>(sample_types_[i].first)] == wanted || names[i] == wanted) {
+      *shown = i;
+      imported->push_back(i);
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(ctx_.name(), ": no sample type \"", wanted,
+                                                 "\" (available: ", absl::StrJoin(names, ", "), ")"));
 }
 
 // The walk read another value than the one chosen: read them again.
@@ -1187,8 +1199,9 @@ absl::Status PprofDecoder::Finish() {
     samples.clear();
     return absl::OkStatus();
   }
-  size_t chosen;
-  if (absl::Status s = ChooseSampleType(&chosen); !s.ok()) return s;
+  std::vector<size_t> imported;
+  size_t shown;
+  if (absl::Status s = ChooseSampleTypes(&imported, &shown); !s.ok()) return s;
   // Every sample has one value per sample type.
   if (sample_count_ > 0) {
     size_t bad = SIZE_MAX;
@@ -1209,23 +1222,45 @@ absl::Status PprofDecoder::Finish() {
                                sample_types_.size(), ")"));
     }
   }
-  if (chosen != guess_) {
-    if (absl::Status s = RedecodeValues(chosen); !s.ok()) return s;
+  // The values of each imported type: the walk read one of them; the
+  // others are read again from the samples' packed values.
+  auto& dict = out->batch.dict;
+  std::vector<std::vector<int64_t>> values(imported.size());
+  std::vector<uint32_t> type_ids(imported.size());
+  bool any_zero = false;
+  auto collect = [&](size_t k) {
+    values[k].resize(samples.size());
+    for (size_t i = 0; i < samples.size(); ++i) values[k][i] = samples[i].value;
+    any_zero = any_zero || zero_values_ > 0;
+  };
+  for (size_t k = 0; k < imported.size(); ++k) {
+    if (imported[k] == guess_) collect(k);
   }
-  std::string_view type = strings_[static_cast<size_t>(sample_types_[chosen].first)];
-  storage::SampleKind kind = storage::SampleKind::kOther;
-  if (type == "samples" || type == "cpu") kind = storage::SampleKind::kOnCpu;
-  if (type.find("off_cpu") != std::string_view::npos || type.find("offcpu") != std::string_view::npos)
-    kind = storage::SampleKind::kOffCpu;
-  if (type == "events") kind = storage::SampleKind::kProbe;
+  for (size_t k = 0; k < imported.size(); ++k) {
+    const size_t t = imported[k];
+    type_ids[k] = dict.AddSampleType(
+        {{std::string(strings_[static_cast<size_t>(sample_types_[t].first)]),
+          std::string(strings_[static_cast<size_t>(sample_types_[t].second)])},
+         std::string(strings_[static_cast<size_t>(period_type_.first)]),
+         std::string(strings_[static_cast<size_t>(period_type_.second)]),
+         period_});
+    if (t == guess_) continue;
+    if (absl::Status s = RedecodeValues(t); !s.ok()) return s;
+    collect(k);
+  }
+  out->default_sample_type = dict.sample_types[type_ids[std::find(imported.begin(), imported.end(), shown) -
+                                                        imported.begin()]]
+                                 .type;
 
-  // Stacks of samples with a zero value are not kept.
+  // Stacks whose samples are zero in every imported type are not kept.
   std::vector<uint32_t> order;  // stacks to expand, when not all
   std::vector<uint32_t> renumber;
-  if (zero_values_ > 0) {
+  if (any_zero) {
     std::vector<uint8_t> used(stack_pos_.size(), 0);
-    for (const storage::Sample& s : samples) {
-      if (s.value != 0) used[s.stack] = 1;
+    for (const std::vector<int64_t>& v : values) {
+      for (size_t i = 0; i < samples.size(); ++i) {
+        if (v[i] != 0) used[samples[i].stack] = 1;
+      }
     }
     renumber.assign(stack_pos_.size(), kUnset);
     for (uint32_t i = 0; i < stack_pos_.size(); ++i) {
@@ -1235,10 +1270,9 @@ absl::Status PprofDecoder::Finish() {
       }
     }
   }
-  const size_t stack_count = zero_values_ > 0 ? order.size() : stack_pos_.size();
+  const size_t stack_count = any_zero ? order.size() : stack_pos_.size();
 
   // Stacks -> frames.
-  auto& dict = out->batch.dict;
   const uint32_t first_stack = static_cast<uint32_t>(dict.StackCount());
   const uint64_t key_bytes = key_bytes_;
   const double per_location =
@@ -1257,26 +1291,38 @@ absl::Status PprofDecoder::Finish() {
   dict.stack_offsets.reserve(dict.stack_offsets.size() + ends.size());
   for (uint32_t e : ends) dict.stack_offsets.push_back(static_cast<uint32_t>(frames_base + e));
 
-  // Samples: drop zero values, set time, kind, final stack and attributes.
+  // Samples: final stack, attributes and time, then one sample per
+  // imported type with a value other than zero, type after type.
   const int64_t time = time_nanos_ != 0 ? time_nanos_ : ctx_.options().anchor_time_ns;
   std::vector<uint32_t> attrs(label_set_sample_.size() + 1, kUnset);
   attrs[0] = 0;
-  size_t kept = 0;
-  for (size_t i = 0; i < samples.size(); ++i) {
-    storage::Sample s = samples[i];
-    if (s.value == 0) continue;
+  for (storage::Sample& s : samples) {
     s.time_ns = time;
-    s.kind = kind;
     s.link = 0;
-    s.stack = first_stack + (renumber.empty() ? s.stack : renumber[s.stack]);
+    s.stack = renumber.empty() || renumber[s.stack] != kUnset
+                  ? first_stack + (renumber.empty() ? s.stack : renumber[s.stack])
+                  : kUnset;
+    if (s.stack == kUnset) continue;  // zero in every type: dropped below
     uint32_t& a = attrs[s.attribute_set];
     if (a == kUnset) {
       if (absl::Status st = ResolveLabelSet(s.attribute_set, &a); !st.ok()) return st;
     }
     s.attribute_set = a;
-    samples[kept++] = s;
   }
-  samples.resize(kept);
+  size_t nonzero = 0;
+  for (const std::vector<int64_t>& v : values) nonzero += v.size() - std::count(v.begin(), v.end(), 0);
+  std::vector<storage::Sample> typed;
+  typed.reserve(nonzero);
+  for (size_t k = 0; k < values.size(); ++k) {
+    for (size_t i = 0; i < samples.size(); ++i) {
+      if (values[k][i] == 0) continue;
+      storage::Sample s = samples[i];
+      s.value = values[k][i];
+      s.sample_type = type_ids[k];
+      typed.push_back(s);
+    }
+  }
+  samples = std::move(typed);
   return absl::OkStatus();
 }
 

@@ -32,8 +32,18 @@ std::vector<uint8_t> PassingAttributeSets(const storage::ProfileDictionary& d, c
   return passes;
 }
 
-bool Selected(const storage::Sample& s, const storage::Query& query, const std::vector<uint8_t>& passes) {
-  return s.kind == query.kind && s.time_ns >= query.from_ns && s.time_ns < query.to_ns &&
+// The batch index of the query's sample type; UINT32_MAX (matching no
+// sample) when the batch has none of it.
+uint32_t SampleTypeIndex(const storage::ProfileDictionary& d, const storage::Query& query) {
+  for (size_t i = 0; i < d.sample_types.size(); ++i) {
+    if (d.sample_types[i].type == query.sample_type) return static_cast<uint32_t>(i);
+  }
+  return UINT32_MAX;
+}
+
+bool Selected(const storage::Sample& s, const storage::Query& query, uint32_t sample_type,
+              const std::vector<uint8_t>& passes) {
+  return s.sample_type == sample_type && s.time_ns >= query.from_ns && s.time_ns < query.to_ns &&
          s.attribute_set < passes.size() && passes[s.attribute_set] != 0;
 }
 
@@ -43,7 +53,9 @@ std::shared_ptr<const storage::ProfileSlice> SliceFromBatch(const storage::Profi
                                                             const storage::Query& query) {
   auto slice = std::make_shared<storage::ProfileSlice>();
   slice->dict = batch.dict;
-  slice->kind = query.kind;
+  const uint32_t sample_type = SampleTypeIndex(batch.dict, query);
+  slice->sample_type = sample_type != UINT32_MAX ? batch.dict.sample_types[sample_type]
+                                                 : storage::SampleTypeInfo{query.sample_type};
   slice->from_ns = query.from_ns;
   slice->to_ns = query.to_ns;
   const storage::ProfileDictionary& d = batch.dict;
@@ -54,7 +66,7 @@ std::shared_ptr<const storage::ProfileSlice> SliceFromBatch(const storage::Profi
   index.reserve(std::min<size_t>(batch.samples.size(), d.StackCount() + 16));
   int64_t first = std::numeric_limits<int64_t>::max(), last = std::numeric_limits<int64_t>::min();
   for (const storage::Sample& s : batch.samples) {
-    if (!Selected(s, query, passes)) continue;
+    if (!Selected(s, query, sample_type, passes)) continue;
     if (s.stack >= d.StackCount()) continue;
     uint64_t key = (uint64_t{s.stack} << 32) | s.attribute_set;
     auto [it, added] = index.try_emplace(key, static_cast<uint32_t>(slice->weights.size()));
@@ -76,10 +88,11 @@ std::shared_ptr<const storage::ProfileSlice> SliceFromBatch(const storage::Profi
 
 std::vector<uint32_t> SelectSamples(const storage::ProfileBatch& batch, const storage::Query& query) {
   std::vector<uint8_t> passes = PassingAttributeSets(batch.dict, query);
+  const uint32_t sample_type = SampleTypeIndex(batch.dict, query);
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < batch.samples.size(); ++i) {
     const storage::Sample& s = batch.samples[i];
-    if (Selected(s, query, passes) && s.stack < batch.dict.StackCount()) out.push_back(i);
+    if (Selected(s, query, sample_type, passes) && s.stack < batch.dict.StackCount()) out.push_back(i);
   }
   return out;
 }
@@ -89,11 +102,12 @@ storage::Timeline TimelineFromBatch(const storage::ProfileBatch& batch, const st
   storage::Timeline t;
   if (bucket_count <= 0) return t;
   std::vector<uint8_t> passes = PassingAttributeSets(batch.dict, query);
+  const uint32_t sample_type = SampleTypeIndex(batch.dict, query);
   int64_t from = query.from_ns, to = query.to_ns;
   if (from == std::numeric_limits<int64_t>::min() || to == std::numeric_limits<int64_t>::max()) {
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
     for (const storage::Sample& s : batch.samples) {
-      if (!Selected(s, query, passes)) continue;
+      if (!Selected(s, query, sample_type, passes)) continue;
       lo = std::min(lo, s.time_ns);
       hi = std::max(hi, s.time_ns);
     }
@@ -109,7 +123,7 @@ storage::Timeline TimelineFromBatch(const storage::ProfileBatch& batch, const st
   t.weights.assign(static_cast<size_t>(bucket_count), 0);
   t.events.assign(static_cast<size_t>(bucket_count), 0);
   for (const storage::Sample& s : batch.samples) {
-    if (!Selected(s, query, passes) || s.time_ns < from || s.time_ns >= to) continue;
+    if (!Selected(s, query, sample_type, passes) || s.time_ns < from || s.time_ns >= to) continue;
     auto i = static_cast<size_t>((static_cast<__int128>(s.time_ns) - from) / t.bucket_ns);
     if (i >= t.weights.size()) i = t.weights.size() - 1;
     t.weights[i] += s.value;

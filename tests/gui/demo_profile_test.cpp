@@ -10,7 +10,6 @@ namespace kiln::app {
 namespace {
 
 using storage::FrameType;
-using storage::SampleKind;
 
 constexpr int64_t kNow = 1'800'000'000'000'000'000;
 
@@ -28,17 +27,16 @@ TEST_CASE("the demo profile is deterministic and covers every view") {
        {FrameType::kKernel, FrameType::kNative, FrameType::kPython, FrameType::kGo, FrameType::kJvm}) {
     CHECK(types.count(t) == 1);
   }
-  std::set<SampleKind> kinds;
+  std::set<storage::SampleType> kinds;
   int64_t first = kNow, last = 0;
   for (const auto& s : a.samples) {
-    kinds.insert(s.kind);
+    kinds.insert(a.dict.sample_types[s.sample_type].type);
     first = std::min(first, s.time_ns);
     last = std::max(last, s.time_ns);
     REQUIRE(s.stack < a.dict.StackCount());
     REQUIRE(s.attribute_set < a.dict.AttributeSetCount());
   }
-  CHECK(kinds.count(SampleKind::kOnCpu) == 1);
-  CHECK(kinds.count(SampleKind::kOffCpu) == 1);
+  CHECK(kinds == std::set<storage::SampleType>{storage::OnCpuSamples(), storage::OffCpuTime()});
   CHECK(first >= kNow - 15 * 60 * 1'000'000'000LL);
   CHECK(last < kNow);
   CHECK(last - first > 14 * 60 * 1'000'000'000LL);

@@ -48,9 +48,9 @@ void PollUntilIdle(SourceList& list) {
 
 // Folded lines of everything a store holds for `kind`, as the exporter
 // prints them with the window's default grouping.
-std::vector<std::string> StoreFolded(storage::Store& store, storage::SampleKind kind) {
+std::vector<std::string> StoreFolded(storage::Store& store, const storage::SampleType& kind = {}) {
   storage::Query query;
-  query.kind = kind;
+  query.sample_type = kind;
   auto slice = store.Run(query);
   REQUIRE(slice.ok());
   capture::ExportOptions options;
@@ -118,7 +118,7 @@ TEST_CASE("the live store is the first source; an opened capture becomes the sel
     CHECK(list.notices().back().text.find("Opened " + path) != std::string::npos);
     // The capture's own store holds exactly the file's stacks; the live
     // store received nothing but the log line.
-    CHECK(StoreFolded(*s.store, storage::SampleKind::kOnCpu) ==
+    CHECK(StoreFolded(*s.store) ==
           std::vector<std::string>{"main;parse 2", "main;parse;lex 5", "main;render;draw 7"});
     CHECK(f.live->Stats().samples == 0);
     CHECK(LogHas(*f.live, storage::LogLevel::kInfo, "Opened " + path));
@@ -233,7 +233,7 @@ TEST_CASE("export of the current slice writes a file that re-imports with the sa
   PollUntilIdle(list);
   REQUIRE(list.sources().size() == 2);
   storage::Store& capture_store = *list.Current().store;
-  const auto expected = StoreFolded(capture_store, storage::SampleKind::kOnCpu);
+  const auto expected = StoreFolded(capture_store);
   storage::Query query;
   auto slice = capture_store.Run(query);
   REQUIRE(slice.ok());
@@ -262,7 +262,7 @@ TEST_CASE("export of the current slice writes a file that re-imports with the sa
     REQUIRE(back.ok());
     auto imported = capture::ImportIntoStore(&(*back)->store(), out, {});
     REQUIRE(imported.ok());
-    CHECK(StoreFolded((*back)->store(), storage::SampleKind::kOnCpu) == expected);
+    CHECK(StoreFolded((*back)->store()) == expected);
   }
 }
 
@@ -287,7 +287,7 @@ TEST_CASE("import into store copies the capture into the live store") {
   REQUIRE(!list.notices().empty());
   CHECK_FALSE(list.notices().back().error);
   CHECK(list.notices().back().text.find("Imported 3 samples from " + path) != std::string::npos);
-  CHECK(StoreFolded(*f.live, storage::SampleKind::kOnCpu) ==
+  CHECK(StoreFolded(*f.live) ==
         std::vector<std::string>{"main;parse 2", "main;parse;lex 5", "main;render;draw 7"});
 }
 

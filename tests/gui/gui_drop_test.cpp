@@ -77,7 +77,7 @@ void StoreVictimFrame(const std::string& dir) {
   f.type = storage::FrameType::kNative;
   b.dict.frames.push_back(f);
   const uint32_t stack = b.dict.AddStack({1});
-  b.samples.push_back({1'760'000'000'000'000'000, stack, 0, 0, storage::SampleKind::kOnCpu, 1});
+  b.samples.push_back({1'760'000'000'000'000'000, stack, 0, 0, 0, 1});
   auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
   REQUIRE(store.ok());
   REQUIRE((*store)->Write(b).ok());

@@ -94,7 +94,7 @@ class Gallery {
                                             status->stats.first_sample_ns, status->stats.last_sample_ns);
         }
         ui::AnalysisRequest request;
-        request.query.kind = session_.kind;
+        request.query.sample_type = session_.sample_type;
         request.query.from_ns = session_.QueryRange().from_ns;
         request.query.to_ns = session_.QueryRange().to_ns;
         request.query.filters = session_.filters;
@@ -218,7 +218,7 @@ TEST_CASE("gallery of view states over the demo store") {
       CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kPython), 60) > 5000);
     }
     SUBCASE("off-CPU top functions") {
-      gallery.session().kind = storage::SampleKind::kOffCpu;
+      gallery.session().sample_type = storage::OffCpuTime();
       const Pixels p = Load(gallery.Shoot("offcpu-top", "top"));
       std::set<ui::Rgba> colors(p.data.begin(), p.data.end());
       CHECK(colors.size() > 50);

@@ -76,7 +76,7 @@ storage::ProfileBatch Batch(const std::string& victim, const std::string& victim
   auto samples = [&](std::vector<uint32_t> frames, int n) {
     const uint32_t stack = d.AddStack(frames);
     for (int i = 0; i < n; ++i)
-      b.samples.push_back({t += 10'000'000, stack, set, 0, storage::SampleKind::kOnCpu, 1});
+      b.samples.push_back({t += 10'000'000, stack, set, 0, 0, 1});
   };
   samples({main_f, middle, leaf}, 40);
   samples({main_f, middle, frame(libc, 0x1200)}, 15);

@@ -61,9 +61,9 @@ bool IsCaptureFile(const std::string& path) {
 }
 
 std::string FoldedOf(const ImportedCapture& c, storage::GroupBy group_by, bool annotate,
-                     storage::SampleKind kind) {
+                     const storage::SampleType& type) {
   storage::Query q;
-  q.kind = kind;
+  q.sample_type = type;
   ExportOptions o;
   o.group_by = group_by;
   o.annotate = annotate;
@@ -71,9 +71,9 @@ std::string FoldedOf(const ImportedCapture& c, storage::GroupBy group_by, bool a
 }
 
 // Every attribute set in use, as sorted "k=v,..." strings with weights.
-std::map<std::string, int64_t> AttributeWeights(const ImportedCapture& c, storage::SampleKind kind) {
+std::map<std::string, int64_t> AttributeWeights(const ImportedCapture& c, const storage::SampleType& type) {
   storage::Query q;
-  q.kind = kind;
+  q.sample_type = type;
   auto slice = SliceFromBatch(c.batch, q);
   std::map<std::string, int64_t> out;
   for (const auto& w : slice->weights) {
@@ -113,7 +113,7 @@ TEST_CASE("perf script files fold exactly like stackcollapse-perf.pl --all") {
     auto c = ImportFile(path);
     REQUIRE_MESSAGE(c.ok(), c.status().message());
     CHECK(c->format == CaptureFormat::kPerfScript);
-    CHECK(FoldedOf(*c, storage::GroupBy::kProcess, true, c->dominant_kind) == expected);
+    CHECK(FoldedOf(*c, storage::GroupBy::kProcess, true, c->default_sample_type) == expected);
     ++compared;
   }
   CHECK(compared == 8);
@@ -128,42 +128,51 @@ TEST_CASE("pprof self totals per function match the file's own samples") {
     perftools::profiles::Profile p;
     REQUIRE(p.ParseFromString(Gunzip(ReadAll(path))));
     const auto& st = p.string_table();
-    int index = p.sample_type_size() - 1;
+    int default_index = p.sample_type_size() - 1;
     for (int i = 0; i < p.sample_type_size(); ++i) {
-      if (p.default_sample_type() != 0 && p.sample_type(i).type() == p.default_sample_type()) index = i;
+      if (p.default_sample_type() != 0 && p.sample_type(i).type() == p.default_sample_type()) default_index = i;
     }
     std::map<uint64_t, const perftools::profiles::Location*> locs;
     for (const auto& l : p.location()) locs[l.id()] = &l;
     std::map<uint64_t, std::string> fnames;
     for (const auto& f : p.function()) fnames[f.id()] = st[static_cast<int>(f.name())];
-    std::map<std::string, int64_t> expected;
-    for (const auto& s : p.sample()) {
-      if (s.location_id_size() == 0 || s.value(index) == 0) continue;
-      const auto* leaf = locs.at(s.location_id(0));
-      std::string name;
-      if (leaf->line_size() > 0) {
-        name = fnames.at(leaf->line(0).function_id());
-      }
-      if (name.empty()) continue;  // unnamed frames are labelled by address
-      expected[name] += s.value(index);
-    }
-    for (auto it = expected.begin(); it != expected.end();) {
-      it = it->second == 0 ? expected.erase(it) : std::next(it);
-    }
-
     auto c = ImportFile(path);
     REQUIRE_MESSAGE(c.ok(), c.status().message());
-    storage::Query q;
-    q.kind = c->dominant_kind;
-    auto slice = SliceFromBatch(c->batch, q);
-    std::map<std::string, int64_t> got;
-    for (const auto& row : storage::BuildTopFunctions(*slice)) {
-      if (row.self != 0 && row.function.find("+0x") == std::string::npos &&
-          row.function.rfind("0x", 0) != 0) {
-        got[row.function] += row.self;
+    auto type_at = [&](int i) {
+      return storage::SampleType{st[static_cast<int>(p.sample_type(i).type())],
+                                 st[static_cast<int>(p.sample_type(i).unit())]};
+    };
+    CHECK(c->default_sample_type == type_at(default_index));  // pprof's rule
+    // Every sample type is there, each with its own totals.
+    for (int index = 0; index < p.sample_type_size(); ++index) {
+      CAPTURE(index);
+      std::map<std::string, int64_t> expected;
+      for (const auto& s : p.sample()) {
+        if (s.location_id_size() == 0 || s.value(index) == 0) continue;
+        const auto* leaf = locs.at(s.location_id(0));
+        std::string name;
+        if (leaf->line_size() > 0) {
+          name = fnames.at(leaf->line(0).function_id());
+        }
+        if (name.empty()) continue;  // unnamed frames are labelled by address
+        expected[name] += s.value(index);
       }
+      for (auto it = expected.begin(); it != expected.end();) {
+        it = it->second == 0 ? expected.erase(it) : std::next(it);
+      }
+      storage::Query q;
+      q.sample_type = type_at(index);
+      auto slice = SliceFromBatch(c->batch, q);
+      CHECK(slice->sample_type.type == q.sample_type);
+      std::map<std::string, int64_t> got;
+      for (const auto& row : storage::BuildTopFunctions(*slice)) {
+        if (row.self != 0 && row.function.find("+0x") == std::string::npos &&
+            row.function.rfind("0x", 0) != 0) {
+          got[row.function] += row.self;
+        }
+      }
+      CHECK(got == expected);
     }
-    CHECK(got == expected);
   }
 }
 
@@ -218,13 +227,15 @@ TEST_CASE("a large pprof (read by two threads) imports like the copies it is mad
     auto all = ImportBytes(big_bytes, "big.pb", o);
     REQUIRE_MESSAGE(one.ok(), one.status().message());
     REQUIRE_MESSAGE(all.ok(), all.status().message());
-    CHECK(all->value_description == one->value_description);
-    storage::SampleKind kind = one->dominant_kind;
-    CHECK(FoldedOf(*all, storage::GroupBy::kThread, true, kind) ==
-          TimesN(FoldedOf(*one, storage::GroupBy::kThread, true, kind), copies));
-    auto attrs = AttributeWeights(*one, kind);
-    for (auto& [k, w] : attrs) w *= copies;
-    CHECK(AttributeWeights(*all, kind) == attrs);
+    CHECK(all->sample_types == one->sample_types);
+    CHECK(all->default_sample_type == one->default_sample_type);
+    for (const storage::SampleType& kind : one->sample_types) {
+      CHECK(FoldedOf(*all, storage::GroupBy::kThread, true, kind) ==
+            TimesN(FoldedOf(*one, storage::GroupBy::kThread, true, kind), copies));
+      auto attrs = AttributeWeights(*one, kind);
+      for (auto& [k, w] : attrs) w *= copies;
+      CHECK(AttributeWeights(*all, kind) == attrs);
+    }
   }
 }
 
@@ -235,9 +246,10 @@ TEST_CASE("round trips keep every stack and weight") {
     CAPTURE(path);
     auto original = ImportFile(path);
     REQUIRE(original.ok());
-    storage::SampleKind kind = original->dominant_kind;
+    for (const storage::SampleType& kind : original->sample_types) {
+    CAPTURE(storage::SampleTypeName(kind));
     storage::Query q;
-    q.kind = kind;
+    q.sample_type = kind;
     std::string folded = FoldedOf(*original, storage::GroupBy::kThread, true, kind);
     auto attrs = AttributeWeights(*original, kind);
 
@@ -261,15 +273,16 @@ TEST_CASE("round trips keep every stack and weight") {
     if (original->format == CaptureFormat::kPprof) {
       ExportOptions pprof;
       pprof.format = ExportFormat::kPprof;
-      pprof.pprof_sample_type = original->value_description;
       auto back = ExportSlice(SliceFromBatch(once->batch, q), pprof);
       REQUIRE(back.ok());
       auto again = ImportBytes(*back, "again.pb.gz");
       REQUIRE_MESSAGE(again.ok(), again.status().message());
       CHECK(again->format == CaptureFormat::kPprof);
-      CHECK(again->value_description == original->value_description);
+      CHECK(again->sample_types == std::vector<storage::SampleType>{kind});
+      CHECK(again->default_sample_type == kind);
       CHECK(FoldedOf(*again, storage::GroupBy::kThread, true, kind) == folded);
       CHECK(AttributeWeights(*again, kind) == attrs);
+    }
     }
   }
 }
@@ -322,11 +335,14 @@ TEST_CASE("perf 6.x output: default fields and -F comm,pid,tid,time,ip,sym,dso a
   REQUIRE_MESSAGE(fields.ok(), fields.status().message());
   CHECK(full->batch.samples.size() == 58);
   CHECK(fields->batch.samples.size() == 58);
-  CHECK(full->value_description == "cpu-clock:ppp");
+  CHECK(full->perf_event == "cpu-clock:ppp");
+  // Periods of a clock event are nanoseconds of CPU time, not samples.
+  CHECK(full->sample_types == std::vector<storage::SampleType>{{"cpu", "nanoseconds"}});
+  CHECK(fields->sample_types == std::vector<storage::SampleType>{storage::OnCpuSamples()});
   // Same stacks; the default output weighs each sample by its period
   // (2004008 ns), the -F output counts samples.
-  std::string counted = FoldedOf(*fields, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu);
-  std::string weighted = FoldedOf(*full, storage::GroupBy::kProcess, true, storage::SampleKind::kOnCpu);
+  std::string counted = FoldedOf(*fields, storage::GroupBy::kProcess, true, fields->default_sample_type);
+  std::string weighted = FoldedOf(*full, storage::GroupBy::kProcess, true, full->default_sample_type);
   std::istringstream a(counted), b(weighted);
   std::string la, lb;
   int lines = 0;

@@ -43,7 +43,7 @@ storage::ProfileBatch VictimBatch(const std::string& victim) {
     stack.push_back(static_cast<uint32_t>(b.dict.frames.size() - 1));
   }
   const uint32_t s = b.dict.AddStack(stack);
-  b.samples.push_back({1'760'000'000'000'000'000, s, 0, 0, storage::SampleKind::kOnCpu, 1});
+  b.samples.push_back({1'760'000'000'000'000'000, s, 0, 0, 0, 1});
   return b;
 }
 
@@ -193,7 +193,7 @@ TEST_CASE("SymbolService finds executables sent by base name, as agents send the
     b.dict.frames.push_back(frame);
     const uint32_t s = b.dict.AddStack({1});
     const uint32_t set = b.dict.AddAttributeSet(attrs(b.dict, path));
-    b.samples.push_back({1'760'000'000'000'000'000, s, set, 0, storage::SampleKind::kOnCpu, 1});
+    b.samples.push_back({1'760'000'000'000'000'000, s, set, 0, 0, 1});
     return b;
   };
   REQUIRE((*store)
