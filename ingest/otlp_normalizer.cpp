@@ -103,17 +103,37 @@ void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
 }
 
+using StringTable = google::protobuf::RepeatedPtrField<std::string>;
+
+// Entry `i` of the request's string table; "" for 0 and for indices out of
+// range (those are rejected before anything is emitted).
+std::string_view TableString(const StringTable& strings, int64_t i) {
+  return i > 0 && i < strings.size() ? std::string_view(strings.Get(static_cast<int>(i))) : std::string_view();
+}
+
+// A key given inline or, since v1.10, by reference into the string table.
+std::string_view KeyText(const common::KeyValue& kv, const StringTable& strings) {
+  return !kv.key().empty() ? std::string_view(kv.key()) : TableString(strings, kv.key_strindex());
+}
+
 // Scalars as plain text; arrays and kvlists as JSON-ish text where nested
-// strings are quoted. Recursion depth is bounded by protobuf's parse depth.
-void AppendAnyValue(const common::AnyValue& v, bool quote_strings, std::string* out) {
+// strings are quoted. Strings may be references into `strings`. Recursion
+// depth is bounded by protobuf's parse depth.
+void AppendAnyValue(const common::AnyValue& v, const StringTable& strings, bool quote_strings,
+                    std::string* out) {
   switch (v.value_case()) {
     case common::AnyValue::kStringValue:
+    case common::AnyValue::kStringValueStrindex: {
+      const std::string_view text = v.value_case() == common::AnyValue::kStringValue
+                                        ? std::string_view(v.string_value())
+                                        : TableString(strings, v.string_value_strindex());
       if (quote_strings) {
-        AppendJsonString(v.string_value(), out);
+        AppendJsonString(text, out);
       } else {
-        out->append(v.string_value());
+        out->append(text);
       }
       break;
+    }
     case common::AnyValue::kBoolValue:
       out->append(v.bool_value() ? "true" : "false");
       break;
@@ -137,7 +157,7 @@ void AppendAnyValue(const common::AnyValue& v, bool quote_strings, std::string* 
       for (const common::AnyValue& e : v.array_value().values()) {
         if (!first) out->push_back(',');
         first = false;
-        AppendAnyValue(e, true, out);
+        AppendAnyValue(e, strings, true, out);
       }
       out->push_back(']');
       break;
@@ -148,9 +168,9 @@ void AppendAnyValue(const common::AnyValue& v, bool quote_strings, std::string* 
       for (const common::KeyValue& kv : v.kvlist_value().values()) {
         if (!first) out->push_back(',');
         first = false;
-        AppendJsonString(kv.key(), out);
+        AppendJsonString(KeyText(kv, strings), out);
         out->push_back(':');
-        AppendAnyValue(kv.value(), true, out);
+        AppendAnyValue(kv.value(), strings, true, out);
       }
       out->push_back('}');
       break;
@@ -162,10 +182,13 @@ void AppendAnyValue(const common::AnyValue& v, bool quote_strings, std::string* 
 }
 
 // Text view of a value without copying for the common string case.
-std::string_view AnyValueText(const common::AnyValue& v, std::string* scratch) {
+std::string_view AnyValueText(const common::AnyValue& v, const StringTable& strings, std::string* scratch) {
   if (v.value_case() == common::AnyValue::kStringValue) return v.string_value();
+  if (v.value_case() == common::AnyValue::kStringValueStrindex) {
+    return TableString(strings, v.string_value_strindex());
+  }
   scratch->clear();
-  AppendAnyValue(v, false, scratch);
+  AppendAnyValue(v, strings, false, scratch);
   return *scratch;
 }
 
@@ -232,6 +255,9 @@ class Normalizer {
     return OutOfRange(field, index, "string_table", string_count_);
   }
   std::string CheckAttribute(int32_t index);
+  // String references inside a value (nested ones included) and a key.
+  std::string CheckAnyValue(const common::AnyValue& v) const;
+  std::string CheckKeyValues(const google::protobuf::RepeatedPtrField<common::KeyValue>& kvs) const;
   // `owner()` names the field holding the list (built only on error).
   template <typename Owner>
   std::string CheckAttributeList(const Owner& owner, const google::protobuf::RepeatedField<int32_t>& indices);
@@ -263,7 +289,8 @@ class Normalizer {
   uint32_t MapStack(int32_t index);
   uint32_t MapLink(int32_t index);
   uint32_t MapAttributeSet(const otlp::Sample& sample);
-  void PrepareResource(int resource_index);
+  // The resource's and the scope's attributes, the base of every sample's.
+  void PrepareResource(int resource_index, int scope_index);
   void SortByKeyKeepLast(std::vector<Attribute>* attrs) const;
   void EmitProfile(const otlp::Profile& profile, size_t event_count);
 
@@ -312,6 +339,7 @@ class Normalizer {
 
   // Current resource / profile context for emission.
   int prepared_resource_ = -1;
+  int prepared_scope_ = -1;
   std::vector<Attribute> resource_attributes_;
   std::vector<Attribute> base_attributes_;  // resource + profile attributes, sorted
   std::vector<Attribute> base_scratch_;
@@ -326,9 +354,38 @@ std::string Normalizer::CheckAttribute(int32_t index) {
     const otlp::KeyValueAndUnit& a = At(dict_.attribute_table(), index);
     std::string e = CheckString(".key_strindex", a.key_strindex());
     if (e.empty()) e = CheckString(".unit_strindex", a.unit_strindex());
+    if (e.empty()) e = CheckAnyValue(a.value());
     if (!e.empty()) return Cat(": dictionary.attribute_table[", index, "]", e);
     return {};
   });
+}
+
+std::string Normalizer::CheckAnyValue(const common::AnyValue& v) const {
+  switch (v.value_case()) {
+    case common::AnyValue::kStringValueStrindex:
+      return CheckString(".value.string_value_strindex", v.string_value_strindex());
+    case common::AnyValue::kArrayValue:
+      for (int i = 0; i < v.array_value().values_size(); ++i) {
+        std::string e = CheckAnyValue(v.array_value().values(i));
+        if (!e.empty()) return Cat(".value.array_value.values[", i, "]", e.substr(6));
+      }
+      return {};
+    case common::AnyValue::kKvlistValue: {
+      std::string e = CheckKeyValues(v.kvlist_value().values());
+      return e.empty() ? e : Cat(".value.kvlist_value.values", e);
+    }
+    default:
+      return {};
+  }
+}
+
+std::string Normalizer::CheckKeyValues(const google::protobuf::RepeatedPtrField<common::KeyValue>& kvs) const {
+  for (int i = 0; i < kvs.size(); ++i) {
+    std::string e = CheckString(".key_strindex", kvs[i].key_strindex());
+    if (e.empty()) e = CheckAnyValue(kvs[i].value());
+    if (!e.empty()) return Cat("[", i, "]", e);
+  }
+  return {};
 }
 
 template <typename Owner>
@@ -519,7 +576,7 @@ Attribute Normalizer::MapAttribute(int32_t index) {
   if (slot.key == kUnmapped) {
     const otlp::KeyValueAndUnit& a = dict_.attribute_table(index);
     slot.key = MapString(a.key_strindex());
-    slot.value = Intern(AnyValueText(a.value(), &text_scratch_));
+    slot.value = Intern(AnyValueText(a.value(), dict_.string_table(), &text_scratch_));
   }
   return slot;
 }
@@ -540,7 +597,7 @@ uint32_t Normalizer::MapMapping(int32_t index) {
                        : key == kGoBuildIdKey  ? &exe.go_build_id
                                                : nullptr;
     if (target == nullptr) continue;
-    std::string text(AnyValueText(kv.value(), &text_scratch_));
+    std::string text(AnyValueText(kv.value(), dict_.string_table(), &text_scratch_));
     // htlhash and GNU build ids are hex; normalize case so one file is one
     // executable whichever way the sender printed it.
     if (target != &exe.go_build_id) {
@@ -568,7 +625,7 @@ void Normalizer::MapLocation(int32_t index) {
     if (a <= 0 || a >= dict_.attribute_table_size()) continue;
     const otlp::KeyValueAndUnit& kv = dict_.attribute_table(a);
     if (Str(kv.key_strindex()) == kFrameTypeKey) {
-      base.type = storage::FrameTypeFromName(AnyValueText(kv.value(), &text_scratch_));
+      base.type = storage::FrameTypeFromName(AnyValueText(kv.value(), dict_.string_table(), &text_scratch_));
     }
   }
   location_first_[index] = static_cast<uint32_t>(out_.frames.size());
@@ -632,14 +689,21 @@ uint32_t Normalizer::MapLink(int32_t index) {
   return slot;
 }
 
-void Normalizer::PrepareResource(int resource_index) {
-  if (prepared_resource_ == resource_index) return;
+void Normalizer::PrepareResource(int resource_index, int scope_index) {
+  if (prepared_resource_ == resource_index && prepared_scope_ == scope_index) return;
   prepared_resource_ = resource_index;
+  prepared_scope_ = scope_index;
   resource_attributes_.clear();
-  for (const common::KeyValue& kv : request_.resource_profiles(resource_index).resource().attributes()) {
-    if (kv.key().empty()) continue;
-    resource_attributes_.push_back(
-        Attribute{Intern(kv.key()), Intern(AnyValueText(kv.value(), &text_scratch_))});
+  const otlp::ResourceProfiles& rp = request_.resource_profiles(resource_index);
+  // Resource, then scope attributes: sorting keeps the last of a repeated
+  // key, so the scope wins over the resource.
+  for (const auto* kvs : {&rp.resource().attributes(), &rp.scope_profiles(scope_index).scope().attributes()}) {
+    for (const common::KeyValue& kv : *kvs) {
+      const std::string_view key = KeyText(kv, dict_.string_table());
+      if (key.empty()) continue;
+      resource_attributes_.push_back(
+          Attribute{Intern(key), Intern(AnyValueText(kv.value(), dict_.string_table(), &text_scratch_))});
+    }
   }
 }
 
@@ -799,12 +863,19 @@ NormalizeResult Normalizer::Run() {
           continue;
         }
         size_t events = 0;
-        std::string error = ValidateProfile(sp.profiles(p), &events);
+        std::string error;
+        if (std::string e = CheckKeyValues(rp.resource().attributes()); !e.empty()) {
+          error = Cat(" (its resource.attributes", e, ")");
+        } else if (std::string se = CheckKeyValues(sp.scope().attributes()); !se.empty()) {
+          error = Cat(" (its scope.attributes", se, ")");
+        } else {
+          error = ValidateProfile(sp.profiles(p), &events);
+        }
         if (!error.empty()) {
-          Reject(Cat(path(), ".", error));
+          Reject(Cat(path(), error[0] == ' ' ? "" : ".", error));
           continue;
         }
-        PrepareResource(r);
+        PrepareResource(r, s);
         EmitProfile(sp.profiles(p), events);
         if (overflow_) {
           overflow_at_ = ordinal;

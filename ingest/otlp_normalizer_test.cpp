@@ -16,6 +16,8 @@ namespace kiln::ingest {
 namespace {
 
 using storage::FrameType;
+namespace collector = opentelemetry::proto::collector::profiles::v1development;
+namespace common = opentelemetry::proto::common::v1;
 
 // One line per sample: "<type/unit> t=<ns> v=<value> <root;...;leaf> {k=v,...}".
 // Inlined frames carry a trailing '*'.
@@ -175,6 +177,143 @@ TEST_CASE("sample types are kept as sent, with their period; unknown ones are no
   NormalizeResult r = NormalizeExportRequest(f.b.request);
   REQUIRE(r.batch.samples.size() == 2);
   CHECK(r.batch.samples[0].sample_type != r.batch.samples[1].sample_type);
+}
+
+// Re-encodes every attribute key and string value of `request` the way the
+// Collector's encoders write them since OTLP v1.10: as references into the
+// dictionary's string table (KeyValue.key_strindex, AnyValue.
+// string_value_strindex), nested values included.
+void ToStringReferences(collector::ExportProfilesServiceRequest* request) {
+  auto* strings = request->mutable_dictionary()->mutable_string_table();
+  auto index_of = [&](const std::string& text) {
+    for (int i = 0; i < strings->size(); ++i) {
+      if (strings->Get(i) == text) return i;
+    }
+    *strings->Add() = text;
+    return strings->size() - 1;
+  };
+  std::function<void(common::AnyValue*)> value = [&](common::AnyValue* v) {
+    if (v->value_case() == common::AnyValue::kStringValue) {
+      v->set_string_value_strindex(index_of(v->string_value()));  // clears string_value (oneof)
+    } else if (v->value_case() == common::AnyValue::kArrayValue) {
+      for (auto& e : *v->mutable_array_value()->mutable_values()) value(&e);
+    } else if (v->value_case() == common::AnyValue::kKvlistValue) {
+      for (auto& kv : *v->mutable_kvlist_value()->mutable_values()) {
+        kv.set_key_strindex(index_of(kv.key()));
+        kv.clear_key();
+        value(kv.mutable_value());
+      }
+    }
+  };
+  auto key_values = [&](google::protobuf::RepeatedPtrField<common::KeyValue>* kvs) {
+    for (auto& kv : *kvs) {
+      kv.set_key_strindex(index_of(kv.key()));
+      kv.clear_key();
+      value(kv.mutable_value());
+    }
+  };
+  for (auto& rp : *request->mutable_resource_profiles()) {
+    key_values(rp.mutable_resource()->mutable_attributes());
+    for (auto& sp : *rp.mutable_scope_profiles()) key_values(sp.mutable_scope()->mutable_attributes());
+  }
+  for (auto& a : *request->mutable_dictionary()->mutable_attribute_table()) value(a.mutable_value());
+}
+
+TEST_CASE("attribute keys and values by string-table reference give the same batch as inline ones") {
+  Fixture f;
+  auto* rp = f.b.Resource({{"process.pid", "1234"}, {"service.name", "svc"}, {"container.id", "c0ffee"}});
+  OtlpRequestBuilder::AnyValue list;
+  list.mutable_array_value()->add_values()->set_string_value("x");
+  list.mutable_array_value()->add_values()->set_int_value(2);
+  auto* nested = list.mutable_array_value()->add_values()->mutable_kvlist_value()->add_values();
+  nested->set_key("k");
+  nested->mutable_value()->set_string_value("v");
+  const int32_t list_attr = f.b.Attribute("custom.list", list);
+  auto* p = f.b.AddProfile(rp);
+  auto* scope_attr = rp->mutable_scope_profiles(0)->mutable_scope()->add_attributes();
+  scope_attr->set_key("scope.flavour");
+  scope_attr->mutable_value()->set_string_value("vanilla");
+  OtlpRequestBuilder::AddSample(p, f.stack_a, {f.thread_name, f.thread_id, list_attr}, {100, 200});
+  OtlpRequestBuilder::AddSample(p, f.stack_b, {f.thread_name}, {300});
+
+  collector::ExportProfilesServiceRequest by_reference = f.b.request;
+  ToStringReferences(&by_reference);
+  // The re-encoding really uses the v1.10 fields: no inline key is left.
+  REQUIRE(by_reference.resource_profiles(0).resource().attributes(0).key().empty());
+  REQUIRE(by_reference.resource_profiles(0).resource().attributes(0).key_strindex() > 0);
+  REQUIRE(by_reference.dictionary().attribute_table(f.thread_name).value().value_case() ==
+          common::AnyValue::kStringValueStrindex);
+  // ... and survives the wire.
+  collector::ExportProfilesServiceRequest decoded;
+  REQUIRE(decoded.ParseFromString(by_reference.SerializeAsString()));
+
+  NormalizeResult inline_form = NormalizeExportRequest(f.b.request);
+  NormalizeResult reference_form = NormalizeExportRequest(decoded);
+  CHECK(reference_form.rejected_profiles == 0);
+  CHECK(Print(inline_form) ==
+        "samples/count t=100 v=1 main;libc.so.6+0x2000;do_syscall_64 "
+        "{container.id=c0ffee,custom.list=[\"x\",2,{\"k\":\"v\"}],process.pid=1234,scope.flavour=vanilla,"
+        "service.name=svc,thread.id=77,thread.name=worker}\n"
+        "samples/count t=200 v=1 main;libc.so.6+0x2000;do_syscall_64 "
+        "{container.id=c0ffee,custom.list=[\"x\",2,{\"k\":\"v\"}],process.pid=1234,scope.flavour=vanilla,"
+        "service.name=svc,thread.id=77,thread.name=worker}\n"
+        "samples/count t=300 v=1 main;handler {container.id=c0ffee,process.pid=1234,scope.flavour=vanilla,"
+        "service.name=svc,thread.name=worker}\n");
+  CHECK(Print(reference_form) == Print(inline_form));
+  // Mapping attributes (build ids) and location attributes (frame types)
+  // resolve too.
+  const auto& d = reference_form.batch.dict;
+  REQUIRE(d.executables.size() == inline_form.batch.dict.executables.size());
+  for (size_t i = 0; i < d.executables.size(); ++i) {
+    CHECK(d.strings[d.executables[i].htlhash] ==
+          inline_form.batch.dict.strings[inline_form.batch.dict.executables[i].htlhash]);
+  }
+  for (size_t i = 0; i < d.frames.size(); ++i) CHECK(d.frames[i].type == inline_form.batch.dict.frames[i].type);
+}
+
+TEST_CASE("string-table references out of range reject the profile by name, the others stay") {
+  for (int where = 0; where < 4; ++where) {
+    CAPTURE(where);
+    Fixture f;
+    auto* bad_rp = f.b.Resource({{"process.pid", "1"}});
+    auto* good_rp = f.b.Resource({{"process.pid", "2"}});
+    int32_t bad_attr = f.b.StringAttribute("thread.name", "bad");
+    OtlpRequestBuilder::AddSample(f.b.AddProfile(bad_rp), f.stack_a, {bad_attr}, {1});
+    OtlpRequestBuilder::AddSample(f.b.AddProfile(good_rp), f.stack_b, {}, {2});
+    const int32_t past = f.b.request.dictionary().string_table_size() + 5;
+    std::string expected;
+    auto* resource_kv = f.b.request.mutable_resource_profiles(0)->mutable_resource()->mutable_attributes(0);
+    switch (where) {
+      case 0:
+        resource_kv->clear_key();
+        resource_kv->set_key_strindex(past);
+        expected = "resource_profiles[0].scope_profiles[0].profiles[0] (its resource.attributes[0].key_strindex";
+        break;
+      case 1:
+        resource_kv->mutable_value()->set_string_value_strindex(-3);
+        expected = "(its resource.attributes[0].value.string_value_strindex -3";
+        break;
+      case 2:
+        f.b.request.mutable_dictionary()->mutable_attribute_table(bad_attr)->mutable_value()->set_string_value_strindex(
+            past);
+        expected = "dictionary.attribute_table[" + std::to_string(bad_attr) + "].value.string_value_strindex";
+        break;
+      case 3: {
+        auto* scope_kv =
+            f.b.request.mutable_resource_profiles(0)->mutable_scope_profiles(0)->mutable_scope()->add_attributes();
+        scope_kv->set_key_strindex(past);
+        expected = "(its scope.attributes[0].key_strindex";
+        break;
+      }
+    }
+    NormalizeResult r = NormalizeExportRequest(f.b.request);
+    CHECK(r.accepted_profiles == 1);
+    CHECK(r.rejected_profiles == 1);
+    INFO(r.error_message);
+    CHECK(r.error_message.find(expected) != std::string::npos);
+    CHECK(r.error_message.find("out of range") != std::string::npos);
+    CHECK(Print(r) == "samples/count t=2 v=1 main;handler {process.pid=2}\n");
+  }
 }
 
 TEST_CASE("attributes: resource < profile < sample on key clash; values stringified") {
