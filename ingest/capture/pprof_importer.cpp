@@ -317,7 +317,9 @@ class PprofDecoder {
   };
   absl::Status ScanSamples();
   bool ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t offset, ParsedSample* out);
-  absl::Status ParseSampleSlow(const Span& s, size_t value_index, ParsedSample* out,
+  // `s` is the sample's payload; `field_offset` where its Profile field
+  // starts (what label sets remember, to read the sample again).
+  absl::Status ParseSampleSlow(const Span& s, uint64_t field_offset, size_t value_index, ParsedSample* out,
                                std::vector<Span>* labels);
   uint32_t LabelSet(absl::string_view key, uint64_t sample_offset);
   const uint8_t* KeyAt(uint64_t pos) const {
@@ -823,7 +825,8 @@ uint32_t PprofDecoder::LabelSet(absl::string_view key, uint64_t sample_offset) {
 
 // Any layout, with WireReader's errors. Ids that are not exactly one packed
 // field are re-encoded (varint length, packed ids) into the arena.
-absl::Status PprofDecoder::ParseSampleSlow(const Span& s, size_t value_index, ParsedSample* out,
+absl::Status PprofDecoder::ParseSampleSlow(const Span& s, uint64_t field_offset, size_t value_index,
+                                           ParsedSample* out,
                                            std::vector<Span>* labels) {
   WireReader r(s.data, s.offset);
   std::string ids;  // packed, canonical
@@ -911,7 +914,7 @@ absl::Status PprofDecoder::ParseSampleSlow(const Span& s, size_t value_index, Pa
     out->key_len = static_cast<uint32_t>(ids.size());
     out->key = KeyEnd(out->key_pos) - ids.size();
   }
-  if (!label_key.empty()) out->labels = LabelSet(label_key, s.offset);
+  if (!label_key.empty()) out->labels = LabelSet(label_key, field_offset);
   return absl::OkStatus();
 }
 
@@ -979,7 +982,7 @@ absl::Status PprofDecoder::ScanSamples() {
     ParsedSample ps;
     const auto* b = reinterpret_cast<const uint8_t*>(s.data.data());
     if (!ParseSampleFast(b, b + s.data.size(), field_offset, &ps)) {
-      if (absl::Status st = ParseSampleSlow(s, guess_, &ps, nullptr); !st.ok()) return st;
+      if (absl::Status st = ParseSampleSlow(s, field_offset, guess_, &ps, nullptr); !st.ok()) return st;
     }
     if (sample_count_ == 0) first_value_count_ = ps.value_count;
     if (ps.value_count != first_value_count_ && odd_value_count_sample_ == SIZE_MAX) {
@@ -1074,7 +1077,7 @@ absl::Status PprofDecoder::RedecodeValues(size_t chosen) {
     if (!r.NextField(&field, &wire) || !r.Bytes(&s.data, &s.offset)) return WireError(r, "Profile");
     ParsedSample ps;
     size_t arena_size = arena_.size();
-    if (absl::Status st = ParseSampleSlow(s, chosen, &ps, nullptr); !st.ok()) return st;
+    if (absl::Status st = ParseSampleSlow(s, static_cast<uint64_t>(sample.time_ns), chosen, &ps, nullptr); !st.ok()) return st;
     arena_.resize(arena_size);  // the key is known already
     sample.value = ps.value;
     zero_values_ += ps.value == 0;
@@ -1155,7 +1158,7 @@ absl::Status PprofDecoder::ResolveLabelSet(uint32_t provisional, uint32_t* attrs
   ParsedSample ps;
   std::vector<Span> labels;
   size_t arena_size = arena_.size();
-  if (absl::Status st = ParseSampleSlow(s, 0, &ps, &labels); !st.ok()) return st;
+  if (absl::Status st = ParseSampleSlow(s, offset, 0, &ps, &labels); !st.ok()) return st;
   arena_.resize(arena_size);
   std::vector<storage::Attribute> kv;
   for (const Span& l : labels) {
