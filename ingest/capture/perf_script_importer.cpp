@@ -207,6 +207,15 @@ std::string_view Basename(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// "4052c0 deflate_slow (/bin/gzip)": a hex address, whitespace, and a
+// " (dso)" at the end.
+bool IsUnindentedFrame(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && (IsDigit(line[i]) || (line[i] >= 'a' && line[i] <= 'f'))) ++i;
+  return i > 0 && i < line.size() && IsWs(line[i]) && line.back() == ')' &&
+         line.find(" (") != std::string_view::npos;
+}
+
 int64_t ParseCapturedOn(std::string_view line) {
   // "# captured on: Thu Jul  7 20:48:39 2016" (perf prints local time; UTC
   // is the best guess without a zone).
@@ -308,14 +317,19 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
       finish_sample();
       continue;
     }
-    if (!IsWs(line[0])) {
+    // Older perf versions print frames without leading whitespace: a line
+    // that is no header but reads "hexaddr sym (dso)" inside a sample is a
+    // frame, as stackcollapse-perf.pl reads it (header first, then frame).
+    Header h;
+    const bool header_line = !IsWs(line[0]) && ParseHeader(line, &h);
+    if (!IsWs(line[0]) && !header_line && !IsUnindentedFrame(line)) {
+      finish_sample();
+      ctx.Skip(absl::StrCat(ctx.name(), ":", line_no, ": unrecognized perf script line"));
+      continue;
+    }
+    if (header_line) {
       // A new header also ends a sample whose blank line is missing.
       finish_sample();
-      Header h;
-      if (!ParseHeader(line, &h)) {
-        ctx.Skip(absl::StrCat(ctx.name(), ":", line_no, ": unrecognized perf script line"));
-        continue;
-      }
       if (!h.event.empty()) {
         if (event_filter.empty()) {
           event_filter = std::string(h.event);
@@ -353,8 +367,9 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
     while (func_start < body.size() && IsWs(body[func_start])) ++func_start;
     std::string_view pc = body.substr(0, pc_end);
     std::string_view rawfunc, mod;
-    if (pc_end > 0 && open != std::string_view::npos && open > func_start && open >= pc_end) {
-      rawfunc = body.substr(func_start, open - func_start);
+    if (pc_end > 0 && open != std::string_view::npos && open + 1 >= func_start && open >= pc_end) {
+      // An empty symbol ("4011a6  (/tmp/a.out)") is perf's "[unknown]".
+      rawfunc = open > func_start ? body.substr(func_start, open - func_start) : "[unknown]";
       mod = body.substr(open + 2, close - open - 2);
     } else {
       // `-F ip,sym` without dso: "  addr sym". Only a hex address followed

@@ -30,6 +30,51 @@ const char* kPerfFiles[] = {"perf-cycles-instructions-01", "perf-dd-stacks-01", 
                             "perf-funcab-pid-01",          "perf-java-faults-01", "perf-js-stacks-01",
                             "perf-mirageos-stacks-01",     "perf-numa-stacks-01"};
 
+// perf script variants (tests/import/data/perf-variants/README.md) through
+// the converter and through a real store, against the reference's output.
+TEST_CASE("perf script variants: unindented frames, no final blank line, empty symbols") {
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  const std::string dir = std::string(src != nullptr ? src : ".") + "/tests/import/data/perf-variants/";
+  for (const char* stem : {"perf-old-noindent", "perf-no-trailing-blank", "perf-empty-symbols"}) {
+    CAPTURE(stem);
+    const std::string expected = ReadAll(dir + stem + "-collapsed-all.txt");
+    REQUIRE(!expected.empty());
+    ConvertCommand c;
+    c.input = dir + stem + ".txt";
+    c.format = "folded";
+    c.group_by = "process";
+    c.annotate = true;
+    std::ostringstream out, err;
+    REQUIRE_MESSAGE(RunConvertCommand(c, out, err) == 0, err.str());
+    CHECK(out.str() == expected);
+    // A dropped sample is said, never silent.
+    if (std::string(stem) == "perf-no-trailing-blank") {
+      CHECK(err.str().find("no terminating blank line") != std::string::npos);
+    } else {
+      CHECK(err.str().find("skipped") == std::string::npos);
+    }
+
+    TempDir tmp;
+    ImportCommand import;
+    import.data_dir = std::string(tmp);
+    import.files = {c.input};
+    std::ostringstream iout, ierr;
+    REQUIRE_MESSAGE(RunImportCommand(import, iout, ierr) == 0, ierr.str());
+    auto store = storage::Store::Open(import.data_dir, storage::Store::Mode::kReadOnly);
+    REQUIRE(store.ok());
+    auto types = (*store)->Stats().sample_types;
+    REQUIRE(types.size() == 1);
+    storage::Query q;
+    q.sample_type = types[0].info.type;
+    auto slice = (*store)->Run(q);
+    REQUIRE(slice.ok());
+    auto tree = storage::BuildFlameTree(*slice, {storage::GroupBy::kProcess, true});
+    std::string folded;
+    for (const auto& l : storage::FoldedLines(tree, {true})) folded += l + "\n";
+    CHECK(folded == expected);
+  }
+}
+
 TEST_CASE("kiln import, then a store query folds like stackcollapse-perf.pl --all") {
   RequireCorpus();
   for (const char* stem : kPerfFiles) {
