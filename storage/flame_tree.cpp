@@ -28,7 +28,7 @@ std::string ProcessLabel(const ProfileDictionary& dict, uint32_t attribute_set) 
   if (auto v = dict.AttributeValue(attribute_set, attr::kProcessPid); !v.empty()) {
     return "pid " + std::string(v);
   }
-  return "unknown";
+  return std::string(kUnknownProcess);
 }
 
 std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set) {
@@ -36,7 +36,7 @@ std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set) {
   if (auto v = dict.AttributeValue(attribute_set, attr::kThreadId); !v.empty()) {
     return "tid " + std::string(v);
   }
-  return "unknown thread";
+  return std::string(kUnknownThread);
 }
 
 namespace {
@@ -85,23 +85,40 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
   std::vector<uint32_t> frame_label(dict.frames.size(), kUnset);
   std::vector<uint32_t> process_label(dict.AttributeSetCount(), kUnset);
   std::vector<uint32_t> thread_label(dict.AttributeSetCount(), kUnset);
-  const int group_levels = options.group_by == GroupBy::kNone ? 0 : options.group_by == GroupBy::kProcess ? 1 : 2;
+  // A group level is drawn only when it tells something: when no sample
+  // of the slice names its process (or thread), every stack would sit
+  // under one "unknown" node.
+  bool use_process = false, use_thread = false;
+  const uint32_t unknown_process = labels.Intern(std::string(kUnknownProcess));
+  const uint32_t unknown_thread = labels.Intern(std::string(kUnknownThread));
+  for (const StackWeight& w : weights) {
+    if (options.group_by != GroupBy::kNone) {
+      uint32_t& pl = process_label[w.attribute_set];
+      if (pl == kUnset) pl = labels.Intern(ProcessLabel(dict, w.attribute_set));
+      use_process = use_process || pl != unknown_process;
+    }
+    if (options.group_by == GroupBy::kThread) {
+      uint32_t& tl = thread_label[w.attribute_set];
+      if (tl == kUnset) tl = labels.Intern(ThreadLabel(dict, w.attribute_set));
+      use_thread = use_thread || tl != unknown_thread;
+    }
+  }
+  NodeKind level_kind[2] = {NodeKind::kFrame, NodeKind::kFrame};
+  int group_levels = 0;
+  if (use_process) level_kind[group_levels++] = NodeKind::kProcess;
+  if (use_thread) level_kind[group_levels++] = NodeKind::kThread;
   std::vector<uint32_t> seq_offsets;
   seq_offsets.reserve(weights.size() + 1);
   seq_offsets.push_back(0);
   std::vector<uint32_t> seq;  // label ids first, turned into keys below
   std::vector<uint32_t> seq_frame;  // representative frame per sequence element
   for (const StackWeight& w : weights) {
-    if (group_levels >= 1) {
-      uint32_t& pl = process_label[w.attribute_set];
-      if (pl == kUnset) pl = labels.Intern(ProcessLabel(dict, w.attribute_set));
-      seq.push_back(pl << kTypeBits);
+    if (use_process) {
+      seq.push_back(process_label[w.attribute_set] << kTypeBits);
       seq_frame.push_back(0);
     }
-    if (group_levels >= 2) {
-      uint32_t& tl = thread_label[w.attribute_set];
-      if (tl == kUnset) tl = labels.Intern(ThreadLabel(dict, w.attribute_set));
-      seq.push_back(tl << kTypeBits);
+    if (use_thread) {
+      seq.push_back(thread_label[w.attribute_set] << kTypeBits);
       seq_frame.push_back(0);
     }
     for (uint32_t f : dict.Stack(w.stack)) {
@@ -181,8 +198,7 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
       node.parent = parent;
       node.label = label_of_rank[key >> kTypeBits];
       node.type = static_cast<FrameType>(key & ((1u << kTypeBits) - 1));
-      node.kind = static_cast<int>(d) < group_levels ? (d == 0 ? NodeKind::kProcess : NodeKind::kThread)
-                                                     : NodeKind::kFrame;
+      node.kind = static_cast<int>(d) < group_levels ? level_kind[d] : NodeKind::kFrame;
       node.frame = seq_frame[begin + d];
       node.depth = static_cast<uint16_t>(std::min<uint32_t>(d + 1, UINT16_MAX));
       FlameNode& p = out[parent];

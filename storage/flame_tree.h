@@ -19,6 +19,8 @@ enum class GroupBy : uint8_t {
   kNone,     // frames directly under the root
   kProcess,  // root -> process (executable name) -> frames
   kThread,   // root -> process -> thread name -> frames
+  // A level no sample has information for (every one "unknown") is left
+  // out of the tree.
 };
 bool ParseGroupBy(std::string_view name, GroupBy* group_by);
 
@@ -60,6 +62,10 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
 // else the basename of process.executable.path, else service.name, else
 // "pid <process.pid>", else "unknown"; thread.name, else "tid <thread.id>",
 // else "unknown thread".
+// The labels of a sample that names no process or thread. A tree level
+// where every sample has them is left out (it would say nothing).
+inline constexpr std::string_view kUnknownProcess = "unknown";
+inline constexpr std::string_view kUnknownThread = "unknown thread";
 std::string ProcessLabel(const ProfileDictionary& dict, uint32_t attribute_set);
 std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set);
 

@@ -141,4 +141,34 @@ TEST_CASE("children are contiguous and parents are consistent") {
   }
 }
 
+TEST_CASE("group levels no sample has information for are left out") {
+  // No process or thread names at all (a folded file, most pprof files):
+  // no "unknown" / "unknown thread" rows on top of every stack.
+  auto bare = testing::BatchFromFolded("main;work 2\nmain 1");
+  CHECK(Tree(bare, {.group_by = GroupBy::kThread}) ==
+        "all 3\n"
+        "  main 3 self=1\n"
+        "    work 2 self=2\n");
+  // Threads named, processes not: only the thread level.
+  auto threads = testing::BatchFromFolded("main;work 2", {.thread = "t1"});
+  FlameTree tree = BuildFlameTree(SliceOf(threads), {.group_by = GroupBy::kThread});
+  CHECK(PrintFlameTree(tree) ==
+        "all 2\n"
+        "  t1 2\n"
+        "    main 2\n"
+        "      work 2 self=2\n");
+  CHECK(tree.nodes[1].kind == NodeKind::kThread);
+  // Some samples named, some not: "unknown" now tells them apart, so it stays.
+  auto mixed = bare;
+  testing::AppendBatch(&mixed, testing::BatchFromFolded("main;other 1", {.process = "app"}));
+  CHECK(Tree(mixed, {.group_by = GroupBy::kProcess}) ==
+        "all 4\n"
+        "  app 1\n"
+        "    main 1\n"
+        "      other 1 self=1\n"
+        "  unknown 3\n"
+        "    main 3 self=1\n"
+        "      work 2 self=2\n");
+}
+
 }  // namespace kiln::storage

@@ -156,7 +156,7 @@ TEST_CASE("pprof: default sample type is the last, inlined lines expand caller f
   REQUIRE(d.ok());
   CHECK(d->sample_types == std::vector<storage::SampleType>{{"samples", "count"}});
   CHECK(Folded(*d, storage::GroupBy::kThread, false) ==
-        "unknown;t1;main;work;inl 3\nunknown;unknown thread;main 1\n");
+        "t1;main;work;inl 3\nunknown thread;main 1\n");
 
   o.sample_type = "nope";
   auto e = ImportBytes(bytes, "p.pb.gz", o);
@@ -176,8 +176,8 @@ TEST_CASE("pprof: unpacked and split location ids, values after labels, types af
   auto c = ImportBytes(bytes, "odd.pb");
   REQUIRE_MESSAGE(c.ok(), c.status().message());
   CHECK(Folded(*c, storage::GroupBy::kThread, false) ==
-        "unknown;t1;main;work;inl 40\nunknown;unknown thread;main 10\n"
-        "unknown;unknown thread;main;work;inl 60\n");
+        "t1;main;work;inl 40\nunknown thread;main 10\n"
+        "unknown thread;main;work;inl 60\n");
 
   // A sample before the sample types: the walk cannot know which value
   // pprof's rule picks, so it reads the values again at the end.
