@@ -127,6 +127,9 @@ int main(int argc, char** argv) {
                          "probe (default: pprof's default for pprof input, else on-CPU samples)");
   export_cmd->add_option("--event", perf_event, "perf script input: the event to read");
   export_cmd->add_flag("--hide-inline", hide_inline, "Leave inlined frames out (with --input)");
+  bool raw_names = false;
+  export_cmd->add_flag("--raw-names", raw_names,
+                       "perf script and folded input: keep C++/Rust names mangled (as stackcollapse-perf.pl)");
   export_cmd->add_option("--from", export_options.from, "Start (Unix ns or RFC 3339), inclusive");
   export_cmd->add_option("--to", export_options.to, "End (Unix ns or RFC 3339), exclusive");
   export_cmd->add_option("--filter", export_options.filters, "KEY=VALUE attribute filter (repeatable)");
@@ -140,6 +143,8 @@ int main(int argc, char** argv) {
   import_cmd->add_option("--sample-type", import_options.sample_type,
                          "pprof: import only this sample type (default: every one)");
   import_cmd->add_option("--event", import_options.perf_event, "perf script: the event to read");
+  import_cmd->add_flag("--raw-names", import_options.raw_names,
+                       "perf script and folded: keep C++/Rust names mangled");
   import_cmd->add_option("files", import_options.files, "OTLP (protobuf/JSON), pprof, folded or perf script files")
       ->required();
 
@@ -190,6 +195,7 @@ int main(int argc, char** argv) {
     convert.hide_inline = hide_inline;
     convert.sample_type = export_options.sample_type;
     convert.perf_event = perf_event;
+    convert.raw_names = raw_names;
     convert.output = export_options.output;
     return capture::RunConvertCommand(convert, std::cout, std::cerr);
   }

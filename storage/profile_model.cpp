@@ -15,6 +15,44 @@ constexpr std::array<std::string_view, kFrameTypeCount> kFrameTypeNames = {
 };
 }  // namespace
 
+FrameType FrameTypeOfSourceFile(std::string_view path) {
+  struct Ext {
+    std::string_view ext;
+    FrameType type;
+  };
+  static constexpr Ext kExts[] = {
+      {".go", FrameType::kGo},      {".py", FrameType::kPython}, {".pyx", FrameType::kPython},
+      {".java", FrameType::kJvm},   {".kt", FrameType::kJvm},    {".scala", FrameType::kJvm},
+      {".clj", FrameType::kJvm},    {".rb", FrameType::kRuby},   {".php", FrameType::kPhp},
+      {".js", FrameType::kV8js},    {".mjs", FrameType::kV8js},  {".cjs", FrameType::kV8js},
+      {".ts", FrameType::kV8js},    {".pl", FrameType::kPerl},   {".pm", FrameType::kPerl},
+      {".cs", FrameType::kDotnet},  {".fs", FrameType::kDotnet}, {".erl", FrameType::kBeam},
+      {".ex", FrameType::kBeam},    {".exs", FrameType::kBeam},  {".lua", FrameType::kLuajit},
+  };
+  const size_t dot = path.rfind('.');
+  if (dot == std::string_view::npos || path.find('/', dot) != std::string_view::npos) return FrameType::kUnknown;
+  const std::string_view ext = path.substr(dot);
+  for (const Ext& e : kExts) {
+    if (e.ext == ext) return e.type;
+  }
+  return FrameType::kUnknown;
+}
+
+FrameType FrameTypeOfLabel(std::string_view label) {
+  // "name (path/file.ext:line)" or "path/file.ext:line": the file is what
+  // stands before the last ':' that is followed by a line number.
+  for (size_t colon = label.rfind(':'); colon != std::string_view::npos && colon > 0;
+       colon = label.rfind(':', colon - 1)) {
+    size_t d = colon + 1;
+    while (d < label.size() && label[d] >= '0' && label[d] <= '9') ++d;
+    if (d == colon + 1) continue;
+    size_t start = label.find_last_of(" (", colon - 1);
+    start = start == std::string_view::npos ? 0 : start + 1;
+    return FrameTypeOfSourceFile(label.substr(start, colon - start));
+  }
+  return FrameType::kUnknown;
+}
+
 std::string_view FrameTypeName(FrameType type) {
   auto i = static_cast<size_t>(type);
   return i < kFrameTypeNames.size() ? kFrameTypeNames[i] : "unknown";

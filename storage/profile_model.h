@@ -41,6 +41,14 @@ std::string_view FrameTypeName(FrameType type);
 // Inverse of FrameTypeName; accepts the older "phpjit". Anything unknown is
 // kUnknown (an unknown frame type is never a reason to reject data).
 FrameType FrameTypeFromName(std::string_view name);
+// The kind of code a source file holds, by its extension ("x.go" -> kGo,
+// ".py" -> kPython, ".java"/".kt"/".scala" -> kJvm, ".rb", ".php", ".js",
+// ".pl", ".cs", ".erl"/".ex", ".lua"); kUnknown for anything else (C, C++,
+// Rust, assembly are native code, which the caller knows better).
+FrameType FrameTypeOfSourceFile(std::string_view path);
+// The same for a frame label that embeds its source position, as py-spy's
+// and other tools' folded output does ("handle (app/views.py:42)").
+FrameType FrameTypeOfLabel(std::string_view label);
 
 // An executable or shared library a native frame belongs to.
 struct Executable {

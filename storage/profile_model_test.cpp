@@ -14,6 +14,20 @@ TEST_CASE("frame type names round trip, unknown names are kUnknown") {
   CHECK(FrameTypeFromName("brainfuck") == FrameType::kUnknown);
 }
 
+TEST_CASE("frame types from source files and labels that name them") {
+  CHECK(FrameTypeOfSourceFile("/usr/lib/go/src/runtime/proc.go") == FrameType::kGo);
+  CHECK(FrameTypeOfSourceFile("app/views.py") == FrameType::kPython);
+  CHECK(FrameTypeOfSourceFile("Main.kt") == FrameType::kJvm);
+  CHECK(FrameTypeOfSourceFile("lib/x.rb") == FrameType::kRuby);
+  CHECK(FrameTypeOfSourceFile("src/main.c") == FrameType::kUnknown);  // native: the caller knows
+  CHECK(FrameTypeOfSourceFile("/opt/v1.2/bin") == FrameType::kUnknown);
+  CHECK(FrameTypeOfSourceFile("") == FrameType::kUnknown);
+  CHECK(FrameTypeOfLabel("handle (app/views.py:42)") == FrameType::kPython);
+  CHECK(FrameTypeOfLabel("main.go:17") == FrameType::kGo);
+  CHECK(FrameTypeOfLabel("std::map<int, int>::at") == FrameType::kUnknown);
+  CHECK(FrameTypeOfLabel("Foo::bar(int) const") == FrameType::kUnknown);
+}
+
 TEST_CASE("values are written in their sample type's unit") {
   // What `go tool pprof` prints for a CPU profile's cpu/nanoseconds total
   // of 1.76 s, and a heap profile's 116 GiB of alloc_space.

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ingest/capture/importers.h"
+#include "ingest/symbols/demangle.h"
 
 namespace kiln::capture {
 namespace {
@@ -124,6 +125,14 @@ std::string_view CaptureFormatName(CaptureFormat format) {
       return "perf-script";
   }
   return "unknown";
+}
+
+std::string_view NameDemangler::operator()(std::string_view name) {
+  // Itanium C++ ("_Z...") and Rust ("_ZN...E" legacy, "_R..." v0) only.
+  if (!enabled_ || name.size() < 3 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R')) return name;
+  auto [it, added] = cache_.try_emplace(std::string(name));
+  if (added) it->second = symbols::Demangle(it->first);
+  return it->second;
 }
 
 absl::Status ParseContext::Tick(uint64_t bytes_done, uint64_t bytes_total) {

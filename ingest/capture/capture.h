@@ -51,6 +51,10 @@ struct ImportOptions {
   // perf script: weight = the sample period when perf printed one (what
   // stackcollapse-perf.pl sums), else 1 per sample.
   bool perf_use_period = true;
+  // perf script and folded: C++ and Rust symbol names demangled as
+  // `addr2line -C` prints them (perf built without a demangler prints them
+  // mangled). false keeps them as written, as stackcollapse-perf.pl does.
+  bool demangle = true;
   // Captures without absolute timestamps (folded, pprof without
   // time_nanos, perf script's boot-relative clock) are anchored here
   // (Unix ns). ImportFile uses the file's modification time when 0.

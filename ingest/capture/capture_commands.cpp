@@ -96,6 +96,7 @@ int RunImportCommand(const ImportCommand& command, std::ostream& out, std::ostre
     ImportOptions options;
     options.sample_type = command.sample_type;
     options.perf_event = command.perf_event;
+    options.demangle = !command.raw_names;
     ProgressPrinter printer(err, path);
     if (command.progress) options.progress = [&](const ImportProgress& p) { return printer(p); };
     auto t0 = std::chrono::steady_clock::now();
@@ -147,6 +148,7 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
 
   ImportOptions options;
   options.perf_event = command.perf_event;
+  options.demangle = !command.raw_names;
   auto capture = ImportFile(command.input, options);
   if (!capture.ok()) {
     err << "kiln export: " << capture.status().message() << "\n";

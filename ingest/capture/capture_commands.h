@@ -26,6 +26,7 @@ struct ImportCommand {
   std::vector<std::string> files;
   std::string sample_type;  // pprof --sample-type
   std::string perf_event;   // perf script --event
+  bool raw_names = false;   // ImportOptions::demangle off
   bool progress = true;     // progress lines on `err` for big files
 };
 // Exit code: 0 all imported, 1 some file failed (the others are still
@@ -43,6 +44,7 @@ struct ConvertCommand {
   bool hide_inline = false;
   std::string sample_type;  // storage::FindSampleType name; "" = the capture's default
   std::string perf_event;   // perf script input: which event
+  bool raw_names = false;   // ImportOptions::demangle off
   std::string title;        // svg title; "" = the input's file name
   std::string output;       // "" = `out`
   // svg colours; main passes ui::NodeColor so the SVG matches the window.

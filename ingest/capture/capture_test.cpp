@@ -394,7 +394,7 @@ TEST_CASE("svg: tooltips, escaping, the caller's colours") {
   o.group_by = storage::GroupBy::kNone;
   auto svg = ExportSlice(SliceFromBatch(c->batch, q), o);
   REQUIRE(svg.ok());
-  CHECK(svg->find("<title>b&lt;c&gt; (3 samples, 75.00%, self 3 samples, unknown)</title>") != std::string::npos);
+  CHECK(svg->find("<title>b&lt;c&gt; (3 samples, 75.00%, self 3 samples, native)</title>") != std::string::npos);
   o.node_color = [](storage::NodeKind, storage::FrameType, std::string_view) { return Rgb{1, 2, 3}; };
   auto mine = ExportSlice(SliceFromBatch(c->batch, q), o);
   REQUIRE(mine.ok());

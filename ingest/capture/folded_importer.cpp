@@ -14,6 +14,7 @@ namespace kiln::capture {
 absl::Status ImportFolded(std::string_view text, ParseContext& ctx) {
   ImportedCapture* out = ctx.out();
   BatchBuilder builder(&out->batch);
+  NameDemangler demangle(ctx.options().demangle);
   std::vector<uint32_t> frames;
   size_t pos = 0;
   uint64_t line_no = 0;
@@ -58,6 +59,13 @@ absl::Status ImportFolded(std::string_view text, ParseContext& ctx) {
       } else if (name.size() > 4 && name.substr(name.size() - 4) == "_[j]") {
         frame.type = storage::FrameType::kJit;
         name.remove_suffix(4);
+      }
+      name = demangle(name);
+      if (frame.type == storage::FrameType::kUnknown) {
+        // Nothing says otherwise: native code (what perf and most tools
+        // fold), unless the label names a source file of another language.
+        const storage::FrameType t = storage::FrameTypeOfLabel(name);
+        frame.type = t != storage::FrameType::kUnknown ? t : storage::FrameType::kNative;
       }
       frame.function = builder.String(name);
       frames.push_back(builder.Frame(frame));

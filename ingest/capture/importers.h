@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -45,6 +46,19 @@ class ParseContext {
   const ImportOptions& options_;
   ImportedCapture* out_;
   uint64_t next_tick_ = 0;
+};
+
+// Names as ImportOptions::demangle wants them; remembers what it demangled
+// (a profile repeats few names many times). The view is valid until the
+// argument's storage goes.
+class NameDemangler {
+ public:
+  explicit NameDemangler(bool enabled) : enabled_(enabled) {}
+  std::string_view operator()(std::string_view name);
+
+ private:
+  bool enabled_;
+  absl::node_hash_map<std::string, std::string> cache_;  // stable values: views stay valid
 };
 
 [[nodiscard]] absl::Status ImportFolded(std::string_view text, ParseContext& ctx);

@@ -234,6 +234,7 @@ int64_t ParseCapturedOn(std::string_view line) {
 absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
   ImportedCapture* out = ctx.out();
   BatchBuilder builder(&out->batch);
+  NameDemangler demangle(ctx.options().demangle);
   const ImportOptions& options = ctx.options();
 
   std::string event_filter = options.perf_event;
@@ -422,7 +423,7 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
         name = std::string(func);
       }
       storage::Frame f;
-      f.function = builder.String(TidyName(name, java));
+      f.function = builder.String(demangle(TidyName(name, java)));
       f.executable = executable;
       f.address = address;
       f.type = kernel        ? FrameType::kKernel

@@ -636,12 +636,15 @@ absl::Status PprofDecoder::ResolveLocations() {
   }
   // Per function: its name and file strings.
   std::vector<std::pair<uint32_t, uint32_t>> function_strings(functions_.size());
+  // Go, Python, Java... code says what it is through its source files.
+  std::vector<storage::FrameType> function_type(functions_.size(), storage::FrameType::kUnknown);
   for (size_t i = 0; i < functions_.size(); ++i) {
     const PFunction& f = functions_[i];
     if (absl::Status s = CheckString(f.name, f.offset, "Function.name"); !s.ok()) return s;
     if (absl::Status s = CheckString(f.system_name, f.offset, "Function.system_name"); !s.ok()) return s;
     if (absl::Status s = CheckString(f.filename, f.offset, "Function.filename"); !s.ok()) return s;
     function_strings[i] = {String(f.name != 0 ? f.name : f.system_name), String(f.filename)};
+    function_type[i] = storage::FrameTypeOfSourceFile(strings_[static_cast<size_t>(f.filename)]);
   }
 
   // A line's function gives the frame its name and file.
@@ -654,6 +657,11 @@ absl::Status PprofDecoder::ResolveLocations() {
                                            " does not exist (", functions_.size(), " functions)"));
     }
     std::tie(frame->function, frame->file) = function_strings[fi];
+    // Kernel and JIT mappings keep their type; code in an executable is
+    // native unless its source file says another language.
+    if (frame->type == storage::FrameType::kNative && function_type[fi] != storage::FrameType::kUnknown) {
+      frame->type = function_type[fi];
+    }
     return absl::OkStatus();
   };
   location_ref_.Init(max_id(locations_), locations_.size());

@@ -9,11 +9,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "ingest/capture/capture_commands.h"
 #include "storage/flame_tree.h"
 #include "storage/folded.h"
+#include "tests/child_process.h"
 #include "tests/import/corpus_files.h"
 
 namespace kiln::capture {
@@ -75,6 +79,77 @@ TEST_CASE("perf script variants: unindented frames, no final blank line, empty s
   }
 }
 
+// Folded lines of a converter run, or the failure.
+std::vector<std::string> ConvertLines(const std::string& input, bool raw_names) {
+  ConvertCommand c;
+  c.input = input;
+  c.format = "folded";
+  c.group_by = "none";
+  c.raw_names = raw_names;
+  std::ostringstream out, err;
+  REQUIRE_MESSAGE(RunConvertCommand(c, out, err) == 0, err.str());
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_CASE("C++ and Rust names in perf script and folded files are demangled as c++filt does, or kept raw") {
+  TempDir tmp;
+  const std::string dir = tmp;
+  // A folded file written from the raw names keeps them through the folded
+  // importer too.
+  for (const std::string& input : {Corpus() + "/speedscope/rust-mangled.linux-perf.txt",
+                                   Corpus() + "/flamegraph/perf-java-faults-01.txt"}) {
+    CAPTURE(input);
+    const std::vector<std::string> raw = ConvertLines(input, true);
+    std::ofstream(dir + "/raw.folded") << [&] {
+      std::string text;
+      for (const std::string& l : raw) text += l + "\n";
+      return text;
+    }();
+    // The oracle: binutils' c++filt over every distinct raw name, then the
+    // raw lines rebuilt from its answers and merged.
+    std::set<std::string> names;
+    size_t mangled = 0;
+    for (const std::string& l : raw) {
+      std::istringstream frames(l.substr(0, l.rfind(' ')));
+      for (std::string f; std::getline(frames, f, ';');) {
+        mangled += f.rfind("_Z", 0) == 0 || f.rfind("_R", 0) == 0;
+        names.insert(f);
+      }
+    }
+    CHECK(mangled > 0);
+    {
+      std::ofstream list(dir + "/names.txt");
+      for (const std::string& n : names) list << n << "\n";
+    }
+    const int rc = kiln::testing::WaitChild(kiln::testing::SpawnChild(
+        {"sh", "-c", "c++filt --no-verbose < '" + dir + "/names.txt' > '" + dir + "/demangled.txt'"}));
+    REQUIRE(rc == 0);
+    std::map<std::string, std::string> by_cxxfilt;
+    std::ifstream demangled(dir + "/demangled.txt");
+    for (const std::string& n : names) std::getline(demangled, by_cxxfilt[n]);
+    std::map<std::string, int64_t> expected;
+    for (const std::string& l : raw) {
+      std::istringstream frames(l.substr(0, l.rfind(' ')));
+      std::string stack;
+      for (std::string f; std::getline(frames, f, ';');) stack += (stack.empty() ? "" : ";") + by_cxxfilt[f];
+      expected[stack] += std::stoll(l.substr(l.rfind(' ') + 1));
+    }
+    std::vector<std::string> want;
+    for (const auto& [stack, n] : expected) want.push_back(stack + " " + std::to_string(n));
+    for (const std::string& source : {input, dir + "/raw.folded"}) {
+      CAPTURE(source);
+      std::vector<std::string> got = ConvertLines(source, false);
+      std::sort(got.begin(), got.end());
+      CHECK(got == want);
+      // --raw-names keeps them as written (what stackcollapse-perf.pl prints).
+      CHECK(ConvertLines(source, true) == raw);
+    }
+  }
+}
+
 TEST_CASE("kiln import, then a store query folds like stackcollapse-perf.pl --all") {
   RequireCorpus();
   for (const char* stem : kPerfFiles) {
@@ -86,6 +161,7 @@ TEST_CASE("kiln import, then a store query folds like stackcollapse-perf.pl --al
     ImportCommand cmd;
     cmd.data_dir = dir;
     cmd.files = {input};
+    cmd.raw_names = true;  // the reference keeps mangled names as written
     REQUIRE_MESSAGE(RunImportCommand(cmd, out, err) == 0, err.str());
     CHECK(out.str().find("perf-script") != std::string::npos);
 

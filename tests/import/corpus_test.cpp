@@ -110,7 +110,9 @@ TEST_CASE("perf script files fold exactly like stackcollapse-perf.pl --all") {
     std::string stem = base.substr(0, base.rfind('.'));
     std::string expected = ReadAll(dir + "/results/" + stem + "-collapsed-all.txt");
     CAPTURE(path);
-    auto c = ImportFile(path);
+    ImportOptions raw;  // the reference keeps mangled names as written
+    raw.demangle = false;
+    auto c = ImportFile(path, raw);
     REQUIRE_MESSAGE(c.ok(), c.status().message());
     CHECK(c->format == CaptureFormat::kPerfScript);
     CHECK(FoldedOf(*c, storage::GroupBy::kProcess, true, c->default_sample_type) == expected);
@@ -237,6 +239,24 @@ TEST_CASE("a large pprof (read by two threads) imports like the copies it is mad
       CHECK(AttributeWeights(*all, kind) == attrs);
     }
   }
+}
+
+TEST_CASE("pprof frames of Go code are Go frames, by their source files") {
+  testing::RequireCorpus();
+  auto c = ImportFile(CorpusDir() + "/parca/fib.pb.gz");
+  REQUIRE(c.ok());
+  const auto& d = c->batch.dict;
+  size_t go = 0, go_files = 0;
+  for (const storage::Frame& f : d.frames) {
+    const std::string& file = d.strings[f.file];
+    if (file.size() > 3 && file.substr(file.size() - 3) == ".go") {
+      ++go_files;
+      CHECK(f.type == storage::FrameType::kGo);
+    }
+    go += f.type == storage::FrameType::kGo;
+  }
+  CHECK(go_files > 10);
+  CHECK(go == go_files);
 }
 
 TEST_CASE("round trips keep every stack and weight") {
