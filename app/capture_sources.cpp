@@ -123,7 +123,11 @@ void CaptureLoad::Run() {
   out.path = path_;
   out.store = *std::move(store);
   out.format = imported->format;
-  out.samples = imported->batch.samples.size();
+  const auto& types = imported->batch.dict.sample_types;
+  for (const storage::Sample& s : imported->batch.samples) {
+    out.samples += s.sample_type < types.size() && types[s.sample_type].type == imported->default_sample_type;
+  }
+  out.sample_types = imported->sample_types.size();
   out.skipped_records = imported->skipped_records;
   out.default_sample_type = imported->default_sample_type;
   out.timed = imported->timed;
@@ -277,10 +281,17 @@ bool SourceList::Poll() {
     source->session.sample_type = loaded->default_sample_type;
     source->session.preset = ui::TimePreset::kAll;
     source->session.offline = true;
+    source->session.untimed = !loaded->timed;
+    source->session.profile_start_ns = loaded->range_start_ns;
+    source->session.profile_end_ns = loaded->range_end_ns;
     source->session_initialized = true;
     std::string text =
         absl::StrCat("Opened ", path, " (", std::string(capture::CaptureFormatName(loaded->format)),
-                     "): ", ui::FormatCount(loaded->samples), " samples");
+                     "): ", ui::FormatValue(storage::OnCpuSamples(), static_cast<int64_t>(loaded->samples)));
+    if (loaded->sample_types > 1) {
+      absl::StrAppend(&text, " (", storage::SampleTypeLabel(loaded->default_sample_type), "; ",
+                      loaded->sample_types - 1, " more sample type", loaded->sample_types > 2 ? "s" : "", ")");
+    }
     if (loaded->skipped_records > 0)
       absl::StrAppend(&text, ", ", loaded->skipped_records, " records skipped");
     Notify(false, text);

@@ -57,7 +57,8 @@ struct LoadedCapture {
   std::string path;
   std::unique_ptr<TemporaryStore> store;
   capture::CaptureFormat format = capture::CaptureFormat::kUnknown;
-  uint64_t samples = 0;
+  uint64_t samples = 0;  // of the default sample type (a pprof sample has a value per type)
+  size_t sample_types = 0;
   uint64_t skipped_records = 0;
   storage::SampleType default_sample_type;  // what the capture opens on
   // The capture's own time facts (ImportedCapture): samples with times of

@@ -146,7 +146,7 @@ ui::AnalysisRequest BuildRequest(const ui::SessionState& session, uint64_t data_
 // "Now" for a source: the clock for the live store; the newest sample for a
 // capture, so presets ("Last 15m") mean the capture's last 15 minutes.
 int64_t SourceNow(const Source& source) {
-  if (source.IsCapture() && source.status && source.status->stats.samples > 0) {
+  if ((source.IsCapture() || source.session.offline) && source.status && source.status->stats.samples > 0) {
     return source.status->stats.last_sample_ns + 1;
   }
   return storage::UnixNowNs();
@@ -220,6 +220,15 @@ struct App {
     }
     // The tab bar owns the selection; ask it, as the other views do.
     sources.Current().session.requested_tab = std::string(views[active_view]->Id());
+    if (options.demo) {
+      // The demo is a static recording: shown whole, never as LIVE data
+      // whose window slides (its totals would shrink as the user works).
+      ui::SessionState& demo = sources.Current().session;
+      demo.offline = true;
+      demo.offline_label = "demo";
+      sources.Current().name = "Demo (temporary store)";
+      demo.preset = ui::TimePreset::kAll;
+    }
     symbol_options.debug_dirs = options.debug_dirs;
     symbol_options.debuginfod_urls = DebuginfodUrls(options.debuginfod_urls);
     main_store = &s;
@@ -427,8 +436,10 @@ struct App {
 
     const float em = ImGui::GetFontSize();
     const float timeline_h = em * 4.6f;
-    timeline.Draw(src.session, src.analysis.get(), ZoomLimit(), timeline_h);
-    timeline_buckets = std::clamp(static_cast<int>(ImGui::GetItemRectSize().x / 4.f), 60, 600);
+    if (!src.session.untimed) {  // an untimed capture has no timeline: its facts are in the header
+      timeline.Draw(src.session, src.analysis.get(), ZoomLimit(), timeline_h);
+      timeline_buckets = std::clamp(static_cast<int>(ImGui::GetItemRectSize().x / 4.f), 60, 600);
+    }
     ImGui::Separator();
 
     const float status_h = ImGui::GetFrameHeightWithSpacing() + ImGui::GetStyle().ItemSpacing.y;

@@ -140,9 +140,13 @@ void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const 
   AdoptTree(std::move(tree), std::move(left), std::move(types));
   if (context.session && context.session->flame_search_serial != seen_search_serial_) {
     seen_search_serial_ = context.session->flame_search_serial;
-    std::snprintf(search_buffer_, sizeof search_buffer_, "%s", context.session->flame_search.c_str());
+    context.session->search_text = context.session->flame_search;
     zoom_to_search_ = context.session->flame_zoom_to_search;
     if (zoom_to_search_) ZoomTo(0);
+  }
+  // The box shows the source's own search (another source may be shown now).
+  if (context.session && context.session->search_text != search_buffer_) {
+    std::snprintf(search_buffer_, sizeof search_buffer_, "%s", context.session->search_text.c_str());
     search_dirty_ = true;
   }
   RefreshSearch();
@@ -166,6 +170,7 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
   if (ImGui::InputTextWithHint("##search", "Search functions (=name for exact)", search_buffer_,
                                sizeof search_buffer_)) {
     search_dirty_ = true;
+    if (context.session) context.session->search_text = search_buffer_;
     RefreshSearch();
   }
   ImGui::SameLine();
@@ -176,6 +181,7 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
     if (ImGui::SmallButton("Clear")) {
       search_buffer_[0] = 0;
       search_dirty_ = true;
+      if (context.session) context.session->search_text.clear();
       RefreshSearch();
     }
     ImGui::SameLine();

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ui/flame_search.h"
+#include "ui/format.h"
 #include "ui/widgets.h"
 #include "ui/theme.h"
 
@@ -64,6 +65,30 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
   ImGui::SameLine(0, ImGui::GetFontSize());
   DrawSampleTypePicker(session, status);
 
+  if (session.offline && session.untimed) {
+    // No times per sample: nothing to choose a range from. The facts instead.
+    ImGui::SameLine();
+    if (session.profile_start_ns != 0) {
+      ImGui::TextDisabled("profile at %s, %s", FormatDateTime(session.profile_start_ns).c_str(),
+                          session.profile_end_ns > session.profile_start_ns
+                              ? ("duration " + FormatDuration(session.profile_end_ns - session.profile_start_ns)).c_str()
+                              : "duration not recorded");
+    } else {
+      ImGui::TextDisabled("profile time not recorded");
+    }
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("%s", "The file's samples carry no times of their own (pprof keeps one time and a\n"
+                              "duration per profile), so the whole capture is shown.");
+    }
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", session.offline_label.c_str());
+    if (computing) {
+      ImGui::SameLine();
+      Spinner();
+    }
+    DrawFilterBar(session, status);
+    return;
+  }
   for (TimePreset preset : kTimePresets) {
     ImGui::SameLine();
     const bool active = session.live && session.preset == preset;
@@ -78,9 +103,10 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
   }
   ImGui::SameLine();
   if (session.offline) {
-    ImGui::TextDisabled("capture");
+    ImGui::TextDisabled("%s", session.offline_label.c_str());
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("An opened capture file: read-only; presets count back from its newest sample.");
+      ImGui::SetTooltip("Static data (%s): read-only; presets count back from its newest sample.",
+                        session.offline_label.c_str());
   } else if (session.live) {
     ImGui::TextColored(CurrentPalette().live_text, "LIVE");
     if (ImGui::IsItemHovered())

@@ -24,9 +24,18 @@ struct SessionState {
   // it arrives. Selecting a range or zooming the timeline stops it; choosing
   // a preset starts it again.
   bool live = true;
-  // An opened capture: nothing arrives, so presets count back from its newest
-  // sample and the header shows "capture" instead of LIVE.
+  // Static data (an opened capture, the demo): nothing arrives, so presets
+  // count back from its newest sample and the header shows `offline_label`
+  // instead of LIVE.
   bool offline = false;
+  std::string offline_label = "capture";
+  // A capture whose samples have no times of their own (most pprof files,
+  // every folded file): there is no timeline to select from; the header
+  // shows the profile's time and duration as facts and the range is the
+  // whole capture.
+  bool untimed = false;
+  int64_t profile_start_ns = 0;
+  int64_t profile_end_ns = 0;  // start + duration; == start when unknown
   TimeRange window;                               // what the timeline shows
   TimeRange selection;                            // what the views show; Empty() = the whole window
   std::vector<storage::AttributeFilter> filters;  // AND across keys, OR within a key
@@ -34,6 +43,12 @@ struct SessionState {
   storage::GroupBy group_by = storage::GroupBy::kThread;
   bool show_inline = true;
   bool flame = false;  // roots at the bottom instead of the top (icicle)
+
+  // What the user typed in the flamegraph's search box and the Top
+  // functions filter: part of the source's session, so switching sources
+  // never carries one source's search into another.
+  std::string search_text;
+  std::string top_filter;
 
   // Cross-view requests, consumed by whoever owns the target.
   std::string requested_tab;  // the app switches to this view id next frame

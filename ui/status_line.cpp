@@ -65,9 +65,20 @@ void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const A
   if (analysis && analysis->slice) {
     separator();
     const TimeRange range = session.QueryRange();
-    ImGui::Text("Selection: %s over %s",
-                FormatValue(analysis->request.query.sample_type, analysis->slice->total_weight).c_str(),
-                FormatDuration(range.Span()).c_str());
+    if (session.untimed) {
+      // The range is made up for a capture without sample times: its own
+      // duration is the only true one.
+      ImGui::Text("Profile: %s%s%s",
+                  FormatValue(analysis->request.query.sample_type, analysis->slice->total_weight).c_str(),
+                  session.profile_end_ns > session.profile_start_ns ? " over " : "",
+                  session.profile_end_ns > session.profile_start_ns
+                      ? FormatDuration(session.profile_end_ns - session.profile_start_ns).c_str()
+                      : "");
+    } else {
+      ImGui::Text("Selection: %s over %s",
+                  FormatValue(analysis->request.query.sample_type, analysis->slice->total_weight).c_str(),
+                  FormatDuration(range.Span()).c_str());
+    }
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("%s - %s\nquery %.0f ms, tree and tables %.0f ms, %s tree nodes",
                         FormatDateTime(range.from_ns).c_str(), FormatDateTime(range.to_ns).c_str(),

@@ -1,5 +1,6 @@
 #include "ui/top_functions_view.h"
 
+#include <cstdio>
 #include <imgui.h>
 
 #include <algorithm>
@@ -76,10 +77,16 @@ void TopFunctionsView::Draw(const ViewContext& context) {
     rows_ = context.analysis->top_functions;
     order_dirty_ = true;
   }
+  // The filter belongs to the shown source's session.
+  if (context.session && context.session->top_filter != filter_) {
+    std::snprintf(filter_, sizeof filter_, "%s", context.session->top_filter.c_str());
+    order_dirty_ = true;
+  }
   ImGui::SetNextItemWidth(320.f * ImGui::GetFontSize() / 15.f);
   if (ImGui::InputTextWithHint("##filter", "Filter by function, file or executable", filter_,
                                sizeof filter_)) {
     order_dirty_ = true;
+    if (context.session) context.session->top_filter = filter_;
   }
   if (!rows_ || !context.analysis) {
     DrawLoadingOrError(context);

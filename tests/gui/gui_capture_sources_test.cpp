@@ -291,6 +291,45 @@ TEST_CASE("import into store copies the capture into the live store") {
         std::vector<std::string>{"main;parse 2", "main;parse;lex 5", "main;render;draw 7"});
 }
 
+TEST_CASE("a capture opens as what it is: its default sample type, its own time facts") {
+  Fixture f;
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  const std::string corpus = std::string(src != nullptr ? src : ".") + "/tests/data/corpus";
+  SourceList list(*f.live, nullptr, "", {});
+  // A Go CPU profile: one time and a duration for all samples, no timeline.
+  list.Open(corpus + "/pprof/sample.cpu.pb.gz");
+  PollUntilIdle(list);
+  REQUIRE(list.sources().size() == 2);
+  const Source& cpu = list.Current();
+  CHECK(cpu.session.offline);
+  CHECK(cpu.session.untimed);
+  CHECK(cpu.session.sample_type == storage::SampleType{"cpu", "nanoseconds"});  // pprof's default: the last
+  // time_nanos and duration_nanos as `go tool pprof` prints them: "Time: Sep
+  // 29, 2017 at 8:57pm (UTC)", "Duration: 2s".
+  CHECK(cpu.session.profile_end_ns - cpu.session.profile_start_ns == 2'002'012'950);
+  CHECK(cpu.session.profile_start_ns >= 1'506'718'620'000'000'000);
+  CHECK(cpu.session.profile_start_ns < 1'506'718'680'000'000'000);
+  // 76 samples, each with a samples/count and a cpu/nanoseconds value.
+  CHECK(list.notices().back().text.find("76 samples (CPU time (ns); 1 more sample type)") != std::string::npos);
+  std::vector<storage::SampleType> stored;
+  for (const auto& t : cpu.store->Stats().sample_types) stored.push_back(t.info.type);
+  CHECK(stored == std::vector<storage::SampleType>{storage::OnCpuSamples(), {"cpu", "nanoseconds"}});
+
+  // perf script: every sample has a time, so the capture has a timeline.
+  list.Open(corpus + "/flamegraph/perf-dd-stacks-01.txt");
+  PollUntilIdle(list);
+  REQUIRE(list.sources().size() == 3);
+  CHECK(list.Current().session.offline);
+  CHECK_FALSE(list.Current().session.untimed);
+  // Each source keeps its own search and filter.
+  list.Select(1);
+  list.Current().session.search_text = "runtime";
+  list.Current().session.top_filter = "main";
+  list.Select(2);
+  CHECK(list.Current().session.search_text.empty());
+  CHECK(list.Current().session.top_filter.empty());
+}
+
 TEST_CASE("DisplayName is the file name") {
   CHECK(DisplayName("/a/b/perf.txt") == "perf.txt");
   CHECK(DisplayName("perf.txt") == "perf.txt");
