@@ -141,7 +141,7 @@ TEST_CASE("a bad profile is rejected while the good one in the same request is s
   CHECK(response.partial_success().error_message().find("4711") != std::string::npos);
   CHECK(kiln.Stop(SIGTERM) == 0);
   CHECK(Lines(RunKiln({"export", "--data-dir", dir.path}).out).size() == 3);
-  CHECK(RunKiln({"export", "--data-dir", dir.path, "--kind", "off-cpu"}).out.empty());
+  CHECK(RunKiln({"export", "--data-dir", dir.path, "--sample-type", "off_cpu"}).out.empty());
 }
 
 TEST_CASE("kill -9 while a client sends loses no acknowledged sample") {

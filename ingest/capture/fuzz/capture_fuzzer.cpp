@@ -54,7 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (status.ok()) {
     // Whatever parses must also export: exporters see importer output.
     kiln::storage::Query q;
-    q.kind = out.dominant_kind;
+    // The direct importer calls skip ImportBytes' choice of a default type:
+    // the first sample's type (every type exports alike).
+    const auto& types = out.batch.dict.sample_types;
+    if (!out.batch.samples.empty() && out.batch.samples[0].sample_type < types.size()) {
+      q.sample_type = types[out.batch.samples[0].sample_type].type;
+    }
     auto slice = SliceFromBatch(out.batch, q);
     for (ExportFormat f :
          {ExportFormat::kOtlp, ExportFormat::kPprof, ExportFormat::kFolded, ExportFormat::kSvg}) {
