@@ -34,6 +34,24 @@ const char* kPerfFiles[] = {"perf-cycles-instructions-01", "perf-dd-stacks-01", 
                             "perf-funcab-pid-01",          "perf-java-faults-01", "perf-js-stacks-01",
                             "perf-mirageos-stacks-01",     "perf-numa-stacks-01"};
 
+// What a store filled from one perf file holds, as stackcollapse-perf.pl
+// --all prints it: the one sample type a perf file imports as (its event,
+// weighed by periods), grouped by process, annotated.
+std::string FoldedOfOnlyType(const std::string& dir) {
+  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadOnly);
+  REQUIRE(store.ok());
+  auto types = (*store)->Stats().sample_types;
+  REQUIRE(types.size() == 1);
+  storage::Query q;
+  q.sample_type = types[0].info.type;
+  auto slice = (*store)->Run(q);
+  REQUIRE(slice.ok());
+  auto tree = storage::BuildFlameTree(*slice, {storage::GroupBy::kProcess, true});
+  std::string folded;
+  for (const auto& l : storage::FoldedLines(tree, {true})) folded += l + "\n";
+  return folded;
+}
+
 // perf script variants (tests/import/data/perf-variants/README.md) through
 // the converter and through a real store, against the reference's output.
 TEST_CASE("perf script variants: unindented frames, no final blank line, empty symbols") {
@@ -64,18 +82,7 @@ TEST_CASE("perf script variants: unindented frames, no final blank line, empty s
     import.files = {c.input};
     std::ostringstream iout, ierr;
     REQUIRE_MESSAGE(RunImportCommand(import, iout, ierr) == 0, ierr.str());
-    auto store = storage::Store::Open(import.data_dir, storage::Store::Mode::kReadOnly);
-    REQUIRE(store.ok());
-    auto types = (*store)->Stats().sample_types;
-    REQUIRE(types.size() == 1);
-    storage::Query q;
-    q.sample_type = types[0].info.type;
-    auto slice = (*store)->Run(q);
-    REQUIRE(slice.ok());
-    auto tree = storage::BuildFlameTree(*slice, {storage::GroupBy::kProcess, true});
-    std::string folded;
-    for (const auto& l : storage::FoldedLines(tree, {true})) folded += l + "\n";
-    CHECK(folded == expected);
+    CHECK(FoldedOfOnlyType(import.data_dir) == expected);
   }
 }
 
@@ -165,19 +172,9 @@ TEST_CASE("kiln import, then a store query folds like stackcollapse-perf.pl --al
     REQUIRE_MESSAGE(RunImportCommand(cmd, out, err) == 0, err.str());
     CHECK(out.str().find("perf-script") != std::string::npos);
 
+    CHECK(FoldedOfOnlyType(dir) == ReadAll(Corpus() + "/flamegraph/results/" + stem + "-collapsed-all.txt"));
     auto store = storage::Store::Open(dir, storage::Store::Mode::kReadOnly);
     REQUIRE(store.ok());
-    storage::Query q;
-    // The one type a perf file imports as (its event, weighed by periods).
-    auto types = (*store)->Stats().sample_types;
-    REQUIRE(types.size() == 1);
-    q.sample_type = types[0].info.type;
-    auto slice = (*store)->Run(q);
-    REQUIRE(slice.ok());
-    auto tree = storage::BuildFlameTree(*slice, {storage::GroupBy::kProcess, true});
-    std::string folded;
-    for (const auto& l : storage::FoldedLines(tree, {true})) folded += l + "\n";
-    CHECK(folded == ReadAll(Corpus() + "/flamegraph/results/" + stem + "-collapsed-all.txt"));
     CHECK(!(*store)->ReadLog(10).empty());
   }
 }

@@ -141,7 +141,15 @@ TEST_CASE("a bad profile is rejected while the good one in the same request is s
   CHECK(response.partial_success().error_message().find("4711") != std::string::npos);
   CHECK(kiln.Stop(SIGTERM) == 0);
   CHECK(Lines(RunKiln({"export", "--data-dir", dir.path}).out).size() == 3);
-  CHECK(RunKiln({"export", "--data-dir", dir.path, "--sample-type", "off_cpu"}).out.empty());
+  // No off-CPU sample was stored: named by alias or type/unit, an empty
+  // export and a note; by a bare name kiln cannot know the unit of, an error.
+  CommandResult none = RunKiln({"export", "--data-dir", dir.path, "--sample-type", "off-cpu"});
+  CHECK(none.exit_code == 0);
+  CHECK(none.out.empty());
+  CHECK(none.err.find("no off_cpu/nanoseconds samples (it has: samples/count)") != std::string::npos);
+  CommandResult unknown = RunKiln({"export", "--data-dir", dir.path, "--sample-type", "off_cpu"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("no sample type \"off_cpu\" (it has: samples/count)") != std::string::npos);
 }
 
 TEST_CASE("kill -9 while a client sends loses no acknowledged sample") {
