@@ -179,46 +179,6 @@ TEST_CASE("sample types are kept as sent, with their period; unknown ones are no
   CHECK(r.batch.samples[0].sample_type != r.batch.samples[1].sample_type);
 }
 
-// Re-encodes every attribute key and string value of `request` the way the
-// Collector's encoders write them since OTLP v1.10: as references into the
-// dictionary's string table (KeyValue.key_strindex, AnyValue.
-// string_value_strindex), nested values included.
-void ToStringReferences(collector::ExportProfilesServiceRequest* request) {
-  auto* strings = request->mutable_dictionary()->mutable_string_table();
-  auto index_of = [&](const std::string& text) {
-    for (int i = 0; i < strings->size(); ++i) {
-      if (strings->Get(i) == text) return i;
-    }
-    *strings->Add() = text;
-    return strings->size() - 1;
-  };
-  std::function<void(common::AnyValue*)> value = [&](common::AnyValue* v) {
-    if (v->value_case() == common::AnyValue::kStringValue) {
-      v->set_string_value_strindex(index_of(v->string_value()));  // clears string_value (oneof)
-    } else if (v->value_case() == common::AnyValue::kArrayValue) {
-      for (auto& e : *v->mutable_array_value()->mutable_values()) value(&e);
-    } else if (v->value_case() == common::AnyValue::kKvlistValue) {
-      for (auto& kv : *v->mutable_kvlist_value()->mutable_values()) {
-        kv.set_key_strindex(index_of(kv.key()));
-        kv.clear_key();
-        value(kv.mutable_value());
-      }
-    }
-  };
-  auto key_values = [&](google::protobuf::RepeatedPtrField<common::KeyValue>* kvs) {
-    for (auto& kv : *kvs) {
-      kv.set_key_strindex(index_of(kv.key()));
-      kv.clear_key();
-      value(kv.mutable_value());
-    }
-  };
-  for (auto& rp : *request->mutable_resource_profiles()) {
-    key_values(rp.mutable_resource()->mutable_attributes());
-    for (auto& sp : *rp.mutable_scope_profiles()) key_values(sp.mutable_scope()->mutable_attributes());
-  }
-  for (auto& a : *request->mutable_dictionary()->mutable_attribute_table()) value(a.mutable_value());
-}
-
 TEST_CASE("attribute keys and values by string-table reference give the same batch as inline ones") {
   Fixture f;
   auto* rp = f.b.Resource({{"process.pid", "1234"}, {"service.name", "svc"}, {"container.id", "c0ffee"}});

@@ -17,6 +17,8 @@
 #include "ingest/otlp_normalizer.h"
 #include "ingest/otlp_request_builder.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "storage/flame_tree.h"
+#include "storage/folded.h"
 
 namespace kiln::ingest {
 namespace {
@@ -127,6 +129,30 @@ collector::ExportProfilesServiceRequest MakeRequest(int samples, bool with_bad_p
     OtlpRequestBuilder::AddSample(bad, 4711, {}, {t0});
   }
   return std::move(b.request);
+}
+
+TEST_CASE("attributes by string-table reference (OTLP v1.10+) give the same store as inline ones") {
+  // Two kilns, one request in each form.
+  collector::ExportProfilesServiceRequest inline_form = MakeRequest(30, false);
+  collector::ExportProfilesServiceRequest by_reference = inline_form;
+  ToStringReferences(&by_reference);
+  REQUIRE(by_reference.resource_profiles(0).resource().attributes(0).key().empty());
+  Server a, b;
+  collector::ExportProfilesServiceResponse ra, rb;
+  REQUIRE(a.Export(inline_form, &ra).ok());
+  REQUIRE(b.Export(by_reference, &rb).ok());
+  CHECK_FALSE(rb.has_partial_success());
+  auto folded = [](Server& server) {
+    auto tree = storage::BuildFlameTree(server.Run(), {storage::GroupBy::kThread, true});
+    return storage::FoldedLines(tree, {true});
+  };
+  CHECK(folded(b) == folded(a));
+  CHECK(folded(b).front().rfind("app;worker-1;", 0) == 0);  // names survive: not "unknown"
+  CHECK(b.store->AttributeKeys() == a.store->AttributeKeys());
+  for (const std::string& key : a.store->AttributeKeys()) {
+    CHECK(b.store->AttributeValues(key, 100) == a.store->AttributeValues(key, 100));
+  }
+  CHECK(b.store->Executables().size() == a.store->Executables().size());
 }
 
 TEST_CASE("OK path: empty response, data in the store, stats and log") {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -179,5 +180,45 @@ class OtlpRequestBuilder {
   absl::flat_hash_map<std::string, int32_t> strings_;
   absl::flat_hash_map<std::string, int32_t> string_attributes_;
 };
+
+// Re-encodes every attribute key and string value of `request` the way the
+// Collector's encoders write them since OTLP v1.10: as references into the
+// dictionary's string table (KeyValue.key_strindex, AnyValue.
+// string_value_strindex), nested values included.
+inline void ToStringReferences(OtlpRequestBuilder::Request* request) {
+  auto* strings = request->mutable_dictionary()->mutable_string_table();
+  auto index_of = [&](const std::string& text) {
+    for (int i = 0; i < strings->size(); ++i) {
+      if (strings->Get(i) == text) return i;
+    }
+    *strings->Add() = text;
+    return strings->size() - 1;
+  };
+  std::function<void(OtlpRequestBuilder::AnyValue*)> value = [&](OtlpRequestBuilder::AnyValue* v) {
+    if (v->value_case() == OtlpRequestBuilder::AnyValue::kStringValue) {
+      v->set_string_value_strindex(index_of(v->string_value()));  // clears string_value (oneof)
+    } else if (v->value_case() == OtlpRequestBuilder::AnyValue::kArrayValue) {
+      for (auto& e : *v->mutable_array_value()->mutable_values()) value(&e);
+    } else if (v->value_case() == OtlpRequestBuilder::AnyValue::kKvlistValue) {
+      for (auto& kv : *v->mutable_kvlist_value()->mutable_values()) {
+        kv.set_key_strindex(index_of(kv.key()));
+        kv.clear_key();
+        value(kv.mutable_value());
+      }
+    }
+  };
+  auto key_values = [&](google::protobuf::RepeatedPtrField<opentelemetry::proto::common::v1::KeyValue>* kvs) {
+    for (auto& kv : *kvs) {
+      kv.set_key_strindex(index_of(kv.key()));
+      kv.clear_key();
+      value(kv.mutable_value());
+    }
+  };
+  for (auto& rp : *request->mutable_resource_profiles()) {
+    key_values(rp.mutable_resource()->mutable_attributes());
+    for (auto& sp : *rp.mutable_scope_profiles()) key_values(sp.mutable_scope()->mutable_attributes());
+  }
+  for (auto& a : *request->mutable_dictionary()->mutable_attribute_table()) value(a.mutable_value());
+}
 
 }  // namespace kiln::ingest
