@@ -313,14 +313,14 @@ class PprofDecoder {
     uint32_t labels;  // provisional label set + 1, or 0
     uint32_t value_count;
     int64_t value;
-    const uint8_t* values;  // the one packed values field, or nullptr
   };
   absl::Status ScanSamples();
   bool ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t offset, ParsedSample* out);
   // `s` is the sample's payload; `field_offset` where its Profile field
   // starts (what label sets remember, to read the sample again).
+  // `all_values` (when not null) gets every value of the sample.
   absl::Status ParseSampleSlow(const Span& s, uint64_t field_offset, size_t value_index, ParsedSample* out,
-                               std::vector<Span>* labels);
+                               std::vector<Span>* labels, std::vector<int64_t>* all_values = nullptr);
   uint32_t LabelSet(absl::string_view key, uint64_t sample_offset);
   const uint8_t* KeyAt(uint64_t pos) const {
     return pos < data_.size() ? base_ + pos
@@ -353,7 +353,6 @@ class PprofDecoder {
   // The types to import (all, or the one asked for) and the one to show
   // first.
   absl::Status ChooseSampleTypes(std::vector<size_t>* imported, size_t* shown);
-  absl::Status RedecodeValues(size_t chosen);
   absl::Status ExpandStacks(const std::vector<uint32_t>& order, size_t begin, size_t end,
                             std::vector<uint32_t>* frames, std::vector<uint32_t>* ends);
   absl::Status LocationError(uint32_t stack, uint64_t id) const;
@@ -406,6 +405,9 @@ class PprofDecoder {
   LabelCacheEntry label_cache_[kLabelCacheSize];
   std::vector<uint64_t> label_set_sample_;  // provisional set -> a sample's offset
   size_t zero_values_ = 0;
+  // Every value of every sample, in sample order (one per sample type each,
+  // which Finish checks): all types are imported from one walk.
+  std::vector<int64_t> values_;
   uint64_t key_bytes_ = 0;  // of all distinct stacks
 };
 
@@ -741,8 +743,6 @@ bool PprofDecoder::ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t 
   const uint8_t* key_len_at = nullptr;
   const uint8_t* labels_begin = nullptr;
   const uint8_t* labels_end = nullptr;
-  const uint8_t* values = nullptr;
-  int values_fields = 0;
   uint32_t count = 0;
   int64_t value = 0;
   uint64_t len, v;
@@ -762,8 +762,6 @@ bool PprofDecoder::ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t 
         break;
       case 0x12: {  // value, packed
         if (labels_begin != nullptr) return false;
-        values = field;
-        ++values_fields;
         q = ReadVarint(q, e, &len);
         if (q == nullptr || len > static_cast<uint64_t>(e - q)) return false;
         const uint8_t* ve = q + len;
@@ -771,16 +769,17 @@ bool PprofDecoder::ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t 
           q = ReadVarint(q, ve, &v);
           if (q == nullptr) return false;
           if (count == guess_) value = static_cast<int64_t>(v);
+          values_.push_back(static_cast<int64_t>(v));
           ++count;
         }
         break;
       }
       case 0x10:  // value
         if (labels_begin != nullptr) return false;
-        ++values_fields;
         q = ReadVarint(q, e, &v);
         if (q == nullptr) return false;
         if (count == guess_) value = static_cast<int64_t>(v);
+        values_.push_back(static_cast<int64_t>(v));
         ++count;
         break;
       case 0x1a:  // label
@@ -804,7 +803,6 @@ bool PprofDecoder::ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t 
   }
   out->value_count = count;
   out->value = value;
-  out->values = values_fields == 1 ? values : nullptr;
   out->labels = 0;
   if (labels_begin != nullptr) {
     // Most samples repeat a few label sets: a direct-mapped cache of recent
@@ -834,8 +832,8 @@ uint32_t PprofDecoder::LabelSet(absl::string_view key, uint64_t sample_offset) {
 // Any layout, with WireReader's errors. Ids that are not exactly one packed
 // field are re-encoded (varint length, packed ids) into the arena.
 absl::Status PprofDecoder::ParseSampleSlow(const Span& s, uint64_t field_offset, size_t value_index,
-                                           ParsedSample* out,
-                                           std::vector<Span>* labels) {
+                                           ParsedSample* out, std::vector<Span>* labels,
+                                           std::vector<int64_t>* all_values) {
   WireReader r(s.data, s.offset);
   std::string ids;  // packed, canonical
   int packed_fields = 0;
@@ -878,11 +876,13 @@ absl::Status PprofDecoder::ParseSampleSlow(const Span& s, uint64_t field_offset,
       while (!pr.done()) {
         if (!pr.Varint(&v)) return WireError(pr, "Sample.value");
         if (count == value_index) value = static_cast<int64_t>(v);
+        if (all_values != nullptr) all_values->push_back(static_cast<int64_t>(v));
         ++count;
       }
     } else if (field == 2 && wire == WireReader::kVarint) {
       if (!r.Varint(&v)) break;
       if (count == value_index) value = static_cast<int64_t>(v);
+      if (all_values != nullptr) all_values->push_back(static_cast<int64_t>(v));
       ++count;
     } else if (field == 3 && wire == WireReader::kLen) {
       uint64_t start = r.field_offset();
@@ -897,7 +897,6 @@ absl::Status PprofDecoder::ParseSampleSlow(const Span& s, uint64_t field_offset,
   if (r.error() != nullptr) return WireError(r, "Sample");
   out->value_count = count;
   out->value = value;
-  out->values = nullptr;
   out->labels = 0;
   // The bytes are in the input when the length before them is minimal.
   char len_bytes[10];
@@ -933,6 +932,8 @@ absl::Status PprofDecoder::ScanSamples() {
   // only address space.
   samples.reserve(data_.size() / 32 + 16);
   AdviseHugePages(samples.data(), samples.capacity() * sizeof(storage::Sample));
+  values_.reserve(data_.size() / 16 + 16);
+  AdviseHugePages(values_.data(), values_.capacity() * sizeof(int64_t));
   arena_.push_back('\0');  // the empty stack's key: length 0
   // Generous: only the pages used are ever touched.
   stack_pos_.reserve(data_.size() / 48 + 16);
@@ -989,8 +990,10 @@ absl::Status PprofDecoder::ScanSamples() {
     if (sample_count_ == 0) guess_ = types_seen == 0 ? SIZE_MAX : types_seen - 1;
     ParsedSample ps;
     const auto* b = reinterpret_cast<const uint8_t*>(s.data.data());
+    const size_t values_mark = values_.size();
     if (!ParseSampleFast(b, b + s.data.size(), field_offset, &ps)) {
-      if (absl::Status st = ParseSampleSlow(s, field_offset, guess_, &ps, nullptr); !st.ok()) return st;
+      values_.resize(values_mark);  // what the fast path read before it gave up
+      if (absl::Status st = ParseSampleSlow(s, field_offset, guess_, &ps, nullptr, &values_); !st.ok()) return st;
     }
     if (sample_count_ == 0) first_value_count_ = ps.value_count;
     if (ps.value_count != first_value_count_ && odd_value_count_sample_ == SIZE_MAX) {
@@ -1003,8 +1006,6 @@ absl::Status PprofDecoder::ScanSamples() {
     sample.time_ns = static_cast<int64_t>(field_offset);
     sample.attribute_set = ps.labels;
     sample.value = ps.value;
-    // Where the values are, should another one be chosen at the end.
-    sample.link = ps.values == nullptr ? 0 : static_cast<uint32_t>(ps.values - base_ - field_offset) + 1;
     zero_values_ += ps.value == 0;
     samples.push_back(sample);
 
@@ -1057,40 +1058,6 @@ absl::Status PprofDecoder::ChooseSampleTypes(std::vector<size_t>* imported, size
   }
   return absl::InvalidArgumentError(absl::StrCat(ctx_.name(), ": no sample type \"", wanted,
                                                  "\" (available: ", absl::StrJoin(names, ", "), ")"));
-}
-
-// The walk read another value than the one chosen: read them again.
-absl::Status PprofDecoder::RedecodeValues(size_t chosen) {
-  zero_values_ = 0;
-  for (storage::Sample& sample : ctx_.out()->batch.samples) {
-    if (sample.link != 0) {
-      // The packed values field the walk found: its tag, length, varints.
-      const uint8_t* q = base_ + sample.time_ns + sample.link;
-      const uint8_t* e = base_ + data_.size();
-      uint64_t len, v = 0;
-      q = ReadVarint(q, e, &len);
-      if (q != nullptr && len <= static_cast<uint64_t>(e - q)) {
-        e = q + len;
-        for (size_t i = 0; i <= chosen && q != nullptr && q < e; ++i) q = ReadVarint(q, e, &v);
-        if (q != nullptr) {
-          sample.value = static_cast<int64_t>(v);
-          zero_values_ += v == 0;
-          continue;
-        }
-      }
-    }
-    WireReader r(data_.substr(static_cast<size_t>(sample.time_ns)), static_cast<uint64_t>(sample.time_ns));
-    uint32_t field, wire;
-    Span s;
-    if (!r.NextField(&field, &wire) || !r.Bytes(&s.data, &s.offset)) return WireError(r, "Profile");
-    ParsedSample ps;
-    size_t arena_size = arena_.size();
-    if (absl::Status st = ParseSampleSlow(s, static_cast<uint64_t>(sample.time_ns), chosen, &ps, nullptr); !st.ok()) return st;
-    arena_.resize(arena_size);  // the key is known already
-    sample.value = ps.value;
-    zero_values_ += ps.value == 0;
-  }
-  return absl::OkStatus();
 }
 
 absl::Status PprofDecoder::LocationError(uint32_t stack, uint64_t id) const {
@@ -1233,20 +1200,14 @@ absl::Status PprofDecoder::Finish() {
                                sample_types_.size(), ")"));
     }
   }
-  // The values of each imported type: the walk read one of them; the
-  // others are read again from the samples' packed values.
+  // The values of each imported type, from the walk's record of all of
+  // them: sample i's value of type t is values_[i * types + t].
   auto& dict = out->batch.dict;
-  std::vector<std::vector<int64_t>> values(imported.size());
-  std::vector<uint32_t> type_ids(imported.size());
-  bool any_zero = false;
-  auto collect = [&](size_t k) {
-    values[k].resize(samples.size());
-    for (size_t i = 0; i < samples.size(); ++i) values[k][i] = samples[i].value;
-    any_zero = any_zero || zero_values_ > 0;
-  };
-  for (size_t k = 0; k < imported.size(); ++k) {
-    if (imported[k] == guess_) collect(k);
+  const size_t types = sample_types_.size();
+  if (values_.size() != samples.size() * types) {
+    return ctx_.ErrorAtByte(0, "internal: sample values out of step with the samples");
   }
+  std::vector<uint32_t> type_ids(imported.size());
   for (size_t k = 0; k < imported.size(); ++k) {
     const size_t t = imported[k];
     type_ids[k] = dict.AddSampleType(
@@ -1255,9 +1216,11 @@ absl::Status PprofDecoder::Finish() {
          std::string(strings_[static_cast<size_t>(period_type_.first)]),
          std::string(strings_[static_cast<size_t>(period_type_.second)]),
          period_});
-    if (t == guess_) continue;
-    if (absl::Status s = RedecodeValues(t); !s.ok()) return s;
-    collect(k);
+  }
+  auto value_of = [&](size_t k, size_t i) { return values_[i * types + imported[k]]; };
+  bool any_zero = false;
+  for (size_t k = 0; k < imported.size() && !any_zero; ++k) {
+    for (size_t i = 0; i < samples.size() && !any_zero; ++i) any_zero = value_of(k, i) == 0;
   }
   out->default_sample_type = dict.sample_types[type_ids[std::find(imported.begin(), imported.end(), shown) -
                                                         imported.begin()]]
@@ -1268,9 +1231,9 @@ absl::Status PprofDecoder::Finish() {
   std::vector<uint32_t> renumber;
   if (any_zero) {
     std::vector<uint8_t> used(stack_pos_.size(), 0);
-    for (const std::vector<int64_t>& v : values) {
+    for (size_t k = 0; k < imported.size(); ++k) {
       for (size_t i = 0; i < samples.size(); ++i) {
-        if (v[i] != 0) used[samples[i].stack] = 1;
+        if (value_of(k, i) != 0) used[samples[i].stack] = 1;
       }
     }
     renumber.assign(stack_pos_.size(), kUnset);
@@ -1321,19 +1284,23 @@ absl::Status PprofDecoder::Finish() {
     s.attribute_set = a;
   }
   size_t nonzero = 0;
-  for (const std::vector<int64_t>& v : values) nonzero += v.size() - std::count(v.begin(), v.end(), 0);
+  for (size_t k = 0; k < imported.size(); ++k) {
+    for (size_t i = 0; i < samples.size(); ++i) nonzero += value_of(k, i) != 0;
+  }
   std::vector<storage::Sample> typed;
   typed.reserve(nonzero);
-  for (size_t k = 0; k < values.size(); ++k) {
+  for (size_t k = 0; k < imported.size(); ++k) {
     for (size_t i = 0; i < samples.size(); ++i) {
-      if (values[k][i] == 0) continue;
+      const int64_t v = value_of(k, i);
+      if (v == 0) continue;
       storage::Sample s = samples[i];
-      s.value = values[k][i];
+      s.value = v;
       s.sample_type = type_ids[k];
       typed.push_back(s);
     }
   }
   samples = std::move(typed);
+  values_ = {};
   return absl::OkStatus();
 }
 

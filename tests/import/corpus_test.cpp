@@ -218,7 +218,7 @@ TEST_CASE("a large pprof (read by two threads) imports like the copies it is mad
   std::string big_bytes = big.SerializeAsString();
   REQUIRE(big_bytes.size() > (4u << 20));
   // pprof's rule (default_sample_type, read after the samples) and each
-  // type by name: the walk reads one value and the others again later.
+  // type by name: every value of every sample is read in one walk.
   std::vector<std::string> types = {""};
   for (const auto& st : base.sample_type()) types.push_back(base.string_table(static_cast<int>(st.type())));
   for (const std::string& type : types) {
