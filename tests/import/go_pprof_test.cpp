@@ -88,12 +88,15 @@ int Run(const std::vector<std::string>& argv, std::string* out, std::string* err
 // joined with ';', inlined lines expanded caller first) with the summed
 // value of the last sample type, which is the one kiln writes.
 struct GoView {
-  std::vector<std::string> sample_types;
+  std::vector<std::string> sample_types;  // "type/unit"
+  int default_type = -1;                  // the one pprof marks "[dflt]"
   std::map<std::string, int64_t> stacks;
   int64_t total = 0;
 };
 
-GoView ParseRaw(const std::string& raw) {
+// `value_index`: which of a sample's values (one per sample type) to sum;
+// -1 for the last, pprof's default when the file names none.
+GoView ParseRaw(const std::string& raw, int value_index = -1) {
   GoView view;
   std::istringstream in(raw);
   std::string line;
@@ -117,7 +120,13 @@ GoView ParseRaw(const std::string& raw) {
     if (state == kSampleTypes) {
       std::istringstream types(line);
       std::string t;
-      while (types >> t) view.sample_types.push_back(t);
+      while (types >> t) {
+        if (t.size() > 6 && t.substr(t.size() - 6) == "[dflt]") {
+          t.resize(t.size() - 6);
+          view.default_type = static_cast<int>(view.sample_types.size());
+        }
+        view.sample_types.push_back(t);
+      }
       state = kSamples;
     } else if (state == kSamples) {
       size_t colon = line.find(':');
@@ -126,7 +135,9 @@ GoView ParseRaw(const std::string& raw) {
       std::istringstream values(line.substr(0, colon));
       std::istringstream ids(line.substr(colon + 1));
       int64_t v = 0, last = 0;
-      while (values >> v) last = v;
+      for (int i = 0; values >> v; ++i) {
+        if (value_index < 0 || i == value_index) last = v;
+      }
       std::vector<uint64_t> stack;
       uint64_t id;
       while (ids >> id) stack.push_back(id);
@@ -154,6 +165,7 @@ GoView ParseRaw(const std::string& raw) {
     }
   }
   for (const auto& [ids, value] : samples) {
+    if (value == 0) continue;  // pprof lists them; they weigh nothing
     std::string folded;
     for (size_t i = ids.size(); i-- > 0;) {
       const auto& lines = names[ids[i]];
@@ -226,13 +238,13 @@ class GoPprof {
   }
 
   // `go tool pprof -raw FILE`, parsed; fails the test when Go cannot read it.
-  GoView Raw(const std::string& file) {
+  GoView Raw(const std::string& file, int value_index = -1) {
     std::string out, err;
     int code = Run({go_, "tool", "pprof", "-raw", "-symbolize=none", file}, &out, &err);
     INFO("go tool pprof -raw " << file << " exited " << code << ": " << err);
     CHECK(code == 0);
     CHECK(out.find("Samples:") != std::string::npos);
-    return ParseRaw(out);
+    return ParseRaw(out, value_index);
   }
 
   // `go tool pprof -top` names the heaviest function first.
@@ -307,6 +319,33 @@ TEST_CASE("go tool pprof reads kiln's pprof of every corpus format") {
     ++converted;
   }
   CHECK(converted >= 30);
+}
+
+TEST_CASE("every sample type of a pprof file: kiln's totals and stacks are go tool pprof's") {
+  // The oracle reads the original file; kiln exports each type by name.
+  GoPprof go;
+  int compared = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(Corpus())) {
+    const std::string input = entry.path().string();
+    if (input.size() < 6 || input.substr(input.size() - 6) != ".pb.gz") continue;
+    CAPTURE(input);
+    const GoView whole = go.Raw(input);
+    const std::vector<std::string>& types = whole.sample_types;
+    REQUIRE(!types.empty());
+    // Without --sample-type kiln shows pprof's default: the [dflt] one, else the last.
+    const int dflt = whole.default_type >= 0 ? whole.default_type : static_cast<int>(types.size()) - 1;
+    CHECK(ConvertFolded(input, "") == ConvertFolded(input, types[dflt]));
+    for (int i = 0; i < static_cast<int>(types.size()); ++i) {
+      CAPTURE(types[i]);
+      GoView view = go.Raw(input, i);
+      int64_t kiln_total = 0;
+      auto kiln = ParseFolded(ConvertFolded(input, types[i]), &kiln_total);
+      CHECK(kiln_total == view.total);
+      CHECK(NamedOnly(kiln) == NamedOnly(view.stacks));
+      ++compared;
+    }
+  }
+  CHECK(compared >= 15);
 }
 
 TEST_CASE("go tool pprof reads `kiln export --data-dir DIR --format pprof`") {
