@@ -246,6 +246,40 @@ TEST_CASE("OTLP JSON: hex ids become bytes, syntax errors have line:column") {
   CHECK(std::string(d.status().message()).find("deeper than 64") != std::string::npos);
 }
 
+TEST_CASE("OTLP JSON: attribute keys and values by string-table reference (v1.10+)") {
+  // keyStrindex / stringValueStrindex in resource, scope and dictionary
+  // attributes, as the Collector's encoders write them.
+  const char* json = R"({
+ "resourceProfiles": [{
+   "resource": {"attributes": [{"keyStrindex": 7, "value": {"stringValueStrindex": 8}}]},
+   "scopeProfiles": [{
+     "scope": {"attributes": [{"keyStrindex": 11, "value": {"stringValueStrindex": 12}}]},
+     "profiles": [{
+      "sampleType": {"typeStrindex": 1, "unitStrindex": 2},
+      "timeUnixNano": "1700000000000000000",
+      "samples": [{"stackIndex": 1, "values": ["3"], "attributeIndices": [1]}]
+   }]}]
+ }],
+ "dictionary": {
+   "stringTable": ["", "alloc_space", "bytes", "", "", "main", "work", "process.executable.name", "app",
+                   "thread.name", "worker", "scope.flavour", "vanilla"],
+   "functionTable": [{}, {"nameStrindex": 5}, {"nameStrindex": 6}],
+   "locationTable": [{}, {"lines": [{"functionIndex": 1}]}, {"lines": [{"functionIndex": 2}]}],
+   "stackTable": [{}, {"locationIndices": [2, 1]}],
+   "attributeTable": [{}, {"keyStrindex": 9, "value": {"stringValueStrindex": 10}}],
+   "mappingTable": [{}], "linkTable": [{}]
+ }
+})";
+  auto c = ImportBytes(json, "refs.json");
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->warnings.empty());
+  CHECK(c->sample_types == std::vector<storage::SampleType>{{"alloc_space", "bytes"}});
+  CHECK(Folded(*c, storage::GroupBy::kThread, false) == "app;worker;main;work 3\n");
+  const auto& d = c->batch.dict;
+  REQUIRE(!c->batch.samples.empty());
+  CHECK(d.AttributeValue(c->batch.samples[0].attribute_set, "scope.flavour") == "vanilla");
+}
+
 TEST_CASE("OTLP JSON: camelCase names, hex ids, int64 as string or number") {
   const char* json = R"({
  "resourceProfiles": [{

@@ -404,7 +404,6 @@ class PprofDecoder {
   static constexpr size_t kLabelCacheSize = 256;
   LabelCacheEntry label_cache_[kLabelCacheSize];
   std::vector<uint64_t> label_set_sample_;  // provisional set -> a sample's offset
-  size_t zero_values_ = 0;
   // Every value of every sample, in sample order (one per sample type each,
   // which Finish checks): all types are imported from one walk.
   std::vector<int64_t> values_;
@@ -1006,7 +1005,6 @@ absl::Status PprofDecoder::ScanSamples() {
     sample.time_ns = static_cast<int64_t>(field_offset);
     sample.attribute_set = ps.labels;
     sample.value = ps.value;
-    zero_values_ += ps.value == 0;
     samples.push_back(sample);
 
     Pending& p = ring[pending_end++ % kDepth];
