@@ -47,8 +47,11 @@ TemporaryStore::~TemporaryStore() {
 // CaptureLoad
 // ---------------------------------------------------------------------------
 
-CaptureLoad::CaptureLoad(std::string path, std::function<void()> on_done)
-    : path_(std::move(path)), on_done_(std::move(on_done)), result_(absl::UnknownError("not finished")) {
+CaptureLoad::CaptureLoad(std::string path, std::function<void()> on_done, bool demangle)
+    : path_(std::move(path)),
+      on_done_(std::move(on_done)),
+      demangle_(demangle),
+      result_(absl::UnknownError("not finished")) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -76,6 +79,7 @@ void CaptureLoad::Run() {
   };
   capture::ImportOptions options;
   options.cancel = &cancel_;
+  options.demangle = demangle_;
   options.progress = [this](const capture::ImportProgress& p) {
     bytes_done_ = p.bytes_done;
     bytes_total_ = p.bytes_total;
@@ -212,8 +216,8 @@ SourceList::~SourceList() {
   sources_.clear();  // each worker joins before its store goes
 }
 
-void SourceList::Open(const std::string& path) {
-  loads_.push_back(std::make_unique<CaptureLoad>(path, wake_ui_));
+void SourceList::Open(const std::string& path, bool demangle) {
+  loads_.push_back(std::make_unique<CaptureLoad>(path, wake_ui_, demangle));
 }
 
 void SourceList::RunTask(std::string what, std::function<absl::StatusOr<std::string>()> job) {

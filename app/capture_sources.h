@@ -81,7 +81,8 @@ struct CaptureLoadProgress {
 // the result is ready (the app passes glfwPostEmptyEvent).
 class CaptureLoad {
  public:
-  CaptureLoad(std::string path, std::function<void()> on_done);
+  // `demangle`: capture::ImportOptions::demangle.
+  CaptureLoad(std::string path, std::function<void()> on_done, bool demangle = true);
   ~CaptureLoad();  // cancels and joins
   CaptureLoad(const CaptureLoad&) = delete;
   CaptureLoad& operator=(const CaptureLoad&) = delete;
@@ -99,6 +100,7 @@ class CaptureLoad {
 
   const std::string path_;
   std::function<void()> on_done_;
+  const bool demangle_;
   std::atomic<bool> cancel_{false};
   std::atomic<bool> done_{false};
   std::atomic<uint64_t> bytes_done_{0}, bytes_total_{0}, samples_{0};
@@ -169,8 +171,9 @@ class SourceList {
              std::function<void()> wake_ui);
   ~SourceList();  // cancels loads, stops the workers, removes temporary stores
 
-  // Starts loading a capture file (command line, drop, Open...).
-  void Open(const std::string& path);
+  // Starts loading a capture file (command line, drop, Open...);
+  // `demangle` as capture::ImportOptions::demangle.
+  void Open(const std::string& path, bool demangle = true);
   // Runs `job` as a BackgroundTask; its result becomes a notice.
   void RunTask(std::string what, std::function<absl::StatusOr<std::string>()> job);
   // File > Import into store: copies a capture file into the live store

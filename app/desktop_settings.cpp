@@ -103,6 +103,8 @@ std::vector<std::string> ParseSettings(std::string_view text, std::string_view f
       if (!ParseBool(value, &settings->flame)) bad("true or false");
     } else if (key == "show_inline") {
       if (!ParseBool(value, &settings->show_inline)) bad("true or false");
+    } else if (key == "demangle") {
+      if (!ParseBool(value, &settings->demangle)) bad("true or false");
     } else if (key == "window_position") {
       const size_t comma = value.find(',');
       int x = 0, y = 0;
@@ -147,7 +149,8 @@ std::string PrintPreferences(const DesktopSettings& s) {
       << "theme = " << (s.theme == Theme::kLight ? "light" : "dark") << "\n"
       << "ui_scale = " << s.ui_scale << "\n"
       << "flame = " << BoolText(s.flame) << "\n"
-      << "show_inline = " << BoolText(s.show_inline) << "\n";
+      << "show_inline = " << BoolText(s.show_inline) << "\n"
+      << "demangle = " << BoolText(s.demangle) << "\n";
   return out.str();
 }
 

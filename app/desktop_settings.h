@@ -37,6 +37,9 @@ struct DesktopSettings {
   float ui_scale = 0.f;  // 0 = the monitor's content scale; else 0.5 .. 4
   bool flame = false;    // roots at the bottom (flame) instead of the top (icicle)
   bool show_inline = true;
+  // Captures opened from now on: C++/Rust names in perf script and folded
+  // files demangled (capture::ImportOptions::demangle), or kept as written.
+  bool demangle = true;
   // State (state.ini). A window position of kUnset lets the desktop place it.
   static constexpr int kUnset = INT32_MIN;
   int window_x = kUnset, window_y = kUnset;

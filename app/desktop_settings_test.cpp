@@ -16,6 +16,7 @@ TEST_CASE("settings round-trip through their two files") {
   s.ui_scale = 1.5f;
   s.flame = true;
   s.show_inline = false;
+  s.demangle = false;
   s.window_x = -1200;  // a monitor left of the primary one
   s.window_y = 40;
   s.window_width = 1700;

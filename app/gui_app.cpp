@@ -273,7 +273,7 @@ struct App {
     std::error_code ec;
     const auto absolute = std::filesystem::absolute(path, ec);
     AddRecentCapture(&settings, ec ? path : absolute.lexically_normal().string());
-    sources.Open(path);
+    sources.Open(path, settings.demangle);
   }
 
   void TakeFileDialogAnswers() {
@@ -530,6 +530,11 @@ struct App {
     ImGui::Separator();
     ImGui::MenuItem("Flame graph (roots at the bottom)", nullptr, &settings.flame);
     ImGui::MenuItem("Show inline frames", nullptr, &settings.show_inline);
+    ImGui::MenuItem("Demangle C++/Rust names in captures", nullptr, &settings.demangle);
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("perf script and folded files opened from now on; off keeps names as written "
+                        "(as stackcollapse-perf.pl prints them)");
+    }
     ImGui::EndMenu();
   }
 

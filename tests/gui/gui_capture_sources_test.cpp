@@ -330,6 +330,19 @@ TEST_CASE("a capture opens as what it is: its default sample type, its own time 
   CHECK(list.Current().session.top_filter.empty());
 }
 
+TEST_CASE("a capture opened with the window's demangle setting off keeps names as written") {
+  Fixture f;
+  const std::string path = f.dir + "/mangled.folded";
+  WriteFile(path, "main;_ZN3foo3barEv 2\n");
+  SourceList list(*f.live, nullptr, "", {});
+  list.Open(path);  // the default: demangled
+  list.Open(path, /*demangle=*/false);
+  PollUntilIdle(list);
+  REQUIRE(list.sources().size() == 3);
+  CHECK(StoreFolded(*list.sources()[1]->store) == std::vector<std::string>{"main;foo::bar() 2"});
+  CHECK(StoreFolded(*list.sources()[2]->store) == std::vector<std::string>{"main;_ZN3foo3barEv 2"});
+}
+
 TEST_CASE("DisplayName is the file name") {
   CHECK(DisplayName("/a/b/perf.txt") == "perf.txt");
   CHECK(DisplayName("perf.txt") == "perf.txt");
