@@ -608,6 +608,7 @@ absl::Status RocksStore::UpgradeFromSchema1() {
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "reading statistics");
   }
+  old.samples_by_type.resize(4, 0);  // a store that never counted (no stats key yet)
   // Kind 0 becomes sample type 0 (on-CPU samples, implicit); the others get
   // ids in kind order, where they have samples.
   uint32_t ids[4] = {0, 0, 0, 0};
