@@ -127,10 +127,8 @@ void CaptureLoad::Run() {
   out.path = path_;
   out.store = *std::move(store);
   out.format = imported->format;
-  const auto& types = imported->batch.dict.sample_types;
-  for (const storage::Sample& s : imported->batch.samples) {
-    out.samples += s.sample_type < types.size() && types[s.sample_type].type == imported->default_sample_type;
-  }
+  const std::optional<uint32_t> shown = imported->batch.dict.SampleTypeIndex(imported->default_sample_type);
+  for (const storage::Sample& s : imported->batch.samples) out.samples += shown && s.sample_type == *shown;
   out.sample_types = imported->sample_types.size();
   out.skipped_records = imported->skipped_records;
   out.default_sample_type = imported->default_sample_type;

@@ -107,14 +107,19 @@ uint32_t ProfileDictionary::AddAttributeSet(std::vector<Attribute> attrs) {
 }
 
 uint32_t ProfileDictionary::AddSampleType(const SampleTypeInfo& info) {
-  for (size_t i = 0; i < sample_types.size(); ++i) {
-    if (sample_types[i].type == info.type) {
-      if (info.period != 0 || !info.period_type.empty()) sample_types[i] = info;
-      return static_cast<uint32_t>(i);
-    }
+  if (std::optional<uint32_t> i = SampleTypeIndex(info.type)) {
+    if (info.period != 0 || !info.period_type.empty()) sample_types[*i] = info;
+    return *i;
   }
   sample_types.push_back(info);
   return static_cast<uint32_t>(sample_types.size() - 1);
+}
+
+std::optional<uint32_t> ProfileDictionary::SampleTypeIndex(const SampleType& type) const {
+  for (size_t i = 0; i < sample_types.size(); ++i) {
+    if (sample_types[i].type == type) return static_cast<uint32_t>(i);
+  }
+  return std::nullopt;
 }
 
 std::string FrameLabel(const ProfileDictionary& dict, uint32_t frame_index) {

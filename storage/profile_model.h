@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -142,6 +143,9 @@ struct ProfileDictionary {
   // The index of `info`'s type, adding it when new (a later period
   // replaces an earlier one: one type, one period shown).
   uint32_t AddSampleType(const SampleTypeInfo& info);
+  // The index of `type`, or nullopt. A dictionary holds a few types (one
+  // per kind of data), so this is a linear search.
+  std::optional<uint32_t> SampleTypeIndex(const SampleType& type) const;
 };
 
 // A display label for a frame: the function name, or for an unnamed frame

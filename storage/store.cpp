@@ -318,13 +318,6 @@ struct GlobalDictionary {
   absl::flat_hash_map<std::string, uint32_t> stack_ids;          // key: EncodeIds bytes
   absl::flat_hash_map<std::string, uint32_t> attribute_set_ids;  // key: EncodeAttributes bytes
   absl::flat_hash_map<std::string, uint32_t> link_ids;           // key: EncodeLink bytes
-  // Few entries (one per kind of data ever stored): searched linearly.
-  std::optional<uint32_t> SampleTypeId(const SampleType& type) const {
-    for (size_t i = 0; i < dict.sample_types.size(); ++i) {
-      if (dict.sample_types[i].type == type) return static_cast<uint32_t>(i);
-    }
-    return std::nullopt;
-  }
 
   GlobalDictionary() {
     string_ids.emplace("", 0);
@@ -907,18 +900,16 @@ class BatchInterner {
 
     sample_types_.resize(l.sample_types.size());
     for (size_t i = 0; i < l.sample_types.size(); ++i) {
-      const SampleTypeInfo& t = l.sample_types[i];
-      std::optional<uint32_t> id = g_.SampleTypeId(t.type);
-      if (!id) {
-        id = static_cast<uint32_t>(d.sample_types.size());
-        d.sample_types.push_back(t);
-        wb_.Put(cf_, DictKey(kTagSampleType, *id), EncodeSampleType(t));
-      } else if ((t.period != 0 || !t.period_type.empty()) && !(d.sample_types[*id] == t)) {
-        // The newest period is the one shown.
-        d.sample_types[*id] = t;
-        wb_.Put(cf_, DictKey(kTagSampleType, *id), EncodeSampleType(t));
+      // AddSampleType's rule (the newest period is the one shown); an
+      // entry is written when it is new or its period changed.
+      const size_t known = d.sample_types.size();
+      const std::optional<uint32_t> old = d.SampleTypeIndex(l.sample_types[i].type);
+      const SampleTypeInfo before = old ? d.sample_types[*old] : SampleTypeInfo{};
+      const uint32_t id = d.AddSampleType(l.sample_types[i]);
+      if (id == known || !(d.sample_types[id] == before)) {
+        wb_.Put(cf_, DictKey(kTagSampleType, id), EncodeSampleType(d.sample_types[id]));
       }
-      sample_types_[i] = *id;
+      sample_types_[i] = id;
     }
 
     links_.resize(l.links.size());
@@ -1121,7 +1112,7 @@ absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& v
   uint32_t type_id = 0;
   {
     std::shared_lock lock(dict_mutex_);
-    std::optional<uint32_t> id = dict_.SampleTypeId(query.sample_type);
+    std::optional<uint32_t> id = dict_.dict.SampleTypeIndex(query.sample_type);
     if (!id) return absl::OkStatus();  // never stored: nothing to see
     type_id = *id;
     lower = BlockKeyPrefix(type_id, FloorDiv(query.from_ns, kBucketNs));
@@ -1160,11 +1151,6 @@ absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& v
 
 absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query& query) const {
   auto slice = std::make_shared<ProfileSlice>();
-  {
-    std::shared_lock lock(dict_mutex_);
-    std::optional<uint32_t> id = dict_.SampleTypeId(query.sample_type);
-    slice->sample_type = id ? dict_.dict.sample_types[*id] : SampleTypeInfo{query.sample_type};
-  }
   slice->from_ns = query.from_ns;
   slice->to_ns = query.to_ns;
 
@@ -1202,6 +1188,8 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
   // Copy the referenced dictionary entries, renumbered densely.
   std::shared_lock lock(dict_mutex_);
   const ProfileDictionary& g = dict_.dict;
+  const std::optional<uint32_t> type_id = g.SampleTypeIndex(query.sample_type);
+  slice->sample_type = type_id ? g.sample_types[*type_id] : SampleTypeInfo{query.sample_type};
   ProfileDictionary& out = slice->dict;
   constexpr uint32_t kNone = UINT32_MAX;
   std::vector<uint32_t> string_map(g.strings.size(), kNone), exec_map(g.executables.size(), kNone),

@@ -448,11 +448,11 @@ collector::ExportProfilesServiceRequest BuildOtlpRequestFromBatch(const storage:
     first = k == 0 ? t : std::min(first, t);
     last = k == 0 ? t : std::max(last, t);
   }
-  storage::SampleTypeInfo type{query.sample_type};
-  for (const storage::SampleTypeInfo& t : batch.dict.sample_types) {
-    if (t.type == query.sample_type) type = t;
-  }
-  return OtlpWriter(batch.dict, type, first, last).Build(batch, selected);
+  const std::optional<uint32_t> type = batch.dict.SampleTypeIndex(query.sample_type);
+  return OtlpWriter(batch.dict,
+                    type ? batch.dict.sample_types[*type] : storage::SampleTypeInfo{query.sample_type}, first,
+                    last)
+      .Build(batch, selected);
 }
 
 absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch, const storage::Query& query,

@@ -35,10 +35,7 @@ std::vector<uint8_t> PassingAttributeSets(const storage::ProfileDictionary& d, c
 // The batch index of the query's sample type; UINT32_MAX (matching no
 // sample) when the batch has none of it.
 uint32_t SampleTypeIndex(const storage::ProfileDictionary& d, const storage::Query& query) {
-  for (size_t i = 0; i < d.sample_types.size(); ++i) {
-    if (d.sample_types[i].type == query.sample_type) return static_cast<uint32_t>(i);
-  }
-  return UINT32_MAX;
+  return d.SampleTypeIndex(query.sample_type).value_or(UINT32_MAX);
 }
 
 bool Selected(const storage::Sample& s, const storage::Query& query, uint32_t sample_type,
