@@ -1,7 +1,6 @@
 // `kiln export` from a store: a time range, kind and filters written as
 // folded stacks, OTLP, pprof or SVG. The store is opened read-only, so
 // this works while kiln runs.
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -61,10 +60,7 @@ int RunExport(const ExportOptions& options) {
   std::vector<storage::SampleType> stored;
   for (const storage::SampleTypeCount& c : (*store)->Stats().sample_types) stored.push_back(c.info.type);
   if (options.sample_type.empty()) {
-    query.sample_type = stored.empty() || std::find(stored.begin(), stored.end(), storage::OnCpuSamples()) !=
-                                              stored.end()
-                            ? storage::OnCpuSamples()
-                            : stored.front();
+    query.sample_type = storage::OnCpuOrFirst(stored);
   } else if (std::optional<storage::SampleType> found = storage::FindSampleType(options.sample_type, stored)) {
     query.sample_type = *found;
   } else if (std::optional<storage::SampleType> named = storage::ParseSampleTypeName(options.sample_type)) {

@@ -70,6 +70,9 @@ TEST_CASE("a sample type is found by type/unit, type name or alias; the default 
   CHECK(DefaultSampleType(heap, "alloc_space") == SampleType{"alloc_space", "bytes"});
   CHECK(DefaultSampleType(heap, "missing") == SampleType{"inuse_space", "bytes"});
   CHECK(DefaultSampleType({}) == OnCpuSamples());
+  CHECK(OnCpuOrFirst(heap) == SampleType{"alloc_objects", "count"});
+  CHECK(OnCpuOrFirst({OffCpuTime(), OnCpuSamples()}) == OnCpuSamples());
+  CHECK(OnCpuOrFirst({}) == OnCpuSamples());
 }
 
 TEST_CASE("a dictionary's sample types dedupe by type and keep the newest period") {

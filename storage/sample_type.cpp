@@ -1,5 +1,6 @@
 #include "storage/sample_type.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -97,17 +98,17 @@ UnitClass ClassOfUnit(std::string_view unit) {
   return cls;
 }
 
-std::string ValueNoun(const SampleType& type) {
-  UnitClass cls;
-  UnitScale(type.unit, &cls);
-  if (cls == UnitClass::kTime) return "time";
-  if (cls == UnitClass::kBytes) return "bytes";
+namespace {
+// The noun of a count: "samples", "objects", "events", an unknown unit's
+// own name, else the type's name.
+std::string CountNoun(const SampleType& type) {
   if (type.unit != "count" && !type.unit.empty()) return type.unit;
   if (type.type == "samples") return "samples";
   if (EndsWith(type.type, "objects")) return "objects";
   if (type.type == "events") return "events";
   return type.type;
 }
+}  // namespace
 
 std::string FormatValueShort(const SampleType& type, int64_t value) {
   UnitClass cls;
@@ -135,7 +136,7 @@ std::string FormatValueShort(const SampleType& type, int64_t value) {
 std::string FormatValue(const SampleType& type, int64_t value) {
   std::string text = FormatValueShort(type, value);
   if (ClassOfUnit(type.unit) != UnitClass::kCount) return text;
-  std::string noun = ValueNoun(type);
+  std::string noun = CountNoun(type);
   if (noun.empty()) return text;
   // "1 sample", "1 object", "1 event"; other nouns are left as named.
   if ((value == 1 || value == -1) && (noun == "samples" || noun == "objects" || noun == "events")) {
@@ -226,6 +227,13 @@ SampleType DefaultSampleType(const std::vector<SampleType>& available, std::stri
     }
   }
   return available.back();
+}
+
+SampleType OnCpuOrFirst(const std::vector<SampleType>& available) {
+  if (available.empty() || std::find(available.begin(), available.end(), OnCpuSamples()) != available.end()) {
+    return OnCpuSamples();
+  }
+  return available.front();
 }
 
 }  // namespace kiln::storage

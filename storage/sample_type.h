@@ -63,9 +63,6 @@ std::string FormatValue(const SampleType& type, int64_t value);
 // The same without the noun for counts ("12.3k"), for table columns whose
 // header already names the unit.
 std::string FormatValueShort(const SampleType& type, int64_t value);
-// The noun of a count type ("samples", "objects", "events", ...) or the unit
-// of a time or size type as a column header would name it ("time", "bytes").
-std::string ValueNoun(const SampleType& type);
 
 // "1.23M", "45.6k", "789".
 std::string FormatCount(uint64_t n);
@@ -87,5 +84,9 @@ std::optional<SampleType> ParseSampleTypeName(std::string_view name);
 // producer named one and it is present, else the last listed. Empty input
 // gives on-CPU samples.
 SampleType DefaultSampleType(const std::vector<SampleType>& available, std::string_view default_type = {});
+// What a store or a capture without pprof's rule shows first: on-CPU
+// samples when present (what agents send) or when there is nothing, else
+// the first type.
+SampleType OnCpuOrFirst(const std::vector<SampleType>& available);
 
 }  // namespace kiln::storage

@@ -278,10 +278,7 @@ absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_
     out.timed = first != last;
   }
   if (out.format != CaptureFormat::kPprof || out.sample_types.empty()) {
-    const bool on_cpu = std::find(out.sample_types.begin(), out.sample_types.end(), storage::OnCpuSamples()) !=
-                        out.sample_types.end();
-    out.default_sample_type =
-        on_cpu || out.sample_types.empty() ? storage::OnCpuSamples() : out.sample_types.front();
+    out.default_sample_type = storage::OnCpuOrFirst(out.sample_types);
   }
   if (out.range_end_ns <= out.range_start_ns) {  // the importer did not declare one
     out.range_start_ns = out.first_time_ns;
