@@ -38,7 +38,6 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "ingest/capture/batch_builder.h"
 #include "ingest/capture/importers.h"
 #include "ingest/capture/wire_reader.h"
@@ -312,14 +311,13 @@ class PprofDecoder {
     uint32_t key_len;
     uint32_t labels;  // provisional label set + 1, or 0
     uint32_t value_count;
-    int64_t value;
   };
   absl::Status ScanSamples();
   bool ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t offset, ParsedSample* out);
   // `s` is the sample's payload; `field_offset` where its Profile field
   // starts (what label sets remember, to read the sample again).
   // `all_values` (when not null) gets every value of the sample.
-  absl::Status ParseSampleSlow(const Span& s, uint64_t field_offset, size_t value_index, ParsedSample* out,
+  absl::Status ParseSampleSlow(const Span& s, uint64_t field_offset, ParsedSample* out,
                                std::vector<Span>* labels, std::vector<int64_t>* all_values = nullptr);
   uint32_t LabelSet(absl::string_view key, uint64_t sample_offset);
   const uint8_t* KeyAt(uint64_t pos) const {
@@ -351,8 +349,9 @@ class PprofDecoder {
 
   // After both.
   // The types to import (all, or the one asked for) and the one to show
-  // first.
-  absl::Status ChooseSampleTypes(std::vector<size_t>* imported, size_t* shown);
+  // first, among the file's `types`.
+  absl::Status ChooseSampleTypes(const std::vector<storage::SampleType>& types, std::vector<size_t>* imported,
+                                 size_t* shown);
   absl::Status ExpandStacks(const std::vector<uint32_t>& order, size_t begin, size_t end,
                             std::vector<uint32_t>* frames, std::vector<uint32_t>* ends);
   absl::Status LocationError(uint32_t stack, uint64_t id) const;
@@ -388,7 +387,6 @@ class PprofDecoder {
   std::vector<uint64_t> stack_pos_;    // key of each stack, in key space
   std::vector<uint32_t> stack_first_;  // its first sample, for messages
   std::string arena_;                  // keys of unusually encoded samples
-  size_t guess_ = SIZE_MAX;            // the value index read while walking
   size_t sample_count_ = 0;            // every sample, zero values included
   uint32_t first_value_count_ = 0;
   size_t odd_value_count_sample_ = SIZE_MAX;  // first sample with another count
@@ -743,7 +741,6 @@ bool PprofDecoder::ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t 
   const uint8_t* labels_begin = nullptr;
   const uint8_t* labels_end = nullptr;
   uint32_t count = 0;
-  int64_t value = 0;
   uint64_t len, v;
   while (q < e) {
     const uint8_t tag = *q;
@@ -767,7 +764,6 @@ bool PprofDecoder::ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t 
         while (q < ve) {
           q = ReadVarint(q, ve, &v);
           if (q == nullptr) return false;
-          if (count == guess_) value = static_cast<int64_t>(v);
           values_.push_back(static_cast<int64_t>(v));
           ++count;
         }
@@ -777,7 +773,6 @@ bool PprofDecoder::ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t 
         if (labels_begin != nullptr) return false;
         q = ReadVarint(q, e, &v);
         if (q == nullptr) return false;
-        if (count == guess_) value = static_cast<int64_t>(v);
         values_.push_back(static_cast<int64_t>(v));
         ++count;
         break;
@@ -801,7 +796,6 @@ bool PprofDecoder::ParseSampleFast(const uint8_t* b, const uint8_t* e, uint64_t 
     out->key_pos = static_cast<uint64_t>(key_len_at - base_);
   }
   out->value_count = count;
-  out->value = value;
   out->labels = 0;
   if (labels_begin != nullptr) {
     // Most samples repeat a few label sets: a direct-mapped cache of recent
@@ -830,8 +824,7 @@ uint32_t PprofDecoder::LabelSet(absl::string_view key, uint64_t sample_offset) {
 
 // Any layout, with WireReader's errors. Ids that are not exactly one packed
 // field are re-encoded (varint length, packed ids) into the arena.
-absl::Status PprofDecoder::ParseSampleSlow(const Span& s, uint64_t field_offset, size_t value_index,
-                                           ParsedSample* out, std::vector<Span>* labels,
+absl::Status PprofDecoder::ParseSampleSlow(const Span& s, uint64_t field_offset, ParsedSample* out, std::vector<Span>* labels,
                                            std::vector<int64_t>* all_values) {
   WireReader r(s.data, s.offset);
   std::string ids;  // packed, canonical
@@ -840,7 +833,6 @@ absl::Status PprofDecoder::ParseSampleSlow(const Span& s, uint64_t field_offset,
   std::string_view packed;
   uint64_t packed_offset = 0;
   uint32_t count = 0;
-  int64_t value = 0;
   std::string label_key;
   if (labels != nullptr) labels->clear();
   auto append_varint = [&](uint64_t v) {
@@ -874,13 +866,11 @@ absl::Status PprofDecoder::ParseSampleSlow(const Span& s, uint64_t field_offset,
       WireReader pr(p.data, p.offset);
       while (!pr.done()) {
         if (!pr.Varint(&v)) return WireError(pr, "Sample.value");
-        if (count == value_index) value = static_cast<int64_t>(v);
         if (all_values != nullptr) all_values->push_back(static_cast<int64_t>(v));
         ++count;
       }
     } else if (field == 2 && wire == WireReader::kVarint) {
       if (!r.Varint(&v)) break;
-      if (count == value_index) value = static_cast<int64_t>(v);
       if (all_values != nullptr) all_values->push_back(static_cast<int64_t>(v));
       ++count;
     } else if (field == 3 && wire == WireReader::kLen) {
@@ -895,7 +885,6 @@ absl::Status PprofDecoder::ParseSampleSlow(const Span& s, uint64_t field_offset,
   }
   if (r.error() != nullptr) return WireError(r, "Sample");
   out->value_count = count;
-  out->value = value;
   out->labels = 0;
   // The bytes are in the input when the length before them is minimal.
   char len_bytes[10];
@@ -938,7 +927,6 @@ absl::Status PprofDecoder::ScanSamples() {
   stack_pos_.reserve(data_.size() / 48 + 16);
   stack_first_.reserve(data_.size() / 48 + 16);
   StackTable table(data_.size() / 96);
-  size_t types_seen = 0;
 
   // Lookups trail the parse by kDepth samples so that their hash slots
   // have arrived from memory when they are needed.
@@ -978,7 +966,6 @@ absl::Status PprofDecoder::ScanSamples() {
   WireReader r(data_, 0);
   uint32_t field, wire;
   while (r.NextField(&field, &wire)) {
-    if (field == 1) ++types_seen;
     if (field != 2 || wire != WireReader::kLen) {
       if (!r.Skip(wire)) return WireError(r, "Profile");
       continue;
@@ -986,13 +973,12 @@ absl::Status PprofDecoder::ScanSamples() {
     uint64_t field_offset = r.field_offset();
     Span s;
     if (!r.Bytes(&s.data, &s.offset)) return WireError(r, "Profile");
-    if (sample_count_ == 0) guess_ = types_seen == 0 ? SIZE_MAX : types_seen - 1;
     ParsedSample ps;
     const auto* b = reinterpret_cast<const uint8_t*>(s.data.data());
     const size_t values_mark = values_.size();
     if (!ParseSampleFast(b, b + s.data.size(), field_offset, &ps)) {
       values_.resize(values_mark);  // what the fast path read before it gave up
-      if (absl::Status st = ParseSampleSlow(s, field_offset, guess_, &ps, nullptr, &values_); !st.ok()) return st;
+      if (absl::Status st = ParseSampleSlow(s, field_offset, &ps, nullptr, &values_); !st.ok()) return st;
     }
     if (sample_count_ == 0) first_value_count_ = ps.value_count;
     if (ps.value_count != first_value_count_ && odd_value_count_sample_ == SIZE_MAX) {
@@ -1004,7 +990,6 @@ absl::Status PprofDecoder::ScanSamples() {
     storage::Sample sample;
     sample.time_ns = static_cast<int64_t>(field_offset);
     sample.attribute_set = ps.labels;
-    sample.value = ps.value;
     samples.push_back(sample);
 
     Pending& p = ring[pending_end++ % kDepth];
@@ -1029,33 +1014,31 @@ absl::Status PprofDecoder::ScanSamples() {
 // [SECTION] After both: sample type, values, stacks -> frames, labels
 // ============================================================================
 
-absl::Status PprofDecoder::ChooseSampleTypes(std::vector<size_t>* imported, size_t* shown) {
-  std::vector<std::string> names;
-  for (auto [t, u] : sample_types_) {
-    names.push_back(
-        absl::StrCat(Av(strings_[static_cast<size_t>(t)]), "/", Av(strings_[static_cast<size_t>(u)])));
-  }
-  *shown = sample_types_.size() - 1;
-  if (default_sample_type_ > 0 && static_cast<uint64_t>(default_sample_type_) < strings_.size()) {
-    for (size_t i = 0; i < sample_types_.size(); ++i) {
-      if (sample_types_[i].first == default_sample_type_) *shown = i;
-    }
-  }
+absl::Status PprofDecoder::ChooseSampleTypes(const std::vector<storage::SampleType>& types,
+                                             std::vector<size_t>* imported, size_t* shown) {
+  // pprof's rule, as Go's reader applies it: the first type named
+  // default_sample_type, else the last.
+  const std::string_view default_type =
+      default_sample_type_ > 0 && static_cast<uint64_t>(default_sample_type_) < strings_.size()
+          ? strings_[static_cast<size_t>(default_sample_type_)]
+          : std::string_view();
+  *shown = static_cast<size_t>(std::find(types.begin(), types.end(), storage::DefaultSampleType(types, default_type)) -
+                               types.begin());
   imported->clear();
   const std::string& wanted = ctx_.options().sample_type;
   if (wanted.empty()) {
-    for (size_t i = 0; i < sample_types_.size(); ++i) imported->push_back(i);
+    for (size_t i = 0; i < types.size(); ++i) imported->push_back(i);
     return absl::OkStatus();
   }
-  for (size_t i = 0; i < sample_types_.size(); ++i) {
-    if (strings_[static_cast<size_t>(sample_types_[i].first)] == wanted || names[i] == wanted) {
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (types[i].type == wanted || storage::SampleTypeName(types[i]) == wanted) {
       *shown = i;
       imported->push_back(i);
       return absl::OkStatus();
     }
   }
-  return absl::InvalidArgumentError(absl::StrCat(ctx_.name(), ": no sample type \"", wanted,
-                                                 "\" (available: ", absl::StrJoin(names, ", "), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(ctx_.name(), ": no sample type \"", wanted, "\" (available: ",
+                                                 storage::SampleTypeList(types), ")"));
 }
 
 absl::Status PprofDecoder::LocationError(uint32_t stack, uint64_t id) const {
@@ -1131,7 +1114,7 @@ absl::Status PprofDecoder::ResolveLabelSet(uint32_t provisional, uint32_t* attrs
   ParsedSample ps;
   std::vector<Span> labels;
   size_t arena_size = arena_.size();
-  if (absl::Status st = ParseSampleSlow(s, offset, 0, &ps, &labels); !st.ok()) return st;
+  if (absl::Status st = ParseSampleSlow(s, offset, &ps, &labels); !st.ok()) return st;
   arena_.resize(arena_size);
   std::vector<storage::Attribute> kv;
   for (const Span& l : labels) {
@@ -1175,9 +1158,14 @@ absl::Status PprofDecoder::Finish() {
     samples.clear();
     return absl::OkStatus();
   }
+  std::vector<storage::SampleType> file_types;
+  for (auto [t, u] : sample_types_) {
+    file_types.push_back(
+        {std::string(strings_[static_cast<size_t>(t)]), std::string(strings_[static_cast<size_t>(u)])});
+  }
   std::vector<size_t> imported;
   size_t shown;
-  if (absl::Status s = ChooseSampleTypes(&imported, &shown); !s.ok()) return s;
+  if (absl::Status s = ChooseSampleTypes(file_types, &imported, &shown); !s.ok()) return s;
   // Every sample has one value per sample type.
   if (sample_count_ > 0) {
     size_t bad = SIZE_MAX;
@@ -1207,22 +1195,17 @@ absl::Status PprofDecoder::Finish() {
   }
   std::vector<uint32_t> type_ids(imported.size());
   for (size_t k = 0; k < imported.size(); ++k) {
-    const size_t t = imported[k];
-    type_ids[k] = dict.AddSampleType(
-        {{std::string(strings_[static_cast<size_t>(sample_types_[t].first)]),
-          std::string(strings_[static_cast<size_t>(sample_types_[t].second)])},
-         std::string(strings_[static_cast<size_t>(period_type_.first)]),
-         std::string(strings_[static_cast<size_t>(period_type_.second)]),
-         period_});
+    type_ids[k] = dict.AddSampleType({file_types[imported[k]],
+                                      std::string(strings_[static_cast<size_t>(period_type_.first)]),
+                                      std::string(strings_[static_cast<size_t>(period_type_.second)]), period_});
   }
+  out->default_sample_type = file_types[shown];
   auto value_of = [&](size_t k, size_t i) { return values_[i * types + imported[k]]; };
-  bool any_zero = false;
-  for (size_t k = 0; k < imported.size() && !any_zero; ++k) {
-    for (size_t i = 0; i < samples.size() && !any_zero; ++i) any_zero = value_of(k, i) == 0;
+  size_t nonzero = 0;  // the typed samples there will be
+  for (size_t k = 0; k < imported.size(); ++k) {
+    for (size_t i = 0; i < samples.size(); ++i) nonzero += value_of(k, i) != 0;
   }
-  out->default_sample_type = dict.sample_types[type_ids[std::find(imported.begin(), imported.end(), shown) -
-                                                        imported.begin()]]
-                                 .type;
+  const bool any_zero = nonzero != imported.size() * samples.size();
 
   // Stacks whose samples are zero in every imported type are not kept.
   std::vector<uint32_t> order;  // stacks to expand, when not all
@@ -1271,19 +1254,16 @@ absl::Status PprofDecoder::Finish() {
   for (storage::Sample& s : samples) {
     s.time_ns = time;
     s.link = 0;
-    s.stack = renumber.empty() || renumber[s.stack] != kUnset
-                  ? first_stack + (renumber.empty() ? s.stack : renumber[s.stack])
-                  : kUnset;
-    if (s.stack == kUnset) continue;  // zero in every type: dropped below
+    if (!renumber.empty()) {
+      s.stack = renumber[s.stack];
+      if (s.stack == kUnset) continue;  // zero in every type: dropped below
+    }
+    s.stack += first_stack;
     uint32_t& a = attrs[s.attribute_set];
     if (a == kUnset) {
       if (absl::Status st = ResolveLabelSet(s.attribute_set, &a); !st.ok()) return st;
     }
     s.attribute_set = a;
-  }
-  size_t nonzero = 0;
-  for (size_t k = 0; k < imported.size(); ++k) {
-    for (size_t i = 0; i < samples.size(); ++i) nonzero += value_of(k, i) != 0;
   }
   std::vector<storage::Sample> typed;
   typed.reserve(nonzero);
