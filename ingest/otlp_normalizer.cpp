@@ -246,7 +246,7 @@ class Normalizer {
 
   // The string at an index, "" when out of range (validation ran first).
   std::string_view Str(int32_t i) const {
-    return i > 0 && i < string_count_ ? std::string_view(dict_.string_table(i)) : std::string_view();
+    return TableString(dict_.string_table(), i);
   }
   // Each Check* returns "" when the entry and everything it references is
   // in range, else a description relative to the dictionary.

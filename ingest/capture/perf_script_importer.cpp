@@ -25,6 +25,7 @@ using storage::FrameType;
 
 bool IsWs(char c) { return c == ' ' || c == '\t'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsLowerHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); }  // how perf prints addresses
 bool IsWord(char c) { return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
 struct Header {
@@ -211,7 +212,7 @@ std::string_view Basename(std::string_view path) {
 // " (dso)" at the end.
 bool IsUnindentedFrame(std::string_view line) {
   size_t i = 0;
-  while (i < line.size() && (IsDigit(line[i]) || (line[i] >= 'a' && line[i] <= 'f'))) ++i;
+  while (i < line.size() && IsLowerHex(line[i])) ++i;
   return i > 0 && i < line.size() && IsWs(line[i]) && line.back() == ')' &&
          line.find(" (") != std::string_view::npos;
 }
@@ -376,7 +377,7 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
       // `-F ip,sym` without dso: "  addr sym". Only a hex address followed
       // by whitespace counts, so source lines (-F +srcline) stay skipped.
       bool hex_pc = pc_end > 0 && func_start > pc_end && func_start < body.size();
-      for (char c : pc) hex_pc = hex_pc && (IsDigit(c) || (c >= 'a' && c <= 'f'));
+      for (char c : pc) hex_pc = hex_pc && IsLowerHex(c);
       if (!hex_pc) {
         ctx.Skip(absl::StrCat(ctx.name(), ":", line_no, ": unrecognized perf script frame line"));
         continue;
@@ -389,7 +390,7 @@ absl::Status ImportPerfScript(std::string_view text, ParseContext& ctx) {
     if (plus != std::string_view::npos) {
       std::string_view hex = rawfunc.substr(plus + 3);
       bool all_hex = !hex.empty();
-      for (char c : hex) all_hex = all_hex && (IsDigit(c) || (c >= 'a' && c <= 'f'));
+      for (char c : hex) all_hex = all_hex && IsLowerHex(c);
       if (all_hex) rawfunc = rawfunc.substr(0, plus);
     }
     std::vector<uint32_t> line_frames;  // root-first within this line
