@@ -80,31 +80,24 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
       ImGui::SetTooltip("%s", "The file's samples carry no times of their own (pprof keeps one time and a\n"
                               "duration per profile), so the whole capture is shown.");
     }
-    ImGui::SameLine();
-    ImGui::TextDisabled("%s", session.offline_label.c_str());
-    if (computing) {
+  } else {
+    for (TimePreset preset : kTimePresets) {
       ImGui::SameLine();
-      Spinner();
+      const bool active = session.live && session.preset == preset;
+      if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+      const std::string name(TimePresetName(preset));
+      if (ImGui::Button(name.c_str())) {
+        session.preset = preset;
+        session.live = true;
+        session.selection = {};
+      }
+      if (active) ImGui::PopStyleColor();
     }
-    DrawFilterBar(session, status);
-    return;
-  }
-  for (TimePreset preset : kTimePresets) {
-    ImGui::SameLine();
-    const bool active = session.live && session.preset == preset;
-    if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
-    const std::string name(TimePresetName(preset));
-    if (ImGui::Button(name.c_str())) {
-      session.preset = preset;
-      session.live = true;
-      session.selection = {};
-    }
-    if (active) ImGui::PopStyleColor();
   }
   ImGui::SameLine();
   if (session.offline) {
     ImGui::TextDisabled("%s", session.offline_label.c_str());
-    if (ImGui::IsItemHovered())
+    if (ImGui::IsItemHovered() && !session.untimed)
       ImGui::SetTooltip("Static data (%s): read-only; presets count back from its newest sample.",
                         session.offline_label.c_str());
   } else if (session.live) {
