@@ -156,14 +156,13 @@ BackgroundTask::BackgroundTask(std::string what, std::function<absl::StatusOr<st
 BackgroundTask::~BackgroundTask() { thread_.join(); }
 
 absl::StatusOr<std::string> ExportSliceToFile(const std::shared_ptr<const storage::ProfileSlice>& slice,
-                                              capture::ExportFormat format, storage::GroupBy group_by,
-                                              bool show_inline, const std::string& path) {
+                                              capture::ExportFormat format,
+                                              const storage::FlameTreeOptions& tree, const std::string& path) {
   if (!slice) return absl::FailedPreconditionError("nothing to export yet: the view has no data");
   if (path.empty()) return absl::InvalidArgumentError("no output file given");
   capture::ExportOptions options;
   options.format = format;
-  options.group_by = group_by;
-  options.show_inline = show_inline;
+  options.tree = tree;
   options.title = DisplayName(path);
   options.node_color = [](storage::NodeKind kind, storage::FrameType type, std::string_view label) {
     const ui::Rgba c = ui::NodeColor(kind, type, label);
@@ -233,9 +232,9 @@ void SourceList::ImportIntoLive(const std::string& path) {
 }
 
 void SourceList::Export(std::shared_ptr<const storage::ProfileSlice> slice, capture::ExportFormat format,
-                        storage::GroupBy group_by, bool show_inline, const std::string& path) {
-  RunTask(absl::StrCat("Export to ", path), [slice = std::move(slice), format, group_by, show_inline, path] {
-    return ExportSliceToFile(slice, format, group_by, show_inline, path);
+                        const storage::FlameTreeOptions& tree, const std::string& path) {
+  RunTask(absl::StrCat("Export to ", path), [slice = std::move(slice), format, tree, path] {
+    return ExportSliceToFile(slice, format, tree, path);
   });
 }
 

@@ -181,7 +181,7 @@ class SourceList {
   void ImportIntoLive(const std::string& path);
   // File > Export...: ExportSliceToFile as a task.
   void Export(std::shared_ptr<const storage::ProfileSlice> slice, capture::ExportFormat format,
-              storage::GroupBy group_by, bool show_inline, const std::string& path);
+              const storage::FlameTreeOptions& tree, const std::string& path);
   // Frame start: finished loads become sources (the newest is selected) or
   // error notices (also logged in the live store); finished tasks become
   // notices. True when anything finished.
@@ -217,11 +217,12 @@ class SourceList {
 };
 
 // Writes `slice` (what the current view shows: source, range, kind and
-// filters) to `path` in `format`; svg uses the window's node colours.
+// filters) to `path` in `format`, folded and svg as `tree` (grouping,
+// inline frames, transforms) builds it; svg uses the window's node colours.
 // Returns a line for the user ("wrote 12 kB to PATH"). Any thread.
 [[nodiscard]] absl::StatusOr<std::string> ExportSliceToFile(
     const std::shared_ptr<const storage::ProfileSlice>& slice, capture::ExportFormat format,
-    storage::GroupBy group_by, bool show_inline, const std::string& path);
+    const storage::FlameTreeOptions& tree, const std::string& path);
 
 // "perf.data.txt" for "/a/b/perf.data.txt".
 std::string DisplayName(const std::string& path);

@@ -8,26 +8,23 @@
 
 #include "app/cli.h"
 #include "ingest/capture/export.h"
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 #include "storage/store.h"
 
 namespace kiln::app {
 
 int RunExport(const ExportOptions& options) {
   storage::Query query;
-  storage::FlameTreeOptions tree_options;
-  if (!storage::ParseGroupBy(options.group_by, &tree_options.group_by)) {
-    std::cerr << "kiln export: unknown --group-by \"" << options.group_by
-              << "\" (use none, process or thread)\n";
+  capture::ExportOptions export_options;
+  if (!storage::ParseGroupBy(options.group_by, &export_options.tree)) {
+    std::cerr << "kiln export: --group-by wants none, process, thread or an attribute key\n";
     return 2;
   }
-  capture::ExportOptions export_options;
   if (!capture::ParseExportFormat(options.format, &export_options.format)) {
     std::cerr << "kiln export: unknown --format \"" << options.format
               << "\" (use folded, otlp, pprof or svg)\n";
     return 2;
   }
-  export_options.group_by = tree_options.group_by;
   export_options.annotate = options.annotate;
   export_options.title = "kiln: " + options.data_dir;
   for (const auto& [text, target] : {std::pair{&options.from, &query.from_ns}, {&options.to, &query.to_ns}}) {

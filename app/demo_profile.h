@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 
 namespace kiln::app {
 

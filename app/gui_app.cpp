@@ -135,8 +135,7 @@ ui::AnalysisRequest BuildRequest(const ui::SessionState& session, uint64_t data_
   r.query.from_ns = range.from_ns;
   r.query.to_ns = range.to_ns;
   r.query.filters = session.filters;
-  r.tree_options.group_by = session.group_by;
-  r.tree_options.show_inline = session.show_inline;
+  r.tree_options = session.tree;
   r.timeline_window = session.window;
   r.timeline_buckets = buckets;
   r.data_version = data_version;
@@ -364,7 +363,7 @@ struct App {
     // Flame/icicle and inline frames are preferences of the window, the
     // same for every source (DrawFrame keeps the two in step).
     session.flame = settings.flame;
-    session.show_inline = settings.show_inline;
+    session.tree.show_inline = settings.show_inline;
     if (!src.status) return;  // the window and the first query need the store's time range
     const int64_t now = SourceNow(src);
     const auto& stats = src.status->stats;
@@ -456,7 +455,7 @@ struct App {
     // The view draws with the window's preferences (the menu may have just
     // changed them, or switched the source) and its toggles go back to them.
     src.session.flame = settings.flame;
-    src.session.show_inline = settings.show_inline;
+    src.session.tree.show_inline = settings.show_inline;
     const bool empty_store = src.status && src.status->stats.samples == 0;
     if (empty_store && view->Id() != "log") {
       if (ui::DrawEmptyStoreHelp(src.status.get())) OpenConnect();
@@ -465,7 +464,7 @@ struct App {
       view->Draw(context);
       empty_help_drawn = false;
       settings.flame = src.session.flame;
-      settings.show_inline = src.session.show_inline;
+      settings.show_inline = src.session.tree.show_inline;
     }
     if (SymbolService* s = Symbolizer()) {
       for (const std::string& key : view_requests.retry_symbol_keys) s->Retry(key);
@@ -817,8 +816,7 @@ struct App {
       if (ImGui::Button("Export") && export_path[0]) {
         capture::ExportFormat format = capture::ExportFormat::kFolded;
         (void)capture::ParseExportFormat(kExportFormats[export_format], &format);
-        sources.Export(src.analysis ? src.analysis->slice : nullptr, format, src.session.group_by,
-                       src.session.show_inline, export_path);
+        sources.Export(src.analysis ? src.analysis->slice : nullptr, format, src.session.tree, export_path);
         ImGui::CloseCurrentPopup();
       }
       ImGui::SameLine();

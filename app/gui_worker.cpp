@@ -4,7 +4,7 @@
 
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
-#include "storage/top_functions.h"
+#include "storage/model/top_functions.h"
 #include "ui/flame_layout.h"
 #include "ui/header_bar.h"
 

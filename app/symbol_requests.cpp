@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 
 namespace kiln::app {
 namespace fs = std::filesystem;

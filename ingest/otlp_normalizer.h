@@ -13,7 +13,7 @@
 #include <string>
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 
 namespace kiln::ingest {
 

@@ -17,8 +17,8 @@
 #include "ingest/otlp_normalizer.h"
 #include "ingest/otlp_request_builder.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
-#include "storage/flame_tree.h"
-#include "storage/folded.h"
+#include "storage/model/flame_tree.h"
+#include "storage/model/folded.h"
 
 namespace kiln::ingest {
 namespace {
@@ -143,7 +143,7 @@ TEST_CASE("attributes by string-table reference (OTLP v1.10+) give the same stor
   REQUIRE(b.Export(by_reference, &rb).ok());
   CHECK_FALSE(rb.has_partial_success());
   auto folded = [](Server& server) {
-    auto tree = storage::BuildFlameTree(server.Run(), {storage::GroupBy::kThread, true});
+    auto tree = storage::BuildFlameTree(server.Run(), {.group_by = storage::GroupBy::kThread});
     return storage::FoldedLines(tree, {true});
   };
   CHECK(folded(b) == folded(a));

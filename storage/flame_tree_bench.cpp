@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <random>
 
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 #include "storage/store.h"
-#include "storage/top_functions.h"
+#include "storage/model/top_functions.h"
 
 using namespace kiln::storage;
 

@@ -439,8 +439,6 @@ class RocksStore final : public Store {
   // sizes valid for every id seen.
   template <typename Visit>
   absl::Status Scan(const Query& query, size_t* stack_count, Visit&& visit) const;
-  // The attribute sets (by id < limit) that pass `filters`.
-  std::vector<uint8_t> MatchAttributeSets(const std::vector<AttributeFilter>& filters) const;
 
   rocksdb::ColumnFamilyHandle* meta_cf() const { return handles_[0]; }
   rocksdb::ColumnFamilyHandle* blocks_cf() const { return handles_[1]; }
@@ -1070,39 +1068,9 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
 // [SECTION] Queries
 // ============================================================================
 
-std::vector<uint8_t> RocksStore::MatchAttributeSets(const std::vector<AttributeFilter>& filters) const {
-  // Caller holds dict_mutex_ (shared).
-  const ProfileDictionary& d = dict_.dict;
-  std::vector<uint8_t> match(d.AttributeSetCount(), 1);
-  for (const AttributeFilter& f : filters) {
-    auto key_it = dict_.string_ids.find(f.key);
-    std::vector<uint32_t> value_ids;
-    for (const std::string& v : f.values) {
-      if (auto it = dict_.string_ids.find(v); it != dict_.string_ids.end()) {
-        value_ids.push_back(it->second);
-      }
-    }
-    for (uint32_t set = 0; set < match.size(); ++set) {
-      if (!match[set]) continue;
-      bool ok = false;
-      if (key_it != dict_.string_ids.end()) {
-        for (const Attribute& a : d.AttributeSet(set)) {
-          if (a.key == key_it->second &&
-              std::find(value_ids.begin(), value_ids.end(), a.value) != value_ids.end()) {
-            ok = true;
-            break;
-          }
-        }
-      }
-      match[set] = ok;
-    }
-  }
-  return match;
-}
-
 template <typename Visit>
 absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& visit) const {
-  std::vector<uint8_t> match;
+  std::optional<SampleSelector> selector;
   std::unique_ptr<rocksdb::Iterator> it;
   if (query.to_ns <= query.from_ns) return absl::OkStatus();
   std::string lower, upper;
@@ -1110,11 +1078,12 @@ absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& v
   rocksdb::ReadOptions ro;
   ro.fill_cache = false;  // a scan reads each block once
   uint32_t type_id = 0;
+  size_t set_count = 0;
   {
     std::shared_lock lock(dict_mutex_);
-    std::optional<uint32_t> id = dict_.dict.SampleTypeIndex(query.sample_type);
-    if (!id) return absl::OkStatus();  // never stored: nothing to see
-    type_id = *id;
+    selector.emplace(dict_.dict, query);
+    if (!selector->any_type()) return absl::OkStatus();  // never stored: nothing to see
+    type_id = selector->sample_type();
     lower = BlockKeyPrefix(type_id, FloorDiv(query.from_ns, kBucketNs));
     // Upper bound: the first block key past the bucket holding to_ns - 1,
     // or the end of this type's keys for an open-ended range.
@@ -1125,8 +1094,8 @@ absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& v
     }
     upper_slice = rocksdb::Slice(upper);
     ro.iterate_upper_bound = &upper_slice;
-    match = MatchAttributeSets(query.filters);
     *stack_count = dict_.dict.StackCount();
+    set_count = dict_.dict.AttributeSetCount();
     it.reset(db_->NewIterator(ro, blocks_cf()));
   }
   std::vector<BlockSample> samples;
@@ -1138,12 +1107,10 @@ absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& v
       return s;
     }
     for (const BlockSample& s : samples) {
-      if (s.time_ns < query.from_ns || s.time_ns >= query.to_ns) continue;
-      if (s.attribute_set >= match.size() || s.stack >= *stack_count) {
+      if (s.attribute_set >= set_count || s.stack >= *stack_count) {
         return absl::DataLossError("sample block refers to a stack or attribute set that does not exist");
       }
-      if (!match[s.attribute_set]) continue;
-      visit(s);
+      if (selector->Selects(type_id, s.time_ns, s.attribute_set)) visit(s);
     }
   }
   return FromRocks(it->status(), "reading sample blocks");
@@ -1155,33 +1122,12 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
   slice->to_ns = query.to_ns;
 
   // Aggregate by (stack, attribute set) first: the tree is then built from
-  // distinct stacks, not from samples. Stack ids are dense, so the first
-  // entry of each stack is found by array index; a stack seen with several
-  // attribute sets chains its entries (usually one or two).
-  constexpr uint32_t kNoEntry = UINT32_MAX;
-  std::vector<uint32_t> first_entry;
-  std::vector<uint32_t> next_entry;
-  std::vector<StackWeight>& weights = slice->weights;
-  bool any = false;
+  // distinct stacks, not from samples.
+  std::optional<SliceAggregator> aggregator;
   size_t stack_count = 0;
   absl::Status s = Scan(query, &stack_count, [&](const BlockSample& b) {
-    if (first_entry.empty()) first_entry.assign(stack_count, kNoEntry);
-    uint32_t e = first_entry[b.stack];
-    while (e != kNoEntry && weights[e].attribute_set != b.attribute_set) e = next_entry[e];
-    if (e == kNoEntry) {
-      e = static_cast<uint32_t>(weights.size());
-      weights.push_back({b.stack, b.attribute_set, 0, 0});
-      next_entry.push_back(first_entry[b.stack]);
-      first_entry[b.stack] = e;
-    }
-    StackWeight& w = weights[e];
-    w.weight += b.value;
-    w.events += 1;
-    slice->total_weight += b.value;
-    slice->total_events += 1;
-    if (!any || b.time_ns < slice->first_sample_ns) slice->first_sample_ns = b.time_ns;
-    if (!any || b.time_ns > slice->last_sample_ns) slice->last_sample_ns = b.time_ns;
-    any = true;
+    if (!aggregator) aggregator.emplace(slice.get(), stack_count);
+    aggregator->Add(b.stack, b.attribute_set, b.time_ns, b.value);
   });
   if (!s.ok()) return s;
 
@@ -1281,7 +1227,7 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
     return frame_map[id];
   };
   std::vector<uint32_t> frames;
-  for (StackWeight& w : weights) {
+  for (StackWeight& w : slice->weights) {
     if (w.stack >= stack_map.size() || w.attribute_set >= set_map.size()) {
       return absl::DataLossError("sample block refers to a stack that does not exist");
     }
@@ -1455,29 +1401,18 @@ std::vector<ExecutableInfo> RocksStore::Executables() const {
 }
 
 absl::StatusOr<Timeline> RocksStore::RunTimeline(const Query& query, int bucket_count) const {
-  Timeline t;
   if (bucket_count <= 0) return absl::InvalidArgumentError("timeline needs at least one bucket");
-  int64_t from = query.from_ns, to = query.to_ns;
+  TimeSpan span;
   {
     std::shared_lock lock(dict_mutex_);
-    if (from == std::numeric_limits<int64_t>::min()) from = counters_.first_sample_ns;
-    if (to == std::numeric_limits<int64_t>::max()) to = counters_.last_sample_ns + 1;
+    span = TimelineSpan(query, counters_.first_sample_ns, counters_.last_sample_ns);
   }
-  if (to <= from) to = from + 1;
-  t.start_ns = from;
-  t.bucket_ns = std::max<int64_t>(1, (to - from + bucket_count - 1) / bucket_count);
-  t.weights.assign(bucket_count, 0);
-  t.events.assign(bucket_count, 0);
+  Timeline t = EmptyTimeline(span, bucket_count);
   Query q = query;
-  q.from_ns = from;
-  q.to_ns = to;
+  q.from_ns = span.from_ns;
+  q.to_ns = span.to_ns;
   size_t stack_count = 0;
-  absl::Status s = Scan(q, &stack_count, [&](const BlockSample& b) {
-    int64_t i = (b.time_ns - from) / t.bucket_ns;
-    if (i < 0 || i >= bucket_count) return;
-    t.weights[i] += b.value;
-    t.events[i] += 1;
-  });
+  absl::Status s = Scan(q, &stack_count, [&](const BlockSample& b) { AddToTimeline(&t, b.time_ns, b.value); });
   if (!s.ok()) return s;
   return t;
 }

@@ -16,7 +16,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
+#include "storage/model/query.h"
 #include "storage/symbol_table.h"
 
 namespace kiln::storage {
@@ -26,28 +27,6 @@ namespace kiln::storage {
 // Version 2 keeps samples per sample type (version 1 had four fixed kinds);
 // a version 1 store is upgraded in place when opened read-write.
 inline constexpr uint32_t kSchemaVersion = 2;
-
-// Samples match a filter when their attribute set has `key` with any of
-// `values`. Filters with different keys must all match (AND).
-struct AttributeFilter {
-  std::string key;
-  std::vector<std::string> values;
-};
-
-struct Query {
-  SampleType sample_type;  // on-CPU samples unless set
-  int64_t from_ns = std::numeric_limits<int64_t>::min();  // inclusive
-  int64_t to_ns = std::numeric_limits<int64_t>::max();    // exclusive
-  std::vector<AttributeFilter> filters;
-};
-
-// Sample weight per fixed-width time bucket, for the timeline.
-struct Timeline {
-  int64_t start_ns = 0;   // start of bucket 0
-  int64_t bucket_ns = 1;  // width of every bucket
-  std::vector<int64_t> weights;
-  std::vector<uint64_t> events;
-};
 
 struct SampleTypeCount {
   SampleTypeInfo info;

@@ -7,9 +7,10 @@
 
 #include <filesystem>
 
-#include "storage/flame_tree.h"
-#include "storage/folded.h"
-#include "storage/test_fixtures.h"
+#include "storage/model/flame_tree.h"
+#include "storage/model/folded.h"
+#include "storage/model/test_fixtures.h"
+#include "storage/symbol_table_fixture.h"
 #include "storage/varint.h"
 
 namespace kiln::storage {
@@ -430,6 +431,54 @@ TEST_CASE("sample types of any name are kept apart, with their periods") {
   CHECK(st.sample_types[0].info.type == OnCpuSamples());
   CHECK(st.sample_types[1].info == heap);  // the period survives reopening
   CHECK(st.sample_types[2].info.type == SampleType{"gc_pause", "ms"});
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("a store answers every query as the same samples in memory do (one query implementation)") {
+  // Two processes, two sample types, samples 1 ms apart.
+  ProfileBatch batch = testing::BatchFromFolded("main;a 5\nmain;b;c 3", {.process = "app", .thread = "t1"});
+  testing::AppendBatch(&batch, testing::BatchFromFolded("main;d 4", {.first_time_ns = 1'700'000'000'004'000'000,
+                                                                     .process = "db", .thread = "t2"}));
+  testing::AppendBatch(&batch, testing::BatchFromFolded("main;a 2", {.sample_type = {OffCpuTime(), "", "", 0},
+                                                                     .first_time_ns = 1'700'000'000'001'500'000,
+                                                                     .process = "app", .value = 1000}));
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  REQUIRE(store->Write(batch).ok());
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  std::vector<Query> queries = {
+      {},
+      {.from_ns = t0 + 2'000'000, .to_ns = t0 + 6'000'000},
+      {.sample_type = OffCpuTime()},
+      {.filters = {{"process.executable.name", {"db"}}}},
+      {.filters = {{"process.executable.name", {"app", "db"}}, {"thread.name", {"t1"}}}},
+      {.from_ns = t0 + 3'000'000},
+      {.sample_type = {"nothing", "count"}},
+  };
+  for (size_t i = 0; i < queries.size(); ++i) {
+    CAPTURE(i);
+    const Query& q = queries[i];
+    auto stored = store->Run(q);
+    REQUIRE(stored.ok());
+    auto memory = SliceFromBatch(batch, q);
+    CHECK(FoldedLines(BuildFlameTree(*stored, {.group_by = GroupBy::kThread}), {}) ==
+          FoldedLines(BuildFlameTree(memory, {.group_by = GroupBy::kThread}), {}));
+    CHECK((*stored)->total_weight == memory->total_weight);
+    CHECK((*stored)->total_events == memory->total_events);
+    CHECK((*stored)->first_sample_ns == memory->first_sample_ns);
+    CHECK((*stored)->last_sample_ns == memory->last_sample_ns);
+    CHECK((*stored)->sample_type.type == memory->sample_type.type);
+    auto timeline = store->RunTimeline(q, 7);
+    REQUIRE(timeline.ok());
+    Timeline in_memory = TimelineFromBatch(batch, q, 7);
+    CHECK(timeline->start_ns == in_memory.start_ns);
+    CHECK(timeline->bucket_ns == in_memory.bucket_ns);
+    CHECK(timeline->weights == in_memory.weights);
+    CHECK(timeline->events == in_memory.events);
+  }
 }
 
 }  // namespace kiln::storage

@@ -6,9 +6,32 @@
 #include <string>
 #include <vector>
 
-#include "storage/test_fixtures.h"
+#include "storage/symbol_table_fixture.h"
 
 namespace kiln::storage {
+
+namespace testing {
+
+SymbolTable NestedSymbolTable() {
+  SymbolTableBuilder b;
+  uint32_t main_c = b.Intern("/src/main.c"), util_h = b.Intern("/src/util.h");
+  uint32_t f = b.AddScope(b.Intern("f"), SymbolTableBuilder::kNoScope);
+  b.AddRange(f, 0x100, 0x200);
+  uint32_t g = b.AddScope(b.Intern("g"), f, main_c, 10);
+  b.AddRange(g, 0x120, 0x160);
+  uint32_t h = b.AddScope(b.Intern("h"), g, util_h, 5);
+  b.AddRange(h, 0x130, 0x140);
+  b.AddLine(0x100, main_c, 8);
+  b.AddLine(0x120, util_h, 4);
+  b.AddLine(0x130, util_h, 2);
+  b.AddLine(0x140, util_h, 6);
+  b.AddLine(0x160, main_c, 12);
+  b.EndLineSequence(0x200);
+  return std::move(b).Build();
+}
+
+}  // namespace testing
+
 namespace {
 
 // "name file:line" per level, innermost first, joined by " | ".

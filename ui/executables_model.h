@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 #include "storage/store.h"
-#include "storage/top_functions.h"
+#include "storage/model/top_functions.h"
 
 namespace kiln::ui {
 

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "storage/test_fixtures.h"
+#include "storage/model/test_fixtures.h"
 
 namespace kiln::ui {
 namespace {
@@ -12,19 +12,8 @@ namespace {
 using storage::SymbolStatus;
 using State = storage::SymbolStatus::State;
 
-// A slice holding every stack of the fixture with its summed weight, as
-// Store::Run would return it for the whole range.
 storage::ProfileSlice SliceFromFolded(std::string_view folded) {
-  storage::ProfileBatch batch = storage::testing::BatchFromFolded(folded);
-  storage::ProfileSlice slice;
-  slice.dict = batch.dict;
-  std::map<uint32_t, int64_t> weights;
-  for (const storage::Sample& s : batch.samples) weights[s.stack] += s.value;
-  for (const auto& [stack, weight] : weights) {
-    slice.weights.push_back({stack, 0, weight, static_cast<uint64_t>(weight)});
-    slice.total_weight += weight;
-  }
-  return slice;
+  return *storage::testing::WholeSlice(storage::testing::BatchFromFolded(folded));
 }
 
 }  // namespace

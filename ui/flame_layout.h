@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 
 namespace kiln::ui {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 
 namespace kiln::ui {
 

@@ -31,6 +31,8 @@ std::string_view KindName(NodeKind kind) {
       return "Process";
     case NodeKind::kThread:
       return "Thread";
+    case NodeKind::kGroup:
+      return "Group";
     case NodeKind::kFrame:
       return "Frame";
   }
@@ -188,17 +190,17 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
   }
   SessionState* session = context.session;
   if (session) {
-    ImGui::Checkbox("Show inline frames", &session->show_inline);
+    ImGui::Checkbox("Show inline frames", &session->tree.show_inline);
     ImGui::SameLine();
     ImGui::Checkbox("Flame", &session->flame);
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Roots at the bottom (flame graph) instead of the top (icicle)");
     ImGui::SameLine();
     static const char* kGroupNames[] = {"No grouping", "By process", "By process and thread"};
-    int group = static_cast<int>(session->group_by);
+    int group = static_cast<int>(session->tree.group_by);
     ImGui::SetNextItemWidth(190.f * ImGui::GetFontSize() / 15.f);
     if (ImGui::Combo("##group", &group, kGroupNames, 3)) {
-      session->group_by = static_cast<storage::GroupBy>(group);
+      session->tree.group_by = static_cast<storage::GroupBy>(group);
     }
     ImGui::SameLine();
   }

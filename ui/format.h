@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "storage/sample_type.h"
+#include "storage/model/sample_type.h"
 
 namespace kiln::ui {
 

@@ -107,6 +107,7 @@ Rgba NodeKindColor(NodeKind kind) {
     case NodeKind::kRoot:
       return PackRgba(0x5f, 0x68, 0x78);
     case NodeKind::kProcess:
+    case NodeKind::kGroup:
       return PackRgba(0x70, 0x7d, 0x90);
     case NodeKind::kThread:
       return PackRgba(0x84, 0x91, 0xa3);

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "storage/flame_tree.h"
-#include "storage/profile_model.h"
+#include "storage/model/flame_tree.h"
+#include "storage/model/profile_model.h"
 
 namespace kiln::ui {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "storage/flame_tree.h"
-#include "storage/profile_model.h"
+#include "storage/model/flame_tree.h"
+#include "storage/model/profile_model.h"
 #include "storage/store.h"
 #include "ui/timeline_math.h"
 
@@ -40,8 +40,9 @@ struct SessionState {
   TimeRange selection;                            // what the views show; Empty() = the whole window
   std::vector<storage::AttributeFilter> filters;  // AND across keys, OR within a key
 
-  storage::GroupBy group_by = storage::GroupBy::kThread;
-  bool show_inline = true;
+  // Grouping, inline frames and the transforms (chips) applied to this
+  // source's stacks: what every tree view and export builds with.
+  storage::FlameTreeOptions tree{.group_by = storage::GroupBy::kThread};
   bool flame = false;  // roots at the bottom instead of the top (icicle)
 
   // What the user typed in the flamegraph's search box and the Top

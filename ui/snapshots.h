@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "ingest/otlp_receiver.h"
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 #include "storage/store.h"
-#include "storage/top_functions.h"
+#include "storage/model/top_functions.h"
 #include "ui/flame_layout.h"
 #include "ui/timeline_math.h"
 
@@ -32,7 +32,7 @@ struct AnalysisRequest {
   // Store::SymbolsVersion(): new symbols rename frames, so query again.
   uint64_t symbols_version = 0;
 
-  bool operator==(const AnalysisRequest& o) const;
+  bool operator==(const AnalysisRequest&) const = default;
 };
 
 struct AnalysisSnapshot {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 
 namespace kiln::ui::testing {
 

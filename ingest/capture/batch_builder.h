@@ -11,7 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 
 namespace kiln::capture {
 

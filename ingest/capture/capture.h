@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 
 namespace kiln::capture {
 

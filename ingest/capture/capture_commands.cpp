@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ingest/capture/export.h"
 #include "ingest/capture/importers.h"
-#include "ingest/capture/slice_builder.h"
+#include "storage/model/query.h"
 
 namespace kiln::capture {
 namespace {
@@ -129,8 +129,8 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
     return 2;
   }
   storage::Query query;
-  if (!command.group_by.empty() && !storage::ParseGroupBy(command.group_by, &export_options.group_by)) {
-    err << "kiln export: unknown --group-by \"" << command.group_by << "\" (use none, process or thread)\n";
+  if (!command.group_by.empty() && !storage::ParseGroupBy(command.group_by, &export_options.tree)) {
+    err << "kiln export: --group-by wants none, process, thread or an attribute key\n";
     return 2;
   }
   std::map<std::string, std::vector<std::string>> filters;
@@ -166,15 +166,15 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
     query.sample_type = *chosen;
   }
   if (command.group_by.empty()) {
-    export_options.group_by =
+    export_options.tree.group_by =
         HasProcessAttributes(capture->batch.dict) ? storage::GroupBy::kProcess : storage::GroupBy::kNone;
   }
   export_options.annotate = command.annotate;
   export_options.node_color = command.node_color;
-  export_options.show_inline = !command.hide_inline;
+  export_options.tree.show_inline = !command.hide_inline;
   export_options.title =
       command.title.empty() ? command.input.substr(command.input.rfind('/') + 1) : command.title;
-  if (SelectSamples(capture->batch, query).empty()) {
+  if (storage::SelectSamples(capture->batch, query).empty()) {
     err << "kiln export: note: no " << storage::SampleTypeName(query.sample_type)
         << " samples in the selection\n";
   }

@@ -10,10 +10,10 @@
 #include "absl/strings/escaping.h"
 #include "ingest/capture/export.h"
 #include "ingest/capture/importers.h"
-#include "ingest/capture/slice_builder.h"
+#include "storage/model/query.h"
 #include "pprof/profile.pb.h"
-#include "storage/flame_tree.h"
-#include "storage/folded.h"
+#include "storage/model/flame_tree.h"
+#include "storage/model/folded.h"
 
 namespace kiln::capture {
 namespace {
@@ -23,7 +23,7 @@ std::string Folded(const ImportedCapture& c, storage::GroupBy group_by, bool ann
                    const std::optional<storage::SampleType>& type = std::nullopt) {
   storage::Query q;
   q.sample_type = type.value_or(c.default_sample_type);
-  auto slice = SliceFromBatch(c.batch, q);
+  auto slice = storage::SliceFromBatch(c.batch, q);
   storage::FlameTreeOptions to;
   to.group_by = group_by;
   auto tree = storage::BuildFlameTree(slice, to);
@@ -360,16 +360,16 @@ TEST_CASE("SliceFromBatch and TimelineFromBatch filter by sample type, time and 
   q.sample_type = c->default_sample_type;
   CHECK(q.sample_type == storage::SampleType{"cpu", "nanoseconds"});  // cpu-clock periods
   q.filters.push_back({"process.pid", {"1"}});
-  auto slice = SliceFromBatch(c->batch, q);
+  auto slice = storage::SliceFromBatch(c->batch, q);
   CHECK(slice->total_events == 2);
   CHECK(slice->weights.size() == 1);
-  auto t = TimelineFromBatch(c->batch, q, 2);
+  auto t = storage::TimelineFromBatch(c->batch, q, 2);
   CHECK(t.start_ns == 1000000000);
   CHECK(t.events == std::vector<uint64_t>{1, 1});
   q.from_ns = 2500000000;
-  CHECK(SliceFromBatch(c->batch, q)->total_events == 1);
+  CHECK(storage::SliceFromBatch(c->batch, q)->total_events == 1);
   q.sample_type = storage::OffCpuTime();
-  CHECK(SliceFromBatch(c->batch, q)->weights.empty());
+  CHECK(storage::SliceFromBatch(c->batch, q)->weights.empty());
 }
 
 TEST_CASE("gzip: concatenated members, trailing bytes, a wrong trailer, the size limit") {
@@ -425,12 +425,12 @@ TEST_CASE("svg: tooltips, escaping, the caller's colours") {
   storage::Query q;
   ExportOptions o;
   o.format = ExportFormat::kSvg;
-  o.group_by = storage::GroupBy::kNone;
-  auto svg = ExportSlice(SliceFromBatch(c->batch, q), o);
+  o.tree.group_by = storage::GroupBy::kNone;
+  auto svg = ExportSlice(storage::SliceFromBatch(c->batch, q), o);
   REQUIRE(svg.ok());
   CHECK(svg->find("<title>b&lt;c&gt; (3 samples, 75.00%, self 3 samples, native)</title>") != std::string::npos);
   o.node_color = [](storage::NodeKind, storage::FrameType, std::string_view) { return Rgb{1, 2, 3}; };
-  auto mine = ExportSlice(SliceFromBatch(c->batch, q), o);
+  auto mine = ExportSlice(storage::SliceFromBatch(c->batch, q), o);
   REQUIRE(mine.ok());
   CHECK(mine->find("fill=\"#010203\"") != std::string::npos);
 }
@@ -466,7 +466,7 @@ TEST_CASE("an OTLP export always reads back, whatever its first bytes look like"
     auto c = ImportBytes(text, "t.txt");
     REQUIRE(c.ok());
     storage::Query q;
-    std::string raw = BuildOtlpRequest(*SliceFromBatch(c->batch, q)).SerializeAsString();
+    std::string raw = BuildOtlpRequest(*storage::SliceFromBatch(c->batch, q)).SerializeAsString();
     CAPTURE(n);
     auto back = ImportBytes(raw, "back.pb");
     REQUIRE_MESSAGE(back.ok(), back.status().message());

@@ -18,8 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "ingest/capture/frame_palette.h"
 #include "ingest/capture/importers.h"
-#include "ingest/capture/slice_builder.h"
-#include "storage/folded.h"
+#include "storage/model/query.h"
+#include "storage/model/folded.h"
 
 namespace kiln::capture {
 namespace {
@@ -441,7 +441,7 @@ collector::ExportProfilesServiceRequest BuildOtlpRequest(const ProfileSlice& sli
 
 collector::ExportProfilesServiceRequest BuildOtlpRequestFromBatch(const storage::ProfileBatch& batch,
                                                                   const storage::Query& query) {
-  std::vector<uint32_t> selected = SelectSamples(batch, query);
+  std::vector<uint32_t> selected = storage::SelectSamples(batch, query);
   int64_t first = 0, last = 0;
   for (size_t k = 0; k < selected.size(); ++k) {
     int64_t t = batch.samples[selected[k]].time_ns;
@@ -464,7 +464,7 @@ absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch, cons
     }
     return GzipCompress(bytes);
   }
-  return ExportSlice(SliceFromBatch(batch, query), options);
+  return ExportSlice(storage::SliceFromBatch(batch, query), options);
 }
 
 perftools::profiles::Profile BuildPprofProfile(const ProfileSlice& slice) {
@@ -472,10 +472,7 @@ perftools::profiles::Profile BuildPprofProfile(const ProfileSlice& slice) {
 }
 
 std::string FoldedText(const std::shared_ptr<const ProfileSlice>& slice, const ExportOptions& options) {
-  storage::FlameTreeOptions tree_options;
-  tree_options.group_by = options.group_by;
-  tree_options.show_inline = options.show_inline;
-  storage::FlameTree tree = storage::BuildFlameTree(slice, tree_options);
+  storage::FlameTree tree = storage::BuildFlameTree(slice, options.tree);
   std::string text;
   for (const std::string& line : storage::FoldedLines(tree, {options.annotate})) {
     text += line;
@@ -601,12 +598,8 @@ absl::StatusOr<std::string> ExportSlice(const std::shared_ptr<const ProfileSlice
     }
     case ExportFormat::kFolded:
       return FoldedText(slice, options);
-    case ExportFormat::kSvg: {
-      storage::FlameTreeOptions tree_options;
-      tree_options.group_by = options.group_by;
-      tree_options.show_inline = options.show_inline;
-      return FlameGraphSvg(storage::BuildFlameTree(slice, tree_options), options);
-    }
+    case ExportFormat::kSvg:
+      return FlameGraphSvg(storage::BuildFlameTree(slice, options.tree), options);
   }
   return absl::InvalidArgumentError("unknown export format");
 }

@@ -14,8 +14,9 @@
 #include "ingest/capture/frame_palette.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
 #include "pprof/profile.pb.h"
-#include "storage/flame_tree.h"
-#include "storage/profile_model.h"
+#include "storage/model/flame_tree.h"
+#include "storage/model/query.h"
+#include "storage/model/profile_model.h"
 #include "storage/store.h"
 
 namespace kiln::capture {
@@ -25,9 +26,8 @@ bool ParseExportFormat(std::string_view name, ExportFormat* format);  // "otlp",
 
 struct ExportOptions {
   ExportFormat format = ExportFormat::kFolded;
-  // folded and svg: how the tree is rooted, and inline frames.
-  storage::GroupBy group_by = storage::GroupBy::kProcess;
-  bool show_inline = true;
+  // folded and svg: how the tree is rooted, inline frames, transforms.
+  storage::FlameTreeOptions tree;
   // folded: "_[k]" / "_[j]" suffixes (stackcollapse-perf.pl --all).
   bool annotate = false;
   // svg: the title line at the top.

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 
 namespace kiln::capture {
 

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 
 namespace kiln::app {
 namespace {

@@ -15,8 +15,8 @@
 #include "ingest/capture/capture.h"
 #include "ingest/capture/capture_commands.h"
 #include "ingest/capture/export.h"
-#include "storage/flame_tree.h"
-#include "storage/folded.h"
+#include "storage/model/flame_tree.h"
+#include "storage/model/folded.h"
 #include "storage/store.h"
 
 namespace kiln::app {
@@ -54,7 +54,7 @@ std::vector<std::string> StoreFolded(storage::Store& store, const storage::Sampl
   auto slice = store.Run(query);
   REQUIRE(slice.ok());
   capture::ExportOptions options;
-  options.group_by = storage::GroupBy::kNone;
+  options.tree.group_by = storage::GroupBy::kNone;
   const std::string text = capture::FoldedText(*slice, options);
   std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
   std::sort(lines.begin(), lines.end());
@@ -244,7 +244,7 @@ TEST_CASE("export of the current slice writes a file that re-imports with the sa
     REQUIRE(capture::ParseExportFormat(name, &format));
     const std::string out = f.dir + "/export." + name;
     // Through a BackgroundTask, as the File menu runs it.
-    list.Export(*slice, format, storage::GroupBy::kNone, true, out);
+    list.Export(*slice, format, storage::FlameTreeOptions{.group_by = storage::GroupBy::kNone}, out);
     PollUntilIdle(list);
     REQUIRE(!list.notices().empty());
     CAPTURE(list.notices().back().text);
@@ -268,10 +268,10 @@ TEST_CASE("export of the current slice writes a file that re-imports with the sa
 
 TEST_CASE("export failures are reported, not thrown") {
   auto no_slice =
-      ExportSliceToFile(nullptr, capture::ExportFormat::kFolded, storage::GroupBy::kNone, true, "/tmp/x");
+      ExportSliceToFile(nullptr, capture::ExportFormat::kFolded, storage::FlameTreeOptions{.group_by = storage::GroupBy::kNone}, "/tmp/x");
   CHECK_FALSE(no_slice.ok());
   auto slice = std::make_shared<const storage::ProfileSlice>();
-  auto bad_dir = ExportSliceToFile(slice, capture::ExportFormat::kFolded, storage::GroupBy::kNone, true,
+  auto bad_dir = ExportSliceToFile(slice, capture::ExportFormat::kFolded, storage::FlameTreeOptions{.group_by = storage::GroupBy::kNone},
                                    "/nonexistent-dir/out");
   CHECK_FALSE(bad_dir.ok());
   CHECK(std::string(bad_dir.status().message()).find("/nonexistent-dir/out") != std::string::npos);

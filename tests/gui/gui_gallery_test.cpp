@@ -98,7 +98,7 @@ class Gallery {
         request.query.from_ns = session_.QueryRange().from_ns;
         request.query.to_ns = session_.QueryRange().to_ns;
         request.query.filters = session_.filters;
-        request.tree_options = {session_.group_by, session_.show_inline};
+        request.tree_options = session_.tree;
         request.timeline_window = session_.window;
         if (!submitted_ || !(request == last_)) {
           generation_ = worker_.Submit(request);

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 #include "tests/child_process.h"
 #include "tests/gui/test_display.h"
 #include "ui/frame_colors.h"

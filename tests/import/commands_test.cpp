@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "ingest/capture/capture_commands.h"
-#include "storage/flame_tree.h"
-#include "storage/folded.h"
+#include "storage/model/flame_tree.h"
+#include "storage/model/folded.h"
 #include "tests/child_process.h"
 #include "tests/import/corpus_files.h"
 
@@ -46,7 +46,7 @@ std::string FoldedOfOnlyType(const std::string& dir) {
   q.sample_type = types[0].info.type;
   auto slice = (*store)->Run(q);
   REQUIRE(slice.ok());
-  auto tree = storage::BuildFlameTree(*slice, {storage::GroupBy::kProcess, true});
+  auto tree = storage::BuildFlameTree(*slice, {.group_by = storage::GroupBy::kProcess});
   std::string folded;
   for (const auto& l : storage::FoldedLines(tree, {true})) folded += l + "\n";
   return folded;

@@ -18,11 +18,11 @@
 #include "ingest/capture/capture.h"
 #include "ingest/capture/export.h"
 #include "ingest/capture/importers.h"
-#include "ingest/capture/slice_builder.h"
+#include "storage/model/query.h"
 #include "pprof/profile.pb.h"
-#include "storage/flame_tree.h"
-#include "storage/folded.h"
-#include "storage/top_functions.h"
+#include "storage/model/flame_tree.h"
+#include "storage/model/folded.h"
+#include "storage/model/top_functions.h"
 #include "tests/import/corpus_files.h"
 
 namespace kiln::capture {
@@ -65,16 +65,16 @@ std::string FoldedOf(const ImportedCapture& c, storage::GroupBy group_by, bool a
   storage::Query q;
   q.sample_type = type;
   ExportOptions o;
-  o.group_by = group_by;
+  o.tree.group_by = group_by;
   o.annotate = annotate;
-  return FoldedText(SliceFromBatch(c.batch, q), o);
+  return FoldedText(storage::SliceFromBatch(c.batch, q), o);
 }
 
 // Every attribute set in use, as sorted "k=v,..." strings with weights.
 std::map<std::string, int64_t> AttributeWeights(const ImportedCapture& c, const storage::SampleType& type) {
   storage::Query q;
   q.sample_type = type;
-  auto slice = SliceFromBatch(c.batch, q);
+  auto slice = storage::SliceFromBatch(c.batch, q);
   std::map<std::string, int64_t> out;
   for (const auto& w : slice->weights) {
     std::string key;
@@ -164,7 +164,7 @@ TEST_CASE("pprof self totals per function match the file's own samples") {
       }
       storage::Query q;
       q.sample_type = type_at(index);
-      auto slice = SliceFromBatch(c->batch, q);
+      auto slice = storage::SliceFromBatch(c->batch, q);
       CHECK(slice->sample_type.type == q.sample_type);
       std::map<std::string, int64_t> got;
       for (const auto& row : storage::BuildTopFunctions(*slice)) {
@@ -276,12 +276,12 @@ TEST_CASE("round trips keep every stack and weight") {
     // otlp -> otlp: export, import, export again, import again.
     ExportOptions otlp;
     otlp.format = ExportFormat::kOtlp;
-    auto bytes1 = ExportSlice(SliceFromBatch(original->batch, q), otlp);
+    auto bytes1 = ExportSlice(storage::SliceFromBatch(original->batch, q), otlp);
     REQUIRE(bytes1.ok());
     auto once = ImportBytes(*bytes1, "once.otlp.gz");
     REQUIRE_MESSAGE(once.ok(), once.status().message());
     CHECK(once->format == CaptureFormat::kOtlpProtobuf);
-    auto bytes2 = ExportSlice(SliceFromBatch(once->batch, q), otlp);
+    auto bytes2 = ExportSlice(storage::SliceFromBatch(once->batch, q), otlp);
     REQUIRE(bytes2.ok());
     auto twice = ImportBytes(*bytes2, "twice.otlp.gz");
     REQUIRE(twice.ok());
@@ -293,7 +293,7 @@ TEST_CASE("round trips keep every stack and weight") {
     if (original->format == CaptureFormat::kPprof) {
       ExportOptions pprof;
       pprof.format = ExportFormat::kPprof;
-      auto back = ExportSlice(SliceFromBatch(once->batch, q), pprof);
+      auto back = ExportSlice(storage::SliceFromBatch(once->batch, q), pprof);
       REQUIRE(back.ok());
       auto again = ImportBytes(*back, "again.pb.gz");
       REQUIRE_MESSAGE(again.ok(), again.status().message());

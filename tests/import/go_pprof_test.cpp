@@ -384,7 +384,7 @@ TEST_CASE("go tool pprof reads `kiln export --data-dir DIR --format pprof`") {
   REQUIRE(bytes.ok());
   std::ofstream(pprof, std::ios::binary) << *bytes;
   ExportOptions fo;
-  fo.group_by = storage::GroupBy::kNone;
+  fo.tree.group_by = storage::GroupBy::kNone;
   std::string kiln_folded = FoldedText(*slice, fo) + "\n";
 #endif
   Compare(go, pprof, kiln_folded);

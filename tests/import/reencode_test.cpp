@@ -19,7 +19,7 @@
 
 #include "ingest/capture/capture.h"
 #include "ingest/capture/export.h"
-#include "ingest/capture/slice_builder.h"
+#include "storage/model/query.h"
 #include "tests/child_process.h"
 #include "tests/import/corpus_files.h"
 
@@ -43,9 +43,9 @@ std::string Folded(const ImportedCapture& c, const storage::SampleType& type) {
   storage::Query q;
   q.sample_type = type;
   ExportOptions o;
-  o.group_by = storage::GroupBy::kThread;
+  o.tree.group_by = storage::GroupBy::kThread;
   o.annotate = true;
-  return FoldedText(SliceFromBatch(c.batch, q), o);
+  return FoldedText(storage::SliceFromBatch(c.batch, q), o);
 }
 
 TEST_CASE("pprof with fields reordered and repeated fields unpacked or split imports like the original") {

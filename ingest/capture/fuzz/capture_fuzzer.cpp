@@ -14,7 +14,7 @@
 #include "ingest/capture/capture.h"
 #include "ingest/capture/export.h"
 #include "ingest/capture/importers.h"
-#include "ingest/capture/slice_builder.h"
+#include "storage/model/query.h"
 
 #ifndef KILN_FUZZ_PARSER
 #define KILN_FUZZ_PARSER 0
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!out.batch.samples.empty() && out.batch.samples[0].sample_type < types.size()) {
       q.sample_type = types[out.batch.samples[0].sample_type].type;
     }
-    auto slice = SliceFromBatch(out.batch, q);
+    auto slice = storage::SliceFromBatch(out.batch, q);
     for (ExportFormat f :
          {ExportFormat::kOtlp, ExportFormat::kPprof, ExportFormat::kFolded, ExportFormat::kSvg}) {
       ExportOptions eo;

@@ -1,4 +1,4 @@
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 
 #include <algorithm>
 #include <array>

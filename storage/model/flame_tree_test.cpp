@@ -1,35 +1,15 @@
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 
 #include <doctest/doctest.h>
 
-#include "storage/folded.h"
-#include "storage/test_fixtures.h"
+#include "storage/model/folded.h"
+#include "storage/model/test_fixtures.h"
 
 namespace kiln::storage {
 namespace {
 
-// A slice with the fixture's samples aggregated per (stack, attribute
-// set), the way Store::Run returns them.
-std::shared_ptr<const ProfileSlice> SliceOf(const ProfileBatch& batch) {
-  auto slice = std::make_shared<ProfileSlice>();
-  slice->dict = batch.dict;
-  for (const Sample& s : batch.samples) {
-    bool found = false;
-    for (StackWeight& w : slice->weights) {
-      if (w.stack == s.stack && w.attribute_set == s.attribute_set) {
-        w.weight += s.value;
-        w.events++;
-        found = true;
-      }
-    }
-    if (!found) slice->weights.push_back({s.stack, s.attribute_set, s.value, 1});
-    slice->total_weight += s.value;
-  }
-  return slice;
-}
-
 std::string Tree(const ProfileBatch& batch, FlameTreeOptions options = {}) {
-  return PrintFlameTree(BuildFlameTree(SliceOf(batch), options));
+  return PrintFlameTree(BuildFlameTree(testing::WholeSlice(batch), options));
 }
 
 }  // namespace
@@ -107,7 +87,7 @@ main;read;sys_read@k 4
 main;libc.so.6+0x1f2a 2
 main 1
 )", {.process = "app"});
-  FlameTree tree = BuildFlameTree(SliceOf(batch), {});
+  FlameTree tree = BuildFlameTree(testing::WholeSlice(batch), {});
   CHECK(FoldedLines(tree, {}) == std::vector<std::string>{
                                      "app;main 1",
                                      "app;main;libc.so.6+0x1f2a 2",
@@ -120,7 +100,7 @@ TEST_CASE("deep recursion builds without stack overflow") {
   std::string line;
   for (int i = 0; i < 5000; ++i) line += "recurse;";
   line += "leaf 1";
-  FlameTree tree = BuildFlameTree(SliceOf(testing::BatchFromFolded(line)), {.group_by = GroupBy::kNone});
+  FlameTree tree = BuildFlameTree(testing::WholeSlice(testing::BatchFromFolded(line)), {.group_by = GroupBy::kNone});
   CHECK(tree.nodes.size() == 5002);
   CHECK(tree.max_depth == 5001);
   CHECK(FoldedLines(tree, {}).size() == 1);
@@ -128,7 +108,7 @@ TEST_CASE("deep recursion builds without stack overflow") {
 
 TEST_CASE("children are contiguous and parents are consistent") {
   auto batch = testing::BatchFromFolded("a;b;c 1\na;b;d 2\na;e 3\nf 4\nf;g 5");
-  FlameTree tree = BuildFlameTree(SliceOf(batch), {.group_by = GroupBy::kNone});
+  FlameTree tree = BuildFlameTree(testing::WholeSlice(batch), {.group_by = GroupBy::kNone});
   for (uint32_t i = 0; i < tree.nodes.size(); ++i) {
     const FlameNode& n = tree.nodes[i];
     int64_t child_total = 0;
@@ -151,7 +131,7 @@ TEST_CASE("group levels no sample has information for are left out") {
         "    work 2 self=2\n");
   // Threads named, processes not: only the thread level.
   auto threads = testing::BatchFromFolded("main;work 2", {.thread = "t1"});
-  FlameTree tree = BuildFlameTree(SliceOf(threads), {.group_by = GroupBy::kThread});
+  FlameTree tree = BuildFlameTree(testing::WholeSlice(threads), {.group_by = GroupBy::kThread});
   CHECK(PrintFlameTree(tree) ==
         "all 2\n"
         "  t1 2\n"

@@ -1,4 +1,4 @@
-#include "storage/top_functions.h"
+#include "storage/model/top_functions.h"
 
 #include <algorithm>
 #include <tuple>

@@ -11,25 +11,33 @@
 #include <string>
 #include <vector>
 
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
+#include "storage/model/stacks.h"
+#include "storage/model/transforms.h"
 
 namespace kiln::storage {
 
 enum class GroupBy : uint8_t {
-  kNone,     // frames directly under the root
-  kProcess,  // root -> process (executable name) -> frames
-  kThread,   // root -> process -> thread name -> frames
+  kNone,       // frames directly under the root
+  kProcess,    // root -> process (executable name) -> frames
+  kThread,     // root -> process -> thread name -> frames
+  kAttribute,  // root -> value of FlameTreeOptions::group_attribute -> frames
   // A level no sample has information for (every one "unknown") is left
   // out of the tree.
 };
-bool ParseGroupBy(std::string_view name, GroupBy* group_by);
 
-enum class NodeKind : uint8_t { kRoot, kProcess, kThread, kFrame };
+enum class NodeKind : uint8_t { kRoot, kProcess, kThread, kFrame, kGroup /* an attribute value */ };
 
 struct FlameTreeOptions {
   GroupBy group_by = GroupBy::kProcess;
-  bool show_inline = true;  // false: drop frames marked inlined
+  std::string group_attribute;  // the key for GroupBy::kAttribute
+  bool show_inline = true;      // false: drop frames marked inlined
+  std::vector<Transform> transforms;  // applied in order before the tree is built
+  bool operator==(const FlameTreeOptions&) const = default;
 };
+// "none", "process", "thread", or any other text as an attribute key
+// ("service.version", "container.id"). False for an empty name.
+bool ParseGroupBy(std::string_view name, FlameTreeOptions* options);
 
 struct FlameNode {
   uint32_t parent = 0;       // root's parent is 0 (itself)
@@ -42,6 +50,7 @@ struct FlameNode {
   FrameType type = FrameType::kUnknown;
   int64_t total = 0;  // weight of this node and everything under it
   int64_t self = 0;   // weight of stacks ending here
+  uint64_t events = 0;  // samples of this node and everything under it
 };
 static_assert(sizeof(FlameNode) <= 48, "FlameNode is per node of million-node trees");
 
@@ -54,9 +63,25 @@ struct FlameTree {
   const std::string& Label(uint32_t node) const { return labels[nodes[node].label]; }
 };
 
-// Builds the tree from a slice's weights: each distinct stack is walked
-// once. Frames with the same label and type under the same parent merge.
+// Builds the tree from stacks: each stack is walked once. Functions with
+// the same label and type under the same parent merge. `options`'
+// show_inline and transforms are not applied here (StacksOf and
+// ApplyTransforms did that).
+FlameTree BuildFlameTree(const Stacks& stacks, const FlameTreeOptions& options);
+// The same from a slice's weights, with every option applied.
 FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options);
+
+// One tree over several inputs (a diff's two sides): the union of their
+// paths. Node weights are the last input's; `first_weights` (when not null)
+// gets the first input's per node. Node frames refer to the last input's
+// slice, or are 0 where only the first input has the node.
+struct NodeWeights {
+  int64_t total = 0;
+  int64_t self = 0;
+  uint64_t events = 0;
+};
+FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTreeOptions& options,
+                         std::vector<NodeWeights>* first_weights);
 
 // The process and thread labels used for grouping: process.executable.name,
 // else the basename of process.executable.path, else service.name, else
@@ -68,6 +93,8 @@ inline constexpr std::string_view kUnknownProcess = "unknown";
 inline constexpr std::string_view kUnknownThread = "unknown thread";
 std::string ProcessLabel(const ProfileDictionary& dict, uint32_t attribute_set);
 std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set);
+// The node label of GroupBy::kAttribute: the value, or "no KEY".
+std::string AttributeGroupLabel(const ProfileDictionary& dict, uint32_t attribute_set, std::string_view key);
 
 // Renders the tree as indented text, one node per line: two spaces per
 // depth, the label, a space, total weight (and " self=N" when non-zero).

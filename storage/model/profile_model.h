@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/sample_type.h"
+#include "storage/model/sample_type.h"
 
 namespace kiln::storage {
 

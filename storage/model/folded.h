@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 
 namespace kiln::storage {
 

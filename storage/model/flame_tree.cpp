@@ -1,4 +1,4 @@
-#include "storage/flame_tree.h"
+#include "storage/model/flame_tree.h"
 
 #include <algorithm>
 #include <numeric>
@@ -8,11 +8,16 @@
 
 namespace kiln::storage {
 
-bool ParseGroupBy(std::string_view name, GroupBy* group_by) {
-  if (name == "none") *group_by = GroupBy::kNone;
-  else if (name == "process") *group_by = GroupBy::kProcess;
-  else if (name == "thread") *group_by = GroupBy::kThread;
-  else return false;
+bool ParseGroupBy(std::string_view name, FlameTreeOptions* options) {
+  options->group_attribute.clear();
+  if (name == "none") options->group_by = GroupBy::kNone;
+  else if (name == "process") options->group_by = GroupBy::kProcess;
+  else if (name == "thread") options->group_by = GroupBy::kThread;
+  else if (name.empty()) return false;
+  else {
+    options->group_by = GroupBy::kAttribute;
+    options->group_attribute = std::string(name);
+  }
   return true;
 }
 
@@ -37,6 +42,11 @@ std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set) {
     return "tid " + std::string(v);
   }
   return std::string(kUnknownThread);
+}
+
+std::string AttributeGroupLabel(const ProfileDictionary& dict, uint32_t attribute_set, std::string_view key) {
+  if (auto v = dict.AttributeValue(attribute_set, key); !v.empty()) return std::string(v);
+  return "no " + std::string(key);
 }
 
 namespace {
@@ -66,70 +76,106 @@ class LabelTable {
 
 }  // namespace
 
+FlameTree BuildFlameTree(const Stacks& stacks, const FlameTreeOptions& options) {
+  return BuildUnionTree({&stacks}, options, nullptr);
+}
+
 FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options) {
+  return BuildFlameTree(ApplyTransforms(StacksOf(std::move(slice), options.show_inline), options.transforms),
+                        options);
+}
+
+FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTreeOptions& options,
+                         std::vector<NodeWeights>* first_weights) {
   FlameTree tree;
-  tree.slice = slice;
   LabelTable labels(&tree.labels);
   FlameNode root;
   root.kind = NodeKind::kRoot;
   root.label = labels.Intern("all");
-  if (!slice) {
-    tree.nodes.push_back(root);
-    return tree;
-  }
-  const ProfileDictionary& dict = slice->dict;
-  const std::vector<StackWeight>& weights = slice->weights;
+  const size_t primary = inputs.empty() ? 0 : inputs.size() - 1;
+  if (!inputs.empty()) tree.slice = inputs[primary]->slice;
+  if (first_weights != nullptr) first_weights->clear();
 
-  // 1. Label ids per frame and per attribute set, computed once each.
+  // 1. The group levels (process, thread or an attribute) and their labels
+  // per attribute set, and a label per function, each computed once.
+  struct Level {
+    NodeKind kind;
+    uint32_t unknown;  // the label of a sample that names nothing here
+    std::string (*label)(const ProfileDictionary&, uint32_t, std::string_view);
+  };
+  std::vector<Level> levels;
+  auto process = [](const ProfileDictionary& d, uint32_t set, std::string_view) { return ProcessLabel(d, set); };
+  auto thread = [](const ProfileDictionary& d, uint32_t set, std::string_view) { return ThreadLabel(d, set); };
+  if (options.group_by == GroupBy::kProcess || options.group_by == GroupBy::kThread) {
+    levels.push_back({NodeKind::kProcess, labels.Intern(std::string(kUnknownProcess)), process});
+  }
+  if (options.group_by == GroupBy::kThread) {
+    levels.push_back({NodeKind::kThread, labels.Intern(std::string(kUnknownThread)), thread});
+  }
+  if (options.group_by == GroupBy::kAttribute) {
+    levels.push_back({NodeKind::kGroup, labels.Intern("no " + options.group_attribute),
+                      &AttributeGroupLabel});
+  }
   constexpr uint32_t kUnset = UINT32_MAX;
-  std::vector<uint32_t> frame_label(dict.frames.size(), kUnset);
-  std::vector<uint32_t> process_label(dict.AttributeSetCount(), kUnset);
-  std::vector<uint32_t> thread_label(dict.AttributeSetCount(), kUnset);
+  // level_label[input][level][attribute set]
+  std::vector<std::vector<std::vector<uint32_t>>> level_label(inputs.size());
+  std::vector<std::vector<uint32_t>> function_label(inputs.size());
   // A group level is drawn only when it tells something: when no sample
-  // of the slice names its process (or thread), every stack would sit
-  // under one "unknown" node.
-  bool use_process = false, use_thread = false;
-  const uint32_t unknown_process = labels.Intern(std::string(kUnknownProcess));
-  const uint32_t unknown_thread = labels.Intern(std::string(kUnknownThread));
-  for (const StackWeight& w : weights) {
-    if (options.group_by != GroupBy::kNone) {
-      uint32_t& pl = process_label[w.attribute_set];
-      if (pl == kUnset) pl = labels.Intern(ProcessLabel(dict, w.attribute_set));
-      use_process = use_process || pl != unknown_process;
-    }
-    if (options.group_by == GroupBy::kThread) {
-      uint32_t& tl = thread_label[w.attribute_set];
-      if (tl == kUnset) tl = labels.Intern(ThreadLabel(dict, w.attribute_set));
-      use_thread = use_thread || tl != unknown_thread;
+  // names its process (or thread...), every stack would sit under one
+  // "unknown" node.
+  std::vector<uint8_t> level_used(levels.size(), 0);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Stacks& in = *inputs[i];
+    const ProfileDictionary* dict = in.slice ? &in.slice->dict : nullptr;
+    level_label[i].assign(levels.size(), std::vector<uint32_t>(dict ? dict->AttributeSetCount() : 0, kUnset));
+    function_label[i].assign(in.functions ? in.functions->size() : 0, kUnset);
+    for (size_t e = 0; e < in.size() && dict != nullptr; ++e) {
+      for (size_t l = 0; l < levels.size(); ++l) {
+        uint32_t& label = level_label[i][l][in.attribute_sets[e]];
+        if (label == kUnset) label = labels.Intern(levels[l].label(*dict, in.attribute_sets[e], options.group_attribute));
+        level_used[l] = level_used[l] || label != levels[l].unknown;
+      }
     }
   }
-  NodeKind level_kind[2] = {NodeKind::kFrame, NodeKind::kFrame};
-  int group_levels = 0;
-  if (use_process) level_kind[group_levels++] = NodeKind::kProcess;
-  if (use_thread) level_kind[group_levels++] = NodeKind::kThread;
+  std::vector<NodeKind> level_kind;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    if (level_used[l]) level_kind.push_back(levels[l].kind);
+  }
+  const int group_levels = static_cast<int>(level_kind.size());
+
+  // Key sequences: one per stack of every input.
+  size_t entries = 0;
+  for (const Stacks* in : inputs) entries += in->size();
   std::vector<uint32_t> seq_offsets;
-  seq_offsets.reserve(weights.size() + 1);
+  seq_offsets.reserve(entries + 1);
   seq_offsets.push_back(0);
-  std::vector<uint32_t> seq;  // label ids first, turned into keys below
+  std::vector<uint32_t> seq;        // label ids first, turned into keys below
   std::vector<uint32_t> seq_frame;  // representative frame per sequence element
-  for (const StackWeight& w : weights) {
-    if (use_process) {
-      seq.push_back(process_label[w.attribute_set] << kTypeBits);
-      seq_frame.push_back(0);
+  std::vector<uint8_t> entry_input;
+  std::vector<int64_t> entry_weight;
+  std::vector<uint64_t> entry_events;
+  entry_input.reserve(entries);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Stacks& in = *inputs[i];
+    for (size_t e = 0; e < in.size(); ++e) {
+      for (size_t l = 0; l < levels.size(); ++l) {
+        if (!level_used[l]) continue;
+        seq.push_back(level_label[i][l][in.attribute_sets[e]] << kTypeBits);
+        seq_frame.push_back(0);
+      }
+      auto [begin, end] = in.Stack(e);
+      for (const uint32_t* p = begin; p != end; ++p) {
+        const StackFunction& f = (*in.functions)[*p];
+        uint32_t& fl = function_label[i][*p];
+        if (fl == kUnset) fl = labels.Intern(f.name);
+        seq.push_back((fl << kTypeBits) | static_cast<uint32_t>(f.type));
+        seq_frame.push_back(i == primary ? f.frame : 0);
+      }
+      seq_offsets.push_back(static_cast<uint32_t>(seq.size()));
+      entry_input.push_back(static_cast<uint8_t>(i == primary ? 1 : 0));
+      entry_weight.push_back(in.weights[e]);
+      entry_events.push_back(in.events[e]);
     }
-    if (use_thread) {
-      seq.push_back(thread_label[w.attribute_set] << kTypeBits);
-      seq_frame.push_back(0);
-    }
-    for (uint32_t f : dict.Stack(w.stack)) {
-      const Frame& frame = dict.frames[f];
-      if (!options.show_inline && frame.inlined) continue;
-      uint32_t& fl = frame_label[f];
-      if (fl == kUnset) fl = labels.Intern(FrameLabel(dict, f));
-      seq.push_back((fl << kTypeBits) | static_cast<uint32_t>(frame.type));
-      seq_frame.push_back(f);
-    }
-    seq_offsets.push_back(static_cast<uint32_t>(seq.size()));
   }
 
   // 2. Replace label ids by their rank in text order, so sorting keys sorts
@@ -146,7 +192,7 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
   std::vector<uint32_t> label_of_rank(rank.size());
   for (uint32_t id = 0; id < rank.size(); ++id) label_of_rank[rank[id]] = id;
 
-  std::vector<uint32_t> order(weights.size());
+  std::vector<uint32_t> order(entries);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return std::lexicographical_compare(seq.begin() + seq_offsets[a], seq.begin() + seq_offsets[a + 1],
@@ -159,7 +205,6 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
   // breadth-first and in this walk. So counting nodes per depth first gives
   // every node its final index as it is created, each parent's children
   // land next to each other, and each entry's keys are read front to back.
-  const size_t entries = order.size();
   std::vector<uint32_t> lcp(entries, 0);
   size_t max_len = 0;
   for (size_t k = 0; k < entries; ++k) {
@@ -184,12 +229,23 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
   std::vector<FlameNode>& out = tree.nodes;
   out.assign(depth_start[max_len], FlameNode{});
   out[0] = root;
+  const bool several = inputs.size() > 1;
+  std::vector<uint64_t> self_events(out.size(), 0);
+  std::vector<NodeWeights> first;
+  if (several && first_weights != nullptr) first.assign(out.size(), NodeWeights{});
   std::vector<uint32_t> next(depth_start.begin(), depth_start.end() - 1);  // next free index per depth
   std::vector<uint32_t> path(max_len + 1, 0);  // path[d]: node at depth d of the current entry
   for (size_t k = 0; k < entries; ++k) {
     const uint32_t e = order[k];
     const uint32_t begin = seq_offsets[e];
     const uint32_t n = seq_offsets[e + 1] - begin;
+    // With several inputs a node may have been made by one without frames:
+    // the primary input's later walk through it names its frame.
+    if (several && entry_input[e] == 1) {
+      for (uint32_t d = 0; d < lcp[k]; ++d) {
+        if (out[path[d + 1]].frame == 0) out[path[d + 1]].frame = seq_frame[begin + d];
+      }
+    }
     for (uint32_t d = lcp[k]; d < n; ++d) {
       const uint32_t key = seq[begin + d];
       const uint32_t parent = d == 0 ? 0 : path[d];
@@ -205,14 +261,33 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
       if (p.child_count++ == 0) p.first_child = index;
       path[d + 1] = index;
     }
-    out[n == 0 ? 0 : path[n]].self += weights[e].weight;
+    const uint32_t leaf = n == 0 ? 0 : path[n];
+    if (entry_input[e] == 1 || !several) {
+      out[leaf].self += entry_weight[e];
+      self_events[leaf] += entry_events[e];
+    } else if (!first.empty()) {
+      first[leaf].self += entry_weight[e];
+      first[leaf].events += entry_events[e];
+    }
   }
   // 4. Totals bottom-up: in breadth-first order every child comes after its
   // parent.
   for (size_t i = out.size(); i-- > 0;) {
     out[i].total += out[i].self;
-    if (i > 0) out[out[i].parent].total += out[i].total;
+    out[i].events += self_events[i];
+    if (i > 0) {
+      out[out[i].parent].total += out[i].total;
+      out[out[i].parent].events += out[i].events;
+    }
   }
+  for (size_t i = first.size(); i-- > 0;) {
+    first[i].total += first[i].self;
+    if (i > 0) {
+      first[out[i].parent].total += first[i].total;
+      first[out[i].parent].events += first[i].events;
+    }
+  }
+  if (first_weights != nullptr) *first_weights = std::move(first);
   tree.max_depth = static_cast<uint16_t>(std::min<size_t>(max_len, UINT16_MAX));
   return tree;
 }

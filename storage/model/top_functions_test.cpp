@@ -1,18 +1,12 @@
-#include "storage/top_functions.h"
+#include "storage/model/top_functions.h"
 
 #include <doctest/doctest.h>
 
-#include "storage/test_fixtures.h"
+#include "storage/model/test_fixtures.h"
 
 namespace kiln::storage {
 
 namespace {
-ProfileSlice SliceOf(const ProfileBatch& batch) {
-  ProfileSlice slice;
-  slice.dict = batch.dict;
-  for (const Sample& s : batch.samples) slice.weights.push_back({s.stack, s.attribute_set, s.value, 1});
-  return slice;
-}
 const TopFunctionRow* Find(const std::vector<TopFunctionRow>& rows, std::string_view name) {
   for (const auto& r : rows) {
     if (r.function == name) return &r;
@@ -22,7 +16,7 @@ const TopFunctionRow* Find(const std::vector<TopFunctionRow>& rows, std::string_
 }  // namespace
 
 TEST_CASE("self is leaf weight, total counts recursion once per stack") {
-  auto rows = BuildTopFunctions(SliceOf(testing::BatchFromFolded(R"(
+  auto rows = BuildTopFunctions(*testing::WholeSlice(testing::BatchFromFolded(R"(
 main;fib;fib;fib 3
 main;fib;print 1
 main;sys_write@k 2
@@ -38,7 +32,7 @@ main;sys_write@k 2
 }
 
 TEST_CASE("hiding inline frames moves self weight to the outer function") {
-  auto slice = SliceOf(testing::BatchFromFolded("main;helper@i 5"));
+  auto slice = *testing::WholeSlice(testing::BatchFromFolded("main;helper@i 5"));
   CHECK(Find(BuildTopFunctions(slice, true), "helper")->self == 5);
   auto rows = BuildTopFunctions(slice, false);
   CHECK(Find(rows, "helper") == nullptr);
@@ -46,7 +40,7 @@ TEST_CASE("hiding inline frames moves self weight to the outer function") {
 }
 
 TEST_CASE("executables table: weight per executable once per stack, unsymbolized frames") {
-  auto rows = BuildExecutableTable(SliceOf(testing::BatchFromFolded(R"(
+  auto rows = BuildExecutableTable(*testing::WholeSlice(testing::BatchFromFolded(R"(
 main;libc.so.6+0x10;libc.so.6+0x20 3
 main;app+0x5 1
 )")));

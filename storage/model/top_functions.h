@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/profile_model.h"
+#include "storage/model/profile_model.h"
 
 namespace kiln::storage {
 

@@ -3,12 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "storage/profile_model.h"
-#include "storage/symbol_table.h"
+#include "storage/model/profile_model.h"
 
 namespace kiln::storage::testing {
 
@@ -27,13 +27,11 @@ struct FoldedFixtureOptions {
 // frame is a native frame with that function name.
 ProfileBatch BatchFromFolded(std::string_view text, const FoldedFixtureOptions& options = {});
 
+// What a query over all of `batch` returns (storage::SliceFromBatch for
+// the sample type of its first sample): the slices tests build trees from.
+std::shared_ptr<const ProfileSlice> WholeSlice(const ProfileBatch& batch);
+
 // Appends `more` to `batch` (dictionaries concatenated, indices shifted).
 void AppendBatch(ProfileBatch* batch, const ProfileBatch& more);
-
-// A symbol table with an inline chain: f [0x100, 0x200) in /src/main.c,
-// g inlined at main.c:10 covering [0x120, 0x160), h inlined into g at
-// util.h:5 covering [0x130, 0x140); line rows at 0x100 main.c:8, 0x120
-// util.h:4, 0x130 util.h:2, 0x140 util.h:6, 0x160 main.c:12.
-SymbolTable NestedSymbolTable();
 
 }  // namespace kiln::storage::testing

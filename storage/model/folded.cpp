@@ -1,4 +1,4 @@
-#include "storage/folded.h"
+#include "storage/model/folded.h"
 
 #include <algorithm>
 

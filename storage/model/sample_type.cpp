@@ -1,4 +1,4 @@
-#include "storage/sample_type.h"
+#include "storage/model/sample_type.h"
 
 #include <algorithm>
 #include <cinttypes>

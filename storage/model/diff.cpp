@@ -1,0 +1,58 @@
+#include "storage/model/diff.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiln::storage {
+
+DiffTree BuildDiffTree(std::shared_ptr<const ProfileSlice> base, std::shared_ptr<const ProfileSlice> target,
+                       const FlameTreeOptions& options) {
+  DiffTree diff;
+  const Stacks b = ApplyTransforms(StacksOf(base, options.show_inline), options.transforms);
+  const Stacks t = ApplyTransforms(StacksOf(target, options.show_inline), options.transforms);
+  diff.tree = BuildUnionTree({&b, &t}, options, &diff.base);
+  if (target) diff.sample_type = target->sample_type;
+  diff.target_total = diff.tree.nodes[0].total;
+  diff.target_events = diff.tree.nodes[0].events;
+  if (!diff.base.empty()) {
+    diff.base_total = diff.base[0].total;
+    diff.base_events = diff.base[0].events;
+  } else {
+    diff.base.assign(diff.tree.nodes.size(), NodeWeights{});
+  }
+  return diff;
+}
+
+double TwoProportionZ(uint64_t a, uint64_t n, uint64_t b, uint64_t m) {
+  if (n == 0 || m == 0) return 0;
+  const double p1 = static_cast<double>(a) / static_cast<double>(n);
+  const double p2 = static_cast<double>(b) / static_cast<double>(m);
+  const double pooled = static_cast<double>(a + b) / static_cast<double>(n + m);
+  const double variance = pooled * (1 - pooled) * (1.0 / static_cast<double>(n) + 1.0 / static_cast<double>(m));
+  if (variance <= 0) return 0;
+  return (p2 - p1) / std::sqrt(variance);
+}
+
+NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized) {
+  NodeChange c;
+  const FlameNode& n = diff.tree.nodes[node];
+  const NodeWeights& b = diff.base[node];
+  c.base = b.total;
+  c.target = n.total;
+  c.base_share = diff.base_total > 0 ? static_cast<double>(b.total) / static_cast<double>(diff.base_total) : 0;
+  c.target_share =
+      diff.target_total > 0 ? static_cast<double>(n.total) / static_cast<double>(diff.target_total) : 0;
+  if (normalized) {
+    c.change = c.target_share - c.base_share;
+  } else {
+    const int64_t scale = std::max(diff.base_total, diff.target_total);
+    c.change = scale > 0 ? static_cast<double>(n.total - b.total) / static_cast<double>(scale) : 0;
+  }
+  c.z = TwoProportionZ(b.events, diff.base_events, n.events, diff.target_events);
+  c.significant = std::abs(c.z) >= kSignificantZ;
+  c.added = b.total == 0 && b.events == 0 && (n.total != 0 || n.events != 0);
+  c.removed = (n.total == 0 && n.events == 0) && (b.total != 0 || b.events != 0);
+  return c;
+}
+
+}  // namespace kiln::storage

@@ -1,0 +1,58 @@
+// Differential profiles: a baseline and a target merged into one tree, and
+// per node how its share of the whole changed and whether the change is
+// more than sampling noise.
+//
+// Which test: each sample either lands in a node or not, so a node's share
+// is a proportion of its side's samples, and "did the share change" is a
+// two-proportion z-test on sample counts (pooled standard error). It needs
+// only the two counts and the two totals, which every node has, and it
+// answers in O(1) per node for trees of millions of nodes. The flame graph
+// tests every node at once, so a 5 % level would colour about one in twenty
+// unchanged nodes; a node is called significant at |z| >= 3.29 (two-sided
+// p < 0.001). Counts are samples (events), not weights: weights in ns or
+// bytes are not independent trials.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "storage/model/flame_tree.h"
+
+namespace kiln::storage {
+
+struct DiffTree {
+  FlameTree tree;                  // the union of both sides' paths; node weights are the target's
+  std::vector<NodeWeights> base;   // the baseline's weights per node
+  SampleTypeInfo sample_type;      // the target's
+  int64_t base_total = 0;          // the sides' totals (the roots' weights)
+  int64_t target_total = 0;
+  uint64_t base_events = 0;
+  uint64_t target_events = 0;
+};
+
+// Both sides are transformed and grouped by `options` before they merge.
+DiffTree BuildDiffTree(std::shared_ptr<const ProfileSlice> base, std::shared_ptr<const ProfileSlice> target,
+                       const FlameTreeOptions& options);
+
+inline constexpr double kSignificantZ = 3.29;  // two-sided p < 0.001
+
+struct NodeChange {
+  int64_t base = 0;     // total weight of the node on each side
+  int64_t target = 0;
+  double base_share = 0;    // of its side's total, 0..1
+  double target_share = 0;
+  // normalized: target_share - base_share; absolute: (target - base)
+  // relative to the larger of the two sides' totals. -1..1.
+  double change = 0;
+  double z = 0;  // two-proportion z on events; 0 when undefined
+  bool significant = false;
+  bool added = false;    // only in the target
+  bool removed = false;  // only in the baseline
+};
+NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized = true);
+
+// The z statistic for `a` of `n` samples against `b` of `m` (0 when either
+// total is 0 or the pooled proportion is 0 or 1).
+double TwoProportionZ(uint64_t a, uint64_t n, uint64_t b, uint64_t m);
+
+}  // namespace kiln::storage

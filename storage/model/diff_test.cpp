@@ -1,0 +1,106 @@
+#include "storage/model/diff.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "storage/model/test_fixtures.h"
+
+namespace kiln::storage {
+namespace {
+
+// The union tree, one node per line: label, base total, target total, and
+// + / - for nodes only in the target / baseline.
+std::string PrintDiff(const DiffTree& diff) {
+  std::string out;
+  std::vector<uint32_t> stack = {0};
+  while (!stack.empty()) {
+    uint32_t i = stack.back();
+    stack.pop_back();
+    const FlameNode& n = diff.tree.nodes[i];
+    NodeChange c = CompareNode(diff, i);
+    absl::StrAppend(&out, std::string(n.depth * 2u, ' '), diff.tree.Label(i), " ", c.base, " ", c.target,
+                    c.added ? " +" : "", c.removed ? " -" : "", "\n");
+    for (uint32_t k = n.child_count; k > 0; --k) stack.push_back(n.first_child + k - 1);
+  }
+  return out;
+}
+
+DiffTree Diff(std::string_view base, std::string_view target, FlameTreeOptions options = {}) {
+  return BuildDiffTree(testing::WholeSlice(testing::BatchFromFolded(base)),
+                       testing::WholeSlice(testing::BatchFromFolded(target)), options);
+}
+
+uint32_t Find(const DiffTree& diff, std::string_view label) {
+  for (uint32_t i = 0; i < diff.tree.nodes.size(); ++i) {
+    if (diff.tree.Label(i) == label) return i;
+  }
+  FAIL("no node " << label);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("diff tree: the union of both sides, each node with both weights") {
+  DiffTree d = Diff("main;a 6\nmain;b 4", "main;a 3\nmain;c 5");
+  CHECK(PrintDiff(d) ==
+        "all 10 8\n"
+        "  main 10 8\n"
+        "    a 6 3\n"
+        "    b 4 0 -\n"
+        "    c 0 5 +\n");
+  CHECK(d.base_total == 10);
+  CHECK(d.target_total == 8);
+  // A node only in the baseline has no frame of the target's slice.
+  CHECK(d.tree.nodes[Find(d, "b")].frame == 0);
+  CHECK(d.tree.nodes[Find(d, "c")].frame != 0);
+  CHECK(d.tree.nodes[Find(d, "a")].frame != 0);
+}
+
+TEST_CASE("diff: shares are of each side's total; absolute change on request") {
+  DiffTree d = Diff("main;a 50\nmain;b 50", "main;a 150\nmain;b 50");
+  NodeChange a = CompareNode(d, Find(d, "a"));
+  CHECK(a.base_share == doctest::Approx(0.5));
+  CHECK(a.target_share == doctest::Approx(0.75));
+  CHECK(a.change == doctest::Approx(0.25));
+  NodeChange b = CompareNode(d, Find(d, "b"));
+  CHECK(b.change == doctest::Approx(-0.25));  // same weight, smaller share
+  CHECK(CompareNode(d, Find(d, "b"), /*normalized=*/false).change == doctest::Approx(0.0));
+  CHECK(CompareNode(d, Find(d, "a"), false).change == doctest::Approx(100.0 / 200.0));
+}
+
+TEST_CASE("diff: significance is a two-proportion z-test on sample counts") {
+  // Reference: z = (p2 - p1) / sqrt(p (1 - p) (1/n + 1/m)), p pooled.
+  const double p1 = 30.0 / 100, p2 = 45.0 / 100, p = 75.0 / 200;
+  const double z = (p2 - p1) / std::sqrt(p * (1 - p) * (1.0 / 100 + 1.0 / 100));
+  CHECK(TwoProportionZ(30, 100, 45, 100) == doctest::Approx(z));
+  CHECK(TwoProportionZ(0, 0, 1, 10) == 0);
+  CHECK(TwoProportionZ(10, 10, 10, 10) == 0);  // pooled share 1: no variance
+
+  // 30 % -> 45 % of 100 samples is noise at p < 0.001 (z ~ 2.2); of 10 000
+  // samples it is not (z ~ 22).
+  DiffTree few = Diff("main;a 30\nmain;b 70", "main;a 45\nmain;b 55");
+  CHECK(!CompareNode(few, Find(few, "a")).significant);
+  DiffTree many = Diff("main;a 3000\nmain;b 7000", "main;a 4500\nmain;b 5500");
+  NodeChange a = CompareNode(many, Find(many, "a"));
+  CHECK(a.significant);
+  CHECK(a.z > 20);
+  CHECK(CompareNode(many, Find(many, "b")).z < -20);
+  CHECK(!CompareNode(many, 0).significant);  // the root is always 100 %
+}
+
+TEST_CASE("diff: both sides are transformed and grouped alike") {
+  FlameTreeOptions options{.group_by = GroupBy::kNone};
+  options.transforms.push_back(*ParseTransform("invert"));
+  DiffTree d = Diff("main;a;leaf 2", "main;b;leaf 3", options);
+  CHECK(PrintDiff(d) ==
+        "all 2 3\n"
+        "  leaf 2 3\n"
+        "    a 2 0 -\n"
+        "      main 2 0 -\n"
+        "    b 0 3 +\n"
+        "      main 0 3 +\n");
+}
+
+}  // namespace kiln::storage

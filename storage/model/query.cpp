@@ -1,0 +1,147 @@
+#include "storage/model/query.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace kiln::storage {
+
+std::vector<uint8_t> MatchAttributeSets(const ProfileDictionary& d, const std::vector<AttributeFilter>& filters) {
+  std::vector<uint8_t> passes(d.AttributeSetCount(), 1);
+  for (const AttributeFilter& f : filters) {
+    // Whether a string id is the filter's key (or one of its values), found
+    // once per id: sets share a few keys and values.
+    absl::flat_hash_map<uint32_t, bool> is_key, is_value;
+    auto matches = [&](absl::flat_hash_map<uint32_t, bool>& cache, uint32_t id, auto&& test) {
+      auto [it, added] = cache.try_emplace(id, false);
+      if (added) it->second = id < d.strings.size() && test(d.strings[id]);
+      return it->second;
+    };
+    for (uint32_t set = 0; set < passes.size(); ++set) {
+      if (!passes[set]) continue;
+      bool any = false;
+      for (const Attribute& a : d.AttributeSet(set)) {
+        if (matches(is_key, a.key, [&](const std::string& s) { return s == f.key; }) &&
+            matches(is_value, a.value, [&](const std::string& s) {
+              return std::find(f.values.begin(), f.values.end(), s) != f.values.end();
+            })) {
+          any = true;
+          break;
+        }
+      }
+      passes[set] = any;
+    }
+  }
+  return passes;
+}
+
+SampleSelector::SampleSelector(const ProfileDictionary& dict, const Query& query)
+    : sample_type_(dict.SampleTypeIndex(query.sample_type).value_or(kNoType)),
+      from_ns_(query.from_ns),
+      to_ns_(query.to_ns),
+      passes_(MatchAttributeSets(dict, query.filters)) {}
+
+SliceAggregator::SliceAggregator(ProfileSlice* slice, size_t stack_count)
+    : slice_(*slice), stack_count_(stack_count) {}
+
+void SliceAggregator::Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value) {
+  constexpr uint32_t kNoEntry = UINT32_MAX;
+  if (first_entry_.empty()) first_entry_.assign(stack_count_, kNoEntry);
+  std::vector<StackWeight>& weights = slice_.weights;
+  uint32_t e = first_entry_[stack];
+  while (e != kNoEntry && weights[e].attribute_set != attribute_set) e = next_entry_[e];
+  if (e == kNoEntry) {
+    e = static_cast<uint32_t>(weights.size());
+    weights.push_back({stack, attribute_set, 0, 0});
+    next_entry_.push_back(first_entry_[stack]);
+    first_entry_[stack] = e;
+  }
+  StackWeight& w = weights[e];
+  w.weight += value;
+  w.events += 1;
+  slice_.total_weight += value;
+  slice_.total_events += 1;
+  if (!any_ || time_ns < slice_.first_sample_ns) slice_.first_sample_ns = time_ns;
+  if (!any_ || time_ns > slice_.last_sample_ns) slice_.last_sample_ns = time_ns;
+  any_ = true;
+}
+
+TimeSpan TimelineSpan(const Query& query, int64_t source_first_ns, int64_t source_last_ns) {
+  TimeSpan span{query.from_ns, query.to_ns};
+  if (span.from_ns == std::numeric_limits<int64_t>::min()) span.from_ns = source_first_ns;
+  if (span.to_ns == std::numeric_limits<int64_t>::max()) {
+    span.to_ns = source_last_ns == std::numeric_limits<int64_t>::max() ? source_last_ns : source_last_ns + 1;
+  }
+  if (span.to_ns <= span.from_ns) span.to_ns = span.from_ns + 1;
+  return span;
+}
+
+Timeline EmptyTimeline(TimeSpan span, int bucket_count) {
+  Timeline t;
+  if (bucket_count <= 0) return t;
+  t.start_ns = span.from_ns;
+  // Rounded up so the last bucket reaches the end; 128-bit because a span
+  // may be most of int64's range.
+  t.bucket_ns = std::max<int64_t>(
+      1, static_cast<int64_t>((static_cast<__int128>(span.to_ns) - span.from_ns + bucket_count - 1) / bucket_count));
+  t.weights.assign(static_cast<size_t>(bucket_count), 0);
+  t.events.assign(static_cast<size_t>(bucket_count), 0);
+  return t;
+}
+
+void AddToTimeline(Timeline* t, int64_t time_ns, int64_t value) {
+  if (t->weights.empty() || time_ns < t->start_ns) return;
+  auto i = static_cast<unsigned __int128>(static_cast<__int128>(time_ns) - t->start_ns) /
+           static_cast<unsigned __int128>(t->bucket_ns);
+  if (i >= t->weights.size()) return;
+  t->weights[static_cast<size_t>(i)] += value;
+  t->events[static_cast<size_t>(i)] += 1;
+}
+
+std::shared_ptr<const ProfileSlice> SliceFromBatch(const ProfileBatch& batch, const Query& query) {
+  auto slice = std::make_shared<ProfileSlice>();
+  slice->dict = batch.dict;
+  const ProfileDictionary& d = batch.dict;
+  SampleSelector selector(d, query);
+  slice->sample_type = selector.any_type() ? d.sample_types[selector.sample_type()] : SampleTypeInfo{query.sample_type};
+  slice->from_ns = query.from_ns;
+  slice->to_ns = query.to_ns;
+  SliceAggregator aggregator(slice.get(), d.StackCount());
+  for (const Sample& s : batch.samples) {
+    if (s.stack < d.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set)) {
+      aggregator.Add(s.stack, s.attribute_set, s.time_ns, s.value);
+    }
+  }
+  return slice;
+}
+
+std::vector<uint32_t> SelectSamples(const ProfileBatch& batch, const Query& query) {
+  SampleSelector selector(batch.dict, query);
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < batch.samples.size(); ++i) {
+    const Sample& s = batch.samples[i];
+    if (s.stack < batch.dict.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set)) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+Timeline TimelineFromBatch(const ProfileBatch& batch, const Query& query, int bucket_count) {
+  int64_t first = 0, last = 0;
+  for (size_t i = 0; i < batch.samples.size(); ++i) {
+    const int64_t t = batch.samples[i].time_ns;
+    first = i == 0 ? t : std::min(first, t);
+    last = i == 0 ? t : std::max(last, t);
+  }
+  Timeline t = EmptyTimeline(TimelineSpan(query, first, last), bucket_count);
+  SampleSelector selector(batch.dict, query);
+  for (const Sample& s : batch.samples) {
+    if (s.stack < batch.dict.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set)) {
+      AddToTimeline(&t, s.time_ns, s.value);
+    }
+  }
+  return t;
+}
+
+}  // namespace kiln::storage

@@ -1,0 +1,114 @@
+// Queries over samples, and the one implementation of their semantics.
+//
+// A query selects samples by sample type, time range [from, to) and
+// attribute filters, and aggregates them into a ProfileSlice (weight per
+// distinct stack and attribute set) or a Timeline (weight per time
+// bucket). The store scans its blocks and captures scan their batch, but
+// both decide what a sample contributes only through the functions here,
+// so a capture and the same data in a store give the same answers.
+//
+// Threads: pure functions and single-owner accumulators.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/model/profile_model.h"
+
+namespace kiln::storage {
+
+// Samples match a filter when their attribute set has `key` with any of
+// `values`. Filters with different keys must all match (AND).
+struct AttributeFilter {
+  std::string key;
+  std::vector<std::string> values;
+  bool operator==(const AttributeFilter&) const = default;
+};
+
+struct Query {
+  SampleType sample_type;  // on-CPU samples unless set
+  int64_t from_ns = std::numeric_limits<int64_t>::min();  // inclusive
+  int64_t to_ns = std::numeric_limits<int64_t>::max();    // exclusive
+  std::vector<AttributeFilter> filters;
+  bool operator==(const Query&) const = default;
+};
+
+// Sample weight per fixed-width time bucket, for the timeline.
+struct Timeline {
+  int64_t start_ns = 0;   // start of bucket 0
+  int64_t bucket_ns = 1;  // width of every bucket
+  std::vector<int64_t> weights;
+  std::vector<uint64_t> events;
+};
+
+// Which attribute sets of `dict` pass `filters` (AND over keys, OR over
+// values): one byte per set, 1 = passes.
+std::vector<uint8_t> MatchAttributeSets(const ProfileDictionary& dict, const std::vector<AttributeFilter>& filters);
+
+// What one query selects, resolved against one dictionary: a source asks
+// Selects() for each sample it scans.
+class SampleSelector {
+ public:
+  SampleSelector(const ProfileDictionary& dict, const Query& query);
+  // False when the dictionary has no sample of the query's type (nothing
+  // can match; a source may skip its scan).
+  bool any_type() const { return sample_type_ != kNoType; }
+  uint32_t sample_type() const { return sample_type_; }
+  bool Selects(uint32_t sample_type, int64_t time_ns, uint32_t attribute_set) const {
+    return sample_type == sample_type_ && time_ns >= from_ns_ && time_ns < to_ns_ &&
+           attribute_set < passes_.size() && passes_[attribute_set] != 0;
+  }
+
+ private:
+  static constexpr uint32_t kNoType = UINT32_MAX;
+  uint32_t sample_type_;
+  int64_t from_ns_, to_ns_;
+  std::vector<uint8_t> passes_;
+};
+
+// Adds selected samples into a slice: weight = sum of values, events =
+// number of samples, per distinct (stack, attribute set), plus the slice's
+// totals and first/last sample times. The caller fills the dictionary.
+class SliceAggregator {
+ public:
+  // `stack_count`: stacks are < this (dense ids index an array).
+  SliceAggregator(ProfileSlice* slice, size_t stack_count);
+  void Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value);
+
+ private:
+  ProfileSlice& slice_;
+  size_t stack_count_;
+  bool any_ = false;
+  // A stack's first entry by array index; a stack seen with several
+  // attribute sets chains its entries (usually one or two).
+  std::vector<uint32_t> first_entry_;
+  std::vector<uint32_t> next_entry_;
+};
+
+// The span a timeline covers: the query's range, where an open end is the
+// first (or one past the last) sample the source holds, of any type: a
+// source's timelines line up whatever type or filter they show.
+struct TimeSpan {
+  int64_t from_ns = 0;
+  int64_t to_ns = 1;  // exclusive, > from_ns
+};
+TimeSpan TimelineSpan(const Query& query, int64_t source_first_ns, int64_t source_last_ns);
+
+// `bucket_count` zeroed buckets evenly covering `span` (the last one
+// reaching its end), and adding a sample to one.
+Timeline EmptyTimeline(TimeSpan span, int bucket_count);
+void AddToTimeline(Timeline* timeline, int64_t time_ns, int64_t value);
+
+// --- In-memory batches: a capture file viewed or exported without a store.
+
+// The slice copies the batch's dictionary (indices stay valid).
+std::shared_ptr<const ProfileSlice> SliceFromBatch(const ProfileBatch& batch, const Query& query);
+// Indices of the batch samples the query selects.
+std::vector<uint32_t> SelectSamples(const ProfileBatch& batch, const Query& query);
+// Weight over time, as Store::RunTimeline. Empty for bucket_count <= 0.
+Timeline TimelineFromBatch(const ProfileBatch& batch, const Query& query, int bucket_count);
+
+}  // namespace kiln::storage
