@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/model/transforms.h"
 
 namespace kiln::app {
 
@@ -34,9 +35,37 @@ struct ExportOptions {
   std::string to;
   std::vector<std::string> filters;  // KEY=VALUE, repeated keys OR, distinct keys AND
   bool annotate = false;
+  std::vector<storage::Transform> transforms;  // in command-line order
   std::string output;                // "" = stdout
 };
 int RunExport(const ExportOptions& options);
+
+// One side of `kiln diff`: a capture file, or a store's range.
+struct DiffSide {
+  std::string input;     // capture file; "" = the store in data_dir
+  std::string data_dir;
+  std::string from, to;  // Unix ns or RFC 3339, "" = open
+  std::vector<std::string> filters;  // KEY=VALUE, this side only
+};
+struct DiffOptions {
+  DiffSide base, target;
+  std::string format = "folded";  // folded | json | svg
+  std::string sample_type;        // "" = each side's default (they must agree)
+  std::string group_by = "none";
+  std::vector<std::string> filters;  // KEY=VALUE, both sides
+  std::vector<storage::Transform> transforms;  // both sides, in order
+  bool absolute = false;  // compare weights, not shares of each side's total
+  bool hide_inline = false;
+  bool annotate = false;
+  bool raw_names = false;
+  std::string perf_event;
+  std::string output;  // "" = stdout
+};
+int RunDiff(const DiffOptions& options);
+
+// Writes a command's result to `path` (stdout when empty). Returns the exit
+// code (1, naming the file, when it cannot be written).
+int WriteCommandOutput(std::string_view command, const std::string& bytes, const std::string& path);
 
 struct StatsOptions {
   std::string data_dir;

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <map>
 
 #include "app/cli.h"
 #include "ingest/capture/export.h"
@@ -26,6 +25,7 @@ int RunExport(const ExportOptions& options) {
     return 2;
   }
   export_options.annotate = options.annotate;
+  export_options.tree.transforms = options.transforms;
   export_options.title = "kiln: " + options.data_dir;
   for (const auto& [text, target] : {std::pair{&options.from, &query.from_ns}, {&options.to, &query.to_ns}}) {
     if (text->empty()) continue;
@@ -36,16 +36,12 @@ int RunExport(const ExportOptions& options) {
     }
     *target = *t;
   }
-  std::map<std::string, std::vector<std::string>> filters;
-  for (const std::string& f : options.filters) {
-    size_t eq = f.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::cerr << "kiln export: --filter wants KEY=VALUE, got \"" << f << "\"\n";
-      return 2;
-    }
-    filters[f.substr(0, eq)].push_back(f.substr(eq + 1));
+  absl::StatusOr<std::vector<storage::AttributeFilter>> filters = storage::ParseFilterArguments(options.filters);
+  if (!filters.ok()) {
+    std::cerr << "kiln export: " << filters.status().message() << "\n";
+    return 2;
   }
-  for (auto& [key, values] : filters) query.filters.push_back({key, values});
+  query.filters = *std::move(filters);
 
   auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadOnly);
   if (!store.ok()) {
@@ -79,21 +75,21 @@ int RunExport(const ExportOptions& options) {
     std::cerr << "kiln export: " << bytes.status().message() << "\n";
     return 1;
   }
+  return WriteCommandOutput("kiln export", *bytes, options.output);
+}
+
+int WriteCommandOutput(std::string_view command, const std::string& bytes, const std::string& path) {
   std::ofstream file;
   std::ostream* out = &std::cout;
-  if (!options.output.empty()) {
-    file.open(options.output, std::ios::binary);
+  if (!path.empty()) {
+    file.open(path, std::ios::binary);
     if (!file) {
-      std::cerr << "kiln export: cannot write " << options.output << "\n";
+      std::cerr << command << ": cannot write " << path << "\n";
       return 1;
     }
     out = &file;
   }
-  out->write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-  // Folded text ends with a newline like the stackcollapse tools print it.
-  if (export_options.format == capture::ExportFormat::kFolded && !bytes->empty() && bytes->back() != '\n') {
-    *out << '\n';
-  }
+  out->write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out->flush();
   return out->good() ? 0 : 1;
 }

@@ -4,6 +4,8 @@
 //   kiln --headless [--listen ADDR] [--data-dir DIR]
 //   kiln export --data-dir DIR --format folded|otlp|pprof|svg [--sample-type T] [--group-by G] [--from T] [--to T]
 //   kiln export --input FILE --format ...           (a converter; no store)
+//   kiln export ... --invert --focus=FN --hide=REGEX ...  (transforms, in order)
+//   kiln diff BASE TARGET | --base-data-dir DIR --base-from T ... --format folded|json|svg
 //   kiln import --data-dir DIR FILE...
 //   kiln stats --data-dir DIR
 //   kiln symbols add --data-dir DIR FILE...  /  kiln symbols list --data-dir DIR
@@ -15,6 +17,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <tuple>
 
 #include "app/cli.h"
 #include "app/demo_profile.h"
@@ -27,6 +31,61 @@
 namespace kiln::app {
 namespace capture = kiln::capture;
 namespace {
+
+// The transform flags of `kiln export` and `kiln diff` (--invert,
+// --focus=FN, ...): one option per kind, applied in command-line order.
+class TransformFlags {
+ public:
+  explicit TransformFlags(CLI::App* command) : command_(command) {
+    using Kind = storage::Transform::Kind;
+    Add(Kind::kInvert, false, "Reverse each stack: leaf first (a bottom-up tree)");
+    Add(Kind::kFocusFunction, true, "Keep stacks through FN, each starting at FN's outermost call");
+    option_for_callees_ = command->add_option("--callees-of", "The same as --focus (FN's callees, merged)");
+    Add(Kind::kFocusSubtree, true, "Keep stacks starting with the path A;B;C, each starting at C");
+    Add(Kind::kCallersOf, true, "Keep stacks through FN, each inverted from FN's innermost call up to the root");
+    Add(Kind::kMerge, true, "Remove FN's frames; their weight goes to the caller");
+    Add(Kind::kHide, true, "Remove frames whose name matches REGEX (RE2); the weight stays");
+    Add(Kind::kCollapseRecursion, false,
+        "Consecutive repeats of a frame become one; with =FN, all of FN's recursion (also indirect)");
+    Add(Kind::kCollapseDirectRecursion, true, "Consecutive repeats of FN become one");
+    Add(Kind::kCollapseLibrary, true, "Consecutive frames of executable EXE (file name) become one frame");
+    Add(Kind::kDropKernel, false, "Remove kernel frames");
+  }
+
+  // After parsing: the transforms in the order they were given.
+  absl::StatusOr<std::vector<storage::Transform>> Collect() const {
+    std::vector<storage::Transform> out;
+    std::map<const CLI::Option*, size_t> seen;
+    for (const CLI::Option* o : command_->parse_order()) {
+      std::string flag;
+      for (const auto& [option, name] : options_) {
+        if (option == o) flag = name;
+      }
+      if (o == option_for_callees_) flag = "callees-of";
+      if (flag.empty()) continue;
+      const size_t k = seen[o]++;
+      const std::vector<std::string>& values = o->results();
+      std::string spec = flag;
+      if (k < values.size() && !values[k].empty() && values[k] != "true") spec += "=" + values[k];
+      absl::StatusOr<storage::Transform> t = storage::ParseTransform(spec);
+      if (!t.ok()) return t.status();
+      out.push_back(*std::move(t));
+    }
+    return out;
+  }
+
+ private:
+  void Add(storage::Transform::Kind kind, bool takes_value, const std::string& help) {
+    const std::string name(storage::TransformFlag(kind));
+    CLI::Option* o = takes_value ? command_->add_option("--" + name, help)
+                                 : command_->add_option("--" + name, help)->expected(0, 1);
+    options_.emplace_back(o, name);
+  }
+
+  CLI::App* command_;
+  std::vector<std::pair<const CLI::Option*, std::string>> options_;
+  const CLI::Option* option_for_callees_ = nullptr;
+};
 
 int RunWindow(const HeadlessOptions& where, GuiOptions gui) {
   std::string data_dir = where.data_dir;
@@ -121,7 +180,8 @@ int main(int argc, char** argv) {
   export_cmd->add_option("--input", input, "Read this capture file instead of a store (a converter)");
   export_cmd->add_option("--format", export_options.format, "folded, otlp, pprof or svg")->capture_default_str();
   CLI::Option* group_opt =
-      export_cmd->add_option("--group-by", export_options.group_by, "none, process or thread")->capture_default_str();
+      export_cmd->add_option("--group-by", export_options.group_by, "none, process, thread or an attribute key")
+          ->capture_default_str();
   export_cmd->add_option("--sample-type,--kind", export_options.sample_type,
                          "The sample type to write: a type name (cpu, alloc_space), type/unit, or on-cpu, off-cpu, "
                          "probe (default: pprof's default for pprof input, else on-CPU samples)");
@@ -135,6 +195,32 @@ int main(int argc, char** argv) {
   export_cmd->add_option("--filter", export_options.filters, "KEY=VALUE attribute filter (repeatable)");
   export_cmd->add_flag("--annotate", export_options.annotate, "Suffix kernel frames _[k] and JIT frames _[j]");
   export_cmd->add_option("-o,--output", export_options.output, "Write to a file instead of stdout");
+  TransformFlags export_transforms(export_cmd);
+
+  DiffOptions diff_options;
+  CLI::App* diff_cmd = cli.add_subcommand(
+      "diff", "Compare two profiles (capture files or store ranges): what grew, what shrank, what is noise");
+  diff_cmd->add_option("base", diff_options.base.input, "Baseline capture file (or use --base-data-dir)");
+  diff_cmd->add_option("target", diff_options.target.input, "Target capture file (or use --target-data-dir)");
+  std::string diff_data_dir;
+  diff_cmd->add_option("--data-dir", diff_data_dir, "Store for a side given no file or store of its own");
+  for (auto [side, name] : {std::pair{&diff_options.base, std::string("base")}, {&diff_options.target, std::string("target")}}) {
+    diff_cmd->add_option("--" + name + "-data-dir", side->data_dir, "The " + name + " side's store");
+    diff_cmd->add_option("--" + name + "-from", side->from, "The " + name + " side's start (Unix ns or RFC 3339)");
+    diff_cmd->add_option("--" + name + "-to", side->to, "The " + name + " side's end, exclusive");
+    diff_cmd->add_option("--" + name + "-filter", side->filters, "KEY=VALUE for the " + name + " side only (repeatable)");
+  }
+  diff_cmd->add_option("--format", diff_options.format, "folded (difffolded.pl style), json or svg")->capture_default_str();
+  diff_cmd->add_option("--sample-type", diff_options.sample_type, "The sample type to compare (default: each side's)");
+  diff_cmd->add_option("--group-by", diff_options.group_by, "none, process, thread or an attribute key")->capture_default_str();
+  diff_cmd->add_option("--filter", diff_options.filters, "KEY=VALUE attribute filter for both sides (repeatable)");
+  diff_cmd->add_flag("--absolute", diff_options.absolute, "Compare weights instead of shares of each side's total");
+  diff_cmd->add_flag("--hide-inline", diff_options.hide_inline, "Leave inlined frames out");
+  diff_cmd->add_flag("--annotate", diff_options.annotate, "folded: suffix kernel frames _[k] and JIT frames _[j]");
+  diff_cmd->add_flag("--raw-names", diff_options.raw_names, "perf script and folded input: keep C++/Rust names mangled");
+  diff_cmd->add_option("--event", diff_options.perf_event, "perf script input: the event to read");
+  diff_cmd->add_option("-o,--output", diff_options.output, "Write to a file instead of stdout");
+  TransformFlags diff_transforms(diff_cmd);
 
   capture::ImportCommand import_options;
   import_options.data_dir = where.data_dir;
@@ -175,6 +261,24 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(cli, argc, argv);
 
+  for (auto [command, flags, target] : {std::tuple{export_cmd, &export_transforms, &export_options.transforms},
+                                        {diff_cmd, &diff_transforms, &diff_options.transforms}}) {
+    if (!command->parsed()) continue;
+    absl::StatusOr<std::vector<kiln::storage::Transform>> transforms = flags->Collect();
+    if (!transforms.ok()) {
+      std::fprintf(stderr, "kiln %s: %s\n", command->get_name().c_str(),
+                   std::string(transforms.status().message()).c_str());
+      return 2;
+    }
+    *target = *std::move(transforms);
+  }
+  if (diff_cmd->parsed()) {
+    for (DiffSide* side : {&diff_options.base, &diff_options.target}) {
+      if (side->input.empty() && side->data_dir.empty()) side->data_dir = diff_data_dir;
+    }
+    return RunDiff(diff_options);
+  }
+
   if (export_cmd->parsed() && !input.empty()) {
     capture::ConvertCommand convert;
     convert.input = input;
@@ -196,6 +300,7 @@ int main(int argc, char** argv) {
     convert.sample_type = export_options.sample_type;
     convert.perf_event = perf_event;
     convert.raw_names = raw_names;
+    convert.transforms = export_options.transforms;
     convert.output = export_options.output;
     return capture::RunConvertCommand(convert, std::cout, std::cerr);
   }

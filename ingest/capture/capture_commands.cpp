@@ -133,16 +133,12 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
     err << "kiln export: --group-by wants none, process, thread or an attribute key\n";
     return 2;
   }
-  std::map<std::string, std::vector<std::string>> filters;
-  for (const std::string& f : command.filters) {
-    size_t eq = f.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      err << "kiln export: --filter wants KEY=VALUE, got \"" << f << "\"\n";
-      return 2;
-    }
-    filters[f.substr(0, eq)].push_back(f.substr(eq + 1));
+  absl::StatusOr<std::vector<storage::AttributeFilter>> filters = storage::ParseFilterArguments(command.filters);
+  if (!filters.ok()) {
+    err << "kiln export: " << filters.status().message() << "\n";
+    return 2;
   }
-  for (auto& [key, values] : filters) query.filters.push_back({key, values});
+  query.filters = *std::move(filters);
   query.from_ns = command.from_ns;
   query.to_ns = command.to_ns;
 
@@ -172,6 +168,7 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
   export_options.annotate = command.annotate;
   export_options.node_color = command.node_color;
   export_options.tree.show_inline = !command.hide_inline;
+  export_options.tree.transforms = command.transforms;
   export_options.title =
       command.title.empty() ? command.input.substr(command.input.rfind('/') + 1) : command.title;
   if (storage::SelectSamples(capture->batch, query).empty()) {

@@ -45,6 +45,7 @@ struct ConvertCommand {
   std::string sample_type;  // storage::FindSampleType name; "" = the capture's default
   std::string perf_event;   // perf script input: which event
   bool raw_names = false;   // ImportOptions::demangle off
+  std::vector<storage::Transform> transforms;  // in order (storage/model/transforms.h)
   std::string title;        // svg title; "" = the input's file name
   std::string output;       // "" = `out`
   // svg colours; main passes ui::NodeColor so the SVG matches the window.

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -18,8 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "ingest/capture/frame_palette.h"
 #include "ingest/capture/importers.h"
-#include "storage/model/query.h"
+#include "nlohmann/json.hpp"
 #include "storage/model/folded.h"
+#include "storage/model/query.h"
 
 namespace kiln::capture {
 namespace {
@@ -457,7 +459,8 @@ collector::ExportProfilesServiceRequest BuildOtlpRequestFromBatch(const storage:
 
 absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch, const storage::Query& query,
                                         const ExportOptions& options) {
-  if (options.format == ExportFormat::kOtlp) {
+  // Transformed stacks are aggregates: they have no per-sample times.
+  if (options.format == ExportFormat::kOtlp && options.tree.transforms.empty()) {
     std::string bytes;
     if (!BuildOtlpRequestFromBatch(batch, query).SerializeToString(&bytes)) {
       return absl::InternalError("OTLP export: message too large to serialize (2 GiB limit)");
@@ -481,7 +484,18 @@ std::string FoldedText(const std::shared_ptr<const ProfileSlice>& slice, const E
   return text;
 }
 
-std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& options) {
+namespace {
+
+// How one node of an SVG flame graph looks: its width weight (children are
+// laid out inside their parent by it), fill and tooltip.
+struct SvgNodeStyle {
+  std::function<double(uint32_t)> weight;
+  std::function<Rgb(uint32_t)> fill;
+  std::function<std::string(uint32_t)> tooltip;
+};
+
+std::string RenderFlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& options,
+                                const SvgNodeStyle& style) {
   constexpr int kRow = 17, kTop = 36, kFont = 11;
   constexpr double kCharWidth = 6.6;  // ~ width of an 11px Verdana glyph
   const int width = std::max(options.svg_width, 200);
@@ -499,41 +513,29 @@ std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& o
                   width / 2, "\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">");
   AppendXmlEscaped(&svg, options.title);
   svg += "</text>\n";
-  if (tree.nodes.empty() || tree.nodes[0].total <= 0) {
+  const double total = tree.nodes.empty() ? 0 : style.weight(0);
+  if (total <= 0) {
     svg += "</svg>\n";
     return svg;
   }
-  const double total = static_cast<double>(tree.nodes[0].total);
-  const storage::SampleType sample_type = tree.slice ? tree.slice->sample_type.type : storage::SampleType{};
   // x of each node: children are laid out left to right inside the parent.
   std::vector<double> x(tree.nodes.size(), 0.0);
   x[0] = pad;
   for (uint32_t i = 0; i < tree.nodes.size(); ++i) {
     const storage::FlameNode& n = tree.nodes[i];
-    double w = usable * static_cast<double>(n.total) / total;
+    const double w = usable * style.weight(i) / total;
     double child_x = x[i];
     for (uint32_t c = 0; c < n.child_count; ++c) {
       uint32_t ci = n.first_child + c;
       x[ci] = child_x;
-      child_x += usable * static_cast<double>(tree.nodes[ci].total) / total;
+      child_x += usable * style.weight(ci) / total;
     }
-    if (w < 0.1 || n.total <= 0) continue;  // invisible: skip, as the app does
-    Rgb color = options.node_color                      ? options.node_color(n.kind, n.type, tree.Label(i))
-                : n.kind == storage::NodeKind::kProcess ? ProcessColor()
-                : n.kind == storage::NodeKind::kThread  ? ThreadColor()
-                : n.kind == storage::NodeKind::kRoot    ? RootColor()
-                                                        : FrameColor(n.type, tree.Label(i));
+    if (w < 0.1) continue;  // invisible: skip, as the app does
+    const Rgb color = style.fill(i);
     const std::string& label = tree.Label(i);
-    char pct[32];
-    std::snprintf(pct, sizeof(pct), "%.2f", 100.0 * static_cast<double>(n.total) / total);
     svg += "<g><title>";
-    AppendXmlEscaped(&svg, label);
-    absl::StrAppend(&svg, " (", storage::FormatValue(sample_type, n.total), ", ", pct, "%");
-    if (n.self > 0) absl::StrAppend(&svg, ", self ", storage::FormatValue(sample_type, n.self));
-    if (n.kind == storage::NodeKind::kFrame) {
-      absl::StrAppend(&svg, ", ", Av(storage::FrameTypeName(n.type)));
-    }
-    svg += ")</title>";
+    AppendXmlEscaped(&svg, style.tooltip(i));
+    svg += "</title>";
     double y = kTop + n.depth * kRow;
     char rect[160];
     std::snprintf(rect, sizeof(rect),
@@ -563,6 +565,94 @@ std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& o
   return svg;
 }
 
+std::string Percent(double share) {
+  char pct[32];
+  std::snprintf(pct, sizeof(pct), "%.2f%%", 100.0 * share);
+  return pct;
+}
+
+}  // namespace
+
+std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& options) {
+  const storage::SampleType sample_type = tree.slice ? tree.slice->sample_type.type : storage::SampleType{};
+  const double total = tree.nodes.empty() ? 0 : static_cast<double>(tree.nodes[0].total);
+  SvgNodeStyle style;
+  style.weight = [&](uint32_t i) { return static_cast<double>(std::max<int64_t>(tree.nodes[i].total, 0)); };
+  style.fill = [&](uint32_t i) {
+    const storage::FlameNode& n = tree.nodes[i];
+    return options.node_color                      ? options.node_color(n.kind, n.type, tree.Label(i))
+           : n.kind == storage::NodeKind::kProcess ? ProcessColor()
+           : n.kind == storage::NodeKind::kThread  ? ThreadColor()
+           : n.kind == storage::NodeKind::kRoot    ? RootColor()
+                                                   : FrameColor(n.type, tree.Label(i));
+  };
+  style.tooltip = [&](uint32_t i) {
+    const storage::FlameNode& n = tree.nodes[i];
+    std::string text = absl::StrCat(tree.Label(i), " (", storage::FormatValue(sample_type, n.total), ", ",
+                                    Percent(static_cast<double>(n.total) / total));
+    if (n.self > 0) absl::StrAppend(&text, ", self ", storage::FormatValue(sample_type, n.self));
+    if (n.kind == storage::NodeKind::kFrame) absl::StrAppend(&text, ", ", Av(storage::FrameTypeName(n.type)));
+    return text + ")";
+  };
+  return RenderFlameGraphSvg(tree, options, style);
+}
+
+std::string DiffFlameGraphSvg(const storage::DiffTree& diff, const ExportOptions& options, bool normalized) {
+  const storage::FlameTree& tree = diff.tree;
+  const storage::SampleType sample_type = diff.sample_type.type;
+  const double base_total = static_cast<double>(diff.base_total);
+  const double target_total = static_cast<double>(diff.target_total);
+  SvgNodeStyle style;
+  // Width: the mean of the node's shares of both sides, so nodes gone from
+  // the target stay visible and children still fit in their parent.
+  style.weight = [&](uint32_t i) {
+    const double b = base_total > 0 ? static_cast<double>(diff.base[i].total) / base_total : 0;
+    const double t = target_total > 0 ? static_cast<double>(tree.nodes[i].total) / target_total : 0;
+    return (b + t) / 2;
+  };
+  style.fill = [&](uint32_t i) { return DiffColor(storage::CompareNode(diff, i, normalized)); };
+  style.tooltip = [&](uint32_t i) {
+    const storage::NodeChange c = storage::CompareNode(diff, i, normalized);
+    std::string text = absl::StrCat(tree.Label(i), ": base ", storage::FormatValue(sample_type, c.base), " (",
+                                    Percent(c.base_share), "), target ", storage::FormatValue(sample_type, c.target),
+                                    " (", Percent(c.target_share), "), change ", c.change >= 0 ? "+" : "",
+                                    Percent(c.change));
+    if (c.added) text += ", new";
+    if (c.removed) text += ", gone";
+    if (c.significant) absl::StrAppend(&text, ", significant (z ", absl::SixDigits(c.z), ")");
+    return text;
+  };
+  return RenderFlameGraphSvg(tree, options, style);
+}
+
+std::string DiffJson(const storage::DiffTree& diff, bool normalized) {
+  nlohmann::ordered_json out;
+  const storage::SampleType& type = diff.sample_type.type;
+  out["sample_type"] = type.type;
+  out["unit"] = type.unit;
+  out["normalized"] = normalized;
+  out["test"] = "two-proportion z-test on sample counts, significant at |z| >= 3.29 (two-sided p < 0.001)";
+  out["base"] = {{"total", diff.base_total}, {"samples", diff.base_events}};
+  out["target"] = {{"total", diff.target_total}, {"samples", diff.target_events}};
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  storage::ForEachPath(diff.tree, {}, [&](uint32_t i, const std::string& path) {
+    const storage::NodeChange c = storage::CompareNode(diff, i, normalized);
+    nodes.push_back({{"stack", path},
+                     {"base_self", diff.base[i].self},
+                     {"target_self", diff.tree.nodes[i].self},
+                     {"base_total", c.base},
+                     {"target_total", c.target},
+                     {"base_share", c.base_share},
+                     {"target_share", c.target_share},
+                     {"change", c.change},
+                     {"z", c.z},
+                     {"significant", c.significant},
+                     {"status", c.added ? "new" : c.removed ? "gone" : "both"}});
+  });
+  out["nodes"] = std::move(nodes);
+  return out.dump(1) + "\n";
+}
+
 std::string GzipCompress(std::string_view data) {
   z_stream zs{};
   deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
@@ -581,17 +671,24 @@ std::string GzipCompress(std::string_view data) {
 absl::StatusOr<std::string> ExportSlice(const std::shared_ptr<const ProfileSlice>& slice,
                                         const ExportOptions& options) {
   if (slice == nullptr) return absl::InvalidArgumentError("no profile data to export");
+  // pprof and OTLP write stacks, so transformed stacks become a slice of
+  // their own (folded and svg build their tree with the transforms).
+  std::shared_ptr<const ProfileSlice> stacks_slice = slice;
+  if (!options.tree.transforms.empty()) {
+    stacks_slice = storage::SliceOfStacks(storage::ApplyTransforms(
+        storage::StacksOf(slice, options.tree.show_inline), options.tree.transforms));
+  }
   switch (options.format) {
     case ExportFormat::kOtlp: {
       std::string bytes;
-      if (!BuildOtlpRequest(*slice).SerializeToString(&bytes)) {
+      if (!BuildOtlpRequest(*stacks_slice).SerializeToString(&bytes)) {
         return absl::InternalError("OTLP export: message too large to serialize (2 GiB limit)");
       }
       return GzipCompress(bytes);
     }
     case ExportFormat::kPprof: {
       std::string bytes;
-      if (!BuildPprofProfile(*slice).SerializeToString(&bytes)) {
+      if (!BuildPprofProfile(*stacks_slice).SerializeToString(&bytes)) {
         return absl::InternalError("pprof export: message too large to serialize (2 GiB limit)");
       }
       return GzipCompress(bytes);

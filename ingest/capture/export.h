@@ -14,6 +14,7 @@
 #include "ingest/capture/frame_palette.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
 #include "pprof/profile.pb.h"
+#include "storage/model/diff.h"
 #include "storage/model/flame_tree.h"
 #include "storage/model/query.h"
 #include "storage/model/profile_model.h"
@@ -70,6 +71,15 @@ std::string FoldedText(const std::shared_ptr<const storage::ProfileSlice>& slice
 // A standalone SVG flame graph (icicle: roots at the top, as in the app),
 // colours from frame_palette.h, a <title> tooltip per frame.
 std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& options);
+
+// The diff flame graph: widths are the mean of a node's shares of both
+// sides (so gone nodes stay visible), fill DiffColor of its change,
+// tooltips both values, both shares, the change and significance.
+std::string DiffFlameGraphSvg(const storage::DiffTree& diff, const ExportOptions& options, bool normalized);
+// The diff as JSON: sample type, both totals, the test used, and per node
+// (depth first, path "a;b;c") both self and total weights, shares, change,
+// z, significance and "new" / "gone" / "both".
+std::string DiffJson(const storage::DiffTree& diff, bool normalized);
 
 // gzip with the default level (also used by tests and the benchmark).
 std::string GzipCompress(std::string_view data);

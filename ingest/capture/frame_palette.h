@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "storage/model/diff.h"
 #include "storage/model/profile_model.h"
 
 namespace kiln::capture {
@@ -29,6 +30,12 @@ Rgb FrameColor(storage::FrameType type, std::string_view label);
 Rgb RootColor();
 Rgb ProcessColor();
 Rgb ThreadColor();
+
+// The fill of a diff node (storage::CompareNode): red where its share grew,
+// blue where it shrank, grey where unchanged; strong only where the change
+// is significant (pale otherwise, however large), stronger the larger it
+// is.
+Rgb DiffColor(const storage::NodeChange& change);
 
 // Black or white text, whichever reads better on `fill`.
 Rgb TextColorOn(Rgb fill);

@@ -48,7 +48,18 @@ NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized) {
     const int64_t scale = std::max(diff.base_total, diff.target_total);
     c.change = scale > 0 ? static_cast<double>(n.total - b.total) / static_cast<double>(scale) : 0;
   }
-  c.z = TwoProportionZ(b.events, diff.base_events, n.events, diff.target_events);
+  // Trials: a count-valued type's weight is its number of samples (a
+  // folded line "a;b 30" is one entry of 30 samples); for time and bytes
+  // the entries are the samples (pre-aggregated pprof entries undercount
+  // them, which only makes the test more cautious).
+  if (ClassOfUnit(diff.sample_type.type.unit) == UnitClass::kCount) {
+    c.z = TwoProportionZ(static_cast<uint64_t>(std::max<int64_t>(b.total, 0)),
+                         static_cast<uint64_t>(std::max<int64_t>(diff.base_total, 0)),
+                         static_cast<uint64_t>(std::max<int64_t>(n.total, 0)),
+                         static_cast<uint64_t>(std::max<int64_t>(diff.target_total, 0)));
+  } else {
+    c.z = TwoProportionZ(b.events, diff.base_events, n.events, diff.target_events);
+  }
   c.significant = std::abs(c.z) >= kSignificantZ;
   c.added = b.total == 0 && b.events == 0 && (n.total != 0 || n.events != 0);
   c.removed = (n.total == 0 && n.events == 0) && (b.total != 0 || b.events != 0);

@@ -9,8 +9,9 @@
 // answers in O(1) per node for trees of millions of nodes. The flame graph
 // tests every node at once, so a 5 % level would colour about one in twenty
 // unchanged nodes; a node is called significant at |z| >= 3.29 (two-sided
-// p < 0.001). Counts are samples (events), not weights: weights in ns or
-// bytes are not independent trials.
+// p < 0.001). Counts are samples: the weight of a count-valued type
+// (samples, events), else the number of sample entries (weights in ns or
+// bytes are not independent trials).
 #pragma once
 
 #include <cstdint>

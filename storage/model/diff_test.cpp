@@ -88,6 +88,17 @@ TEST_CASE("diff: significance is a two-proportion z-test on sample counts") {
   CHECK(a.z > 20);
   CHECK(CompareNode(many, Find(many, "b")).z < -20);
   CHECK(!CompareNode(many, 0).significant);  // the root is always 100 %
+
+  // Time-valued samples: the trials are the samples, not the nanoseconds
+  // (100 samples of 10 ms are still 100 samples).
+  const SampleTypeInfo cpu_ns{{"cpu", "nanoseconds"}, "cpu", "nanoseconds", 10'000'000};
+  testing::FoldedFixtureOptions timed{.sample_type = cpu_ns, .value = 10'000'000};
+  DiffTree ns = BuildDiffTree(testing::WholeSlice(testing::BatchFromFolded("main;a 30\nmain;b 70", timed)),
+                              testing::WholeSlice(testing::BatchFromFolded("main;a 45\nmain;b 55", timed)), {});
+  NodeChange ns_a = CompareNode(ns, Find(ns, "a"));
+  CHECK(ns_a.base == 300'000'000);
+  CHECK(ns_a.z == doctest::Approx(CompareNode(few, Find(few, "a")).z));
+  CHECK(!ns_a.significant);
 }
 
 TEST_CASE("diff: both sides are transformed and grouped alike") {

@@ -6,9 +6,9 @@
 
 namespace kiln::storage {
 
-std::vector<std::string> FoldedLines(const FlameTree& tree, const FoldedOptions& options) {
-  std::vector<std::string> lines;
-  if (tree.nodes.empty()) return lines;
+void ForEachPath(const FlameTree& tree, const FoldedOptions& options,
+                 const std::function<void(uint32_t node, const std::string& path)>& visit) {
+  if (tree.nodes.empty()) return;
   auto label = [&](uint32_t i) {
     const FlameNode& n = tree.nodes[i];
     std::string text = tree.Label(i);
@@ -33,9 +33,26 @@ std::vector<std::string> FoldedLines(const FlameTree& tree, const FoldedOptions&
     if (n.depth > 1) path.push_back(';');
     path += label(i);
     prefix_len[n.depth + 1] = path.size();
-    if (n.self > 0) lines.push_back(absl::StrCat(path, " ", n.self));
+    visit(i, path);
     for (uint32_t c = n.child_count; c > 0; --c) stack.push_back(n.first_child + c - 1);
   }
+}
+
+std::vector<std::string> FoldedLines(const FlameTree& tree, const FoldedOptions& options) {
+  std::vector<std::string> lines;
+  ForEachPath(tree, options, [&](uint32_t i, const std::string& path) {
+    if (tree.nodes[i].self > 0) lines.push_back(absl::StrCat(path, " ", tree.nodes[i].self));
+  });
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+std::vector<std::string> DiffFoldedLines(const DiffTree& diff, const FoldedOptions& options) {
+  std::vector<std::string> lines;
+  ForEachPath(diff.tree, options, [&](uint32_t i, const std::string& path) {
+    const int64_t base = diff.base[i].self, target = diff.tree.nodes[i].self;
+    if (base > 0 || target > 0) lines.push_back(absl::StrCat(path, " ", base, " ", target));
+  });
   std::sort(lines.begin(), lines.end());
   return lines;
 }

@@ -35,6 +35,21 @@ std::vector<uint8_t> MatchAttributeSets(const ProfileDictionary& d, const std::v
   return passes;
 }
 
+absl::StatusOr<std::vector<AttributeFilter>> ParseFilterArguments(const std::vector<std::string>& arguments) {
+  std::vector<AttributeFilter> filters;
+  for (const std::string& a : arguments) {
+    const size_t eq = a.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return absl::InvalidArgumentError("--filter wants KEY=VALUE, got \"" + a + "\"");
+    }
+    const std::string key = a.substr(0, eq);
+    auto it = std::find_if(filters.begin(), filters.end(), [&](const AttributeFilter& f) { return f.key == key; });
+    if (it == filters.end()) it = filters.insert(filters.end(), AttributeFilter{key, {}});
+    it->values.push_back(a.substr(eq + 1));
+  }
+  return filters;
+}
+
 SampleSelector::SampleSelector(const ProfileDictionary& dict, const Query& query)
     : sample_type_(dict.SampleTypeIndex(query.sample_type).value_or(kNoType)),
       from_ns_(query.from_ns),

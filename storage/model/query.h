@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "storage/model/profile_model.h"
 
 namespace kiln::storage {
@@ -35,6 +36,11 @@ struct Query {
   std::vector<AttributeFilter> filters;
   bool operator==(const Query&) const = default;
 };
+
+// Filters from command-line arguments "KEY=VALUE": a repeated key ORs its
+// values, distinct keys AND. An argument without '=' (or with an empty key)
+// is an error naming it.
+absl::StatusOr<std::vector<AttributeFilter>> ParseFilterArguments(const std::vector<std::string>& arguments);
 
 // Sample weight per fixed-width time bucket, for the timeline.
 struct Timeline {

@@ -1,5 +1,7 @@
 #include "storage/model/stacks.h"
 
+#include "absl/hash/hash.h"
+
 namespace kiln::storage {
 
 uint32_t FunctionTable::Intern(std::string_view name, FrameType type, uint32_t frame) {
@@ -53,6 +55,57 @@ Stacks StacksOf(std::shared_ptr<const ProfileSlice> slice, bool show_inline) {
     out.Add(stack.data(), stack.data() + stack.size(), w.attribute_set, w.weight, w.events);
   }
   out.functions = std::move(functions);
+  return out;
+}
+
+std::shared_ptr<const ProfileSlice> SliceOfStacks(const Stacks& stacks) {
+  auto out = std::make_shared<ProfileSlice>();
+  if (!stacks.slice) return out;
+  const ProfileSlice& in = *stacks.slice;
+  out->dict = in.dict;
+  ProfileDictionary& d = out->dict;
+  d.frames.resize(1);
+  d.stack_offsets = {0, 0};
+  d.stack_frames.clear();
+  out->sample_type = in.sample_type;
+  out->from_ns = in.from_ns;
+  out->to_ns = in.to_ns;
+  out->first_sample_ns = in.first_sample_ns;
+  out->last_sample_ns = in.last_sample_ns;
+  constexpr uint32_t kUnset = UINT32_MAX;
+  std::vector<uint32_t> frame_of(stacks.functions->size(), kUnset);
+  absl::flat_hash_map<std::vector<uint32_t>, uint32_t> stack_ids;
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, size_t> weight_index;
+  std::vector<uint32_t> frames;
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    frames.clear();
+    auto [begin, end] = stacks.Stack(i);
+    for (const uint32_t* p = begin; p != end; ++p) {
+      uint32_t& f = frame_of[*p];
+      if (f == kUnset) {
+        const StackFunction& fn = (*stacks.functions)[*p];
+        Frame frame;
+        if (fn.frame != 0) {
+          frame = in.dict.frames[fn.frame];
+          frame.inlined = false;  // a function of its own now
+        } else {
+          frame.function = d.AddString(fn.name);
+          frame.type = fn.type;
+        }
+        f = static_cast<uint32_t>(d.frames.size());
+        d.frames.push_back(frame);
+      }
+      frames.push_back(f);
+    }
+    auto [it, added] = stack_ids.try_emplace(frames, 0);
+    if (added) it->second = frames.empty() ? 0 : d.AddStack(frames);
+    auto [w, new_weight] = weight_index.try_emplace(std::pair{it->second, stacks.attribute_sets[i]}, out->weights.size());
+    if (new_weight) out->weights.push_back({it->second, stacks.attribute_sets[i], 0, 0});
+    out->weights[w->second].weight += stacks.weights[i];
+    out->weights[w->second].events += stacks.events[i];
+    out->total_weight += stacks.weights[i];
+    out->total_events += stacks.events[i];
+  }
   return out;
 }
 

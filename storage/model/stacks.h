@@ -60,4 +60,10 @@ struct Stacks {
 // leaves inlined frames out (their weight stays with the caller).
 Stacks StacksOf(std::shared_ptr<const ProfileSlice> slice, bool show_inline = true);
 
+// The slice `stacks` describe: one frame per function (its representative
+// frame's file, line, executable and type; a made-up function only its
+// name), the same attribute sets, weights and time facts. How pprof and
+// OTLP exports write transformed stacks.
+std::shared_ptr<const ProfileSlice> SliceOfStacks(const Stacks& stacks);
+
 }  // namespace kiln::storage
