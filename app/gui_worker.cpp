@@ -18,17 +18,6 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-bool SameQuery(const storage::Query& a, const storage::Query& b) {
-  if (a.sample_type != b.sample_type || a.from_ns != b.from_ns || a.to_ns != b.to_ns ||
-      a.filters.size() != b.filters.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.filters.size(); ++i) {
-    if (a.filters[i].key != b.filters[i].key || a.filters[i].values != b.filters[i].values) return false;
-  }
-  return true;
-}
-
 constexpr size_t kLogEntries = 5000;
 constexpr size_t kValuesPerKey = 500;
 constexpr size_t kMaxFilterKeys = 24;
@@ -131,79 +120,107 @@ void GuiWorker::Run() {
   }
 }
 
+namespace {
+
+using Request = ui::AnalysisRequest;
+using Snapshot = ui::AnalysisSnapshot;
+
+// Whether two requests agree on the fields `Members`: what a product is
+// computed from. Every product depends on the slice, which depends on the
+// query and on what the store holds (its data and symbols versions).
+template <auto... Members>
+bool SameInputs(const Request& a, const Request& b) {
+  return a.query == b.query && a.data_version == b.data_version && a.symbols_version == b.symbols_version &&
+         ((a.*Members == b.*Members) && ...);
+}
+
+// One product of an analysis: the request fields it depends on, how to
+// carry it over from the previous snapshot when they are unchanged, and how
+// to build it (from the request and the products listed before it). A new
+// view is one more entry.
+struct Product {
+  const char* name;
+  bool (*same_inputs)(const Request&, const Request&);
+  void (*carry)(const Snapshot& from, Snapshot* to);
+  void (*build)(storage::Store& store, Snapshot* out);
+};
+
+const Product kProducts[] = {
+    {"timeline",
+     SameInputs<&Request::timeline_window, &Request::timeline_buckets>,
+     [](const Snapshot& from, Snapshot* to) { to->timeline = from.timeline; },
+     [](storage::Store& store, Snapshot* out) {
+       // The timeline covers the window, not the selection, with the same
+       // sample type and filters.
+       if (out->request.timeline_window.Empty()) return;
+       storage::Query q = out->request.query;
+       q.from_ns = out->request.timeline_window.from_ns;
+       q.to_ns = out->request.timeline_window.to_ns;
+       auto timeline = store.RunTimeline(q, out->request.timeline_buckets);
+       if (timeline.ok()) out->timeline = std::make_shared<const storage::Timeline>(*std::move(timeline));
+     }},
+    {"flame tree",
+     SameInputs<&Request::tree_options>,
+     [](const Snapshot& from, Snapshot* to) {
+       to->tree = from.tree;
+       to->left_offsets = from.left_offsets;
+       to->type_weights = from.type_weights;
+     },
+     [](storage::Store&, Snapshot* out) {
+       auto tree = std::make_shared<storage::FlameTree>(storage::BuildFlameTree(out->slice, out->request.tree_options));
+       out->left_offsets = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*tree));
+       out->type_weights = std::make_shared<const ui::FrameTypeWeights>(ui::ComputeFrameTypeWeights(*tree));
+       out->tree = std::move(tree);
+     }},
+    {"top functions",
+     SameInputs<&Request::tree_options>,
+     [](const Snapshot& from, Snapshot* to) { to->top_functions = from.top_functions; },
+     [](storage::Store&, Snapshot* out) {
+       out->top_functions = std::make_shared<const std::vector<storage::TopFunctionRow>>(
+           storage::BuildTopFunctions(*out->slice, out->request.tree_options.show_inline));
+     }},
+    {"executables",
+     SameInputs<>,
+     [](const Snapshot& from, Snapshot* to) { to->executables = from.executables; },
+     [](storage::Store&, Snapshot* out) {
+       out->executables =
+           std::make_shared<const std::vector<storage::ExecutableRow>>(storage::BuildExecutableTable(*out->slice));
+     }},
+};
+
+}  // namespace
+
 std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generation,
                                                                const ui::AnalysisRequest& request) {
-  auto out = std::make_shared<ui::AnalysisSnapshot>();
+  auto out = std::make_shared<Snapshot>();
   out->generation = generation;
   out->request = request;
-  const bool same_query = previous_ && previous_->slice && previous_->error.empty() &&
-                          previous_->request.data_version == request.data_version &&
-                          previous_->request.symbols_version == request.symbols_version &&
-                          SameQuery(previous_->request.query, request.query);
+  // A previous snapshot that failed has nothing to carry over.
+  const Snapshot* previous = previous_ && previous_->slice && previous_->error.empty() ? previous_.get() : nullptr;
   const auto query_start = Clock::now();
-  if (same_query) {
-    out->slice = previous_->slice;
+  if (previous != nullptr && SameInputs<>(previous->request, request)) {
+    out->slice = previous->slice;
   } else {
     auto slice = store_.Run(request.query);
     if (!slice.ok()) {
+      // Keep showing what was there, with the error.
       out->error = std::string(slice.status().message());
       if (previous_) {
         out->slice = previous_->slice;
-        out->tree = previous_->tree;
-        out->left_offsets = previous_->left_offsets;
-        out->type_weights = previous_->type_weights;
-        out->top_functions = previous_->top_functions;
-        out->executables = previous_->executables;
-        out->timeline = previous_->timeline;
+        for (const Product& p : kProducts) p.carry(*previous_, out.get());
       }
       return out;
     }
     out->slice = *std::move(slice);
   }
-
-  // The timeline covers the window, not the selection, with the same kind
-  // and filters.
-  const bool same_timeline = previous_ && previous_->timeline && same_query &&
-                             previous_->request.timeline_window == request.timeline_window &&
-                             previous_->request.timeline_buckets == request.timeline_buckets;
-  if (same_timeline) {
-    out->timeline = previous_->timeline;
-  } else if (!request.timeline_window.Empty()) {
-    storage::Query tq = request.query;
-    tq.from_ns = request.timeline_window.from_ns;
-    tq.to_ns = request.timeline_window.to_ns;
-    auto timeline = store_.RunTimeline(tq, request.timeline_buckets);
-    if (timeline.ok()) out->timeline = std::make_shared<const storage::Timeline>(*std::move(timeline));
-  }
   out->query_ms = MsSince(query_start);
-
   const auto build_start = Clock::now();
-  const bool same_tree = same_query && previous_->tree &&
-                         previous_->request.tree_options.group_by == request.tree_options.group_by &&
-                         previous_->request.tree_options.show_inline == request.tree_options.show_inline;
-  if (same_tree) {
-    out->tree = previous_->tree;
-    out->left_offsets = previous_->left_offsets;
-    out->type_weights = previous_->type_weights;
-  } else {
-    auto tree =
-        std::make_shared<storage::FlameTree>(storage::BuildFlameTree(out->slice, request.tree_options));
-    out->left_offsets = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*tree));
-    out->type_weights = std::make_shared<const ui::FrameTypeWeights>(ui::ComputeFrameTypeWeights(*tree));
-    out->tree = std::move(tree);
-  }
-  if (same_query && previous_->top_functions &&
-      previous_->request.tree_options.show_inline == request.tree_options.show_inline) {
-    out->top_functions = previous_->top_functions;
-  } else {
-    out->top_functions = std::make_shared<const std::vector<storage::TopFunctionRow>>(
-        storage::BuildTopFunctions(*out->slice, request.tree_options.show_inline));
-  }
-  if (same_query && previous_->executables) {
-    out->executables = previous_->executables;
-  } else {
-    out->executables = std::make_shared<const std::vector<storage::ExecutableRow>>(
-        storage::BuildExecutableTable(*out->slice));
+  for (const Product& p : kProducts) {
+    if (previous != nullptr && p.same_inputs(previous->request, request)) {
+      p.carry(*previous, out.get());
+    } else {
+      p.build(store_, out.get());
+    }
   }
   out->build_ms = MsSince(build_start);
   return out;

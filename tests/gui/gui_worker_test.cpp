@@ -1,0 +1,88 @@
+// The analysis worker's products (app/gui_worker.cpp): each is rebuilt only
+// when a request field it depends on changed, so a transform or grouping
+// change re-derives the tree from the cached slice without a store query,
+// and new data or a new range does query again. No display needed.
+#include "app/gui_worker.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "storage/model/folded.h"
+#include "storage/model/test_fixtures.h"
+#include "storage/store.h"
+
+namespace kiln::app {
+namespace {
+
+struct TempStore {
+  std::string dir;
+  std::unique_ptr<storage::Store> store;
+  TempStore() {
+    std::string t = (std::filesystem::temp_directory_path() / "kiln-worker-test-XXXXXX").string();
+    dir = mkdtemp(t.data());
+    store = *storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
+  }
+  ~TempStore() {
+    store.reset();
+    std::filesystem::remove_all(dir);
+  }
+};
+
+std::shared_ptr<const ui::AnalysisSnapshot> Answer(GuiWorker& worker, const ui::AnalysisRequest& request) {
+  const uint64_t generation = worker.Submit(request);
+  for (int i = 0; i < 2000; ++i) {
+    auto s = worker.LatestAnalysis();
+    if (s && s->generation == generation) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  FAIL("the worker did not answer in 10 s");
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the worker rebuilds only the products whose inputs changed") {
+  TempStore t;
+  REQUIRE(t.store->Write(storage::testing::BatchFromFolded("main;a;b 3\nmain;c 1", {.process = "app"})).ok());
+  GuiWorker worker(*t.store, nullptr, t.dir, {});
+  ui::AnalysisRequest r;
+  r.timeline_window = {1'700'000'000'000'000'000, 1'700'000'000'010'000'000};
+  auto first = Answer(worker, r);
+  REQUIRE(first->error.empty());
+  REQUIRE(first->tree);
+  CHECK(first->slice->total_events == 4);
+
+  // A transform: the same slice, timeline, executables; a new tree.
+  ui::AnalysisRequest inverted = r;
+  inverted.tree_options.transforms.push_back(*storage::ParseTransform("invert"));
+  auto second = Answer(worker, inverted);
+  CHECK(second->slice == first->slice);
+  CHECK(second->timeline == first->timeline);
+  CHECK(second->executables == first->executables);
+  CHECK(second->tree != first->tree);
+  CHECK(storage::FoldedLines(*second->tree, {}) == std::vector<std::string>{"app;b;a;main 3", "app;c;main 1"});
+
+  // The timeline's window alone: only the timeline.
+  ui::AnalysisRequest wider = inverted;
+  wider.timeline_window.to_ns += 1'000'000'000;
+  auto third = Answer(worker, wider);
+  CHECK(third->slice == second->slice);
+  CHECK(third->tree == second->tree);
+  CHECK(third->timeline != second->timeline);
+
+  // New data (the data version): everything again.
+  REQUIRE(t.store->Write(storage::testing::BatchFromFolded("main;c 2", {.process = "app"})).ok());
+  ui::AnalysisRequest newer = wider;
+  newer.data_version += 1;
+  auto fourth = Answer(worker, newer);
+  CHECK(fourth->slice != third->slice);
+  CHECK(fourth->slice->total_events == 6);
+  CHECK(fourth->tree != third->tree);
+  CHECK(fourth->executables != third->executables);
+}
+
+}  // namespace kiln::app
