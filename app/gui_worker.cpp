@@ -159,6 +159,14 @@ const Product kProducts[] = {
        auto timeline = store.RunTimeline(q, out->request.timeline_buckets);
        if (timeline.ok()) out->timeline = std::make_shared<const storage::Timeline>(*std::move(timeline));
      }},
+    {"stacks",
+     SameInputs<&Request::tree_options>,
+     [](const Snapshot& from, Snapshot* to) { to->stacks = from.stacks; },
+     [](storage::Store&, Snapshot* out) {
+       const storage::FlameTreeOptions& o = out->request.tree_options;
+       out->stacks = std::make_shared<const storage::Stacks>(
+           storage::ApplyTransforms(storage::StacksOf(out->slice, o.show_inline), o.transforms));
+     }},
     {"flame tree",
      SameInputs<&Request::tree_options>,
      [](const Snapshot& from, Snapshot* to) {
@@ -167,7 +175,7 @@ const Product kProducts[] = {
        to->type_weights = from.type_weights;
      },
      [](storage::Store&, Snapshot* out) {
-       auto tree = std::make_shared<storage::FlameTree>(storage::BuildFlameTree(out->slice, out->request.tree_options));
+       auto tree = std::make_shared<storage::FlameTree>(storage::BuildFlameTree(*out->stacks, out->request.tree_options));
        out->left_offsets = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*tree));
        out->type_weights = std::make_shared<const ui::FrameTypeWeights>(ui::ComputeFrameTypeWeights(*tree));
        out->tree = std::move(tree);
@@ -176,8 +184,8 @@ const Product kProducts[] = {
      SameInputs<&Request::tree_options>,
      [](const Snapshot& from, Snapshot* to) { to->top_functions = from.top_functions; },
      [](storage::Store&, Snapshot* out) {
-       out->top_functions = std::make_shared<const std::vector<storage::TopFunctionRow>>(
-           storage::BuildTopFunctions(*out->slice, out->request.tree_options.show_inline));
+       out->top_functions =
+           std::make_shared<const std::vector<storage::TopFunctionRow>>(storage::BuildTopFunctions(*out->stacks));
      }},
     {"executables",
      SameInputs<>,

@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   double tree_ms = tree_timer.WallMs(), tree_cpu = tree_timer.CpuMs();
 
   Timer top_timer;
-  auto top = BuildTopFunctions(**slice);
+  auto top = BuildTopFunctions(*slice);
   double top_ms = top_timer.WallMs();
 
   std::printf("samples:              %lld over %d distinct stacks (%zu (stack, thread) pairs)\n",

@@ -39,6 +39,9 @@ struct AnalysisSnapshot {
   uint64_t generation = 0;  // of the request it answers
   AnalysisRequest request;
   std::shared_ptr<const storage::ProfileSlice> slice;
+  // The slice's stacks after the request's transforms: what the tree and
+  // the tables are built from.
+  std::shared_ptr<const storage::Stacks> stacks;
   std::shared_ptr<const storage::FlameTree> tree;
   std::shared_ptr<const std::vector<int64_t>> left_offsets;  // ComputeLeftOffsets(*tree)
   std::shared_ptr<const FrameTypeWeights> type_weights;      // ComputeFrameTypeWeights(*tree)

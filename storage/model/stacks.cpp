@@ -4,9 +4,11 @@
 
 namespace kiln::storage {
 
-uint32_t FunctionTable::Intern(std::string_view name, FrameType type, uint32_t frame) {
-  auto [it, added] = ids_.try_emplace(std::pair{std::string(name), type}, static_cast<uint32_t>(functions_.size()));
-  if (added) functions_.push_back({std::string(name), type, frame});
+uint32_t FunctionTable::Intern(std::string_view name, FrameType type, std::string_view executable,
+                              uint32_t frame) {
+  auto [it, added] = ids_.try_emplace(std::tuple{std::string(name), type, std::string(executable)},
+                                      static_cast<uint32_t>(functions_.size()));
+  if (added) functions_.push_back({std::string(name), type, std::string(executable), frame});
   return it->second;
 }
 
@@ -49,7 +51,10 @@ Stacks StacksOf(std::shared_ptr<const ProfileSlice> slice, bool show_inline) {
       const Frame& frame = dict.frames[f];
       if (!show_inline && frame.inlined) continue;
       uint32_t& id = function_of[f];
-      if (id == kUnset) id = functions->Intern(FrameLabel(dict, f), frame.type, f);
+      if (id == kUnset) {
+        id = functions->Intern(FrameLabel(dict, f), frame.type, dict.strings[dict.executables[frame.executable].file_name],
+                               f);
+      }
       stack.push_back(id);
     }
     out.Add(stack.data(), stack.data() + stack.size(), w.attribute_set, w.weight, w.events);

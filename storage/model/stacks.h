@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -16,24 +17,27 @@
 
 namespace kiln::storage {
 
-// A function as views name it: frames with the same label and type (one
-// function at different addresses or lines) are one function.
+// A function as views name it: frames with the same label, type and
+// executable (one function at different addresses or lines) are one
+// function. Trees merge functions by label and type alone.
 struct StackFunction {
   std::string name;  // FrameLabel, or a made-up name (a collapsed library)
   FrameType type = FrameType::kUnknown;
-  uint32_t frame = 0;  // a slice frame it stands for (file, executable); 0 for made-up ones
+  std::string executable;  // the executable's file name as sent, may be empty
+  uint32_t frame = 0;      // a slice frame it stands for (file, line); 0 for made-up ones
 };
 
 class FunctionTable {
  public:
-  // The id of (name, type), added with `frame` as its representative when new.
-  uint32_t Intern(std::string_view name, FrameType type, uint32_t frame);
+  // The id of (name, type, executable), added with `frame` as its
+  // representative when new.
+  uint32_t Intern(std::string_view name, FrameType type, std::string_view executable, uint32_t frame);
   const StackFunction& operator[](uint32_t id) const { return functions_[id]; }
   size_t size() const { return functions_.size(); }
 
  private:
   std::vector<StackFunction> functions_;
-  absl::flat_hash_map<std::pair<std::string, FrameType>, uint32_t> ids_;
+  absl::flat_hash_map<std::tuple<std::string, FrameType, std::string>, uint32_t> ids_;
 };
 
 struct Stacks {

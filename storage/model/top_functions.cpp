@@ -7,50 +7,44 @@
 
 namespace kiln::storage {
 
-std::vector<TopFunctionRow> BuildTopFunctions(const ProfileSlice& slice, bool show_inline) {
-  const ProfileDictionary& dict = slice.dict;
-  std::vector<TopFunctionRow> rows;
-  // frame -> row, resolved once per frame.
-  constexpr uint32_t kUnset = UINT32_MAX;
-  std::vector<uint32_t> row_of_frame(dict.frames.size(), kUnset);
-  absl::flat_hash_map<std::tuple<std::string, uint32_t, uint8_t>, uint32_t> row_ids;
-  auto row_for = [&](uint32_t f) {
-    if (row_of_frame[f] != kUnset) return row_of_frame[f];
-    const Frame& frame = dict.frames[f];
-    std::string label = FrameLabel(dict, f);
-    uint32_t exe_name = dict.executables[frame.executable].file_name;
-    auto [it, added] = row_ids.try_emplace(
-        std::make_tuple(label, exe_name, static_cast<uint8_t>(frame.type)),
-        static_cast<uint32_t>(rows.size()));
-    if (added) {
-      TopFunctionRow row;
-      row.function = std::move(label);
-      row.file = dict.strings[frame.file];
-      row.executable = dict.strings[exe_name];
-      row.type = frame.type;
-      rows.push_back(std::move(row));
-    }
-    row_of_frame[f] = it->second;
-    return it->second;
-  };
-  // A recursive function counts once per stack toward total: `seen` holds
-  // the index of the last weight entry that added to each row.
-  std::vector<size_t> seen;
-  for (size_t wi = 0; wi < slice.weights.size(); ++wi) {
-    const StackWeight& w = slice.weights[wi];
-    uint32_t leaf = kUnset;
-    for (uint32_t f : dict.Stack(w.stack)) {
-      if (!show_inline && dict.frames[f].inlined) continue;
-      uint32_t r = row_for(f);
-      if (seen.size() < rows.size()) seen.resize(rows.size(), SIZE_MAX);
-      if (seen[r] != wi) {
-        seen[r] = wi;
-        rows[r].total += w.weight;
-      }
-      leaf = r;
-    }
-    if (leaf != kUnset) rows[leaf].self += w.weight;
+std::vector<TopFunctionRow> BuildTopFunctions(std::shared_ptr<const ProfileSlice> slice, bool show_inline) {
+  return BuildTopFunctions(StacksOf(std::move(slice), show_inline));
+}
+
+std::vector<TopFunctionRow> BuildTopFunctions(const Stacks& stacks) {
+  const FunctionTable& functions = *stacks.functions;
+  std::vector<TopFunctionRow> rows(functions.size());
+  const ProfileDictionary* dict = stacks.slice ? &stacks.slice->dict : nullptr;
+  for (uint32_t id = 0; id < functions.size(); ++id) {
+    const StackFunction& f = functions[id];
+    TopFunctionRow& row = rows[id];
+    row.function = f.name;
+    row.executable = f.executable;
+    row.type = f.type;
+    if (dict != nullptr && f.frame != 0) row.file = dict->strings[dict->frames[f.frame].file];
   }
+  // A recursive function counts once per stack toward total: `seen` holds
+  // the index of the last stack that added to each row.
+  std::vector<size_t> seen(rows.size(), SIZE_MAX);
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    auto [begin, end] = stacks.Stack(i);
+    for (const uint32_t* p = begin; p != end; ++p) {
+      if (seen[*p] != i) {
+        seen[*p] = i;
+        rows[*p].total += stacks.weights[i];
+      }
+    }
+    if (begin != end) rows[*(end - 1)].self += stacks.weights[i];
+  }
+  // Functions no stack holds any more (a transform removed them) are not
+  // shown.
+  size_t kept = 0;
+  for (size_t id = 0; id < rows.size(); ++id) {
+    if (seen[id] == SIZE_MAX) continue;
+    if (kept != id) rows[kept] = std::move(rows[id]);  // never onto itself: that empties a string
+    ++kept;
+  }
+  rows.resize(kept);
   std::sort(rows.begin(), rows.end(), [](const TopFunctionRow& a, const TopFunctionRow& b) {
     if (a.self != b.self) return a.self > b.self;
     if (a.total != b.total) return a.total > b.total;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "storage/model/profile_model.h"
+#include "storage/model/stacks.h"
 
 namespace kiln::storage {
 
@@ -19,10 +20,13 @@ struct TopFunctionRow {
   int64_t total = 0;  // weight of stacks containing it (counted once per stack)
 };
 
-// One row per distinct (label, executable, type), sorted by self weight
-// descending, then total, then name. Inlined frames count as functions of
+// One row per function (label, executable, type) of the stacks, sorted by
+// self weight descending, then total, then name: what the stacks show
+// after their transforms.
+std::vector<TopFunctionRow> BuildTopFunctions(const Stacks& stacks);
+// The same for a slice's stacks. Inlined frames count as functions of
 // their own when `show_inline`.
-std::vector<TopFunctionRow> BuildTopFunctions(const ProfileSlice& slice, bool show_inline = true);
+std::vector<TopFunctionRow> BuildTopFunctions(std::shared_ptr<const ProfileSlice> slice, bool show_inline = true);
 
 struct ExecutableRow {
   std::string file_name;

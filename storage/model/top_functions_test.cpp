@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "storage/model/test_fixtures.h"
+#include "storage/model/transforms.h"
 
 namespace kiln::storage {
 
@@ -16,7 +17,7 @@ const TopFunctionRow* Find(const std::vector<TopFunctionRow>& rows, std::string_
 }  // namespace
 
 TEST_CASE("self is leaf weight, total counts recursion once per stack") {
-  auto rows = BuildTopFunctions(*testing::WholeSlice(testing::BatchFromFolded(R"(
+  auto rows = BuildTopFunctions(testing::WholeSlice(testing::BatchFromFolded(R"(
 main;fib;fib;fib 3
 main;fib;print 1
 main;sys_write@k 2
@@ -32,7 +33,7 @@ main;sys_write@k 2
 }
 
 TEST_CASE("hiding inline frames moves self weight to the outer function") {
-  auto slice = *testing::WholeSlice(testing::BatchFromFolded("main;helper@i 5"));
+  auto slice = testing::WholeSlice(testing::BatchFromFolded("main;helper@i 5"));
   CHECK(Find(BuildTopFunctions(slice, true), "helper")->self == 5);
   auto rows = BuildTopFunctions(slice, false);
   CHECK(Find(rows, "helper") == nullptr);
@@ -51,6 +52,21 @@ main;app+0x5 1
   CHECK(rows[0].unsymbolized_frames == 2);
   CHECK(rows.back().file_name == "app");
   CHECK(rows.back().weight == 1);
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("top functions are those of the transformed stacks") {
+  auto slice = testing::WholeSlice(testing::BatchFromFolded("main;a;b 3\nmain;c 1"));
+  auto merged = BuildTopFunctions(ApplyTransforms(StacksOf(slice), {*ParseTransform("merge=b")}));
+  CHECK(Find(merged, "b") == nullptr);
+  CHECK(Find(merged, "a")->self == 3);
+  auto focused = BuildTopFunctions(ApplyTransforms(StacksOf(slice), {*ParseTransform("focus=c")}));
+  REQUIRE(focused.size() == 1);
+  CHECK(focused[0].function == "c");
+  CHECK(focused[0].total == 1);
 }
 
 }  // namespace kiln::storage

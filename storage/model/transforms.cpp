@@ -222,14 +222,10 @@ Stacks ApplyTransform(const Stacks& in, const Transform& t) {
     }
     case Kind::kCollapseLibrary: {
       const std::string_view library = Basename(t.argument);
-      const ProfileDictionary* dict = in.slice ? &in.slice->dict : nullptr;
-      std::vector<uint8_t> in_library = FunctionMask(in, [&](const StackFunction& f) {
-        if (dict == nullptr || f.frame == 0 || f.frame >= dict->frames.size()) return false;
-        const uint32_t exe = dict->frames[f.frame].executable;
-        return exe != 0 && Basename(dict->strings[dict->executables[exe].file_name]) == library;
-      });
+      std::vector<uint8_t> in_library = FunctionMask(
+          in, [&](const StackFunction& f) { return !f.executable.empty() && Basename(f.executable) == library; });
       auto functions = std::make_shared<FunctionTable>(*in.functions);
-      const uint32_t collapsed = functions->Intern(library, FrameType::kNative, 0);
+      const uint32_t collapsed = functions->Intern(library, FrameType::kNative, t.argument, 0);
       Stacks out = Rewritten(in, [&](const uint32_t* b, const uint32_t* e, std::vector<uint32_t>* out) {
         for (const uint32_t* p = b; p != e; ++p) {
           if (!in_library[*p]) {

@@ -167,7 +167,7 @@ TEST_CASE("pprof self totals per function match the file's own samples") {
       auto slice = storage::SliceFromBatch(c->batch, q);
       CHECK(slice->sample_type.type == q.sample_type);
       std::map<std::string, int64_t> got;
-      for (const auto& row : storage::BuildTopFunctions(*slice)) {
+      for (const auto& row : storage::BuildTopFunctions(slice)) {
         if (row.self != 0 && row.function.find("+0x") == std::string::npos &&
             row.function.rfind("0x", 0) != 0) {
           got[row.function] += row.self;
