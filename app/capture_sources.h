@@ -143,6 +143,7 @@ struct Source {
 
   ui::SessionState session;
   bool session_initialized = false;
+  bool initial_transforms_applied = false;  // GuiOptions::transforms
   bool has_request = false;
   ui::AnalysisRequest last_request;
   uint64_t submitted_generation = 0;

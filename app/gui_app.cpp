@@ -181,6 +181,7 @@ struct App {
   SymbolSourceOptions symbol_options;
   storage::Store* main_store;    // the data dir's store, whose symbolizer answers `kiln symbols add`
   std::string main_request_dir;  // SymbolRequestDir of the data dir
+  std::vector<storage::Transform> initial_transforms;  // --transform: every source starts with them
   std::map<storage::Store*, std::unique_ptr<SymbolService>> symbolizers;
   ui::ViewContext::Requests view_requests;
   ui::SymbolActivity symbol_activity;
@@ -209,6 +210,7 @@ struct App {
       : sources(s, receiver, options.data_dir, [] { glfwPostEmptyEvent(); }),
         receiver(receiver),
         data_dir(options.data_dir),
+        initial_transforms(options.transforms),
         settings(loaded),
         settings_paths(paths),
         views(CreateViews()) {
@@ -364,6 +366,10 @@ struct App {
     // same for every source (DrawFrame keeps the two in step).
     session.flame = settings.flame;
     session.tree.show_inline = settings.show_inline;
+    if (!src.initial_transforms_applied) {
+      session.tree.transforms = initial_transforms;
+      src.initial_transforms_applied = true;
+    }
     if (!src.status) return;  // the window and the first query need the store's time range
     const int64_t now = SourceNow(src);
     const auto& stats = src.status->stats;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/model/transforms.h"
+
 namespace kiln::storage {
 class Store;
 }
@@ -32,6 +34,9 @@ struct GuiOptions {
   // symbolizes its stores in the background (app/symbol_service.h).
   std::vector<std::string> debug_dirs;
   std::string debuginfod_urls;
+  // --transform SPEC...: transforms (storage/model/transforms.h) every
+  // source starts with, as if chosen from the frame menu.
+  std::vector<storage::Transform> transforms;
 };
 
 // Returns the process exit code. `receiver` may be null (no listener, e.g.

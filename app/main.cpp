@@ -40,7 +40,9 @@ class TransformFlags {
     using Kind = storage::Transform::Kind;
     Add(Kind::kInvert, false, "Reverse each stack: leaf first (a bottom-up tree)");
     Add(Kind::kFocusFunction, true, "Keep stacks through FN, each starting at FN's outermost call");
-    option_for_callees_ = command->add_option("--callees-of", "The same as --focus (FN's callees, merged)");
+    option_for_callees_ = command->add_option("--callees-of", "The same as --focus (FN's callees, merged)")
+                              ->allow_extra_args(false)
+                              ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     Add(Kind::kFocusSubtree, true, "Keep stacks starting with the path A;B;C, each starting at C");
     Add(Kind::kCallersOf, true, "Keep stacks through FN, each inverted from FN's innermost call up to the root");
     Add(Kind::kMerge, true, "Remove FN's frames; their weight goes to the caller");
@@ -77,8 +79,12 @@ class TransformFlags {
  private:
   void Add(storage::Transform::Kind kind, bool takes_value, const std::string& help) {
     const std::string name(storage::TransformFlag(kind));
-    CLI::Option* o = takes_value ? command_->add_option("--" + name, help)
-                                 : command_->add_option("--" + name, help)->expected(0, 1);
+    // One value per use (never the positional arguments after it), every
+    // use kept: --hide a --hide b hides both.
+    CLI::Option* o = command_->add_option("--" + name, help)
+                         ->allow_extra_args(false)
+                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    if (!takes_value) o->expected(0, 1);
     options_.emplace_back(o, name);
   }
 
@@ -166,6 +172,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> open_files, positional_files;
   cli.add_option("--open", open_files, "Open a capture file in the window (repeatable)");
   cli.add_option("files", positional_files, "Capture files to open in the window");
+  std::vector<std::string> window_transforms;
+  cli.add_option("--transform", window_transforms,
+                 "Start every source with this transform, e.g. focus=main, invert, hide=^std:: (repeatable, in order)")
+      ->allow_extra_args(false);
   cli.add_option("--debug-dir", where.symbols.debug_dirs,
                  "Also look for debug files here, like /usr/lib/debug (repeatable)");
   cli.add_option("--debuginfod-urls", where.symbols.debuginfod_urls,
@@ -321,6 +331,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     gui.size_given = true;
+  }
+  for (const std::string& spec : window_transforms) {
+    absl::StatusOr<kiln::storage::Transform> t = kiln::storage::ParseTransform(spec);
+    if (!t.ok()) {
+      std::fprintf(stderr, "kiln: --transform: %s\n", std::string(t.status().message()).c_str());
+      return 2;
+    }
+    gui.transforms.push_back(*std::move(t));
   }
   gui.open_files = open_files;
   gui.debug_dirs = where.symbols.debug_dirs;

@@ -154,6 +154,7 @@ void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const 
   RefreshSearch();
   DrawToolbar(context);
   if (!tree_ || tree_->nodes.empty() || tree_->nodes[0].total == 0) {
+    DrawTransformChips(context.session);
     ImGui::Spacing();
     if (tree_) {
       ImGui::TextDisabled("No samples in the selected range for this kind and filters.");
@@ -162,6 +163,7 @@ void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const 
     }
     return;
   }
+  DrawTransformChips(context.session);
   DrawLegend();
   DrawBreadcrumbs();
   DrawGraph(context);
@@ -195,6 +197,19 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
     ImGui::Checkbox("Flame", &session->flame);
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Roots at the bottom (flame graph) instead of the top (icicle)");
+    ImGui::SameLine();
+    // Inverted: an invert transform at the end of the chain (a chip too).
+    auto& transforms = session->tree.transforms;
+    const auto is_invert = [](const storage::Transform& t) { return t.kind == storage::Transform::Kind::kInvert; };
+    bool inverted = std::count_if(transforms.begin(), transforms.end(), is_invert) % 2 == 1;
+    if (ImGui::Checkbox("Inverted", &inverted)) {
+      if (inverted) {
+        transforms.push_back({storage::Transform::Kind::kInvert, "", {}});
+      } else {
+        transforms.erase(std::find_if(transforms.rbegin(), transforms.rend(), is_invert).base() - 1);
+      }
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Leaf functions as roots, their callers above them (bottom-up)");
     ImGui::SameLine();
     static const char* kGroupNames[] = {"No grouping", "By process", "By process and thread"};
     int group = static_cast<int>(session->tree.group_by);
@@ -306,6 +321,7 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
   ImGui::InvisibleButton("##graph", ImVec2(std::max(width, 1.f), std::max(graph_h + top_pad, 1.f)));
   const bool hovered = ImGui::IsItemHovered();
   const bool clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
+  const bool right_clicked = ImGui::IsItemClicked(ImGuiMouseButton_Right);
   const bool double_clicked = hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
 
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -374,14 +390,33 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
         click_zoom_time_ = ImGui::GetTime();
         ZoomTo(r.node);
       }
+      if (right_clicked && !r.merged && r.node != 0) menu_.Open(MenuTarget(r.node));
     }
   }
+  menu_.Draw(context.session);
   // Esc anywhere in the window (but not while typing in a text box).
   if (ImGui::IsWindowFocused(ImGuiFocusedFlags_RootWindow | ImGuiFocusedFlags_ChildWindows) &&
       !ImGui::GetIO().WantTextInput && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
     ZoomOut();
   }
   ImGui::EndChild();
+}
+
+FrameMenuTarget FlamegraphView::MenuTarget(uint32_t node) const {
+  FrameMenuTarget t;
+  const FlameNode& n = tree_->nodes[node];
+  t.kind = n.kind;
+  t.label = tree_->Label(node);
+  t.kernel = n.type == FrameType::kKernel;
+  for (uint32_t p : PathToNode(*tree_, node)) {
+    if (tree_->nodes[p].kind == NodeKind::kFrame) t.path.push_back(tree_->Label(p));
+  }
+  const storage::ProfileSlice* slice = tree_->slice.get();
+  if (slice && n.frame != 0 && n.frame < slice->dict.frames.size()) {
+    const storage::Frame& f = slice->dict.frames[n.frame];
+    if (f.executable != 0) t.executable = slice->dict.strings[slice->dict.executables[f.executable].file_name];
+  }
+  return t;
 }
 
 void FlamegraphView::DrawTooltip(const ViewContext& context, uint32_t node, bool merged) {
@@ -433,7 +468,7 @@ void FlamegraphView::DrawTooltip(const ViewContext& context, uint32_t node, bool
               FormatPercent(static_cast<double>(n.total) / total).c_str());
   ImGui::Text("Self:  %s (%s)", FormatValue(kind, n.self).c_str(),
               FormatPercent(static_cast<double>(n.self) / total).c_str());
-  ImGui::TextDisabled("Click to zoom in; double-click or Esc to zoom out");
+  ImGui::TextDisabled("Click to zoom in; double-click or Esc to zoom out; right-click for more");
   ImGui::EndTooltip();
 }
 

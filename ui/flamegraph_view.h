@@ -11,6 +11,7 @@
 
 #include "ui/flame_layout.h"
 #include "ui/flame_search.h"
+#include "ui/frame_menu.h"
 #include "ui/frame_colors.h"
 #include "ui/view.h"
 
@@ -41,6 +42,7 @@ class FlamegraphView : public View {
   void DrawLegend();
   void DrawGraph(const ViewContext& context);
   void DrawTooltip(const ViewContext& context, uint32_t node, bool merged);
+  FrameMenuTarget MenuTarget(uint32_t node) const;
   void ZoomTo(uint32_t node);
   void ZoomOut();
   void RefreshSearch();
@@ -75,6 +77,7 @@ class FlamegraphView : public View {
   uint64_t searched_serial_ = 0;
 
   std::shared_ptr<const FrameTypeWeights> types_;  // for the legend
+  FrameMenu menu_;
   bool settled_ = false;
 };
 

@@ -93,8 +93,9 @@ void TopFunctionsView::Draw(const ViewContext& context) {
     return;
   }
   ImGui::SameLine();
-  ImGui::TextDisabled("%zu of %zu functions - click a row to show it in the flamegraph", order_.size(),
-                      rows_->size());
+  ImGui::TextDisabled("%zu of %zu functions - click a row to show it in the flamegraph, right-click for more",
+                      order_.size(), rows_->size());
+  DrawTransformChips(context.session);
 
   const storage::SampleType& kind = context.analysis->request.query.sample_type;
   const int64_t total =
@@ -149,6 +150,9 @@ void TopFunctionsView::Draw(const ViewContext& context) {
         context.session->flame_zoom_to_search = true;
         context.session->requested_tab = "flamegraph";
       }
+      if (ImGui::IsItemClicked(ImGuiMouseButton_Right)) {
+        menu_.Open({storage::NodeKind::kFrame, row.function, row.executable, {}, row.type == storage::FrameType::kKernel});
+      }
       if (ImGui::IsItemHovered() && ImGui::CalcTextSize(row.function.c_str()).x > ImGui::GetColumnWidth()) {
         ImGui::SetTooltip("%s", row.function.c_str());
       }
@@ -168,6 +172,7 @@ void TopFunctionsView::Draw(const ViewContext& context) {
     }
   }
   ImGui::EndTable();
+  menu_.Draw(context.session);
   settled_ = !context.computing;
 }
 

@@ -1,12 +1,13 @@
 // Top functions tab: one row per function with self and total weight,
 // sortable, filterable, clipped to the visible rows. Clicking a row shows
 // that function in the flamegraph (highlighted and zoomed to the common
-// ancestor of its occurrences).
+// ancestor of its occurrences); right-click offers the transforms.
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "ui/frame_menu.h"
 #include "ui/view.h"
 
 namespace kiln::ui {
@@ -26,6 +27,7 @@ class TopFunctionsView : public View {
   char filter_[256] = {};
   bool order_dirty_ = true;
   bool settled_ = false;
+  FrameMenu menu_;
 };
 
 }  // namespace kiln::ui

@@ -1,0 +1,153 @@
+#include "ui/frame_menu.h"
+
+#include <imgui.h>
+
+#include "absl/status/statusor.h"
+
+namespace kiln::ui {
+
+namespace {
+
+using storage::Transform;
+
+std::string EscapeRegex(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+void Push(SessionState* session, Transform::Kind kind, std::string argument, std::vector<std::string> path = {}) {
+  Transform t;
+  t.kind = kind;
+  t.argument = std::move(argument);
+  t.path = std::move(path);
+  session->tree.transforms.push_back(std::move(t));
+}
+
+}  // namespace
+
+std::string HidePatternFor(const std::string& function) {
+  // The first component of a qualified name: C++/Rust "ns::", Java/Go
+  // "pkg/" or "pkg.", as long as something follows it.
+  for (std::string_view sep : {"::", "/", "."}) {
+    size_t at = function.find(sep);
+    if (at != std::string::npos && at > 0 && at + sep.size() < function.size() &&
+        function.find_first_of("( <") > at) {
+      return "^" + EscapeRegex(function.substr(0, at + sep.size()));
+    }
+  }
+  return "^" + EscapeRegex(function) + "$";
+}
+
+void FrameMenu::Open(FrameMenuTarget target) {
+  target_ = std::move(target);
+  open_requested_ = true;
+}
+
+void FrameMenu::Draw(SessionState* session) {
+  if (open_requested_) {
+    ImGui::OpenPopup("##frame_menu");
+    open_requested_ = false;
+  }
+  if (session == nullptr) return;
+  using Kind = Transform::Kind;
+  const std::string& name = target_.label;
+  if (ImGui::BeginPopup("##frame_menu")) {
+    ImGui::TextDisabled("%s", name.size() > 80 ? (name.substr(0, 77) + "...").c_str() : name.c_str());
+    ImGui::Separator();
+    if (ImGui::MenuItem("Copy name")) ImGui::SetClipboardText(name.c_str());
+    if (target_.kind == storage::NodeKind::kFrame) {
+      ImGui::Separator();
+      if (ImGui::MenuItem("Focus on function", nullptr, false)) Push(session, Kind::kFocusFunction, name);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Every call of it as the root, its callees merged");
+      if (!target_.path.empty() && ImGui::MenuItem("Focus on subtree")) {
+        Push(session, Kind::kFocusSubtree, "", target_.path);
+      }
+      if (ImGui::MenuItem("Callers of this function")) Push(session, Kind::kCallersOf, name);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Who calls it, merged across call sites, inverted");
+      if (ImGui::MenuItem("Merge function")) Push(session, Kind::kMerge, name);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Remove it; its self time goes to its callers");
+      if (ImGui::MenuItem("Hide frames like this...")) {
+        std::snprintf(hide_pattern_, sizeof hide_pattern_, "%s", HidePatternFor(name).c_str());
+        hide_error_.clear();
+        hide_requested_ = true;
+      }
+      if (ImGui::MenuItem("Collapse recursion")) Push(session, Kind::kCollapseRecursion, name);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Everything between it and a recursive call of it goes");
+      if (ImGui::MenuItem("Collapse direct recursion only")) Push(session, Kind::kCollapseDirectRecursion, name);
+      if (!target_.executable.empty()) {
+        std::string exe = target_.executable.substr(target_.executable.rfind('/') + 1);
+        if (ImGui::MenuItem(("Collapse " + exe).c_str())) Push(session, Kind::kCollapseLibrary, exe);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("Its frames in a row become one frame named after it");
+      }
+      if (target_.kernel && ImGui::MenuItem("Drop kernel frames")) Push(session, Kind::kDropKernel, "");
+    } else if (target_.kind == storage::NodeKind::kProcess || target_.kind == storage::NodeKind::kThread) {
+      ImGui::Separator();
+      const bool process = target_.kind == storage::NodeKind::kProcess;
+      const std::string_view prefix = process ? "pid " : "tid ";
+      std::string key = process ? "process.executable.name" : "thread.name";
+      std::string value = name;
+      if (name.rfind(prefix, 0) == 0) {
+        key = process ? "process.pid" : "thread.id";
+        value = name.substr(prefix.size());
+      }
+      if (ImGui::MenuItem(process ? "Filter to this process" : "Filter to this thread")) {
+        session->AddFilterValue(key, value);
+      }
+    } else if (target_.kind == storage::NodeKind::kGroup && session->tree.group_by == storage::GroupBy::kAttribute) {
+      ImGui::Separator();
+      if (ImGui::MenuItem("Filter to this value")) session->AddFilterValue(session->tree.group_attribute, name);
+    }
+    ImGui::EndPopup();
+  }
+  if (hide_requested_) {
+    ImGui::OpenPopup("##hide_pattern");
+    hide_requested_ = false;
+  }
+  if (ImGui::BeginPopup("##hide_pattern")) {
+    ImGui::TextUnformatted("Hide frames whose name matches (RE2, partial match):");
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 30.f);
+    if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+    const bool enter = ImGui::InputText("##pattern", hide_pattern_, sizeof hide_pattern_,
+                                        ImGuiInputTextFlags_EnterReturnsTrue);
+    if (!hide_error_.empty()) ImGui::TextColored(ImVec4(0.9f, 0.3f, 0.3f, 1.f), "%s", hide_error_.c_str());
+    if (ImGui::Button("Hide") || enter) {
+      absl::StatusOr<Transform> t = storage::ParseTransform(std::string("hide=") + hide_pattern_);
+      if (t.ok()) {
+        session->tree.transforms.push_back(*std::move(t));
+        ImGui::CloseCurrentPopup();
+      } else {
+        hide_error_ = std::string(t.status().message());
+      }
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
+  }
+}
+
+void DrawTransformChips(SessionState* session) {
+  if (session == nullptr || session->tree.transforms.empty()) return;
+  ImGui::TextDisabled("Transforms:");
+  size_t remove_from = SIZE_MAX;
+  for (size_t i = 0; i < session->tree.transforms.size(); ++i) {
+    ImGui::SameLine();
+    ImGui::PushID(static_cast<int>(i));
+    std::string label = storage::TransformLabel(session->tree.transforms[i]);
+    if (label.size() > 48) label = label.substr(0, 45) + "...";
+    if (ImGui::SmallButton((label + "  x").c_str())) remove_from = i;
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("%s\nClick to remove it%s", storage::TransformSpec(session->tree.transforms[i]).c_str(),
+                        i + 1 < session->tree.transforms.size() ? " and the ones after it" : "");
+    }
+    ImGui::PopID();
+  }
+  ImGui::SameLine();
+  if (ImGui::SmallButton("Clear all")) remove_from = 0;
+  if (remove_from != SIZE_MAX) session->tree.transforms.resize(remove_from);
+}
+
+}  // namespace kiln::ui

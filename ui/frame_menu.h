@@ -1,0 +1,52 @@
+// The right-click menu every view offers on a frame (flamegraph, Top
+// functions, later the call tree) and the row of transform chips above the
+// views. Both edit the source's session (SessionState::tree), so the
+// worker re-derives every view from the cached slice, and exports apply the
+// same transforms.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "storage/model/flame_tree.h"
+#include "ui/session_state.h"
+
+namespace kiln::ui {
+
+// What was right-clicked.
+struct FrameMenuTarget {
+  storage::NodeKind kind = storage::NodeKind::kFrame;
+  std::string label;       // function name, or the process/thread/group label
+  std::string executable;  // the frame's executable file name, may be empty
+  // From the tree's root to this node, function names only (group levels
+  // left out); empty where the view has no call path (Top functions).
+  std::vector<std::string> path;
+  bool kernel = false;
+};
+
+// A pattern for "hide frames like this": the name's namespace or package
+// prefix when it has one ("std::vector<int>::push_back" -> "^std::"), else
+// the whole name; regex special characters escaped.
+std::string HidePatternFor(const std::string& function);
+
+class FrameMenu {
+ public:
+  // Call on a right-click; the menu opens in the current window.
+  void Open(FrameMenuTarget target);
+  // Call every frame from the same window (ID stack) as Open().
+  void Draw(SessionState* session);
+
+ private:
+  FrameMenuTarget target_;
+  bool open_requested_ = false;
+  bool hide_requested_ = false;
+  char hide_pattern_[512] = {};
+  std::string hide_error_;
+};
+
+// "Transforms: [Focus: main x] [Merge: f x] ..." on one line; clicking a
+// chip removes it and every later one (they were applied on top of it).
+// Draws nothing when there are none.
+void DrawTransformChips(SessionState* session);
+
+}  // namespace kiln::ui
