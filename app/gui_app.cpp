@@ -477,6 +477,7 @@ struct App {
     }
     view_requests.retry_symbol_keys.clear();
     if (std::exchange(view_requests.add_symbol_files, false)) symbols_dialog_requested = true;
+    if (std::exchange(view_requests.show_shortcuts, false)) show_shortcuts = true;
     ImGui::EndChild();
     ImGui::Separator();
     ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing, &symbol_activity);
@@ -497,6 +498,10 @@ struct App {
     if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_F1, ImGuiKey_F1), false)) show_shortcuts = !show_shortcuts;
     if (!io.KeyCtrl || io.KeyShift || io.KeyAlt) return;
     if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_O, ImGuiKey_O), false)) open_dialog_requested = true;
+    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_F, ImGuiKey_F), false)) {
+      Src().session.focus_search = true;
+      Src().session.requested_tab = "flamegraph";
+    }
     if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_E, ImGuiKey_E), false) && Src().analysis && Src().analysis->slice)
       export_dialog_requested = true;
     if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_Q, ImGuiKey_Q), false)) quit_requested = true;

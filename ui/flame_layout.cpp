@@ -167,4 +167,28 @@ uint32_t CommonAncestor(const FlameTree& tree, const std::vector<uint32_t>& node
   return common.empty() ? 0 : common.back();
 }
 
+uint32_t MoveInFlame(const storage::FlameTree& tree, uint32_t node, FlameMove move) {
+  if (node >= tree.nodes.size()) return 0;
+  const storage::FlameNode& n = tree.nodes[node];
+  switch (move) {
+    case FlameMove::kParent:
+      return n.parent;
+    case FlameMove::kFirstChild:
+      return n.child_count > 0 ? n.first_child : node;
+    case FlameMove::kPreviousSibling:
+    case FlameMove::kNextSibling: {
+      if (node == 0) return node;
+      const storage::FlameNode& p = tree.nodes[n.parent];
+      if (move == FlameMove::kPreviousSibling) return node > p.first_child ? node - 1 : node;
+      return node + 1 < p.first_child + p.child_count ? node + 1 : node;
+    }
+  }
+  return node;
+}
+
+bool IsAncestorOrSelf(const storage::FlameTree& tree, uint32_t ancestor, uint32_t node) {
+  while (node != ancestor && node != 0) node = tree.nodes[node].parent;
+  return node == ancestor;
+}
+
 }  // namespace kiln::ui

@@ -69,6 +69,15 @@ FrameTypeWeights ComputeFrameTypeWeights(const storage::FlameTree& tree);
 // Root-to-node path (root first, `node` last): the zoom breadcrumbs.
 std::vector<uint32_t> PathToNode(const storage::FlameTree& tree, uint32_t node);
 
+// Keyboard moves between nodes: up to the parent, down to the first child,
+// left/right to the previous/next sibling. Returns `node` itself where
+// there is nowhere to go (the root's parent, a leaf's child, the last
+// sibling's next).
+enum class FlameMove : uint8_t { kParent, kFirstChild, kPreviousSibling, kNextSibling };
+uint32_t MoveInFlame(const storage::FlameTree& tree, uint32_t node, FlameMove move);
+// Whether `ancestor` is `node` or above it.
+bool IsAncestorOrSelf(const storage::FlameTree& tree, uint32_t ancestor, uint32_t node);
+
 // The deepest node that is an ancestor-or-self of every node in `nodes`
 // (0, the root, when empty).
 uint32_t CommonAncestor(const storage::FlameTree& tree, const std::vector<uint32_t>& nodes);

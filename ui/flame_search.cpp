@@ -70,4 +70,47 @@ FlameSearchResult SearchFlameTree(const FlameTree& tree, std::string_view query)
   return result;
 }
 
+std::vector<uint32_t> MatchesInOrder(const storage::FlameTree& tree, const FlameSearchResult& result) {
+  std::vector<uint32_t> order;
+  if (result.matched_nodes == 0 || result.matched.size() != tree.nodes.size()) return order;
+  std::vector<uint32_t> stack = {0};
+  while (!stack.empty()) {
+    const uint32_t i = stack.back();
+    stack.pop_back();
+    if (result.matched[i]) order.push_back(i);
+    const storage::FlameNode& n = tree.nodes[i];
+    for (uint32_t c = n.child_count; c > 0; --c) stack.push_back(n.first_child + c - 1);
+  }
+  return order;
+}
+
+uint32_t NextMatch(const storage::FlameTree& tree, const std::vector<uint32_t>& order, uint32_t current, bool forward) {
+  if (order.empty()) return 0;
+  // Position of `current` in depth-first order, found by walking the same
+  // order (a tree's preorder rank is not its index).
+  std::vector<uint32_t> rank(tree.nodes.size(), 0);
+  {
+    uint32_t r = 0;
+    std::vector<uint32_t> stack = {0};
+    while (!stack.empty()) {
+      const uint32_t i = stack.back();
+      stack.pop_back();
+      rank[i] = r++;
+      const storage::FlameNode& n = tree.nodes[i];
+      for (uint32_t c = n.child_count; c > 0; --c) stack.push_back(n.first_child + c - 1);
+    }
+  }
+  const uint32_t at = current < rank.size() ? rank[current] : 0;
+  if (forward) {
+    for (uint32_t m : order) {
+      if (rank[m] > at) return m;
+    }
+    return order.front();
+  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (rank[*it] < at) return *it;
+  }
+  return order.back();
+}
+
 }  // namespace kiln::ui

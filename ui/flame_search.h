@@ -35,4 +35,12 @@ struct FlameSearchResult {
 // Only frame nodes match (root/process/thread labels are grouping, not code).
 FlameSearchResult SearchFlameTree(const storage::FlameTree& tree, std::string_view query);
 
+// The matches of `result` in depth-first order (left to right, top to
+// bottom as the graph draws them): what n / N step through.
+std::vector<uint32_t> MatchesInOrder(const storage::FlameTree& tree, const FlameSearchResult& result);
+// The match after (or before, `forward` false) `current` in `order`,
+// wrapping around; `current` need not be a match (then the first match
+// after it in depth-first order). 0 when there are none.
+uint32_t NextMatch(const storage::FlameTree& tree, const std::vector<uint32_t>& order, uint32_t current, bool forward);
+
 }  // namespace kiln::ui

@@ -43,3 +43,37 @@ TEST_CASE("empty query matches nothing; only frames match") {
 
 }  // namespace
 }  // namespace kiln::ui
+
+namespace kiln::ui {
+
+TEST_CASE("n / N step through matches left to right, top to bottom, wrapping") {
+  const auto tree = testing::TreeFromFolded(
+      "main;a;x 1\n"
+      "main;b;x 1\n"
+      "main;x 1\n");
+  const auto result = SearchFlameTree(tree, "=x");
+  const std::vector<uint32_t> order = MatchesInOrder(tree, result);
+  REQUIRE(order.size() == 3);
+  auto path = [&](uint32_t n) {
+    std::string p;
+    for (; n != 0; n = tree.nodes[n].parent) p = tree.Label(n) + (p.empty() ? "" : ";" + p);
+    return p;
+  };
+  CHECK(path(order[0]) == "main;a;x");
+  CHECK(path(order[1]) == "main;b;x");
+  CHECK(path(order[2]) == "main;x");
+  CHECK(NextMatch(tree, order, 0, true) == order[0]);  // from nothing selected
+  CHECK(NextMatch(tree, order, order[0], true) == order[1]);
+  CHECK(NextMatch(tree, order, order[2], true) == order[0]);  // wraps
+  CHECK(NextMatch(tree, order, order[0], false) == order[2]);
+  // From a non-match (b): the next match after it in drawing order.
+  uint32_t b = 0;
+  for (uint32_t i = 0; i < tree.nodes.size(); ++i) {
+    if (tree.Label(i) == "b") b = i;
+  }
+  CHECK(NextMatch(tree, order, b, true) == order[1]);
+  CHECK(NextMatch(tree, order, b, false) == order[0]);
+  CHECK(NextMatch(tree, {}, b, true) == 0);
+}
+
+}  // namespace kiln::ui

@@ -54,24 +54,51 @@ void FlamegraphView::AdoptTree(std::shared_ptr<const FlameTree> tree,
   left_ = std::move(left);
   layout_dirty_ = true;
   search_dirty_ = true;
-  // Find the previously zoomed node again by its label path.
+  // Find the previously zoomed node again by its label path (as far as it
+  // still exists).
   zoom_node_ = 0;
-  if (tree_ && !tree_->nodes.empty()) {
-    for (size_t i = 1; i < zoom_path_labels_.size(); ++i) {
-      const FlameNode& n = tree_->nodes[zoom_node_];
-      uint32_t found = 0;
-      for (uint32_t c = 0; c < n.child_count; ++c) {
-        if (tree_->Label(n.first_child + c) == zoom_path_labels_[i]) {
-          found = n.first_child + c;
-          break;
-        }
-      }
-      if (found == 0) break;
-      zoom_node_ = found;
-    }
+  for (size_t n = zoom_path_labels_.size(); n > 1 && zoom_node_ == 0; --n) {
+    zoom_node_ = FindByLabels({zoom_path_labels_.begin(), zoom_path_labels_.begin() + static_cast<long>(n)});
   }
+  selected_ = FindByLabels(selected_path_labels_);
   types_ = std::move(types);
   if (!types_ && tree_) types_ = std::make_shared<const FrameTypeWeights>(ComputeFrameTypeWeights(*tree_));
+}
+
+uint32_t FlamegraphView::FindByLabels(const std::vector<std::string>& labels) const {
+  if (!tree_ || tree_->nodes.empty() || labels.empty()) return 0;
+  uint32_t node = 0;
+  for (size_t i = 1; i < labels.size(); ++i) {
+    const FlameNode& n = tree_->nodes[node];
+    uint32_t found = 0;
+    for (uint32_t c = 0; c < n.child_count; ++c) {
+      if (tree_->Label(n.first_child + c) == labels[i]) {
+        found = n.first_child + c;
+        break;
+      }
+    }
+    if (found == 0) return 0;
+    node = found;
+  }
+  return node;
+}
+
+void FlamegraphView::Select(uint32_t node) {
+  if (!tree_ || node >= tree_->nodes.size()) return;
+  selected_ = node;
+  selected_path_labels_.clear();
+  for (uint32_t n : PathToNode(*tree_, node)) selected_path_labels_.push_back(tree_->Label(n));
+  // Keep it on screen: zoom out to show it when it is outside the zoomed
+  // subtree, in to its parent when it is too narrow to draw.
+  bool shown = IsAncestorOrSelf(*tree_, zoom_node_, node) || IsAncestorOrSelf(*tree_, node, zoom_node_);
+  if (shown && !layout_dirty_) {
+    shown = false;
+    for (const FlameRect& r : layout_.rects) {
+      if (r.node == node && !r.merged && r.width >= 2.f) shown = true;
+    }
+  }
+  if (!shown) ZoomTo(node == 0 ? 0 : tree_->nodes[node].parent);
+  scroll_to_selected_ = true;
 }
 
 void FlamegraphView::ZoomTo(uint32_t node) {
@@ -166,11 +193,14 @@ void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const 
   DrawTransformChips(context.session);
   DrawLegend();
   DrawBreadcrumbs();
+  DrawSelection();
   DrawGraph(context);
 }
 
 void FlamegraphView::DrawToolbar(const ViewContext& context) {
   ImGui::SetNextItemWidth(280.f * ImGui::GetFontSize() / 15.f);
+  if (context.session && std::exchange(context.session->focus_search, false)) focus_search_ = true;
+  if (std::exchange(focus_search_, false)) ImGui::SetKeyboardFocusHere();
   if (ImGui::InputTextWithHint("##search", "Search functions (=name for exact)", search_buffer_,
                                sizeof search_buffer_)) {
     search_dirty_ = true;
@@ -272,8 +302,7 @@ void FlamegraphView::DrawBreadcrumbs() {
       ImGui::TextDisabled(">");
       ImGui::SameLine();
     }
-    std::string label = tree_->Label(path[i]);
-    if (label.size() > 40) label = label.substr(0, 37) + "...";
+    const std::string label = ShortenLabel(tree_->Label(path[i]), 40);
     ImGui::PushID(static_cast<int>(i));
     if (ImGui::SmallButton(label.c_str())) ZoomTo(path[i]);
     ImGui::PopID();
@@ -284,7 +313,9 @@ void FlamegraphView::DrawBreadcrumbs() {
 
 void FlamegraphView::DrawGraph(const ViewContext& context) {
   const bool flame = context.session && context.session->flame;
-  ImGui::BeginChild("##flame_canvas", ImVec2(0, 0), false, ImGuiWindowFlags_NoMove);
+  // The canvas reads the arrows itself (node to node), so Dear ImGui's
+  // keyboard navigation stays out of it.
+  ImGui::BeginChild("##flame_canvas", ImVec2(0, 0), false, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoNavInputs);
   const float width = ImGui::GetContentRegionAvail().x;
   const float avail_h = ImGui::GetContentRegionAvail().y;
   const float row_h = ImGui::GetFontSize() + 5.f;
@@ -316,6 +347,13 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
     ImGui::SetScrollY(flame ? std::max(0.f, zoom_top + 4.f * row_h - avail_h)
                             : std::max(0.f, zoom_top - 3.f * row_h));
     scroll_to_zoom_ = false;
+  }
+  if (scroll_to_selected_ && selected_ < tree_->nodes.size()) {
+    const float top = top_pad + RowTop(tree_->nodes[selected_].depth, rows, row_h, flame);
+    const float scroll = ImGui::GetScrollY();
+    if (top < scroll + row_h) ImGui::SetScrollY(std::max(0.f, top - 2.f * row_h));
+    if (top + 2.f * row_h > scroll + avail_h) ImGui::SetScrollY(top + 3.f * row_h - avail_h);
+    scroll_to_selected_ = false;
   }
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton("##graph", ImVec2(std::max(width, 1.f), std::max(graph_h + top_pad, 1.f)));
@@ -369,6 +407,16 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
     }
   }
 
+  // The keyboard's node: a thick outline.
+  if (selected_ != 0 && !layout_dirty_) {
+    for (const FlameRect& r : layout_.rects) {
+      if (r.node != selected_ || r.merged) continue;
+      const float y0 = origin.y + top_pad + RowTop(r.depth, rows, row_h, flame);
+      dl->AddRect(ImVec2(origin.x + r.x, y0), ImVec2(origin.x + r.x + std::max(r.width, 2.f), y0 + row_h - 1.f),
+                  CurrentPalette().contrast, 0, 0, 2.5f);
+    }
+  }
+
   // Interaction: hover tooltip, click to zoom, double-click / Esc to zoom out.
   if (hovered) {
     const ImVec2 m = ImGui::GetMousePos();
@@ -385,21 +433,80 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
     } else if (hit >= 0) {
       const FlameRect& r = layout_.rects[hit];
       DrawTooltip(context, r.node, r.merged);
-      if (clicked && !r.merged && r.node != zoom_node_) {
-        zoom_before_click_ = zoom_node_;
-        click_zoom_time_ = ImGui::GetTime();
-        ZoomTo(r.node);
+      if (clicked && !r.merged) {
+        if (r.node != zoom_node_) {
+          zoom_before_click_ = zoom_node_;
+          click_zoom_time_ = ImGui::GetTime();
+          ZoomTo(r.node);
+        }
+        Select(r.node);
       }
       if (right_clicked && !r.merged && r.node != 0) menu_.Open(MenuTarget(r.node));
     }
   }
   menu_.Draw(context.session);
-  // Esc anywhere in the window (but not while typing in a text box).
+  // Keys anywhere in the window (but not while typing in a text box).
   if (ImGui::IsWindowFocused(ImGuiFocusedFlags_RootWindow | ImGuiFocusedFlags_ChildWindows) &&
-      !ImGui::GetIO().WantTextInput && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) {
-    ZoomOut();
+      !ImGui::GetIO().WantTextInput) {
+    HandleKeys(context, flame);
   }
   ImGui::EndChild();
+}
+
+void FlamegraphView::HandleKeys(const ViewContext& context, bool flame) {
+  auto pressed = [](ImGuiKey key) { return ImGui::IsKeyPressed(ImGui::GetKeyIndex(key), true); };
+  const uint32_t from = selected_ != 0 ? selected_ : zoom_node_;
+  // Up and down follow the picture: in flame mode the roots are below.
+  if (pressed(ImGuiKey_UpArrow)) Select(MoveInFlame(*tree_, from, flame ? FlameMove::kFirstChild : FlameMove::kParent));
+  if (pressed(ImGuiKey_DownArrow)) Select(MoveInFlame(*tree_, from, flame ? FlameMove::kParent : FlameMove::kFirstChild));
+  if (pressed(ImGuiKey_LeftArrow)) Select(MoveInFlame(*tree_, from, FlameMove::kPreviousSibling));
+  if (pressed(ImGuiKey_RightArrow)) Select(MoveInFlame(*tree_, from, FlameMove::kNextSibling));
+  if ((pressed(ImGuiKey_Enter) || pressed(ImGuiKey_KeyPadEnter)) && selected_ != 0) ZoomTo(selected_);
+  if (pressed(ImGuiKey_Escape) || pressed(ImGuiKey_Backspace)) ZoomOut();
+  // Printable keys arrive as characters (the same on every keyboard layout).
+  const ImGuiIO& io = ImGui::GetIO();
+  for (int i = 0; i < io.InputQueueCharacters.Size; ++i) {
+    const ImWchar c = io.InputQueueCharacters[i];
+    if (c == '/') focus_search_ = true;
+    if (c == '?' && context.requests) context.requests->show_shortcuts = true;
+    if ((c == 'n' || c == 'N') && search_.active() && searched_serial_ == tree_serial_) {
+      if (match_order_serial_ != searched_serial_) {
+        match_order_ = MatchesInOrder(*tree_, search_);
+        match_order_serial_ = searched_serial_;
+      }
+      if (uint32_t m = NextMatch(*tree_, match_order_, selected_, c == 'n'); m != 0) Select(m);
+    }
+  }
+}
+
+void FlamegraphView::DrawSelection() {
+  if (selected_ == 0 || selected_ >= tree_->nodes.size()) {
+    ImGui::TextDisabled("Arrows move between frames, Enter zooms, / searches, n / N next / previous match, ? all keys");
+    return;
+  }
+  const FlameNode& n = tree_->nodes[selected_];
+  ImGui::TextDisabled("Selected:");
+  ImGui::SameLine();
+  const std::string label = ShortenLabel(tree_->Label(selected_), 80);
+  ImGui::TextUnformatted(label.c_str());
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s", SharesText(selected_).c_str());
+  (void)n;
+}
+
+std::string FlamegraphView::SharesText(uint32_t node) const {
+  // Of the whole, of the parent and of the zoomed root: the three questions
+  // a frame's width answers.
+  const FlameNode& n = tree_->nodes[node];
+  auto pct = [&](int64_t of) {
+    return FormatPercent(of > 0 ? static_cast<double>(n.total) / static_cast<double>(of) : 0);
+  };
+  std::string text = pct(tree_->nodes[0].total) + " of total";
+  if (node != 0) text += ", " + pct(tree_->nodes[n.parent].total) + " of parent";
+  if (zoom_node_ != 0 && zoom_node_ != node && IsAncestorOrSelf(*tree_, zoom_node_, node)) {
+    text += ", " + pct(tree_->nodes[zoom_node_].total) + " of zoomed";
+  }
+  return text;
 }
 
 FrameMenuTarget FlamegraphView::MenuTarget(uint32_t node) const {
@@ -464,11 +571,11 @@ void FlamegraphView::DrawTooltip(const ViewContext& context, uint32_t node, bool
     const std::string_view k = KindName(n.kind);
     ImGui::TextUnformatted(k.data(), k.data() + k.size());
   }
-  ImGui::Text("Total: %s (%s)", FormatValue(kind, n.total).c_str(),
-              FormatPercent(static_cast<double>(n.total) / total).c_str());
+  ImGui::Text("Total: %s (%s)", FormatValue(kind, n.total).c_str(), SharesText(node).c_str());
   ImGui::Text("Self:  %s (%s)", FormatValue(kind, n.self).c_str(),
               FormatPercent(static_cast<double>(n.self) / total).c_str());
   ImGui::TextDisabled("Click to zoom in; double-click or Esc to zoom out; right-click for more");
+  (void)total;
   ImGui::EndTooltip();
 }
 

@@ -43,6 +43,12 @@ class FlamegraphView : public View {
   void DrawGraph(const ViewContext& context);
   void DrawTooltip(const ViewContext& context, uint32_t node, bool merged);
   FrameMenuTarget MenuTarget(uint32_t node) const;
+  // Keyboard: arrows, Enter, Backspace, '/', n / N, '?' (see HandleKeys).
+  void HandleKeys(const ViewContext& context, bool flame);
+  void Select(uint32_t node);
+  uint32_t FindByLabels(const std::vector<std::string>& labels) const;
+  std::string SharesText(uint32_t node) const;
+  void DrawSelection();
   void ZoomTo(uint32_t node);
   void ZoomOut();
   void RefreshSearch();
@@ -78,6 +84,14 @@ class FlamegraphView : public View {
 
   std::shared_ptr<const FrameTypeWeights> types_;  // for the legend
   FrameMenu menu_;
+
+  // The keyboard's node (0 = none), kept across new trees by its labels.
+  uint32_t selected_ = 0;
+  std::vector<std::string> selected_path_labels_;
+  bool scroll_to_selected_ = false;
+  bool focus_search_ = false;  // put the cursor in the search box next frame
+  std::vector<uint32_t> match_order_;  // MatchesInOrder of search_, for n / N
+  uint64_t match_order_serial_ = UINT64_MAX;
   bool settled_ = false;
 };
 

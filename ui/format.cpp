@@ -43,4 +43,39 @@ std::string FormatDateTime(int64_t unix_ns) {
   return buf;
 }
 
+namespace {
+// Characters (UTF-8 code points) in `text`.
+size_t CodePoints(std::string_view text) {
+  size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+// The byte offset after the first `n` code points.
+size_t PrefixBytes(std::string_view text, size_t n) {
+  size_t i = 0;
+  for (; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && n-- == 0) break;
+  }
+  return i;
+}
+}  // namespace
+
+std::string ShortenLabel(std::string_view label, size_t max_chars) {
+  const size_t length = CodePoints(label);
+  if (length <= max_chars || max_chars < 8) return std::string(label.substr(0, PrefixBytes(label, max_chars)));
+  // The last component: after the last separator outside an argument list.
+  std::string_view head = label.substr(0, label.find('('));
+  size_t cut = std::string_view::npos;
+  for (std::string_view sep : {"::", ".", "/"}) {
+    size_t at = head.rfind(sep);
+    if (at != std::string_view::npos && (cut == std::string_view::npos || at > cut)) cut = at;
+  }
+  std::string_view tail = cut == std::string_view::npos ? label.substr(label.size()) : label.substr(cut);
+  size_t tail_chars = CodePoints(tail);
+  const size_t keep_tail = std::min(tail_chars, max_chars - 4);  // at least 1 char of head + "..."
+  if (keep_tail < tail_chars) tail = tail.substr(0, PrefixBytes(tail, keep_tail));  // long tail: cut its end
+  const size_t head_chars = max_chars - 3 - std::min(tail_chars, keep_tail);
+  return std::string(label.substr(0, PrefixBytes(label, head_chars))) + "..." + std::string(tail);
+}
+
 }  // namespace kiln::ui

@@ -23,6 +23,11 @@ std::string FormatClock(int64_t unix_ns, bool millis = false);
 // Local "YYYY-MM-DD HH:MM:SS".
 std::string FormatDateTime(int64_t unix_ns);
 
+// `label` in at most `max_chars` characters, shortened in the middle so the
+// function's last component stays readable:
+// "std::vector<int, std::allocator<int>>::push_back" -> "std::vec...::push_back".
+std::string ShortenLabel(std::string_view label, size_t max_chars);
+
 // Length in bytes of the longest prefix of `text` that, followed by "...",
 // fits in `max_width`; text.size() when the whole text fits without an
 // ellipsis; 0 when not even one character fits. `advance(c)` is the width of

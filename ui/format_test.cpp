@@ -34,3 +34,17 @@ TEST_CASE("ellipsis prefix with a fixed-width font") {
 
 }  // namespace
 }  // namespace kiln::ui
+
+namespace kiln::ui {
+
+TEST_CASE("long labels are shortened in the middle, keeping the last component") {
+  CHECK(ShortenLabel("main", 20) == "main");
+  const std::string cpp = "std::vector<int, std::allocator<int>>::push_back";
+  CHECK(ShortenLabel(cpp, 24) == "std::vecto...::push_back");
+  CHECK(ShortenLabel("io/netty/channel/nio/NioEventLoop:.processSelectedKeysOptimized", 40) ==
+        "io/netty....processSelectedKeysOptimized");
+  CHECK(ShortenLabel("a_very_long_function_name_without_separators", 12) == "a_very_lo...");
+  CHECK(ShortenLabel("ns::f(std::map<int, int> const&, long long, unsigned)", 16).find("...") != std::string::npos);
+}
+
+}  // namespace kiln::ui

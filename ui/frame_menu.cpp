@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include "absl/status/statusor.h"
+#include "ui/format.h"
 
 namespace kiln::ui {
 
@@ -56,7 +57,7 @@ void FrameMenu::Draw(SessionState* session) {
   using Kind = Transform::Kind;
   const std::string& name = target_.label;
   if (ImGui::BeginPopup("##frame_menu")) {
-    ImGui::TextDisabled("%s", name.size() > 80 ? (name.substr(0, 77) + "...").c_str() : name.c_str());
+    ImGui::TextDisabled("%s", ShortenLabel(name, 80).c_str());
     ImGui::Separator();
     if (ImGui::MenuItem("Copy name")) ImGui::SetClipboardText(name.c_str());
     if (target_.kind == storage::NodeKind::kFrame) {
@@ -136,8 +137,7 @@ void DrawTransformChips(SessionState* session) {
   for (size_t i = 0; i < session->tree.transforms.size(); ++i) {
     ImGui::SameLine();
     ImGui::PushID(static_cast<int>(i));
-    std::string label = storage::TransformLabel(session->tree.transforms[i]);
-    if (label.size() > 48) label = label.substr(0, 45) + "...";
+    const std::string label = ShortenLabel(storage::TransformLabel(session->tree.transforms[i]), 48);
     if (ImGui::SmallButton((label + "  x").c_str())) remove_from = i;
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip("%s\nClick to remove it%s", storage::TransformSpec(session->tree.transforms[i]).c_str(),

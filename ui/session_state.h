@@ -56,6 +56,7 @@ struct SessionState {
   std::string flame_search;   // set with ++flame_search_serial; the flamegraph adopts it
   uint64_t flame_search_serial = 0;
   bool flame_zoom_to_search = false;  // zoom to the matches' common ancestor
+  bool focus_search = false;          // Ctrl+F: the flamegraph puts the cursor in its search box
 
   // Executables view: the selected executable by identity (rows are rebuilt
   // with every query) and whether its unsymbolized addresses are listed.

@@ -30,6 +30,7 @@ struct ViewContext {
   struct Requests {
     std::vector<std::string> retry_symbol_keys;  // SymbolService::Retry
     bool add_symbol_files = false;               // open the file picker for ELF files
+    bool show_shortcuts = false;                 // '?': the keyboard shortcut list
   };
   Requests* requests = nullptr;  // may be null (no actions possible)
 };
