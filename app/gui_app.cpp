@@ -128,20 +128,6 @@ struct WindowDeleter {
 // window does not turn into a query per frame.
 constexpr int64_t kLiveStepNs = 2 * ui::kNsPerSecond;
 
-ui::AnalysisRequest BuildRequest(const ui::SessionState& session, uint64_t data_version, int buckets) {
-  ui::AnalysisRequest r;
-  r.query.sample_type = session.sample_type;
-  const ui::TimeRange range = session.QueryRange();
-  r.query.from_ns = range.from_ns;
-  r.query.to_ns = range.to_ns;
-  r.query.filters = session.filters;
-  r.tree_options = session.tree;
-  r.timeline_window = session.window;
-  r.timeline_buckets = buckets;
-  r.data_version = data_version;
-  return r;
-}
-
 // "Now" for a source: the clock for the live store; the newest sample for a
 // capture, so presets ("Last 15m") mean the capture's last 15 minutes.
 int64_t SourceNow(const Source& source) {
@@ -182,6 +168,7 @@ struct App {
   storage::Store* main_store;    // the data dir's store, whose symbolizer answers `kiln symbols add`
   std::string main_request_dir;  // SymbolRequestDir of the data dir
   std::vector<storage::Transform> initial_transforms;  // --transform: every source starts with them
+  std::string initial_sandwich;                        // --sandwich
   std::map<storage::Store*, std::unique_ptr<SymbolService>> symbolizers;
   ui::ViewContext::Requests view_requests;
   ui::SymbolActivity symbol_activity;
@@ -211,6 +198,7 @@ struct App {
         receiver(receiver),
         data_dir(options.data_dir),
         initial_transforms(options.transforms),
+        initial_sandwich(options.sandwich_function),
         settings(loaded),
         settings_paths(paths),
         views(CreateViews()) {
@@ -368,6 +356,7 @@ struct App {
     session.tree.show_inline = settings.show_inline;
     if (!src.initial_transforms_applied) {
       session.tree.transforms = initial_transforms;
+      session.sandwich_function = initial_sandwich;
       src.initial_transforms_applied = true;
     }
     if (!src.status) return;  // the window and the first query need the store's time range
@@ -399,7 +388,7 @@ struct App {
     } else if (session.window.Empty()) {
       session.window = ui::PresetRange(session.preset, now, stats.first_sample_ns, stats.last_sample_ns);
     }
-    ui::AnalysisRequest request = BuildRequest(session, src.data_version, timeline_buckets);
+    ui::AnalysisRequest request = ui::RequestFor(session, src.data_version, timeline_buckets);
     request.symbols_version = src.status->symbols_version;
     if (!src.has_request || !(request == src.last_request)) {
       src.submitted_generation = src.worker->Submit(request);

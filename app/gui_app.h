@@ -37,6 +37,7 @@ struct GuiOptions {
   // --transform SPEC...: transforms (storage/model/transforms.h) every
   // source starts with, as if chosen from the frame menu.
   std::vector<storage::Transform> transforms;
+  std::string sandwich_function;  // --sandwich FN: the Sandwich view's function
 };
 
 // Returns the process exit code. `receiver` may be null (no listener, e.g.

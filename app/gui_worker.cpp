@@ -187,6 +187,19 @@ const Product kProducts[] = {
        out->top_functions =
            std::make_shared<const std::vector<storage::TopFunctionRow>>(storage::BuildTopFunctions(*out->stacks));
      }},
+    {"sandwich",
+     SameInputs<&Request::tree_options, &Request::sandwich_function>,
+     [](const Snapshot& from, Snapshot* to) {
+       to->callers_tree = from.callers_tree;
+       to->callees_tree = from.callees_tree;
+     },
+     [](storage::Store&, Snapshot* out) {
+       const std::string& f = out->request.sandwich_function;
+       if (f.empty()) return;
+       storage::Sandwich sandwich = storage::BuildSandwich(*out->stacks, f);
+       out->callers_tree = std::make_shared<const storage::FlameTree>(std::move(sandwich.callers));
+       out->callees_tree = std::make_shared<const storage::FlameTree>(std::move(sandwich.callees));
+     }},
     {"executables",
      SameInputs<>,
      [](const Snapshot& from, Snapshot* to) { to->executables = from.executables; },

@@ -1,5 +1,6 @@
 #include "app/view_registry.h"
 
+#include "ui/call_tree_view.h"
 #include "ui/executables_view.h"
 #include "ui/flamegraph_view.h"
 #include "ui/log_view.h"
@@ -11,6 +12,8 @@ std::vector<std::unique_ptr<ui::View>> CreateViews() {
   std::vector<std::unique_ptr<ui::View>> views;
   views.push_back(std::make_unique<ui::FlamegraphView>());
   views.push_back(std::make_unique<ui::TopFunctionsView>());
+  views.push_back(std::make_unique<ui::CallTreeView>());
+  views.push_back(std::make_unique<ui::SandwichView>());
   views.push_back(std::make_unique<ui::ExecutablesView>());
   views.push_back(std::make_unique<ui::LogView>());
   return views;

@@ -228,18 +228,7 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Roots at the bottom (flame graph) instead of the top (icicle)");
     ImGui::SameLine();
-    // Inverted: an invert transform at the end of the chain (a chip too).
-    auto& transforms = session->tree.transforms;
-    const auto is_invert = [](const storage::Transform& t) { return t.kind == storage::Transform::Kind::kInvert; };
-    bool inverted = std::count_if(transforms.begin(), transforms.end(), is_invert) % 2 == 1;
-    if (ImGui::Checkbox("Inverted", &inverted)) {
-      if (inverted) {
-        transforms.push_back({storage::Transform::Kind::kInvert, "", {}});
-      } else {
-        transforms.erase(std::find_if(transforms.rbegin(), transforms.rend(), is_invert).base() - 1);
-      }
-    }
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Leaf functions as roots, their callers above them (bottom-up)");
+    DrawInvertToggle(session);
     ImGui::SameLine();
     static const char* kGroupNames[] = {"No grouping", "By process", "By process and thread"};
     int group = static_cast<int>(session->tree.group_by);

@@ -2,6 +2,8 @@
 
 #include <imgui.h>
 
+#include <algorithm>
+
 #include "absl/status/statusor.h"
 #include "ui/format.h"
 
@@ -69,6 +71,11 @@ void FrameMenu::Draw(SessionState* session) {
       }
       if (ImGui::MenuItem("Callers of this function")) Push(session, Kind::kCallersOf, name);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Who calls it, merged across call sites, inverted");
+      if (ImGui::MenuItem("Show in Sandwich")) {
+        session->sandwich_function = name;
+        session->requested_tab = "sandwich";
+      }
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Its callers above it and its callees below, each merged");
       if (ImGui::MenuItem("Merge function")) Push(session, Kind::kMerge, name);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Remove it; its self time goes to its callers");
       if (ImGui::MenuItem("Hide frames like this...")) {
@@ -128,6 +135,20 @@ void FrameMenu::Draw(SessionState* session) {
     if (ImGui::Button("Cancel")) ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
   }
+}
+
+void DrawInvertToggle(SessionState* session) {
+  auto& transforms = session->tree.transforms;
+  const auto is_invert = [](const Transform& t) { return t.kind == Transform::Kind::kInvert; };
+  bool inverted = std::count_if(transforms.begin(), transforms.end(), is_invert) % 2 == 1;
+  if (ImGui::Checkbox("Inverted", &inverted)) {
+    if (inverted) {
+      transforms.push_back({Transform::Kind::kInvert, "", {}});
+    } else {
+      transforms.erase(std::find_if(transforms.rbegin(), transforms.rend(), is_invert).base() - 1);
+    }
+  }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Leaf functions as roots, their callers below them (bottom-up)");
 }
 
 void DrawTransformChips(SessionState* session) {

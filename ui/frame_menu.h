@@ -44,6 +44,10 @@ class FrameMenu {
   std::string hide_error_;
 };
 
+// The Inverted checkbox of the tree views: an invert transform at the end
+// of the source's chain (so it shows as a chip and exports alike).
+void DrawInvertToggle(SessionState* session);
+
 // "Transforms: [Focus: main x] [Merge: f x] ..." on one line; clicking a
 // chip removes it and every later one (they were applied on top of it).
 // Draws nothing when there are none.

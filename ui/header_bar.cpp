@@ -41,7 +41,14 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
       if (views[i]->Id() == session.requested_tab) requested = i;
     }
   }
-  const float tabs_width = ImGui::GetFontSize() * 30.f;
+  // Wide enough for every tab's title at full length.
+  float tabs_width = 0;
+  for (const View* v : views) {
+    const std::string_view t = v->Title();
+    tabs_width += ImGui::CalcTextSize(t.data(), t.data() + t.size()).x + ImGui::GetStyle().FramePadding.x * 2 +
+                  ImGui::GetStyle().ItemInnerSpacing.x;
+  }
+  tabs_width += ImGui::GetFontSize();
   ImGui::BeginChild("##tabs", ImVec2(tabs_width, ImGui::GetFrameHeight() + 2.f), false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   if (ImGui::BeginTabBar("##views", ImGuiTabBarFlags_None)) {

@@ -32,4 +32,19 @@ bool SessionState::HasFilterValue(const std::string& key, const std::string& val
   return false;
 }
 
+AnalysisRequest RequestFor(const SessionState& session, uint64_t data_version, int buckets) {
+  AnalysisRequest r;
+  r.query.sample_type = session.sample_type;
+  const TimeRange range = session.QueryRange();
+  r.query.from_ns = range.from_ns;
+  r.query.to_ns = range.to_ns;
+  r.query.filters = session.filters;
+  r.tree_options = session.tree;
+  r.sandwich_function = session.sandwich_function;
+  r.timeline_window = session.window;
+  r.timeline_buckets = buckets;
+  r.data_version = data_version;
+  return r;
+}
+
 }  // namespace kiln::ui

@@ -11,6 +11,7 @@
 #include "storage/model/flame_tree.h"
 #include "storage/model/profile_model.h"
 #include "storage/store.h"
+#include "ui/snapshots.h"
 #include "ui/timeline_math.h"
 
 namespace kiln::ui {
@@ -57,6 +58,8 @@ struct SessionState {
   uint64_t flame_search_serial = 0;
   bool flame_zoom_to_search = false;  // zoom to the matches' common ancestor
   bool focus_search = false;          // Ctrl+F: the flamegraph puts the cursor in its search box
+  // The Sandwich view's function (set from any view's right-click menu).
+  std::string sandwich_function;
 
   // Executables view: the selected executable by identity (rows are rebuilt
   // with every query) and whether its unsymbolized addresses are listed.
@@ -72,5 +75,11 @@ struct SessionState {
   void RemoveFilterValue(const std::string& key, const std::string& value);
   bool HasFilterValue(const std::string& key, const std::string& value) const;
 };
+
+// What the worker is asked for this session: its sample type, range,
+// filters, tree options (transforms) and sandwich function, with the
+// timeline over its window in `buckets` buckets and the store's data
+// version.
+AnalysisRequest RequestFor(const SessionState& session, uint64_t data_version = 0, int buckets = 300);
 
 }  // namespace kiln::ui

@@ -31,6 +31,7 @@ struct AnalysisRequest {
   uint64_t data_version = 0;  // bumps when the store gained samples (live)
   // Store::SymbolsVersion(): new symbols rename frames, so query again.
   uint64_t symbols_version = 0;
+  std::string sandwich_function;  // "" = no sandwich trees
 
   bool operator==(const AnalysisRequest&) const = default;
 };
@@ -46,6 +47,10 @@ struct AnalysisSnapshot {
   std::shared_ptr<const std::vector<int64_t>> left_offsets;  // ComputeLeftOffsets(*tree)
   std::shared_ptr<const FrameTypeWeights> type_weights;      // ComputeFrameTypeWeights(*tree)
   std::shared_ptr<const std::vector<storage::TopFunctionRow>> top_functions;
+  // The sandwich of request.sandwich_function: its callers (inverted, the
+  // function at the root) and its callees (the function at the root).
+  std::shared_ptr<const storage::FlameTree> callers_tree;
+  std::shared_ptr<const storage::FlameTree> callees_tree;
   std::shared_ptr<const std::vector<storage::ExecutableRow>> executables;
   std::shared_ptr<const storage::Timeline> timeline;
   std::string error;  // non-empty when the query failed; the rest may be stale or null

@@ -85,6 +85,14 @@ FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameT
                         options);
 }
 
+Sandwich BuildSandwich(const Stacks& stacks, const std::string& function) {
+  using Kind = Transform::Kind;
+  const FlameTreeOptions options{.group_by = GroupBy::kNone};
+  const Stacks collapsed = ApplyTransform(stacks, {Kind::kCollapseRecursion, function, {}});
+  return {BuildFlameTree(ApplyTransform(collapsed, {Kind::kCallersOf, function, {}}), options),
+          BuildFlameTree(ApplyTransform(collapsed, {Kind::kFocusFunction, function, {}}), options)};
+}
+
 FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTreeOptions& options,
                          std::vector<NodeWeights>* first_weights) {
   FlameTree tree;

@@ -71,6 +71,17 @@ FlameTree BuildFlameTree(const Stacks& stacks, const FlameTreeOptions& options);
 // The same from a slice's weights, with every option applied.
 FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options);
 
+// A function's sandwich: its callers (merged across call sites, inverted:
+// the function at the root, its callers under it) and its callees (merged,
+// the function at the root). Its own recursion is collapsed first, so the
+// callers are who calls it from outside and each sample counts once on
+// each side. Not grouped (one root per side).
+struct Sandwich {
+  FlameTree callers;
+  FlameTree callees;
+};
+Sandwich BuildSandwich(const Stacks& stacks, const std::string& function);
+
 // One tree over several inputs (a diff's two sides): the union of their
 // paths. Node weights are the last input's; `first_weights` (when not null)
 // gets the first input's per node. Node frames refer to the last input's

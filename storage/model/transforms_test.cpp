@@ -156,3 +156,23 @@ TEST_CASE("transform specs round trip and bad ones are refused with the reason")
 }
 
 }  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("sandwich: callers from outside the recursion, callees once per sample") {
+  Stacks stacks = StacksOf(testing::WholeSlice(testing::BatchFromFolded(kProgram)));
+  Sandwich s = BuildSandwich(stacks, "eval");
+  CHECK(PrintFlameTree(s.callers) ==
+        "all 7\n"
+        "  eval 7\n"
+        "    run 7\n"
+        "      main 7 self=7\n");
+  CHECK(PrintFlameTree(s.callees) ==
+        "all 7\n"
+        "  eval 7 self=2\n"
+        "    alloc 5 self=5\n");
+  // A function no stack holds: empty sides.
+  CHECK(BuildSandwich(stacks, "nothing").callers.nodes[0].total == 0);
+}
+
+}  // namespace kiln::storage

@@ -93,13 +93,7 @@ class Gallery {
           session_.window = ui::PresetRange(ui::TimePreset::kAll, storage::UnixNowNs(),
                                             status->stats.first_sample_ns, status->stats.last_sample_ns);
         }
-        ui::AnalysisRequest request;
-        request.query.sample_type = session_.sample_type;
-        request.query.from_ns = session_.QueryRange().from_ns;
-        request.query.to_ns = session_.QueryRange().to_ns;
-        request.query.filters = session_.filters;
-        request.tree_options = session_.tree;
-        request.timeline_window = session_.window;
+        ui::AnalysisRequest request = ui::RequestFor(session_);
         if (!submitted_ || !(request == last_)) {
           generation_ = worker_.Submit(request);
           last_ = request;
@@ -216,6 +210,27 @@ TEST_CASE("gallery of view states over the demo store") {
       ++gallery.session().flame_search_serial;
       const Pixels p = Load(gallery.Shoot("flame-zoomed", "flamegraph"));
       CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kPython), 60) > 5000);
+    }
+    SUBCASE("transforms: focus on a function, shown as a chip") {
+      gallery.session().tree.transforms = {*storage::ParseTransform("focus=render_report")};
+      const Pixels p = Load(gallery.Shoot("flame-focus", "flamegraph"));
+      // render_report is Python calling into native code only: no kernel,
+      // Go or JVM frames remain.
+      CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kPython), 60) > 5000);
+      CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kGo), 20) < 200);
+      CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kJvm), 20) < 200);
+    }
+    SUBCASE("call tree, inverted") {
+      gallery.session().tree.transforms = {*storage::ParseTransform("invert")};
+      const Pixels p = Load(gallery.Shoot("calltree-inverted", "calltree"));
+      std::set<ui::Rgba> colors(p.data.begin(), p.data.end());
+      CHECK(colors.size() > 50);
+    }
+    SUBCASE("sandwich of a recursive function") {
+      gallery.session().sandwich_function = "fib";
+      const Pixels p = Load(gallery.Shoot("sandwich", "sandwich"));
+      // Python rows (fib and its callers) in both halves.
+      CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kPython), 30) > 300);
     }
     SUBCASE("off-CPU top functions") {
       gallery.session().sample_type = storage::OffCpuTime();

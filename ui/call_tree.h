@@ -1,0 +1,46 @@
+// An expandable tree table over a FlameTree: the Call tree view (top-down,
+// or bottom-up with the Inverted toggle) and both halves of the Sandwich
+// view. Children are listed heaviest first, as call trees list them; the
+// expanded rows survive a new tree (live data, a new transform) by their
+// label paths. Arrows move and open or close rows (Dear ImGui's keyboard
+// navigation); right-click offers the transforms.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "storage/model/flame_tree.h"
+#include "ui/frame_menu.h"
+#include "ui/session_state.h"
+
+namespace kiln::ui {
+
+class CallTreeTable {
+ public:
+  // Draws `tree` in a child region of `height` pixels (0: the rest of the
+  // window). `type`: the unit of every number.
+  void Draw(const char* id, const std::shared_ptr<const storage::FlameTree>& tree, const storage::SampleType& type,
+            SessionState* session, float height = 0);
+  // The nodes shown, in order, with their indentation (for tests and
+  // benchmarks): after Draw or Adopt.
+  const std::vector<uint32_t>& rows() const { return rows_; }
+  // Takes a new tree; expands the heaviest path when nothing was expanded.
+  void Adopt(const std::shared_ptr<const storage::FlameTree>& tree);
+  void Toggle(uint32_t node);
+
+ private:
+  std::string PathKey(uint32_t node) const;
+  void RebuildRows();
+
+  std::shared_ptr<const storage::FlameTree> tree_;
+  std::vector<uint8_t> expanded_;                   // per node of tree_
+  std::unordered_set<std::string> expanded_paths_;  // PathKey of expanded nodes
+  std::vector<uint32_t> rows_;
+  bool rows_dirty_ = true;
+  uint32_t selected_ = 0;
+  FrameMenu menu_;
+};
+
+}  // namespace kiln::ui
