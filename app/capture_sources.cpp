@@ -189,6 +189,7 @@ SourceList::SourceList(storage::Store& live, const ingest::OtlpReceiver* receive
   auto source = std::make_unique<Source>();
   source->name = "Live store";
   source->store = &live;
+  source->shared_store = std::shared_ptr<const storage::Store>(std::shared_ptr<void>(), &live);
   source->worker = std::make_unique<GuiWorker>(live, receiver, std::move(live_data_dir), wake_ui_);
   sources_.push_back(std::move(source));
   // Capture stores left by kilns that were killed (kill -9, a crash): only
@@ -277,6 +278,7 @@ bool SourceList::Poll() {
     source->path = path;
     source->capture_store = std::move(loaded->store);
     source->store = &source->capture_store->store();
+    source->shared_store = std::shared_ptr<const storage::Store>(source->capture_store, source->store);
     source->worker = std::make_unique<GuiWorker>(*source->store, nullptr, path, wake_ui_);
     // A capture opens on its default sample type and its whole range.
     source->session.sample_type = loaded->default_sample_type;

@@ -137,8 +137,13 @@ struct Source {
   std::string path;  // the capture file; empty for the live store
   // Capture sources own their store; it must outlive `worker` (declared
   // first, so destroyed last).
-  std::unique_ptr<TemporaryStore> capture_store;
+  std::shared_ptr<TemporaryStore> capture_store;
   storage::Store* store = nullptr;
+  // The same store, shared: another source's diff may hold it as its
+  // baseline (ui::BaselineRequest), so a closed capture's store lives on
+  // until no request or snapshot refers to it. The live store outlives
+  // everything; its pointer owns nothing.
+  std::shared_ptr<const storage::Store> shared_store;
   std::unique_ptr<GuiWorker> worker;
 
   ui::SessionState session;

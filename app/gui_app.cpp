@@ -169,6 +169,7 @@ struct App {
   std::string main_request_dir;  // SymbolRequestDir of the data dir
   std::vector<storage::Transform> initial_transforms;  // --transform: every source starts with them
   std::string initial_sandwich;                        // --sandwich
+  std::string initial_compare;                         // --compare
   std::map<storage::Store*, std::unique_ptr<SymbolService>> symbolizers;
   ui::ViewContext::Requests view_requests;
   ui::SymbolActivity symbol_activity;
@@ -199,6 +200,7 @@ struct App {
         data_dir(options.data_dir),
         initial_transforms(options.transforms),
         initial_sandwich(options.sandwich_function),
+        initial_compare(options.compare),
         settings(loaded),
         settings_paths(paths),
         views(CreateViews()) {
@@ -357,6 +359,12 @@ struct App {
     if (!src.initial_transforms_applied) {
       session.tree.transforms = initial_transforms;
       session.sandwich_function = initial_sandwich;
+      if (initial_compare == "previous") {
+        session.baseline.kind = ui::SessionState::Baseline::Kind::kPreviousPeriod;
+      } else if (!initial_compare.empty() && initial_compare != src.name) {
+        session.baseline.kind = ui::SessionState::Baseline::Kind::kSource;
+        session.baseline.source = initial_compare;
+      }
       src.initial_transforms_applied = true;
     }
     if (!src.status) return;  // the window and the first query need the store's time range
@@ -390,6 +398,21 @@ struct App {
     }
     ui::AnalysisRequest request = ui::RequestFor(session, src.data_version, timeline_buckets);
     request.symbols_version = src.status->symbols_version;
+    if (session.baseline.kind == ui::SessionState::Baseline::Kind::kSource && request.baseline) {
+      // Another source as the baseline: its store and data version; a
+      // closed one ends the comparison.
+      const Source* other = nullptr;
+      for (const auto& s : sources.sources()) {
+        if (s->name == session.baseline.source && s.get() != &src) other = s.get();
+      }
+      if (other == nullptr) {
+        session.baseline = {};
+        request.baseline.reset();
+      } else {
+        request.baseline->store = other->shared_store;
+        request.baseline->data_version = other->data_version;
+      }
+    }
     if (!src.has_request || !(request == src.last_request)) {
       src.submitted_generation = src.worker->Submit(request);
       src.last_request = request;
@@ -447,6 +470,11 @@ struct App {
     context.mono_font = fonts.mono;
     context.symbols = &symbol_activity;
     context.requests = &view_requests;
+    std::vector<std::string> other_sources;
+    for (const auto& s : sources.sources()) {
+      if (s.get() != &src) other_sources.push_back(s->name);
+    }
+    context.other_sources = &other_sources;
     // The view draws with the window's preferences (the menu may have just
     // changed them, or switched the source) and its toggles go back to them.
     src.session.flame = settings.flame;

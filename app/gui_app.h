@@ -38,6 +38,9 @@ struct GuiOptions {
   // source starts with, as if chosen from the frame menu.
   std::vector<storage::Transform> transforms;
   std::string sandwich_function;  // --sandwich FN: the Sandwich view's function
+  // --compare previous|SOURCE: every source starts compared with the period
+  // before its range, or with the source of that name (a capture's file name).
+  std::string compare;
 };
 
 // Returns the process exit code. `receiver` may be null (no listener, e.g.

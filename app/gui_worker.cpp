@@ -200,6 +200,42 @@ const Product kProducts[] = {
        out->callers_tree = std::make_shared<const storage::FlameTree>(std::move(sandwich.callers));
        out->callees_tree = std::make_shared<const storage::FlameTree>(std::move(sandwich.callees));
      }},
+    {"baseline",
+     SameInputs<&Request::baseline>,
+     [](const Snapshot& from, Snapshot* to) { to->baseline_slice = from.baseline_slice; },
+     [](storage::Store& store, Snapshot* out) {
+       if (!out->request.baseline) return;
+       const ui::BaselineRequest& b = *out->request.baseline;
+       auto slice = (b.store ? *b.store : store).Run(b.query);
+       if (slice.ok()) {
+         out->baseline_slice = *std::move(slice);
+       } else {
+         out->error = "baseline: " + std::string(slice.status().message());
+       }
+     }},
+    {"diff",
+     SameInputs<&Request::baseline, &Request::tree_options>,
+     [](const Snapshot& from, Snapshot* to) {
+       to->diff = from.diff;
+       to->diff_display = from.diff_display;
+       to->diff_left_offsets = from.diff_left_offsets;
+       to->diff_type_weights = from.diff_type_weights;
+       to->diff_functions = from.diff_functions;
+     },
+     [](storage::Store&, Snapshot* out) {
+       if (!out->baseline_slice) return;
+       const storage::FlameTreeOptions& o = out->request.tree_options;
+       auto diff = std::make_shared<storage::DiffTree>(storage::BuildDiffTree(out->baseline_slice, out->slice, o));
+       auto display = std::make_shared<const storage::FlameTree>(storage::DisplayTreeOf(*diff));
+       out->diff_left_offsets = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*display));
+       out->diff_type_weights = std::make_shared<const ui::FrameTypeWeights>(ui::ComputeFrameTypeWeights(*display));
+       out->diff_display = std::move(display);
+       out->diff = std::move(diff);
+       const storage::Stacks base =
+           storage::ApplyTransforms(storage::StacksOf(out->baseline_slice, o.show_inline), o.transforms);
+       out->diff_functions = std::make_shared<const std::vector<storage::DiffFunctionRow>>(
+           storage::BuildDiffTopFunctions(base, *out->stacks));
+     }},
     {"executables",
      SameInputs<>,
      [](const Snapshot& from, Snapshot* to) { to->executables = from.executables; },

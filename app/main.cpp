@@ -177,6 +177,8 @@ int main(int argc, char** argv) {
                  "Start every source with this transform, e.g. focus=main, invert, hide=^std:: (repeatable, in order)")
       ->allow_extra_args(false);
   cli.add_option("--sandwich", gui.sandwich_function, "Open the Sandwich view's function (exact name)");
+  cli.add_option("--compare", gui.compare,
+                 "Show every source as a diff against the previous period (previous) or another source (its name)");
   cli.add_option("--debug-dir", where.symbols.debug_dirs,
                  "Also look for debug files here, like /usr/lib/debug (repeatable)");
   cli.add_option("--debuginfod-urls", where.symbols.debuginfod_urls,

@@ -156,8 +156,16 @@ void FlamegraphView::RefreshSearch() {
 
 void FlamegraphView::Draw(const ViewContext& context) {
   settled_ = false;
-  if (context.analysis) {
-    AdoptTree(context.analysis->tree, context.analysis->left_offsets, context.analysis->type_weights);
+  const AnalysisSnapshot* a = context.analysis;
+  if (a && a->request.baseline && a->diff_display && a->diff) {
+    if (a->diff != diff_) layout_dirty_ = true;
+    diff_ = a->diff;
+    diff_normalized_ = a->request.baseline->normalized;
+    AdoptTree(a->diff_display, a->diff_left_offsets, a->diff_type_weights);
+  } else if (a) {
+    if (diff_) layout_dirty_ = true;
+    diff_.reset();
+    AdoptTree(a->tree, a->left_offsets, a->type_weights);
   }
   DrawTree(context, tree_, left_, types_);
   settled_ = tree_ != nullptr && !context.computing && !search_dirty_ && !search_future_.valid();
@@ -191,7 +199,14 @@ void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const 
     return;
   }
   DrawTransformChips(context.session);
-  DrawLegend();
+  if (diff_) {
+    ImGui::TextDisabled(
+        "Diff: width = mean of both sides' shares; red grew, blue shrank (%s), strong only where significant "
+        "(two-proportion z-test, p < 0.001)",
+        diff_normalized_ ? "share of each side's total" : "weight");
+  } else {
+    DrawLegend();
+  }
   DrawBreadcrumbs();
   DrawSelection();
   DrawGraph(context);
@@ -241,6 +256,10 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
   ImGui::BeginDisabled(zoom_node_ == 0);
   if (ImGui::Button("Reset zoom")) ZoomTo(0);
   ImGui::EndDisabled();
+  if (session) {
+    ImGui::SameLine();
+    DrawBaselinePicker(session, context.other_sources);
+  }
 }
 
 void FlamegraphView::DrawLegend() {
@@ -319,7 +338,8 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
     for (size_t i = 0; i < layout_.rects.size(); ++i) {
       const FlameRect& r = layout_.rects[i];
       const FlameNode& n = tree_->nodes[r.node];
-      Rgba c = NodeColor(n.kind, n.type, tree_->Label(r.node));
+      Rgba c = diff_ ? DiffColor(storage::DiffStrength(storage::CompareNode(*diff_, r.node, diff_normalized_)))
+                     : NodeColor(n.kind, n.type, tree_->Label(r.node));
       if (r.merged) c = BlendTowards(c, CurrentPalette().background, 0.45f);
       if (r.ancestor) c = BlendTowards(c, CurrentPalette().background, 0.35f);
       rect_colors_[i] = c;
@@ -515,7 +535,30 @@ FrameMenuTarget FlamegraphView::MenuTarget(uint32_t node) const {
   return t;
 }
 
+void FlamegraphView::DrawDiffTooltip(const ViewContext& context, uint32_t node) {
+  const storage::SampleType kind = context.analysis ? context.analysis->request.query.sample_type : storage::SampleType{};
+  const storage::NodeChange c = storage::CompareNode(*diff_, node, diff_normalized_);
+  ImGui::BeginTooltip();
+  ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40.f);
+  ImGui::TextUnformatted(tree_->Label(node).c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::Separator();
+  ImGui::Text("Baseline: %s (%s)", FormatValue(kind, c.base).c_str(), FormatPercent(c.base_share).c_str());
+  ImGui::Text("Target:   %s (%s)", FormatValue(kind, c.target).c_str(), FormatPercent(c.target_share).c_str());
+  const double points = 100.0 * c.change;
+  ImGui::Text("Change:   %+.2f %s", points, diff_normalized_ ? "points of share" : "% of the larger total");
+  if (c.added) ImGui::TextColored(ImVec4(0.9f, 0.35f, 0.3f, 1), "New: not in the baseline");
+  if (c.removed) ImGui::TextColored(ImVec4(0.35f, 0.55f, 0.95f, 1), "Gone: only in the baseline");
+  ImGui::Text("z = %.2f: %s", c.z,
+              c.significant ? "significant (p < 0.001)" : "within sampling noise at p < 0.001");
+  ImGui::EndTooltip();
+}
+
 void FlamegraphView::DrawTooltip(const ViewContext& context, uint32_t node, bool merged) {
+  if (diff_ && !merged) {
+    DrawDiffTooltip(context, node);
+    return;
+  }
   const FlameNode& n = tree_->nodes[node];
   const int64_t total = std::max<int64_t>(tree_->nodes[0].total, 1);
   const storage::SampleType kind = context.analysis ? context.analysis->request.query.sample_type : storage::SampleType{};

@@ -85,6 +85,12 @@ class FlamegraphView : public View {
   std::shared_ptr<const FrameTypeWeights> types_;  // for the legend
   FrameMenu menu_;
 
+  // Diff mode: the analysis' diff, whose display tree is tree_ (node
+  // indices shared), and whether it compares shares.
+  std::shared_ptr<const storage::DiffTree> diff_;
+  bool diff_normalized_ = true;
+  void DrawDiffTooltip(const ViewContext& context, uint32_t node);
+
   // The keyboard's node (0 = none), kept across new trees by its labels.
   uint32_t selected_ = 0;
   std::vector<std::string> selected_path_labels_;

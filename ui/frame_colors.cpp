@@ -154,4 +154,11 @@ Rgba TextColorOn(Rgba fill) {
   return luma > 110.f ? PackRgba(0x10, 0x10, 0x10) : PackRgba(0xf2, 0xf2, 0xf2);
 }
 
+Rgba DiffColor(double strength) {
+  constexpr Rgba kSame = PackRgba(0xd0, 0xd0, 0xd0);
+  const Rgba to = strength >= 0 ? PackRgba(0xe0, 0x3a, 0x2f) : PackRgba(0x2e, 0x6c, 0xd6);
+  const float amount = static_cast<float>(std::min(1.0, std::abs(strength)));
+  return BlendTowards(kSame, to, amount);
+}
+
 }  // namespace kiln::ui

@@ -49,6 +49,10 @@ Rgba NodeColor(storage::NodeKind kind, storage::FrameType type, std::string_view
 // used to dim nodes that do not match a search.
 Rgba BlendTowards(Rgba c, Rgba background, float amount);
 
+// A diff node's fill for storage::DiffStrength: grey at 0, red towards +1
+// (grew), blue towards -1 (shrank). The SVG export uses the same stops.
+Rgba DiffColor(double strength);
+
 // Black or white, whichever reads better on `fill`.
 Rgba TextColorOn(Rgba fill);
 

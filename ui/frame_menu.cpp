@@ -151,6 +151,60 @@ void DrawInvertToggle(SessionState* session) {
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("Leaf functions as roots, their callers below them (bottom-up)");
 }
 
+void DrawBaselinePicker(SessionState* session, const std::vector<std::string>* other_sources) {
+  using Kind = SessionState::Baseline::Kind;
+  SessionState::Baseline& b = session->baseline;
+  std::string current = "Compare...";
+  switch (b.kind) {
+    case Kind::kNone: break;
+    case Kind::kPreviousPeriod: current = "vs previous period"; break;
+    case Kind::kRange: current = "vs kept range " + FormatClock(b.range.from_ns) + "-" + FormatClock(b.range.to_ns); break;
+    case Kind::kFilters: current = "vs kept filters"; break;
+    case Kind::kSource: current = "vs " + b.source; break;
+  }
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 14.f);
+  if (ImGui::BeginCombo("##baseline", current.c_str())) {
+    if (ImGui::Selectable("No comparison", b.kind == Kind::kNone)) b = {};
+    if (ImGui::Selectable("Previous period", b.kind == Kind::kPreviousPeriod)) {
+      b = {};
+      b.kind = Kind::kPreviousPeriod;
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("The same length of time just before the shown range");
+    if (ImGui::Selectable("This range as the baseline", b.kind == Kind::kRange)) {
+      b = {};
+      b.kind = Kind::kRange;
+      b.range = session->QueryRange();
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Keep what is shown now; then select another range to compare");
+    if (ImGui::Selectable("These filters as the baseline", b.kind == Kind::kFilters)) {
+      b = {};
+      b.kind = Kind::kFilters;
+      b.filters = session->filters;
+    }
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("Keep the current filters (say service.version A); then change them (B) to compare");
+    }
+    if (other_sources != nullptr) {
+      for (const std::string& name : *other_sources) {
+        if (ImGui::Selectable(("Source: " + name).c_str(), b.kind == Kind::kSource && b.source == name)) {
+          b = {};
+          b.kind = Kind::kSource;
+          b.source = name;
+        }
+      }
+    }
+    ImGui::EndCombo();
+  }
+  if (b.kind != Kind::kNone) {
+    ImGui::SameLine();
+    ImGui::Checkbox("Shares", &b.normalized);
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("On: colour by the change in each frame's share of its side's total.\n"
+                        "Off: by the change in weight.");
+    }
+  }
+}
+
 void DrawTransformChips(SessionState* session) {
   if (session == nullptr || session->tree.transforms.empty()) return;
   ImGui::TextDisabled("Transforms:");

@@ -48,6 +48,10 @@ class FrameMenu {
 // of the source's chain (so it shows as a chip and exports alike).
 void DrawInvertToggle(SessionState* session);
 
+// "Compare with: [previous period v] [x] shares": picks the session's
+// baseline (ui::SessionState::Baseline) for the diff views.
+void DrawBaselinePicker(SessionState* session, const std::vector<std::string>* other_sources);
+
 // "Transforms: [Focus: main x] [Merge: f x] ..." on one line; clicking a
 // chip removes it and every later one (they were applied on top of it).
 // Draws nothing when there are none.

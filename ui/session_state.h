@@ -61,6 +61,21 @@ struct SessionState {
   // The Sandwich view's function (set from any view's right-click menu).
   std::string sandwich_function;
 
+  // What the views compare with (a diff): nothing, the period just before
+  // the shown range, a range kept from an earlier selection, the filters
+  // that were set when it was chosen, or another source (by name; the app
+  // finds its store).
+  struct Baseline {
+    enum class Kind : uint8_t { kNone, kPreviousPeriod, kRange, kFilters, kSource };
+    Kind kind = Kind::kNone;
+    TimeRange range;
+    std::vector<storage::AttributeFilter> filters;
+    std::string source;
+    bool normalized = true;
+    bool operator==(const Baseline&) const = default;
+  };
+  Baseline baseline;
+
   // Executables view: the selected executable by identity (rows are rebuilt
   // with every query) and whether its unsymbolized addresses are listed.
   struct ExecutableId {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ingest/otlp_receiver.h"
+#include "storage/model/diff.h"
 #include "storage/model/flame_tree.h"
 #include "storage/store.h"
 #include "storage/model/top_functions.h"
@@ -20,6 +21,16 @@
 #include "ui/timeline_math.h"
 
 namespace kiln::ui {
+
+// What a diff compares the request's query with: another query, on this
+// source's store or another source's.
+struct BaselineRequest {
+  storage::Query query;
+  std::shared_ptr<const storage::Store> store;  // null: the request's own store
+  uint64_t data_version = 0;              // of `store` (another source's)
+  bool normalized = true;                 // colour by change in share (else in weight)
+  bool operator==(const BaselineRequest&) const = default;
+};
 
 // Everything that determines an analysis result. Two equal requests give
 // the same snapshot, so the UI submits only when this changes.
@@ -32,6 +43,7 @@ struct AnalysisRequest {
   // Store::SymbolsVersion(): new symbols rename frames, so query again.
   uint64_t symbols_version = 0;
   std::string sandwich_function;  // "" = no sandwich trees
+  std::optional<BaselineRequest> baseline;  // a diff against it, when set
 
   bool operator==(const AnalysisRequest&) const = default;
 };
@@ -51,6 +63,15 @@ struct AnalysisSnapshot {
   // function at the root) and its callees (the function at the root).
   std::shared_ptr<const storage::FlameTree> callers_tree;
   std::shared_ptr<const storage::FlameTree> callees_tree;
+  // With a baseline: its slice, the diff of the two (transformed alike),
+  // the tree a diff flame graph lays out (storage::DisplayTreeOf) with its
+  // offsets and legend weights, and Top functions of both sides.
+  std::shared_ptr<const storage::ProfileSlice> baseline_slice;
+  std::shared_ptr<const storage::DiffTree> diff;
+  std::shared_ptr<const storage::FlameTree> diff_display;
+  std::shared_ptr<const std::vector<int64_t>> diff_left_offsets;
+  std::shared_ptr<const FrameTypeWeights> diff_type_weights;
+  std::shared_ptr<const std::vector<storage::DiffFunctionRow>> diff_functions;
   std::shared_ptr<const std::vector<storage::ExecutableRow>> executables;
   std::shared_ptr<const storage::Timeline> timeline;
   std::string error;  // non-empty when the query failed; the rest may be stale or null

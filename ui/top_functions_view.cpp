@@ -71,6 +71,101 @@ void TopFunctionsView::Rebuild(const void* specs_ptr) {
   }
 }
 
+void TopFunctionsView::DrawDiff(const ViewContext& context) {
+  const AnalysisSnapshot& a = *context.analysis;
+  const bool rows_changed = a.diff_functions != diff_rows_;
+  diff_rows_ = a.diff_functions;
+  const storage::SampleType& kind = a.request.query.sample_type;
+  enum DiffColumn : int { kDFunction, kDBaseSelf, kDTargetSelf, kDSelfChange, kDBaseTotal, kDTargetTotal, kDTotalChange,
+                          kDColumns };
+  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                ImGuiTableFlags_Resizable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
+  ImGui::TextDisabled("Compared with the baseline: shares of each side's total; change in points of share");
+  if (!ImGui::BeginTable("##top_diff", kDColumns, flags)) return;
+  const float em = ImGui::GetFontSize();
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("Function", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("Base self", ImGuiTableColumnFlags_PreferSortDescending, em * 9);
+  ImGui::TableSetupColumn("Target self", ImGuiTableColumnFlags_PreferSortDescending, em * 9);
+  ImGui::TableSetupColumn("Change self", ImGuiTableColumnFlags_PreferSortDescending, em * 7);
+  ImGui::TableSetupColumn("Base total", ImGuiTableColumnFlags_PreferSortDescending, em * 9);
+  ImGui::TableSetupColumn("Target total", ImGuiTableColumnFlags_PreferSortDescending, em * 9);
+  ImGui::TableSetupColumn("Change total",
+                          ImGuiTableColumnFlags_DefaultSort | ImGuiTableColumnFlags_PreferSortDescending, em * 7);
+  ImGui::TableHeadersRow();
+  const auto& rows = *diff_rows_;
+  ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs();
+  if (rows_changed || order_dirty_ || (specs && specs->SpecsDirty)) {
+    diff_order_.clear();
+    for (uint32_t i = 0; i < rows.size(); ++i) {
+      if (!filter_[0] || LabelMatches(rows[i].function, filter_) || LabelMatches(rows[i].executable, filter_)) {
+        diff_order_.push_back(i);
+      }
+    }
+    if (specs && specs->SpecsCount > 0) {
+      const ImGuiTableColumnSortSpecs spec = specs->Specs[0];
+      auto key = [&](uint32_t i) -> double {
+        const storage::DiffFunctionRow& r = rows[i];
+        switch (spec.ColumnIndex) {
+          case kDBaseSelf: return r.base_self_share;
+          case kDTargetSelf: return r.target_self_share;
+          case kDSelfChange: return r.target_self_share - r.base_self_share;
+          case kDBaseTotal: return r.base_total_share;
+          case kDTargetTotal: return r.target_total_share;
+          default: return r.target_total_share - r.base_total_share;
+        }
+      };
+      if (spec.ColumnIndex == kDFunction) {
+        std::stable_sort(diff_order_.begin(), diff_order_.end(),
+                         [&](uint32_t x, uint32_t y) { return rows[x].function < rows[y].function; });
+      } else {
+        std::stable_sort(diff_order_.begin(), diff_order_.end(), [&](uint32_t x, uint32_t y) { return key(x) < key(y); });
+      }
+      if (spec.SortDirection == ImGuiSortDirection_Descending) std::reverse(diff_order_.begin(), diff_order_.end());
+      specs->SpecsDirty = false;
+    }
+    order_dirty_ = false;
+  }
+  auto value = [&](int64_t v, double share) { return FormatValue(kind, v) + "  " + FormatPercent(share); };
+  auto change = [&](double points) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%+.2f", 100.0 * points);
+    const Rgba c = DiffColor(std::clamp(points * 20.0, -1.0, 1.0));
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(c));
+    ImGui::TextUnformatted(text);
+    ImGui::PopStyleColor();
+  };
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(diff_order_.size()));
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      const storage::DiffFunctionRow& r = rows[diff_order_[i]];
+      ImGui::TableNextRow();
+      ImGui::PushID(i);
+      ImGui::TableSetColumnIndex(kDFunction);
+      ImGui::Selectable(r.function.c_str(), false, ImGuiSelectableFlags_SpanAllColumns);
+      if (ImGui::IsItemClicked(ImGuiMouseButton_Right)) {
+        menu_.Open({storage::NodeKind::kFrame, r.function, r.executable, {}, r.type == storage::FrameType::kKernel});
+      }
+      ImGui::TableSetColumnIndex(kDBaseSelf);
+      ImGui::TextUnformatted(value(r.base_self, r.base_self_share).c_str());
+      ImGui::TableSetColumnIndex(kDTargetSelf);
+      ImGui::TextUnformatted(value(r.target_self, r.target_self_share).c_str());
+      ImGui::TableSetColumnIndex(kDSelfChange);
+      change(r.target_self_share - r.base_self_share);
+      ImGui::TableSetColumnIndex(kDBaseTotal);
+      ImGui::TextUnformatted(value(r.base_total, r.base_total_share).c_str());
+      ImGui::TableSetColumnIndex(kDTargetTotal);
+      ImGui::TextUnformatted(value(r.target_total, r.target_total_share).c_str());
+      ImGui::TableSetColumnIndex(kDTotalChange);
+      change(r.target_total_share - r.base_total_share);
+      ImGui::PopID();
+    }
+  }
+  ImGui::EndTable();
+  menu_.Draw(context.session);
+}
+
 void TopFunctionsView::Draw(const ViewContext& context) {
   settled_ = false;
   if (context.analysis && context.analysis->top_functions != rows_) {
@@ -93,9 +188,25 @@ void TopFunctionsView::Draw(const ViewContext& context) {
     return;
   }
   ImGui::SameLine();
-  ImGui::TextDisabled("%zu of %zu functions - click a row to show it in the flamegraph, right-click for more",
-                      order_.size(), rows_->size());
+  const bool diff = context.analysis->request.baseline && context.analysis->diff_functions;
+  if (diff) {
+    ImGui::TextDisabled("%zu functions on either side - right-click for more",
+                        context.analysis->diff_functions->size());
+  } else {
+    ImGui::TextDisabled("%zu of %zu functions - click a row to show it in the flamegraph, right-click for more",
+                        order_.size(), rows_->size());
+  }
+  if (context.session) {
+    DrawBaselinePicker(context.session, context.other_sources);
+    ImGui::SameLine();
+  }
   DrawTransformChips(context.session);
+  if (diff) {
+    ImGui::NewLine();
+    DrawDiff(context);
+    settled_ = !context.computing;
+    return;
+  }
 
   const storage::SampleType& kind = context.analysis->request.query.sample_type;
   const int64_t total =

@@ -21,6 +21,8 @@ class TopFunctionsView : public View {
 
  private:
   void Rebuild(const void* sort_specs);
+  // With a baseline: both sides and the change, sortable by it.
+  void DrawDiff(const ViewContext& context);
 
   std::shared_ptr<const std::vector<storage::TopFunctionRow>> rows_;
   std::vector<uint32_t> order_;  // filtered, sorted indices into *rows_
@@ -28,6 +30,8 @@ class TopFunctionsView : public View {
   bool order_dirty_ = true;
   bool settled_ = false;
   FrameMenu menu_;
+  std::shared_ptr<const std::vector<storage::DiffFunctionRow>> diff_rows_;
+  std::vector<uint32_t> diff_order_;
 };
 
 }  // namespace kiln::ui

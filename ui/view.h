@@ -24,6 +24,9 @@ struct ViewContext {
   SessionState* session = nullptr;
   bool computing = false;       // a newer analysis than `analysis` is being built
   ImFont* mono_font = nullptr;  // for ids and hashes; may be null (use the default)
+  // The names of the window's other sources (what a diff can compare
+  // with); may be null.
+  const std::vector<std::string>* other_sources = nullptr;
   // The background symbolizer of the shown source; null when there is none.
   const SymbolActivity* symbols = nullptr;
   // What a view asks of the app; the app acts on it after Draw().

@@ -50,12 +50,11 @@ Rgb ProcessColor() { return {0x70, 0x7d, 0x90}; }
 Rgb ThreadColor() { return {0x84, 0x91, 0xa3}; }
 
 Rgb DiffColor(const storage::NodeChange& change) {
+  // The window's stops (ui::DiffColor), strength from storage::DiffStrength.
   constexpr Rgb kSame{0xd0, 0xd0, 0xd0}, kMore{0xe0, 0x3a, 0x2f}, kLess{0x2e, 0x6c, 0xd6};
-  // Full colour at a change of 10 points of share; a change the test does
-  // not support stays pale, so noise never looks like a finding.
-  double strength = std::min(1.0, std::abs(change.change) * 10.0);
-  if (!change.significant) strength *= 0.25;
-  const Rgb to = change.change >= 0 ? kMore : kLess;
+  const double signed_strength = storage::DiffStrength(change);
+  const double strength = std::abs(signed_strength);
+  const Rgb to = signed_strength >= 0 ? kMore : kLess;
   auto mix = [&](uint8_t a, uint8_t b) {
     return static_cast<uint8_t>(std::lround(a + (static_cast<double>(b) - a) * strength));
   };

@@ -66,4 +66,33 @@ NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized) {
   return c;
 }
 
+double DiffStrength(const NodeChange& change) {
+  double strength = std::min(1.0, std::abs(change.change) * 20.0);
+  if (!change.significant) strength *= 0.25;
+  return change.change >= 0 ? strength : -strength;
+}
+
+FlameTree DisplayTreeOf(const DiffTree& diff) {
+  FlameTree display = diff.tree;
+  constexpr double kScale = 1e9;
+  const double b_total = static_cast<double>(std::max<int64_t>(diff.base_total, 0));
+  const double t_total = static_cast<double>(std::max<int64_t>(diff.target_total, 0));
+  auto width = [&](uint32_t i) {
+    const double b = b_total > 0 ? static_cast<double>(diff.base[i].total) / b_total : 0;
+    const double t = t_total > 0 ? static_cast<double>(diff.tree.nodes[i].total) / t_total : 0;
+    return std::llround((b + t) / 2 * kScale);
+  };
+  for (uint32_t i = 0; i < display.nodes.size(); ++i) display.nodes[i].total = width(i);
+  // Self is what the children leave (rounding must never let children
+  // outgrow their parent).
+  for (uint32_t i = 0; i < display.nodes.size(); ++i) {
+    FlameNode& n = display.nodes[i];
+    int64_t children = 0;
+    for (uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) children += display.nodes[c].total;
+    if (children > n.total) n.total = children;
+    n.self = n.total - children;
+  }
+  return display;
+}
+
 }  // namespace kiln::storage

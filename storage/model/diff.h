@@ -52,6 +52,18 @@ struct NodeChange {
 };
 NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized = true);
 
+// How strongly to colour a node: the change's sign, full at a change of
+// 5 points of share (or of the larger total, absolute), and a quarter as
+// strong when the test does not support it, so noise never looks like a
+// finding. -1 (much less) .. 1 (much more).
+double DiffStrength(const NodeChange& change);
+
+// The tree a diff flame graph lays out: the diff's nodes with widths the
+// mean of each node's shares of both sides (in units of 1e-9 of the whole,
+// so children still fit in their parent and nodes gone from the target
+// stay visible). Node indices are the diff tree's.
+FlameTree DisplayTreeOf(const DiffTree& diff);
+
 // The z statistic for `a` of `n` samples against `b` of `m` (0 when either
 // total is 0 or the pooled proportion is 0 or 1).
 double TwoProportionZ(uint64_t a, uint64_t n, uint64_t b, uint64_t m);

@@ -115,3 +115,34 @@ TEST_CASE("diff: both sides are transformed and grouped alike") {
 }
 
 }  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("diff display tree: widths are the mean of both shares, children fit their parent") {
+  DiffTree d = Diff("main;a 6\nmain;b 4", "main;a 3\nmain;c 5");
+  FlameTree display = DisplayTreeOf(d);
+  auto width = [&](std::string_view label) { return display.nodes[Find(d, label)].total; };
+  CHECK(display.nodes[0].total == 1'000'000'000);
+  CHECK(width("a") == 487'500'000);  // (0.6 + 0.375) / 2
+  CHECK(width("b") == 200'000'000);  // gone, still visible: (0.4 + 0) / 2
+  CHECK(width("c") == 312'500'000);  // new: (0 + 0.625) / 2
+  for (const FlameNode& n : display.nodes) {
+    int64_t children = 0;
+    for (uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) children += display.nodes[c].total;
+    CHECK(n.total == n.self + children);
+  }
+}
+
+TEST_CASE("diff strength: sign of the change, pale unless significant") {
+  NodeChange c;
+  c.change = 0.025;
+  c.significant = true;
+  CHECK(DiffStrength(c) == doctest::Approx(0.5));
+  c.significant = false;
+  CHECK(DiffStrength(c) == doctest::Approx(0.125));
+  c.change = -0.3;
+  c.significant = true;
+  CHECK(DiffStrength(c) == doctest::Approx(-1.0));
+}
+
+}  // namespace kiln::storage

@@ -53,6 +53,42 @@ std::vector<TopFunctionRow> BuildTopFunctions(const Stacks& stacks) {
   return rows;
 }
 
+std::vector<DiffFunctionRow> BuildDiffTopFunctions(const Stacks& base, const Stacks& target) {
+  std::vector<DiffFunctionRow> rows;
+  absl::flat_hash_map<std::tuple<std::string, std::string, uint8_t>, size_t> index;
+  auto total_of = [](const Stacks& s) {
+    int64_t t = 0;
+    for (int64_t w : s.weights) t += w;
+    return static_cast<double>(std::max<int64_t>(t, 1));
+  };
+  const double base_total = total_of(base), target_total = total_of(target);
+  for (int side = 0; side < 2; ++side) {
+    for (const TopFunctionRow& r : BuildTopFunctions(side == 0 ? base : target)) {
+      auto [it, added] =
+          index.try_emplace(std::make_tuple(r.function, r.executable, static_cast<uint8_t>(r.type)), rows.size());
+      if (added) rows.push_back({r.function, r.executable, r.type});
+      DiffFunctionRow& row = rows[it->second];
+      if (side == 0) {
+        row.base_self = r.self;
+        row.base_total = r.total;
+      } else {
+        row.target_self = r.self;
+        row.target_total = r.total;
+      }
+    }
+  }
+  for (DiffFunctionRow& r : rows) {
+    r.base_self_share = static_cast<double>(r.base_self) / base_total;
+    r.base_total_share = static_cast<double>(r.base_total) / base_total;
+    r.target_self_share = static_cast<double>(r.target_self) / target_total;
+    r.target_total_share = static_cast<double>(r.target_total) / target_total;
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const DiffFunctionRow& a, const DiffFunctionRow& b) {
+    return a.target_total_share - a.base_total_share > b.target_total_share - b.base_total_share;
+  });
+  return rows;
+}
+
 std::vector<ExecutableRow> BuildExecutableTable(const ProfileSlice& slice) {
   const ProfileDictionary& dict = slice.dict;
   std::vector<ExecutableRow> rows(dict.executables.size());

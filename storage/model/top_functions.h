@@ -28,6 +28,20 @@ std::vector<TopFunctionRow> BuildTopFunctions(const Stacks& stacks);
 // their own when `show_inline`.
 std::vector<TopFunctionRow> BuildTopFunctions(std::shared_ptr<const ProfileSlice> slice, bool show_inline = true);
 
+// One function on both sides of a diff (top_functions of each, joined by
+// function, executable and type). Shares are of each side's total.
+struct DiffFunctionRow {
+  std::string function;
+  std::string executable;
+  FrameType type = FrameType::kUnknown;
+  int64_t base_self = 0, base_total = 0;
+  int64_t target_self = 0, target_total = 0;
+  double base_self_share = 0, base_total_share = 0;
+  double target_self_share = 0, target_total_share = 0;
+};
+// Sorted by the change in total share, largest growth first.
+std::vector<DiffFunctionRow> BuildDiffTopFunctions(const Stacks& base, const Stacks& target);
+
 struct ExecutableRow {
   std::string file_name;
   std::string htlhash;

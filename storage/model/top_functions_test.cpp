@@ -70,3 +70,21 @@ TEST_CASE("top functions are those of the transformed stacks") {
 }
 
 }  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("diff top functions: both sides joined, sorted by the change in total share") {
+  auto base = StacksOf(testing::WholeSlice(testing::BatchFromFolded("main;a 6\nmain;b 4")));
+  auto target = StacksOf(testing::WholeSlice(testing::BatchFromFolded("main;a 2\nmain;c 6")));
+  auto rows = BuildDiffTopFunctions(base, target);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].function == "c");  // 0 -> 75 %
+  CHECK(rows[0].target_total_share == doctest::Approx(0.75));
+  CHECK(rows[2].function == "a");  // 60 % -> 25 %
+  CHECK(rows[2].base_self == 6);
+  CHECK(rows[2].target_self == 2);
+  CHECK(rows[3].function == "b");  // 40 % -> gone
+  CHECK(rows[3].target_total == 0);
+}
+
+}  // namespace kiln::storage

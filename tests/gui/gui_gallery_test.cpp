@@ -175,9 +175,12 @@ Pixels Load(const std::string& path) {
   return p;
 }
 
-size_t CountNear(const Pixels& p, ui::Rgba color, int tolerance) {
+// Pixels within `tolerance` (sum of channel differences) of `color`, in
+// rows from `first_row` down.
+size_t CountNear(const Pixels& p, ui::Rgba color, int tolerance, int first_row = 0) {
   size_t n = 0;
-  for (ui::Rgba c : p.data) {
+  for (size_t i = static_cast<size_t>(first_row) * p.width; i < p.data.size(); ++i) {
+    const ui::Rgba c = p.data[i];
     const int d = std::abs(ui::RedOf(c) - ui::RedOf(color)) + std::abs(ui::GreenOf(c) - ui::GreenOf(color)) +
                   std::abs(ui::BlueOf(c) - ui::BlueOf(color));
     if (d <= tolerance) ++n;
@@ -231,6 +234,30 @@ TEST_CASE("gallery of view states over the demo store") {
       const Pixels p = Load(gallery.Shoot("sandwich", "sandwich"));
       // Python rows (fib and its callers) in both halves.
       CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kPython), 30) > 300);
+    }
+    SUBCASE("diff: the second half of the demo against the first") {
+      // The demo has a burst in its middle: the halves differ for real.
+      const storage::StoreStats st = (*store)->Stats();
+      const int64_t mid = st.first_sample_ns + (st.last_sample_ns - st.first_sample_ns) / 2;
+      gallery.session().baseline.kind = ui::SessionState::Baseline::Kind::kRange;
+      gallery.session().baseline.range = {st.first_sample_ns, mid};
+      gallery.session().selection = {mid, st.last_sample_ns + 1};
+      const Pixels p = Load(gallery.Shoot("diff-halves", "flamegraph"));
+      // Clearly red or blue nodes: significant changes drawn as such.
+      size_t red = 0, blue = 0;
+      for (ui::Rgba c : p.data) {
+        red += ui::RedOf(c) > ui::BlueOf(c) + 40 && ui::GreenOf(c) < 190;
+        blue += ui::BlueOf(c) > ui::RedOf(c) + 40;
+      }
+      CHECK(red > 500);
+      CHECK(blue > 500);
+      // Diff colours, not frame types, in the graph (below the orange
+      // timeline): unchanged grey, no native orange.
+      CHECK(CountNear(p, ui::DiffColor(0.0), 12, p.height / 4) > 5000);
+      CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kNative), 30, p.height / 4) < 200);
+      const Pixels top = Load(gallery.Shoot("diff-top", "top"));
+      std::set<ui::Rgba> colors(top.data.begin(), top.data.end());
+      CHECK(colors.size() > 50);
     }
     SUBCASE("off-CPU top functions") {
       gallery.session().sample_type = storage::OffCpuTime();

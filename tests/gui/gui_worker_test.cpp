@@ -75,7 +75,9 @@ TEST_CASE("the worker rebuilds only the products whose inputs changed") {
   CHECK(third->timeline != second->timeline);
 
   // New data (the data version): everything again.
-  REQUIRE(t.store->Write(storage::testing::BatchFromFolded("main;c 2", {.process = "app"})).ok());
+  REQUIRE(t.store->Write(storage::testing::BatchFromFolded(
+                              "main;c 2", {.first_time_ns = 1'700'000'000'020'000'000, .process = "app"}))
+              .ok());
   ui::AnalysisRequest newer = wider;
   newer.data_version += 1;
   auto fourth = Answer(worker, newer);
@@ -83,6 +85,24 @@ TEST_CASE("the worker rebuilds only the products whose inputs changed") {
   CHECK(fourth->slice->total_events == 6);
   CHECK(fourth->tree != third->tree);
   CHECK(fourth->executables != third->executables);
+
+  // A baseline: its slice and the diff; a transform then re-derives the
+  // diff from both cached slices.
+  ui::AnalysisRequest diff = newer;
+  diff.baseline = ui::BaselineRequest{};
+  diff.baseline->query.to_ns = 1'700'000'000'004'000'000;  // the first write's samples
+  auto fifth = Answer(worker, diff);
+  REQUIRE(fifth->diff);
+  CHECK(fifth->baseline_slice->total_events == 4);
+  CHECK(fifth->diff->base_events == 4);
+  CHECK(fifth->diff->target_events == 6);
+  CHECK(fifth->slice == fourth->slice);
+  ui::AnalysisRequest diff_plain = diff;
+  diff_plain.tree_options.transforms.clear();
+  auto sixth = Answer(worker, diff_plain);
+  CHECK(sixth->baseline_slice == fifth->baseline_slice);
+  CHECK(sixth->diff != fifth->diff);
+  CHECK(sixth->diff_functions);
 }
 
 }  // namespace kiln::app
