@@ -525,7 +525,9 @@ struct App {
     const bool tab_pressed[] = {ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_1, ImGuiKey_1), false),
                                 ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_2, ImGuiKey_2), false),
                                 ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_3, ImGuiKey_3), false),
-                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_4, ImGuiKey_4), false)};
+                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_4, ImGuiKey_4), false),
+                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_5, ImGuiKey_5), false),
+                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_6, ImGuiKey_6), false)};
     for (size_t i = 0; i < std::size(tab_pressed) && i < views.size(); ++i) {
       if (tab_pressed[i]) Src().session.requested_tab = std::string(views[i]->Id());
     }

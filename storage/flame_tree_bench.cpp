@@ -16,7 +16,9 @@
 
 #include "storage/model/flame_tree.h"
 #include "storage/store.h"
+#include "storage/model/diff.h"
 #include "storage/model/top_functions.h"
+#include "storage/model/transforms.h"
 
 using namespace kiln::storage;
 
@@ -146,6 +148,45 @@ int main(int argc, char** argv) {
   auto top = BuildTopFunctions(*slice);
   double top_ms = top_timer.WallMs();
 
+  // The analysis views: each derived from the cached slice, as the worker
+  // does (no store access).
+  Timer stacks_timer;
+  const Stacks stacks_all = StacksOf(*slice);
+  const double stacks_ms = stacks_timer.WallMs();
+  Timer inverted_timer;
+  FlameTree inverted = BuildFlameTree(ApplyTransform(stacks_all, {Transform::Kind::kInvert, "", {}}),
+                                      {.group_by = GroupBy::kThread});
+  const double inverted_ms = inverted_timer.WallMs();
+  Timer hide_timer;
+  FlameTree hidden = BuildFlameTree(ApplyTransform(stacks_all, *ParseTransform("hide=^ns::module1[0-9]::")),
+                                    {.group_by = GroupBy::kThread});
+  const double hide_ms = hide_timer.WallMs();
+  // Sandwich: the heaviest function, one from the middle of Top functions
+  // and one from the tail; the slowest is what a user may wait for.
+  double sandwich_ms = 0;
+  std::string sandwich_worst;
+  for (size_t k : {size_t{0}, top.size() / 2, top.size() - 1}) {
+    Timer t;
+    Sandwich sw = BuildSandwich(stacks_all, top[k].function);
+    if (double ms = t.WallMs(); ms > sandwich_ms) {
+      sandwich_ms = ms;
+      sandwich_worst = top[k].function;
+    }
+    (void)sw;
+  }
+  // Diff: the first half of the time range against the second, each a
+  // query of its own (the worker queries the baseline, the target is the
+  // cached slice; both are timed here).
+  const int64_t mid = st.first_sample_ns + (st.last_sample_ns - st.first_sample_ns) / 2;
+  Timer base_query_timer;
+  auto base = store->Run({.to_ns = mid});
+  auto target = store->Run({.from_ns = mid});
+  if (!base.ok() || !target.ok()) return 1;
+  const double diff_query_ms = base_query_timer.WallMs();
+  Timer diff_timer;
+  DiffTree diff = BuildDiffTree(*base, *target, {.group_by = GroupBy::kThread});
+  FlameTree display = DisplayTreeOf(diff);
+  const double diff_ms = diff_timer.WallMs();
   std::printf("samples:              %lld over %d distinct stacks (%zu (stack, thread) pairs)\n",
               static_cast<long long>(samples), stacks, (*slice)->weights.size());
   std::printf("store write:          %.2f s (%.2f M samples/s, direct Store::Write, 200k per batch)\n", write_s,
@@ -156,6 +197,16 @@ int main(int argc, char** argv) {
   std::printf("flame tree build:     %.0f ms wall, %.0f ms CPU (%zu nodes, depth %d; budget 200 ms)\n", tree_ms,
               tree_cpu, tree.nodes.size(), tree.max_depth);
   std::printf("top functions:        %.0f ms (%zu rows)\n", top_ms, top.size());
+  std::printf("stacks of the slice:  %.0f ms (what every transform starts from; cached by the worker)\n", stacks_ms);
+  std::printf("inverted tree:        %.0f ms (%zu nodes) vs top-down %.0f ms\n", inverted_ms, inverted.nodes.size(),
+              tree_ms);
+  std::printf("hide + tree:          %.0f ms (%zu nodes; a transform change, no store access)\n", hide_ms,
+              hidden.nodes.size());
+  std::printf("sandwich:             %.1f ms worst of 3 (%s; budget 50 ms)\n", sandwich_ms, sandwich_worst.c_str());
+  std::printf("diff of two halves:   queries %.0f ms (%llu + %llu samples), diff tree + layout tree %.0f ms (%zu nodes; "
+              "budget 500 ms for both)\n",
+              diff_query_ms, static_cast<unsigned long long>((*base)->total_events),
+              static_cast<unsigned long long>((*target)->total_events), diff_ms, display.nodes.size());
   std::printf("peak RSS:             %ld MiB\n", PeakRssMiB());
   store.reset();
   if (std::getenv("KILN_BENCH_KEEP") != nullptr) {
