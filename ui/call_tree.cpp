@@ -136,19 +136,7 @@ void CallTreeTable::Draw(const char* id, const std::shared_ptr<const FlameTree>&
       if (open != (expanded_[node] != 0)) toggle = node;
       if (ImGui::IsItemClicked(ImGuiMouseButton_Left) || ImGui::IsItemFocused()) selected_ = node;
       if (ImGui::IsItemClicked(ImGuiMouseButton_Right) && node != 0) {
-        FrameMenuTarget t;
-        t.kind = n.kind;
-        t.label = label;
-        t.kernel = n.type == storage::FrameType::kKernel;
-        for (uint32_t p : PathToNode(*tree_, node)) {
-          if (tree_->nodes[p].kind == storage::NodeKind::kFrame) t.path.push_back(tree_->Label(p));
-        }
-        const storage::ProfileSlice* slice = tree_->slice.get();
-        if (slice && n.frame != 0 && n.frame < slice->dict.frames.size()) {
-          const storage::Frame& f = slice->dict.frames[n.frame];
-          if (f.executable != 0) t.executable = slice->dict.strings[slice->dict.executables[f.executable].file_name];
-        }
-        menu_.Open(std::move(t));
+        menu_.Open(FrameMenuTargetOf(*tree_, node));
       }
       if (ImGui::IsItemHovered() && ImGui::CalcTextSize(label.c_str()).x + indent > ImGui::GetColumnWidth()) {
         ImGui::SetTooltip("%s", label.c_str());

@@ -450,7 +450,7 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
         }
         Select(r.node);
       }
-      if (right_clicked && !r.merged && r.node != 0) menu_.Open(MenuTarget(r.node));
+      if (right_clicked && !r.merged && r.node != 0) menu_.Open(FrameMenuTargetOf(*tree_, r.node));
     }
   }
   menu_.Draw(context.session);
@@ -516,23 +516,6 @@ std::string FlamegraphView::SharesText(uint32_t node) const {
     text += ", " + pct(tree_->nodes[zoom_node_].total) + " of zoomed";
   }
   return text;
-}
-
-FrameMenuTarget FlamegraphView::MenuTarget(uint32_t node) const {
-  FrameMenuTarget t;
-  const FlameNode& n = tree_->nodes[node];
-  t.kind = n.kind;
-  t.label = tree_->Label(node);
-  t.kernel = n.type == FrameType::kKernel;
-  for (uint32_t p : PathToNode(*tree_, node)) {
-    if (tree_->nodes[p].kind == NodeKind::kFrame) t.path.push_back(tree_->Label(p));
-  }
-  const storage::ProfileSlice* slice = tree_->slice.get();
-  if (slice && n.frame != 0 && n.frame < slice->dict.frames.size()) {
-    const storage::Frame& f = slice->dict.frames[n.frame];
-    if (f.executable != 0) t.executable = slice->dict.strings[slice->dict.executables[f.executable].file_name];
-  }
-  return t;
 }
 
 void FlamegraphView::DrawDiffTooltip(const ViewContext& context, uint32_t node) {

@@ -42,7 +42,6 @@ class FlamegraphView : public View {
   void DrawLegend();
   void DrawGraph(const ViewContext& context);
   void DrawTooltip(const ViewContext& context, uint32_t node, bool merged);
-  FrameMenuTarget MenuTarget(uint32_t node) const;
   // Keyboard: arrows, Enter, Backspace, '/', n / N, '?' (see HandleKeys).
   void HandleKeys(const ViewContext& context, bool flame);
   void Select(uint32_t node);

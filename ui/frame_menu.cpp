@@ -32,6 +32,23 @@ void Push(SessionState* session, Transform::Kind kind, std::string argument, std
 
 }  // namespace
 
+FrameMenuTarget FrameMenuTargetOf(const storage::FlameTree& tree, uint32_t node) {
+  FrameMenuTarget t;
+  const storage::FlameNode& n = tree.nodes[node];
+  t.kind = n.kind;
+  t.label = tree.Label(node);
+  t.kernel = n.type == storage::FrameType::kKernel;
+  for (uint32_t p = node; p != 0; p = tree.nodes[p].parent) {
+    if (tree.nodes[p].kind == storage::NodeKind::kFrame) t.path.insert(t.path.begin(), tree.Label(p));
+  }
+  const storage::ProfileSlice* slice = tree.slice.get();
+  if (slice && n.frame != 0 && n.frame < slice->dict.frames.size()) {
+    const storage::Frame& f = slice->dict.frames[n.frame];
+    if (f.executable != 0) t.executable = slice->dict.strings[slice->dict.executables[f.executable].file_name];
+  }
+  return t;
+}
+
 std::string HidePatternFor(const std::string& function) {
   // The first component of a qualified name: C++/Rust "ns::", Java/Go
   // "pkg/" or "pkg.", as long as something follows it.

@@ -24,6 +24,10 @@ struct FrameMenuTarget {
   bool kernel = false;
 };
 
+// The target of a tree node: its label, kind, executable (from its frame)
+// and call path (frames only, group levels left out).
+FrameMenuTarget FrameMenuTargetOf(const storage::FlameTree& tree, uint32_t node);
+
 // A pattern for "hide frames like this": the name's namespace or package
 // prefix when it has one ("std::vector<int>::push_back" -> "^std::"), else
 // the whole name; regex special characters escaped.
