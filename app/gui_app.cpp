@@ -398,6 +398,7 @@ struct App {
     }
     ui::AnalysisRequest request = ui::RequestFor(session, src.data_version, timeline_buckets);
     request.symbols_version = src.status->symbols_version;
+    request.heatmap = views[active_view]->Id() == "heatmap";
     if (session.baseline.kind == ui::SessionState::Baseline::Kind::kSource && request.baseline) {
       // Another source as the baseline: its store and data version; a
       // closed one ends the comparison.
@@ -527,7 +528,8 @@ struct App {
                                 ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_3, ImGuiKey_3), false),
                                 ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_4, ImGuiKey_4), false),
                                 ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_5, ImGuiKey_5), false),
-                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_6, ImGuiKey_6), false)};
+                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_6, ImGuiKey_6), false),
+                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_7, ImGuiKey_7), false)};
     for (size_t i = 0; i < std::size(tab_pressed) && i < views.size(); ++i) {
       if (tab_pressed[i]) Src().session.requested_tab = std::string(views[i]->Id());
     }

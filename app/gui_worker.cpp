@@ -236,6 +236,20 @@ const Product kProducts[] = {
        out->diff_functions = std::make_shared<const std::vector<storage::DiffFunctionRow>>(
            storage::BuildDiffTopFunctions(base, *out->stacks));
      }},
+    {"heatmap",
+     SameInputs<&Request::heatmap, &Request::timeline_window>,
+     [](const Snapshot& from, Snapshot* to) { to->heatmap = from.heatmap; },
+     [](storage::Store& store, Snapshot* out) {
+       if (!out->request.heatmap) return;
+       const ui::HeatmapGrid grid = ui::HeatmapGridFor(out->request.timeline_window);
+       if (grid.columns <= 0) return;
+       storage::Query q = out->request.query;
+       q.from_ns = grid.Span().from_ns;
+       q.to_ns = grid.Span().to_ns;
+       // The span is a whole number of slices: each bucket is one slice.
+       auto t = store.RunTimeline(q, grid.columns * grid.rows);
+       if (t.ok()) out->heatmap = std::make_shared<const storage::Timeline>(*std::move(t));
+     }},
     {"executables",
      SameInputs<>,
      [](const Snapshot& from, Snapshot* to) { to->executables = from.executables; },

@@ -164,8 +164,8 @@ int main(int argc, char** argv) {
   cli.add_flag("--headless", headless, "Run the receiver and store without a window");
   cli.add_option("--listen", where.listen_address, "Address for OTLP gRPC")->capture_default_str();
   cli.add_option("--data-dir", where.data_dir, "Store directory")->capture_default_str();
-  cli.add_option("--tab", gui.tab, "Initial view: flamegraph, top, calltree, sandwich, executables or log")
-      ->check(CLI::IsMember({"flamegraph", "top", "calltree", "sandwich", "executables", "log"}));
+  cli.add_option("--tab", gui.tab, "Initial view: flamegraph, top, calltree, sandwich, heatmap, executables or log")
+      ->check(CLI::IsMember({"flamegraph", "top", "calltree", "sandwich", "heatmap", "executables", "log"}));
   cli.add_option("--size", size, "Window size WxH, e.g. 1920x1080");
   cli.add_option("--screenshot", gui.screenshot_path, "Write a PNG of the window once the view is drawn, then exit");
   cli.add_flag("--demo", gui.demo, "Fill a temporary store with a built-in synthetic profile");

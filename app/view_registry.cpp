@@ -3,6 +3,7 @@
 #include "ui/call_tree_view.h"
 #include "ui/executables_view.h"
 #include "ui/flamegraph_view.h"
+#include "ui/heatmap_view.h"
 #include "ui/log_view.h"
 #include "ui/top_functions_view.h"
 
@@ -14,6 +15,7 @@ std::vector<std::unique_ptr<ui::View>> CreateViews() {
   views.push_back(std::make_unique<ui::TopFunctionsView>());
   views.push_back(std::make_unique<ui::CallTreeView>());
   views.push_back(std::make_unique<ui::SandwichView>());
+  views.push_back(std::make_unique<ui::HeatmapView>());
   views.push_back(std::make_unique<ui::ExecutablesView>());
   views.push_back(std::make_unique<ui::LogView>());
   return views;

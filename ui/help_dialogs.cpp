@@ -14,7 +14,7 @@ const std::vector<Shortcut>& KeyboardShortcuts() {
   static const std::vector<Shortcut> kShortcuts = {
       {"Ctrl+O", "Open a capture file"},
       {"Ctrl+E", "Export what the view shows"},
-      {"Ctrl+1 .. Ctrl+6", "Flamegraph, Top functions, Call tree, Sandwich, Executables, Log"},
+      {"Ctrl+1 .. Ctrl+7", "Flamegraph, Top functions, Call tree, Sandwich, FlameScope, Executables, Log"},
       {"F1", "This list"},
       {"Ctrl+Q", "Quit"},
       {"Ctrl+F or /", "Flamegraph: search"},

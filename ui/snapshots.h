@@ -44,6 +44,7 @@ struct AnalysisRequest {
   uint64_t symbols_version = 0;
   std::string sandwich_function;  // "" = no sandwich trees
   std::optional<BaselineRequest> baseline;  // a diff against it, when set
+  bool heatmap = false;  // the FlameScope heat map of the timeline window (costs a scan)
 
   bool operator==(const AnalysisRequest&) const = default;
 };
@@ -72,6 +73,9 @@ struct AnalysisSnapshot {
   std::shared_ptr<const std::vector<int64_t>> diff_left_offsets;
   std::shared_ptr<const FrameTypeWeights> diff_type_weights;
   std::shared_ptr<const std::vector<storage::DiffFunctionRow>> diff_functions;
+  // FlameScope: weight per slice of HeatmapGridFor(request.timeline_window),
+  // bucket Bucket(column, row).
+  std::shared_ptr<const storage::Timeline> heatmap;
   std::shared_ptr<const std::vector<storage::ExecutableRow>> executables;
   std::shared_ptr<const storage::Timeline> timeline;
   std::string error;  // non-empty when the query failed; the rest may be stale or null

@@ -119,4 +119,30 @@ int64_t TickStep(int64_t span_ns, float width, float min_px) {
   return kSteps[std::size(kSteps) - 1];
 }
 
+TimeRange HeatmapGrid::Cell(int column, int row) const {
+  const int64_t from = start_ns + column * column_ns + row * SliceNs();
+  return {from, row + 1 == rows ? start_ns + (column + 1) * column_ns : from + SliceNs()};
+}
+
+HeatmapGrid HeatmapGridFor(TimeRange window, int rows, int max_columns) {
+  HeatmapGrid g;
+  g.rows = std::max(rows, 1);
+  if (window.Empty()) return g;
+  // Whole seconds per column, as few as fit; a column is a multiple of
+  // `rows` ns so every slice has the same width.
+  const int64_t span = window.Span();
+  int64_t seconds = std::max<int64_t>(1, (span + static_cast<int64_t>(max_columns) * kNsPerSecond - 1) /
+                                             (static_cast<int64_t>(max_columns) * kNsPerSecond));
+  g.column_ns = seconds * kNsPerSecond;
+  g.start_ns = window.from_ns - (((window.from_ns % g.column_ns) + g.column_ns) % g.column_ns);
+  g.columns = static_cast<int>((window.to_ns - g.start_ns + g.column_ns - 1) / g.column_ns);
+  return g;
+}
+
+TimeRange HeatmapSelection(const HeatmapGrid& grid, int column_a, int row_a, int column_b, int row_b) {
+  TimeRange a = grid.Cell(column_a, row_a), b = grid.Cell(column_b, row_b);
+  if (b.from_ns < a.from_ns) std::swap(a, b);
+  return {a.from_ns, b.to_ns};
+}
+
 }  // namespace kiln::ui

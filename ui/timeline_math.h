@@ -45,6 +45,27 @@ TimeRange ZoomRange(TimeRange window, int64_t anchor_ns, double factor, TimeRang
 // `bucket_ns` starting at `start_ns`, or -1 outside.
 int BucketAt(int64_t start_ns, int64_t bucket_ns, int count, int64_t t_ns);
 
+// FlameScope's grid: columns of `column_ns` (one second unless the window
+// needs more than `max_columns` of them), each cut into `rows` slices from
+// top to bottom, starting at a whole column before the window.
+struct HeatmapGrid {
+  int64_t start_ns = 0;
+  int64_t column_ns = kNsPerSecond;
+  int columns = 0;
+  int rows = 50;
+  int64_t SliceNs() const { return column_ns / rows; }
+  TimeRange Span() const { return {start_ns, start_ns + column_ns * columns}; }
+  // The slice's time range, and its bucket index in a timeline of
+  // columns * rows buckets over Span().
+  TimeRange Cell(int column, int row) const;
+  int Bucket(int column, int row) const { return column * rows + row; }
+};
+HeatmapGrid HeatmapGridFor(TimeRange window, int rows = 50, int max_columns = 1200);
+// What dragging from one cell to another selects: every moment from the
+// earlier cell's start to the later cell's end, in time order (down a
+// column, then on to the next), as FlameScope selects.
+TimeRange HeatmapSelection(const HeatmapGrid& grid, int column_a, int row_a, int column_b, int row_b);
+
 // A "nice" tick step (1/2/5 x 10^k seconds, or minutes/hours) so ticks are
 // at least `min_px` apart on a window of `span_ns` over `width` pixels.
 int64_t TickStep(int64_t span_ns, float width, float min_px);

@@ -51,3 +51,27 @@ TEST_CASE("buckets and ticks") {
 
 }  // namespace
 }  // namespace kiln::ui
+
+namespace kiln::ui {
+
+TEST_CASE("FlameScope grid: whole-second columns of 20 ms slices, selections in time order") {
+  const int64_t s = kNsPerSecond;
+  const HeatmapGrid g = HeatmapGridFor({100 * s + s / 2, 160 * s});
+  CHECK(g.start_ns == 100 * s);
+  CHECK(g.column_ns == s);
+  CHECK(g.columns == 60);
+  CHECK(g.SliceNs() == 20'000'000);
+  CHECK(g.Cell(0, 0) == TimeRange{100 * s, 100 * s + 20'000'000});
+  CHECK(g.Cell(2, 49) == TimeRange{102 * s + 980'000'000, 103 * s});
+  // From row 10 of column 3 to row 5 of column 1: dragged backwards.
+  CHECK(HeatmapSelection(g, 3, 10, 1, 5) == TimeRange{101 * s + 100'000'000, 103 * s + 220'000'000});
+  // One cell.
+  CHECK(HeatmapSelection(g, 0, 0, 0, 0) == g.Cell(0, 0));
+  // A day: columns widen to whole seconds so at most 1200 fit.
+  const HeatmapGrid day = HeatmapGridFor({0, 86400 * s});
+  CHECK(day.column_ns == 72 * s);
+  CHECK(day.columns == 1200);
+  CHECK(HeatmapGridFor({}).columns == 0);
+}
+
+}  // namespace kiln::ui

@@ -94,6 +94,7 @@ class Gallery {
                                             status->stats.first_sample_ns, status->stats.last_sample_ns);
         }
         ui::AnalysisRequest request = ui::RequestFor(session_);
+        request.heatmap = view_id == "heatmap";
         if (!submitted_ || !(request == last_)) {
           generation_ = worker_.Submit(request);
           last_ = request;
@@ -258,6 +259,12 @@ TEST_CASE("gallery of view states over the demo store") {
       const Pixels top = Load(gallery.Shoot("diff-top", "top"));
       std::set<ui::Rgba> colors(top.data.begin(), top.data.end());
       CHECK(colors.size() > 50);
+    }
+    SUBCASE("FlameScope heat map of the demo's 15 minutes") {
+      const Pixels p = Load(gallery.Shoot("heatmap", "heatmap"));
+      // Cells from empty to hot: many distinct shades of the heat colour.
+      std::set<ui::Rgba> colors(p.data.begin() + p.width * p.height / 4, p.data.end());
+      CHECK(colors.size() > 20);
     }
     SUBCASE("off-CPU top functions") {
       gallery.session().sample_type = storage::OffCpuTime();
