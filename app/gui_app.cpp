@@ -169,6 +169,8 @@ struct App {
   std::string main_request_dir;  // SymbolRequestDir of the data dir
   std::vector<storage::Transform> initial_transforms;  // --transform: every source starts with them
   std::string initial_sandwich;                        // --sandwich
+  std::string initial_source;                          // --source
+  std::vector<std::pair<std::string, std::string>> initial_source_map;  // --source-map
   std::string initial_compare;                         // --compare
   std::map<storage::Store*, std::unique_ptr<SymbolService>> symbolizers;
   ui::ViewContext::Requests view_requests;
@@ -200,6 +202,8 @@ struct App {
         data_dir(options.data_dir),
         initial_transforms(options.transforms),
         initial_sandwich(options.sandwich_function),
+        initial_source(options.source_function),
+        initial_source_map(options.source_path_map),
         initial_compare(options.compare),
         settings(loaded),
         settings_paths(paths),
@@ -359,6 +363,8 @@ struct App {
     if (!src.initial_transforms_applied) {
       session.tree.transforms = initial_transforms;
       session.sandwich_function = initial_sandwich;
+      session.source_function = initial_source;
+      session.source_path_map = initial_source_map;
       if (initial_compare == "previous") {
         session.baseline.kind = ui::SessionState::Baseline::Kind::kPreviousPeriod;
       } else if (!initial_compare.empty() && initial_compare != src.name) {

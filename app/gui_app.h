@@ -38,6 +38,8 @@ struct GuiOptions {
   // source starts with, as if chosen from the frame menu.
   std::vector<storage::Transform> transforms;
   std::string sandwich_function;  // --sandwich FN: the Sandwich view's function
+  std::string source_function;    // --source FN: the Source view's function
+  std::vector<std::pair<std::string, std::string>> source_path_map;  // --source-map FROM=TO
   // --compare previous|SOURCE: every source starts compared with the period
   // before its range, or with the source of that name (a capture's file name).
   std::string compare;

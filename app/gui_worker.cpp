@@ -1,6 +1,8 @@
 #include "app/gui_worker.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
@@ -134,6 +136,37 @@ bool SameInputs(const Request& a, const Request& b) {
          ((a.*Members == b.*Members) && ...);
 }
 
+// Reads listing->path into listing->text: a regular file of at most
+// 16 MiB (never a FIFO or device, which could block the worker), else a
+// clear error naming the path.
+void ReadSourceFile(ui::SourceListing* listing) {
+  std::error_code ec;
+  const std::filesystem::path path(listing->path);
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    listing->error = "not found at " + listing->path;
+    return;
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    listing->error = listing->path + " is not a regular file";
+    return;
+  }
+  constexpr uintmax_t kMaxBytes = 16 << 20;
+  if (std::filesystem::file_size(path, ec) > kMaxBytes) {
+    listing->error = listing->path + " is larger than 16 MiB";
+    return;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    listing->error = "cannot read " + listing->path;
+    return;
+  }
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    listing->text.push_back(std::move(line));
+  }
+}
+
 // One product of an analysis: the request fields it depends on, how to
 // carry it over from the previous snapshot when they are unchanged, and how
 // to build it (from the request and the products listed before it). A new
@@ -249,6 +282,25 @@ const Product kProducts[] = {
        // The span is a whole number of slices: each bucket is one slice.
        auto t = store.RunTimeline(q, grid.columns * grid.rows);
        if (t.ok()) out->heatmap = std::make_shared<const storage::Timeline>(*std::move(t));
+     }},
+    {"source",
+     SameInputs<&Request::tree_options, &Request::source_function, &Request::source_file,
+                &Request::source_path_map>,
+     [](const Snapshot& from, Snapshot* to) { to->source = from.source; },
+     [](storage::Store&, Snapshot* out) {
+       const Request& r = out->request;
+       if (r.source_function.empty()) return;
+       auto listing = std::make_shared<ui::SourceListing>();
+       listing->function = r.source_function;
+       listing->files = storage::SourceLinesOf(*out->slice, r.source_function, r.tree_options.show_inline);
+       for (size_t i = 0; i < listing->files.size(); ++i) {
+         if (listing->files[i].file == r.source_file) listing->shown = i;
+       }
+       if (!listing->files.empty()) {
+         listing->path = storage::MapSourcePath(listing->files[listing->shown].file, r.source_path_map);
+         ReadSourceFile(listing.get());
+       }
+       out->source = std::move(listing);
      }},
     {"executables",
      SameInputs<>,

@@ -164,8 +164,9 @@ int main(int argc, char** argv) {
   cli.add_flag("--headless", headless, "Run the receiver and store without a window");
   cli.add_option("--listen", where.listen_address, "Address for OTLP gRPC")->capture_default_str();
   cli.add_option("--data-dir", where.data_dir, "Store directory")->capture_default_str();
-  cli.add_option("--tab", gui.tab, "Initial view: flamegraph, top, calltree, sandwich, heatmap, executables or log")
-      ->check(CLI::IsMember({"flamegraph", "top", "calltree", "sandwich", "heatmap", "executables", "log"}));
+  cli.add_option("--tab", gui.tab,
+                 "Initial view: flamegraph, top, calltree, sandwich, heatmap, source, executables or log")
+      ->check(CLI::IsMember({"flamegraph", "top", "calltree", "sandwich", "heatmap", "source", "executables", "log"}));
   cli.add_option("--size", size, "Window size WxH, e.g. 1920x1080");
   cli.add_option("--screenshot", gui.screenshot_path, "Write a PNG of the window once the view is drawn, then exit");
   cli.add_flag("--demo", gui.demo, "Fill a temporary store with a built-in synthetic profile");
@@ -177,6 +178,10 @@ int main(int argc, char** argv) {
                  "Start every source with this transform, e.g. focus=main, invert, hide=^std:: (repeatable, in order)")
       ->allow_extra_args(false);
   cli.add_option("--sandwich", gui.sandwich_function, "Open the Sandwich view's function (exact name)");
+  cli.add_option("--source", gui.source_function, "Open the Source view's function (exact name)");
+  std::vector<std::string> source_maps;
+  cli.add_option("--source-map", source_maps, "Find sources under another prefix here: FROM=TO (repeatable)")
+      ->allow_extra_args(false);
   cli.add_option("--compare", gui.compare,
                  "Show every source as a diff against the previous period (previous) or another source (its name)");
   cli.add_option("--debug-dir", where.symbols.debug_dirs,
@@ -342,6 +347,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     gui.transforms.push_back(*std::move(t));
+  }
+  for (const std::string& map : source_maps) {
+    const size_t eq = map.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "kiln: --source-map wants FROM=TO, got \"%s\"\n", map.c_str());
+      return 2;
+    }
+    gui.source_path_map.emplace_back(map.substr(0, eq), map.substr(eq + 1));
   }
   gui.open_files = open_files;
   gui.debug_dirs = where.symbols.debug_dirs;

@@ -4,6 +4,7 @@
 #include "ui/executables_view.h"
 #include "ui/flamegraph_view.h"
 #include "ui/heatmap_view.h"
+#include "ui/source_view.h"
 #include "ui/log_view.h"
 #include "ui/top_functions_view.h"
 
@@ -16,6 +17,7 @@ std::vector<std::unique_ptr<ui::View>> CreateViews() {
   views.push_back(std::make_unique<ui::CallTreeView>());
   views.push_back(std::make_unique<ui::SandwichView>());
   views.push_back(std::make_unique<ui::HeatmapView>());
+  views.push_back(std::make_unique<ui::SourceView>());
   views.push_back(std::make_unique<ui::ExecutablesView>());
   views.push_back(std::make_unique<ui::LogView>());
   return views;

@@ -76,6 +76,12 @@ struct SessionState {
   };
   Baseline baseline;
 
+  // The Source view: its function and file, and where sources built
+  // elsewhere are found here (path prefix -> prefix).
+  std::string source_function;
+  std::string source_file;
+  std::vector<std::pair<std::string, std::string>> source_path_map;
+
   // Executables view: the selected executable by identity (rows are rebuilt
   // with every query) and whether its unsymbolized addresses are listed.
   struct ExecutableId {

@@ -15,6 +15,7 @@
 #include "ingest/otlp_receiver.h"
 #include "storage/model/diff.h"
 #include "storage/model/flame_tree.h"
+#include "storage/model/source_lines.h"
 #include "storage/store.h"
 #include "storage/model/top_functions.h"
 #include "ui/flame_layout.h"
@@ -32,6 +33,17 @@ struct BaselineRequest {
   bool operator==(const BaselineRequest&) const = default;
 };
 
+// The Source view's data: a function's weight per line of its source
+// files, and the heaviest file's text as read from disk.
+struct SourceListing {
+  std::string function;
+  std::vector<storage::FunctionSource> files;  // heaviest first
+  size_t shown = 0;                            // which of files the text is
+  std::string path;                            // where it was looked for (after the prefix map)
+  std::vector<std::string> text;               // its lines; empty when not read
+  std::string error;                           // "not found at PATH", ...
+};
+
 // Everything that determines an analysis result. Two equal requests give
 // the same snapshot, so the UI submits only when this changes.
 struct AnalysisRequest {
@@ -45,6 +57,9 @@ struct AnalysisRequest {
   std::string sandwich_function;  // "" = no sandwich trees
   std::optional<BaselineRequest> baseline;  // a diff against it, when set
   bool heatmap = false;  // the FlameScope heat map of the timeline window (costs a scan)
+  std::string source_function;  // the Source view's function ("" = none)
+  std::string source_file;      // which of its files to show ("" = the heaviest)
+  std::vector<std::pair<std::string, std::string>> source_path_map;  // prefix -> prefix
 
   bool operator==(const AnalysisRequest&) const = default;
 };
@@ -76,6 +91,7 @@ struct AnalysisSnapshot {
   // FlameScope: weight per slice of HeatmapGridFor(request.timeline_window),
   // bucket Bucket(column, row).
   std::shared_ptr<const storage::Timeline> heatmap;
+  std::shared_ptr<const SourceListing> source;
   std::shared_ptr<const std::vector<storage::ExecutableRow>> executables;
   std::shared_ptr<const storage::Timeline> timeline;
   std::string error;  // non-empty when the query failed; the rest may be stale or null

@@ -266,6 +266,15 @@ TEST_CASE("gallery of view states over the demo store") {
       std::set<ui::Rgba> colors(p.data.begin() + p.width * p.height / 4, p.data.end());
       CHECK(colors.size() > 20);
     }
+    SUBCASE("source of a function whose file is not on this machine") {
+      gallery.session().source_function = "fib";
+      const Pixels p = Load(gallery.Shoot("source-missing", "source"));
+      // "Source not found at /srv/app/report.py" in the error colour.
+      const ImVec4 e = ui::CurrentPalette().error_text;
+      const ui::Rgba error = ui::PackRgba(static_cast<uint8_t>(e.x * 255), static_cast<uint8_t>(e.y * 255),
+                                          static_cast<uint8_t>(e.z * 255));
+      CHECK(CountNear(p, error, 60) > 50);
+    }
     SUBCASE("off-CPU top functions") {
       gallery.session().sample_type = storage::OffCpuTime();
       const Pixels p = Load(gallery.Shoot("offcpu-top", "top"));

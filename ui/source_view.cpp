@@ -1,0 +1,147 @@
+#include "ui/source_view.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "ui/format.h"
+#include "ui/frame_colors.h"
+#include "ui/theme.h"
+#include "ui/widgets.h"
+
+namespace kiln::ui {
+
+void SourceView::Draw(const ViewContext& context) {
+  settled_ = false;
+  SessionState* session = context.session;
+  if (session == nullptr) return;
+  if (session->source_function.empty()) {
+    ImGui::TextDisabled("Right-click a frame in the Flamegraph, Call tree or Top functions > Show source.");
+    settled_ = true;
+    return;
+  }
+  const AnalysisSnapshot* a = context.analysis;
+  if (!a || !a->source || a->source->function != session->source_function) {
+    DrawLoadingOrError(context);
+    return;
+  }
+  if (a->source != listing_) {
+    listing_ = a->source;
+    scroll_to_hottest_ = true;
+  }
+  const SourceListing& l = *listing_;
+  const storage::SampleType& type = a->request.query.sample_type;
+  ImGui::TextUnformatted(ShortenLabel(l.function, 100).c_str());
+  if (l.files.empty()) {
+    ImGui::TextDisabled("The profile names no source file and line for this function.");
+    settled_ = !context.computing;
+    return;
+  }
+  const storage::FunctionSource& file = l.files[l.shown];
+  // Its files (inlined code brings others), heaviest first.
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 36.f);
+  if (ImGui::BeginCombo("##file", file.file.c_str())) {
+    for (const storage::FunctionSource& f : l.files) {
+      const std::string item = f.file + "  (" + FormatValue(type, f.total) + ")";
+      if (ImGui::Selectable(item.c_str(), &f == &file)) session->source_file = f.file;
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+  ImGui::TextDisabled("self %s, total %s in this file", FormatValue(type, file.self).c_str(),
+                      FormatValue(type, file.total).c_str());
+  if (!l.error.empty()) {
+    ImGui::TextColored(CurrentPalette().error_text, "Source %s", l.error.c_str());
+    // Where the file is here: a prefix of the profile's path, and what it
+    // is on this machine.
+    if (map_from_[0] == 0) {
+      const std::string dir = file.file.substr(0, file.file.rfind('/') + 1);
+      std::snprintf(map_from_, sizeof map_from_, "%s", dir.c_str());
+    }
+    ImGui::TextDisabled("Map the path prefix");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 20.f);
+    ImGui::InputText("##from", map_from_, sizeof map_from_);
+    ImGui::SameLine();
+    ImGui::TextDisabled("to");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 20.f);
+    ImGui::InputTextWithHint("##to", "/home/me/src/", map_to_, sizeof map_to_);
+    ImGui::SameLine();
+    if (ImGui::Button("Apply") && map_from_[0] != 0) {
+      session->source_path_map.insert(session->source_path_map.begin(), {map_from_, map_to_});
+    }
+  }
+  if (!session->source_path_map.empty()) {
+    ImGui::TextDisabled("Path map: %s -> %s%s", session->source_path_map[0].first.c_str(),
+                        session->source_path_map[0].second.c_str(),
+                        session->source_path_map.size() > 1 ? " (and more)" : "");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Clear")) session->source_path_map.clear();
+  }
+  // Lines with weight, and the text when it was read: every line of the
+  // file, or only the weighted ones.
+  std::vector<const storage::SourceLineWeight*> by_line(l.text.size() + 1, nullptr);
+  int64_t max_line = static_cast<int64_t>(l.text.size());
+  for (const storage::SourceLineWeight& w : file.lines) max_line = std::max(max_line, w.line);
+  by_line.resize(static_cast<size_t>(max_line) + 1, nullptr);
+  for (const storage::SourceLineWeight& w : file.lines) by_line[static_cast<size_t>(w.line)] = &w;
+  std::vector<int64_t> rows;
+  if (!l.text.empty()) {
+    for (int64_t i = 1; i <= max_line; ++i) rows.push_back(i);
+  } else {
+    for (const storage::SourceLineWeight& w : file.lines) rows.push_back(w.line);
+  }
+  const int64_t hottest = file.HottestLine();
+  const double total = static_cast<double>(std::max<int64_t>(a->slice ? a->slice->total_weight : 1, 1));
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_ScrollY |
+                                ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_Resizable;
+  if (!ImGui::BeginTable("##source", 4, flags)) return;
+  const float em = ImGui::GetFontSize();
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("Self", 0, em * 9);
+  ImGui::TableSetupColumn("Total", 0, em * 9);
+  ImGui::TableSetupColumn("Line", 0, em * 4);
+  ImGui::TableSetupColumn("Source", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableHeadersRow();
+  if (context.mono_font) ImGui::PushFont(context.mono_font);
+  if (scroll_to_hottest_) {
+    // A few lines of context above the hottest line (rows are one text
+    // line plus the cell padding).
+    const auto at = std::find(rows.begin(), rows.end(), hottest);
+    const float row_h = ImGui::GetTextLineHeight() + 2.f * ImGui::GetStyle().CellPadding.y;
+    ImGui::SetScrollY(std::max(0.f, (static_cast<float>(at - rows.begin()) - 5.f) * row_h));
+    scroll_to_hottest_ = false;
+  }
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(rows.size()));
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      const int64_t line = rows[i];
+      const storage::SourceLineWeight* w = by_line[static_cast<size_t>(line)];
+      ImGui::TableNextRow();
+      if (line == hottest) {
+        ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1,
+                               BlendTowards(CurrentPalette().background, CurrentPalette().total_bar, 0.5f));
+      }
+      if (w != nullptr) {
+        ImGui::TableSetColumnIndex(0);
+        if (w->self > 0) ImGui::TextUnformatted((FormatValue(type, w->self) + " " + FormatPercent(w->self / total)).c_str());
+        ImGui::TableSetColumnIndex(1);
+        ImGui::TextUnformatted((FormatValue(type, w->total) + " " + FormatPercent(w->total / total)).c_str());
+      }
+      ImGui::TableSetColumnIndex(2);
+      ImGui::TextDisabled("%lld", static_cast<long long>(line));
+      ImGui::TableSetColumnIndex(3);
+      if (line >= 1 && static_cast<size_t>(line) <= l.text.size()) {
+        ImGui::TextUnformatted(l.text[static_cast<size_t>(line) - 1].c_str());
+      }
+    }
+  }
+  if (context.mono_font) ImGui::PopFont();
+  ImGui::EndTable();
+  settled_ = !context.computing;
+}
+
+}  // namespace kiln::ui
