@@ -189,7 +189,7 @@ void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const 
   RefreshSearch();
   DrawToolbar(context);
   if (!tree_ || tree_->nodes.empty() || tree_->nodes[0].total == 0) {
-    DrawTransformChips(context.session);
+    DrawCompareAndTransforms(context.session, context.other_sources);
     ImGui::Spacing();
     if (tree_) {
       ImGui::TextDisabled("No samples in the selected range for this kind and filters.");
@@ -198,7 +198,7 @@ void FlamegraphView::DrawTree(const ViewContext& context, std::shared_ptr<const 
     }
     return;
   }
-  DrawTransformChips(context.session);
+  DrawCompareAndTransforms(context.session, context.other_sources);
   if (diff_) {
     ImGui::TextDisabled(
         "Diff: width = mean of both sides' shares; red grew, blue shrank (%s), strong only where significant "
@@ -256,10 +256,6 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
   ImGui::BeginDisabled(zoom_node_ == 0);
   if (ImGui::Button("Reset zoom")) ZoomTo(0);
   ImGui::EndDisabled();
-  if (session) {
-    ImGui::SameLine();
-    DrawBaselinePicker(session, context.other_sources);
-  }
 }
 
 void FlamegraphView::DrawLegend() {
@@ -387,10 +383,8 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
 
   // Highlights index nodes: only use a result computed for this tree.
   const bool searching = search_.active() && searched_serial_ == tree_serial_;
-  for (int d = 0; d < layout_.Rows(); ++d) {
-    const float y0 = origin.y + top_pad + RowTop(d, rows, row_h, flame);
+  auto draw_row = [&](int d, float y0) {
     const float y1 = y0 + row_h - 1.f;
-    if (y1 < clip_min.y || y0 > clip_max.y) continue;
     for (uint32_t i = layout_.row_begin[d]; i < layout_.row_begin[d + 1]; ++i) {
       const FlameRect& r = layout_.rects[i];
       Rgba fill = rect_colors_[i];
@@ -414,6 +408,25 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
         dl->AddText(font, font_size, tp, text, shown.data(), shown.data() + shown.size());
       }
     }
+  };
+  for (int d = 0; d < layout_.Rows(); ++d) {
+    const float y0 = origin.y + top_pad + RowTop(d, rows, row_h, flame);
+    if (y0 + row_h - 1.f < clip_min.y || y0 > clip_max.y) continue;
+    draw_row(d, y0);
+  }
+  // The root and group rows (all, process, thread) stay in view when a deep
+  // tree is scrolled: pinned to the edge where they would leave.
+  int pinned = 0;
+  while (pinned < layout_.Rows() && layout_.row_begin[pinned] < layout_.row_begin[pinned + 1] &&
+         tree_->nodes[layout_.rects[layout_.row_begin[pinned]].node].kind != NodeKind::kFrame) {
+    ++pinned;
+  }
+  for (int d = 0; d < pinned; ++d) {
+    const float natural = origin.y + top_pad + RowTop(d, rows, row_h, flame);
+    const float edge = flame ? clip_max.y - (d + 1) * row_h : clip_min.y + d * row_h;
+    if (flame ? natural <= edge : natural >= edge) continue;
+    dl->AddRectFilled(ImVec2(clip_min.x, edge), ImVec2(clip_max.x, edge + row_h), CurrentPalette().background);
+    draw_row(d, edge);
   }
 
   // The keyboard's node: a thick outline.

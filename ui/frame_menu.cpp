@@ -228,6 +228,13 @@ void DrawBaselinePicker(SessionState* session, const std::vector<std::string>* o
   }
 }
 
+void DrawCompareAndTransforms(SessionState* session, const std::vector<std::string>* other_sources) {
+  if (session == nullptr) return;
+  DrawBaselinePicker(session, other_sources);
+  if (!session->tree.transforms.empty()) ImGui::SameLine(0, ImGui::GetFontSize());
+  DrawTransformChips(session);
+}
+
 void DrawTransformChips(SessionState* session) {
   if (session == nullptr || session->tree.transforms.empty()) return;
   ImGui::TextDisabled("Transforms:");

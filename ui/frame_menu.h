@@ -56,6 +56,9 @@ void DrawInvertToggle(SessionState* session);
 // baseline (ui::SessionState::Baseline) for the diff views.
 void DrawBaselinePicker(SessionState* session, const std::vector<std::string>* other_sources);
 
+// One line: the baseline picker, then the transform chips.
+void DrawCompareAndTransforms(SessionState* session, const std::vector<std::string>* other_sources);
+
 // "Transforms: [Focus: main x] [Merge: f x] ..." on one line; clicking a
 // chip removes it and every later one (they were applied on top of it).
 // Draws nothing when there are none.

@@ -196,11 +196,7 @@ void TopFunctionsView::Draw(const ViewContext& context) {
     ImGui::TextDisabled("%zu of %zu functions - click a row to show it in the flamegraph, right-click for more",
                         order_.size(), rows_->size());
   }
-  if (context.session) {
-    DrawBaselinePicker(context.session, context.other_sources);
-    ImGui::SameLine();
-  }
-  DrawTransformChips(context.session);
+  DrawCompareAndTransforms(context.session, context.other_sources);
   if (diff) {
     ImGui::NewLine();
     DrawDiff(context);
