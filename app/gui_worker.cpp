@@ -196,9 +196,7 @@ const Product kProducts[] = {
      SameInputs<&Request::tree_options>,
      [](const Snapshot& from, Snapshot* to) { to->stacks = from.stacks; },
      [](storage::Store&, Snapshot* out) {
-       const storage::FlameTreeOptions& o = out->request.tree_options;
-       out->stacks = std::make_shared<const storage::Stacks>(
-           storage::ApplyTransforms(storage::StacksOf(out->slice, o.show_inline), o.transforms));
+       out->stacks = std::make_shared<const storage::Stacks>(storage::StacksFor(out->slice, out->request.tree_options));
      }},
     {"flame tree",
      SameInputs<&Request::tree_options>,
@@ -257,15 +255,16 @@ const Product kProducts[] = {
      },
      [](storage::Store&, Snapshot* out) {
        if (!out->baseline_slice) return;
+       // The baseline's stacks once, for the tree and the table; the
+       // target's are the stacks product.
        const storage::FlameTreeOptions& o = out->request.tree_options;
-       auto diff = std::make_shared<storage::DiffTree>(storage::BuildDiffTree(out->baseline_slice, out->slice, o));
+       const storage::Stacks base = storage::StacksFor(out->baseline_slice, o);
+       auto diff = std::make_shared<storage::DiffTree>(storage::BuildDiffTree(base, *out->stacks, o));
        auto display = std::make_shared<const storage::FlameTree>(storage::DisplayTreeOf(*diff));
        out->diff_left_offsets = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*display));
        out->diff_type_weights = std::make_shared<const ui::FrameTypeWeights>(ui::ComputeFrameTypeWeights(*display));
        out->diff_display = std::move(display);
        out->diff = std::move(diff);
-       const storage::Stacks base =
-           storage::ApplyTransforms(storage::StacksOf(out->baseline_slice, o.show_inline), o.transforms);
        out->diff_functions = std::make_shared<const std::vector<storage::DiffFunctionRow>>(
            storage::BuildDiffTopFunctions(base, *out->stacks));
      }},

@@ -675,8 +675,7 @@ absl::StatusOr<std::string> ExportSlice(const std::shared_ptr<const ProfileSlice
   // their own (folded and svg build their tree with the transforms).
   std::shared_ptr<const ProfileSlice> stacks_slice = slice;
   if (!options.tree.transforms.empty()) {
-    stacks_slice = storage::SliceOfStacks(storage::ApplyTransforms(
-        storage::StacksOf(slice, options.tree.show_inline), options.tree.transforms));
+    stacks_slice = storage::SliceOfStacks(storage::StacksFor(slice, options.tree));
   }
   switch (options.format) {
     case ExportFormat::kOtlp: {

@@ -7,11 +7,13 @@ namespace kiln::storage {
 
 DiffTree BuildDiffTree(std::shared_ptr<const ProfileSlice> base, std::shared_ptr<const ProfileSlice> target,
                        const FlameTreeOptions& options) {
+  return BuildDiffTree(StacksFor(std::move(base), options), StacksFor(std::move(target), options), options);
+}
+
+DiffTree BuildDiffTree(const Stacks& base, const Stacks& target, const FlameTreeOptions& options) {
   DiffTree diff;
-  const Stacks b = ApplyTransforms(StacksOf(base, options.show_inline), options.transforms);
-  const Stacks t = ApplyTransforms(StacksOf(target, options.show_inline), options.transforms);
-  diff.tree = BuildUnionTree({&b, &t}, options, &diff.base);
-  if (target) diff.sample_type = target->sample_type;
+  diff.tree = BuildUnionTree({&base, &target}, options, &diff.base);
+  if (target.slice) diff.sample_type = target.slice->sample_type;
   diff.target_total = diff.tree.nodes[0].total;
   diff.target_events = diff.tree.nodes[0].events;
   if (!diff.base.empty()) {

@@ -34,6 +34,9 @@ struct DiffTree {
 // Both sides are transformed and grouped by `options` before they merge.
 DiffTree BuildDiffTree(std::shared_ptr<const ProfileSlice> base, std::shared_ptr<const ProfileSlice> target,
                        const FlameTreeOptions& options);
+// The same from stacks already transformed (StacksFor with `options`),
+// which are grouped by `options` here.
+DiffTree BuildDiffTree(const Stacks& base, const Stacks& target, const FlameTreeOptions& options);
 
 inline constexpr double kSignificantZ = 3.29;  // two-sided p < 0.001
 

@@ -80,9 +80,12 @@ FlameTree BuildFlameTree(const Stacks& stacks, const FlameTreeOptions& options) 
   return BuildUnionTree({&stacks}, options, nullptr);
 }
 
+Stacks StacksFor(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options) {
+  return ApplyTransforms(StacksOf(std::move(slice), options.show_inline), options.transforms);
+}
+
 FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options) {
-  return BuildFlameTree(ApplyTransforms(StacksOf(std::move(slice), options.show_inline), options.transforms),
-                        options);
+  return BuildFlameTree(StacksFor(std::move(slice), options), options);
 }
 
 Sandwich BuildSandwich(const Stacks& stacks, const std::string& function) {

@@ -63,10 +63,14 @@ struct FlameTree {
   const std::string& Label(uint32_t node) const { return labels[nodes[node].label]; }
 };
 
+// The slice's stacks as `options` shows them: inline frames kept or not,
+// then the transforms in order. What every tree, table and export of a
+// slice is built from.
+Stacks StacksFor(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options);
+
 // Builds the tree from stacks: each stack is walked once. Functions with
 // the same label and type under the same parent merge. `options`'
-// show_inline and transforms are not applied here (StacksOf and
-// ApplyTransforms did that).
+// show_inline and transforms are not applied here (StacksFor did that).
 FlameTree BuildFlameTree(const Stacks& stacks, const FlameTreeOptions& options);
 // The same from a slice's weights, with every option applied.
 FlameTree BuildFlameTree(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options);
