@@ -127,13 +127,27 @@ namespace {
 using Request = ui::AnalysisRequest;
 using Snapshot = ui::AnalysisSnapshot;
 
+// Whether two requests select the same samples apart from the time range:
+// the same sample type and filters over the same stored data.
+bool SameSource(const Request& a, const Request& b) {
+  return a.query.sample_type == b.query.sample_type && a.query.filters == b.query.filters &&
+         a.data_version == b.data_version && a.symbols_version == b.symbols_version;
+}
+
 // Whether two requests agree on the fields `Members`: what a product is
-// computed from. Every product depends on the slice, which depends on the
-// query and on what the store holds (its data and symbols versions).
+// computed from. Every product of the slice also depends on the query's
+// range.
 template <auto... Members>
 bool SameInputs(const Request& a, const Request& b) {
-  return a.query == b.query && a.data_version == b.data_version && a.symbols_version == b.symbols_version &&
+  return SameSource(a, b) && a.query.from_ns == b.query.from_ns && a.query.to_ns == b.query.to_ns &&
          ((a.*Members == b.*Members) && ...);
+}
+
+// For products over the timeline window rather than the selection (the
+// timeline, the heat map): a new selection leaves them as they are.
+template <auto... Members>
+bool SameWindowInputs(const Request& a, const Request& b) {
+  return SameSource(a, b) && ((a.*Members == b.*Members) && ...);
 }
 
 // Reads listing->path into listing->text: a regular file of at most
@@ -180,7 +194,7 @@ struct Product {
 
 const Product kProducts[] = {
     {"timeline",
-     SameInputs<&Request::timeline_window, &Request::timeline_buckets>,
+     SameWindowInputs<&Request::timeline_window, &Request::timeline_buckets>,
      [](const Snapshot& from, Snapshot* to) { to->timeline = from.timeline; },
      [](storage::Store& store, Snapshot* out) {
        // The timeline covers the window, not the selection, with the same
@@ -269,7 +283,7 @@ const Product kProducts[] = {
            storage::BuildDiffTopFunctions(base, *out->stacks));
      }},
     {"heatmap",
-     SameInputs<&Request::heatmap, &Request::timeline_window>,
+     SameWindowInputs<&Request::heatmap, &Request::timeline_window>,
      [](const Snapshot& from, Snapshot* to) { to->heatmap = from.heatmap; },
      [](storage::Store& store, Snapshot* out) {
        if (!out->request.heatmap) return;

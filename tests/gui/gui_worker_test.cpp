@@ -74,6 +74,16 @@ TEST_CASE("the worker rebuilds only the products whose inputs changed") {
   CHECK(third->tree == second->tree);
   CHECK(third->timeline != second->timeline);
 
+  // A selection inside the window: a new slice and tree, the same
+  // timeline (it shows the window, not the selection).
+  ui::AnalysisRequest selected = wider;
+  selected.query.from_ns = 1'700'000'000'001'000'000;
+  auto selection = Answer(worker, selected);
+  CHECK(selection->slice != third->slice);
+  CHECK(selection->slice->total_events == 3);
+  CHECK(selection->tree != third->tree);
+  CHECK(selection->timeline == third->timeline);
+
   // New data (the data version): everything again.
   REQUIRE(t.store->Write(storage::testing::BatchFromFolded(
                               "main;c 2", {.first_time_ns = 1'700'000'000'020'000'000, .process = "app"}))
