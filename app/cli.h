@@ -94,6 +94,9 @@ int RunSymbolsList(const SymbolsListOptions& options);
 // Parses a time given as Unix nanoseconds or RFC 3339
 // ("2026-11-21T10:00:00Z", fractional seconds and offsets allowed).
 absl::StatusOr<int64_t> ParseTimeArgument(const std::string& text);
+// --from / --to into *from_ns / *to_ns; an empty text leaves its end as it
+// is (open).
+absl::Status ParseTimeRange(const std::string& from, const std::string& to, int64_t* from_ns, int64_t* to_ns);
 
 // Formats Unix ns as RFC 3339 UTC with nanoseconds.
 std::string FormatTime(int64_t unix_ns);

@@ -41,12 +41,7 @@ class Stores {
 absl::StatusOr<LoadedSide> LoadSide(const DiffSide& side, const DiffOptions& options, std::string_view name,
                                     Stores* stores) {
   storage::Query query;
-  for (const auto& [text, target] : {std::pair{&side.from, &query.from_ns}, {&side.to, &query.to_ns}}) {
-    if (text->empty()) continue;
-    absl::StatusOr<int64_t> t = ParseTimeArgument(*text);
-    if (!t.ok()) return t.status();
-    *target = *t;
-  }
+  if (absl::Status s = ParseTimeRange(side.from, side.to, &query.from_ns, &query.to_ns); !s.ok()) return s;
   std::vector<std::string> filter_args = options.filters;
   filter_args.insert(filter_args.end(), side.filters.begin(), side.filters.end());
   absl::StatusOr<std::vector<storage::AttributeFilter>> filters = storage::ParseFilterArguments(filter_args);
@@ -80,8 +75,7 @@ absl::StatusOr<LoadedSide> LoadSide(const DiffSide& side, const DiffOptions& opt
   } else {
     absl::StatusOr<storage::Store*> store = stores->Get(side.data_dir);
     if (!store.ok()) return store.status();
-    std::vector<storage::SampleType> stored;
-    for (const storage::SampleTypeCount& c : (*store)->Stats().sample_types) stored.push_back(c.info.type);
+    const std::vector<storage::SampleType> stored = (*store)->Stats().Types();
     if (absl::Status s = choose(stored, storage::OnCpuOrFirst(stored), "the store " + side.data_dir); !s.ok()) {
       return s;
     }

@@ -27,14 +27,9 @@ int RunExport(const ExportOptions& options) {
   export_options.annotate = options.annotate;
   export_options.tree.transforms = options.transforms;
   export_options.title = "kiln: " + options.data_dir;
-  for (const auto& [text, target] : {std::pair{&options.from, &query.from_ns}, {&options.to, &query.to_ns}}) {
-    if (text->empty()) continue;
-    auto t = ParseTimeArgument(*text);
-    if (!t.ok()) {
-      std::cerr << "kiln export: " << t.status().message() << "\n";
-      return 2;
-    }
-    *target = *t;
+  if (absl::Status s = ParseTimeRange(options.from, options.to, &query.from_ns, &query.to_ns); !s.ok()) {
+    std::cerr << "kiln export: " << s.message() << "\n";
+    return 2;
   }
   absl::StatusOr<std::vector<storage::AttributeFilter>> filters = storage::ParseFilterArguments(options.filters);
   if (!filters.ok()) {
@@ -50,8 +45,7 @@ int RunExport(const ExportOptions& options) {
   }
   // The sample type: on-CPU samples when the store has them (what agents
   // send), else the first stored type; or the one named.
-  std::vector<storage::SampleType> stored;
-  for (const storage::SampleTypeCount& c : (*store)->Stats().sample_types) stored.push_back(c.info.type);
+  const std::vector<storage::SampleType> stored = (*store)->Stats().Types();
   if (options.sample_type.empty()) {
     query.sample_type = storage::OnCpuOrFirst(stored);
   } else if (std::optional<storage::SampleType> found = storage::FindSampleType(options.sample_type, stored)) {

@@ -23,6 +23,16 @@ absl::StatusOr<int64_t> ParseTimeArgument(const std::string& text) {
   return absl::ToUnixNanos(t);
 }
 
+absl::Status ParseTimeRange(const std::string& from, const std::string& to, int64_t* from_ns, int64_t* to_ns) {
+  for (const auto& [text, target] : {std::pair{&from, from_ns}, {&to, to_ns}}) {
+    if (text->empty()) continue;
+    absl::StatusOr<int64_t> t = ParseTimeArgument(*text);
+    if (!t.ok()) return t.status();
+    *target = *t;
+  }
+  return absl::OkStatus();
+}
+
 std::string FormatTime(int64_t unix_ns) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E9SZ", absl::FromUnixNanos(unix_ns), absl::UTCTimeZone());
 }

@@ -303,14 +303,10 @@ int main(int argc, char** argv) {
     convert.format = export_options.format;
     // Unset sample type/group-by let the converter choose from the capture.
     if (group_opt->count() > 0) convert.group_by = export_options.group_by;
-    for (const auto& [text, target] : {std::pair{&export_options.from, &convert.from_ns}, {&export_options.to, &convert.to_ns}}) {
-      if (text->empty()) continue;
-      auto t = ParseTimeArgument(*text);
-      if (!t.ok()) {
-        std::fprintf(stderr, "kiln export: %s\n", std::string(t.status().message()).c_str());
-        return 2;
-      }
-      *target = *t;
+    if (absl::Status s = ParseTimeRange(export_options.from, export_options.to, &convert.from_ns, &convert.to_ns);
+        !s.ok()) {
+      std::fprintf(stderr, "kiln export: %s\n", std::string(s.message()).c_str());
+      return 2;
     }
     convert.filters = export_options.filters;
     convert.annotate = export_options.annotate;

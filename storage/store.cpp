@@ -248,6 +248,12 @@ struct FrameHash {
 
 }  // namespace
 
+std::vector<SampleType> StoreStats::Types() const {
+  std::vector<SampleType> types;
+  for (const SampleTypeCount& c : sample_types) types.push_back(c.info.type);
+  return types;
+}
+
 std::string_view LogLevelName(LogLevel level) {
   switch (level) {
     case LogLevel::kDebug:

@@ -38,6 +38,7 @@ struct StoreStats {
   // Every sample type with samples: on-CPU samples first, then the others
   // in the order they were first stored.
   std::vector<SampleTypeCount> sample_types;
+  std::vector<SampleType> Types() const;  // sample_types' types, in that order
   uint64_t stacks = 0;
   uint64_t frames = 0;
   uint64_t strings = 0;

@@ -312,8 +312,7 @@ TEST_CASE("a capture opens as what it is: its default sample type, its own time 
   CHECK(cpu.session.profile_start_ns < 1'506'718'680'000'000'000);
   // 76 samples, each with a samples/count and a cpu/nanoseconds value.
   CHECK(list.notices().back().text.find("76 samples (CPU time (ns); 1 more sample type)") != std::string::npos);
-  std::vector<storage::SampleType> stored;
-  for (const auto& t : cpu.store->Stats().sample_types) stored.push_back(t.info.type);
+  const std::vector<storage::SampleType> stored = cpu.store->Stats().Types();
   CHECK(stored == std::vector<storage::SampleType>{storage::OnCpuSamples(), {"cpu", "nanoseconds"}});
 
   // perf script: every sample has a time, so the capture has a timeline.
