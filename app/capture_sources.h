@@ -148,7 +148,7 @@ struct Source {
 
   ui::SessionState session;
   bool session_initialized = false;
-  bool initial_transforms_applied = false;  // GuiOptions::transforms
+  bool startup_choices_applied = false;  // GuiOptions' transforms, sandwich, source, compare
   bool has_request = false;
   ui::AnalysisRequest last_request;
   uint64_t submitted_generation = 0;

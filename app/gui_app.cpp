@@ -128,6 +128,22 @@ struct WindowDeleter {
 // window does not turn into a query per frame.
 constexpr int64_t kLiveStepNs = 2 * ui::kNsPerSecond;
 
+// The command line's view choices, applied to each source once as it
+// appears: transforms, the Sandwich and Source functions and path map, and
+// what to compare with (never a source with itself).
+void ApplyStartupChoices(const GuiOptions& options, const std::string& source_name, ui::SessionState* session) {
+  session->tree.transforms = options.transforms;
+  session->sandwich_function = options.sandwich_function;
+  session->source_function = options.source_function;
+  session->source_path_map = options.source_path_map;
+  if (options.compare == "previous") {
+    session->baseline.kind = ui::SessionState::Baseline::Kind::kPreviousPeriod;
+  } else if (!options.compare.empty() && options.compare != source_name) {
+    session->baseline.kind = ui::SessionState::Baseline::Kind::kSource;
+    session->baseline.source = options.compare;
+  }
+}
+
 // "Now" for a source: the clock for the live store; the newest sample for a
 // capture, so presets ("Last 15m") mean the capture's last 15 minutes.
 int64_t SourceNow(const Source& source) {
@@ -143,6 +159,9 @@ struct App {
   SourceList sources;
   const ingest::OtlpReceiver* receiver;
   std::string data_dir;
+  // What every source starts with (--transform, --sandwich, --source,
+  // --source-map, --compare); RunGui's options outlive the App.
+  const GuiOptions& startup;
   // What the window remembers (app/desktop_settings.h): loaded before the
   // window opens, written when it closes (never by --screenshot).
   DesktopSettings settings;
@@ -167,11 +186,6 @@ struct App {
   SymbolSourceOptions symbol_options;
   storage::Store* main_store;    // the data dir's store, whose symbolizer answers `kiln symbols add`
   std::string main_request_dir;  // SymbolRequestDir of the data dir
-  std::vector<storage::Transform> initial_transforms;  // --transform: every source starts with them
-  std::string initial_sandwich;                        // --sandwich
-  std::string initial_source;                          // --source
-  std::vector<std::pair<std::string, std::string>> initial_source_map;  // --source-map
-  std::string initial_compare;                         // --compare
   std::map<storage::Store*, std::unique_ptr<SymbolService>> symbolizers;
   ui::ViewContext::Requests view_requests;
   ui::SymbolActivity symbol_activity;
@@ -200,11 +214,7 @@ struct App {
       : sources(s, receiver, options.data_dir, [] { glfwPostEmptyEvent(); }),
         receiver(receiver),
         data_dir(options.data_dir),
-        initial_transforms(options.transforms),
-        initial_sandwich(options.sandwich_function),
-        initial_source(options.source_function),
-        initial_source_map(options.source_path_map),
-        initial_compare(options.compare),
+        startup(options),
         settings(loaded),
         settings_paths(paths),
         views(CreateViews()) {
@@ -360,19 +370,7 @@ struct App {
     // same for every source (DrawFrame keeps the two in step).
     session.flame = settings.flame;
     session.tree.show_inline = settings.show_inline;
-    if (!src.initial_transforms_applied) {
-      session.tree.transforms = initial_transforms;
-      session.sandwich_function = initial_sandwich;
-      session.source_function = initial_source;
-      session.source_path_map = initial_source_map;
-      if (initial_compare == "previous") {
-        session.baseline.kind = ui::SessionState::Baseline::Kind::kPreviousPeriod;
-      } else if (!initial_compare.empty() && initial_compare != src.name) {
-        session.baseline.kind = ui::SessionState::Baseline::Kind::kSource;
-        session.baseline.source = initial_compare;
-      }
-      src.initial_transforms_applied = true;
-    }
+    if (!std::exchange(src.startup_choices_applied, true)) ApplyStartupChoices(startup, src.name, &session);
     if (!src.status) return;  // the window and the first query need the store's time range
     const int64_t now = SourceNow(src);
     const auto& stats = src.status->stats;

@@ -506,14 +506,12 @@ void FlamegraphView::DrawSelection() {
     ImGui::TextDisabled("Arrows move between frames, Enter zooms, / searches, n / N next / previous match, ? all keys");
     return;
   }
-  const FlameNode& n = tree_->nodes[selected_];
   ImGui::TextDisabled("Selected:");
   ImGui::SameLine();
   const std::string label = ShortenLabel(tree_->Label(selected_), 80);
   ImGui::TextUnformatted(label.c_str());
   ImGui::SameLine();
   ImGui::TextDisabled("%s", SharesText(selected_).c_str());
-  (void)n;
 }
 
 std::string FlamegraphView::SharesText(uint32_t node) const {
@@ -603,7 +601,6 @@ void FlamegraphView::DrawTooltip(const ViewContext& context, uint32_t node, bool
   ImGui::Text("Self:  %s (%s)", FormatValue(kind, n.self).c_str(),
               FormatPercent(static_cast<double>(n.self) / total).c_str());
   ImGui::TextDisabled("Click to zoom in; double-click or Esc to zoom out; right-click for more");
-  (void)total;
   ImGui::EndTooltip();
 }
 
