@@ -26,16 +26,19 @@ std::vector<FunctionSource> SourceLinesOf(const ProfileSlice& slice, std::string
   };
   std::map<uint32_t, std::map<int64_t, SourceLineWeight>> by_file;  // file string -> line -> weight
   std::map<uint32_t, std::pair<int64_t, int64_t>> file_totals;      // self, total
-  std::vector<std::pair<uint32_t, int64_t>> seen;  // (file, line) already counted for this stack
+  // What this stack already counted toward totals (once per stack): lines
+  // as (file, line), and files. Reused across stacks.
+  std::vector<std::pair<uint32_t, int64_t>> seen;
+  std::vector<uint32_t> files_counted;
   for (const StackWeight& w : slice.weights) {
     seen.clear();
+    files_counted.clear();
     const auto stack = d.Stack(w.stack);
     uint32_t leaf = 0;
     for (uint32_t f : stack) {
       if (!show_inline && d.frames[f].inlined) continue;
       leaf = f;
     }
-    std::vector<uint32_t> files_counted;
     for (uint32_t f : stack) {
       const Frame& frame = d.frames[f];
       if (!show_inline && frame.inlined) continue;
