@@ -157,35 +157,44 @@ FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTr
   // Key sequences: one per stack of every input.
   size_t entries = 0;
   for (const Stacks* in : inputs) entries += in->size();
-  std::vector<uint32_t> seq_offsets;
-  seq_offsets.reserve(entries + 1);
-  seq_offsets.push_back(0);
-  std::vector<uint32_t> seq;        // label ids first, turned into keys below
-  std::vector<uint32_t> seq_frame;  // representative frame per sequence element
-  std::vector<uint8_t> entry_input;
-  std::vector<int64_t> entry_weight;
-  std::vector<uint64_t> entry_events;
-  entry_input.reserve(entries);
+  size_t elements = 0;
+  for (const Stacks* in : inputs) elements += in->elements.size() + in->size() * level_kind.size();
+  std::vector<uint32_t> seq_offsets(entries + 1, 0);
+  std::vector<uint32_t> seq(elements);        // label ids first, turned into keys below
+  std::vector<uint32_t> seq_frame(elements);  // representative frame per sequence element
+  std::vector<uint8_t> entry_input(entries);
+  std::vector<int64_t> entry_weight(entries);
+  std::vector<uint64_t> entry_events(entries);
+  size_t at = 0;
+  size_t entry = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Stacks& in = *inputs[i];
-    for (size_t e = 0; e < in.size(); ++e) {
+    // A function's key and frame, looked up once: the loop below reads
+    // them for every element, and a StackFunction is a cache line.
+    std::vector<uint32_t>& key_of = function_label[i];
+    std::vector<uint32_t> frame_of(key_of.size(), 0);
+    for (uint32_t element : in.elements) {
+      uint32_t& key = key_of[element];
+      if (key != kUnset) continue;
+      const StackFunction& f = (*in.functions)[element];
+      key = (labels.Intern(f.name) << kTypeBits) | static_cast<uint32_t>(f.type);
+      frame_of[element] = i == primary ? f.frame : 0;
+    }
+    for (size_t e = 0; e < in.size(); ++e, ++entry) {
       for (size_t l = 0; l < levels.size(); ++l) {
         if (!level_used[l]) continue;
-        seq.push_back(level_label[i][l][in.attribute_sets[e]] << kTypeBits);
-        seq_frame.push_back(0);
+        seq[at] = level_label[i][l][in.attribute_sets[e]] << kTypeBits;
+        seq_frame[at++] = 0;
       }
       auto [begin, end] = in.Stack(e);
       for (const uint32_t* p = begin; p != end; ++p) {
-        const StackFunction& f = (*in.functions)[*p];
-        uint32_t& fl = function_label[i][*p];
-        if (fl == kUnset) fl = labels.Intern(f.name);
-        seq.push_back((fl << kTypeBits) | static_cast<uint32_t>(f.type));
-        seq_frame.push_back(i == primary ? f.frame : 0);
+        seq[at] = key_of[*p];
+        seq_frame[at++] = frame_of[*p];
       }
-      seq_offsets.push_back(static_cast<uint32_t>(seq.size()));
-      entry_input.push_back(static_cast<uint8_t>(i == primary ? 1 : 0));
-      entry_weight.push_back(in.weights[e]);
-      entry_events.push_back(in.events[e]);
+      seq_offsets[entry + 1] = static_cast<uint32_t>(at);
+      entry_input[entry] = static_cast<uint8_t>(i == primary ? 1 : 0);
+      entry_weight[entry] = in.weights[e];
+      entry_events[entry] = in.events[e];
     }
   }
 
@@ -241,12 +250,27 @@ FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTr
   out.assign(depth_start[max_len], FlameNode{});
   out[0] = root;
   const bool several = inputs.size() > 1;
-  std::vector<uint64_t> self_events(out.size(), 0);
   std::vector<NodeWeights> first;
   if (several && first_weights != nullptr) first.assign(out.size(), NodeWeights{});
   std::vector<uint32_t> next(depth_start.begin(), depth_start.end() - 1);  // next free index per depth
+  out[0].first_child = next[0];
   std::vector<uint32_t> path(max_len + 1, 0);  // path[d]: node at depth d of the current entry
   for (size_t k = 0; k < entries; ++k) {
+    // Entries are visited in sorted order, i.e. at random places of the
+    // per-entry arrays: ask for the lines a few entries ahead.
+    if (k + 16 < entries) {
+      __builtin_prefetch(&seq_offsets[order[k + 16]]);
+      __builtin_prefetch(&entry_weight[order[k + 16]]);
+      __builtin_prefetch(&entry_events[order[k + 16]]);
+      __builtin_prefetch(&entry_input[order[k + 16]]);
+    }
+    if (k + 8 < entries) {
+      const uint32_t b8 = seq_offsets[order[k + 8]];
+      __builtin_prefetch(&seq[b8]);
+      __builtin_prefetch(&seq_frame[b8]);
+      __builtin_prefetch(&seq[b8] + 16);
+      __builtin_prefetch(&seq_frame[b8] + 16);
+    }
     const uint32_t e = order[k];
     const uint32_t begin = seq_offsets[e];
     const uint32_t n = seq_offsets[e + 1] - begin;
@@ -259,36 +283,41 @@ FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTr
     }
     for (uint32_t d = lcp[k]; d < n; ++d) {
       const uint32_t key = seq[begin + d];
-      const uint32_t parent = d == 0 ? 0 : path[d];
       const uint32_t index = next[d]++;
-      FlameNode& node = out[index];
-      node.parent = parent;
+      FlameNode node;
+      node.parent = d == 0 ? 0 : path[d];
       node.label = label_of_rank[key >> kTypeBits];
       node.type = static_cast<FrameType>(key & ((1u << kTypeBits) - 1));
       node.kind = static_cast<int>(d) < group_levels ? level_kind[d] : NodeKind::kFrame;
       node.frame = seq_frame[begin + d];
       node.depth = static_cast<uint16_t>(std::min<uint32_t>(d + 1, UINT16_MAX));
-      FlameNode& p = out[parent];
-      if (p.child_count++ == 0) p.first_child = index;
+      // Its children, if it gets any, are the next nodes made one level
+      // down: the walk makes them right after it. (Counted in step 4.)
+      node.first_child = next[d + 1];
+      // Written whole, never read back: no load waits on the cold line.
+      out[index] = node;
       path[d + 1] = index;
     }
     const uint32_t leaf = n == 0 ? 0 : path[n];
     if (entry_input[e] == 1 || !several) {
       out[leaf].self += entry_weight[e];
-      self_events[leaf] += entry_events[e];
+      out[leaf].events += entry_events[e];  // self events until step 4
     } else if (!first.empty()) {
       first[leaf].self += entry_weight[e];
       first[leaf].events += entry_events[e];
     }
   }
-  // 4. Totals bottom-up: in breadth-first order every child comes after its
-  // parent.
+  // 4. Totals and child counts bottom-up: in breadth-first order every
+  // child comes after its parent, so a node's are final when it is reached.
   for (size_t i = out.size(); i-- > 0;) {
-    out[i].total += out[i].self;
-    out[i].events += self_events[i];
+    FlameNode& n = out[i];
+    n.total += n.self;
+    if (n.child_count == 0) n.first_child = 0;
     if (i > 0) {
-      out[out[i].parent].total += out[i].total;
-      out[out[i].parent].events += out[i].events;
+      FlameNode& parent = out[n.parent];
+      parent.total += n.total;
+      parent.events += n.events;
+      parent.child_count++;
     }
   }
   for (size_t i = first.size(); i-- > 0;) {
