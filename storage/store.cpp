@@ -48,6 +48,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -440,11 +441,16 @@ class RocksStore final : public Store {
   // keys, or null. Caller holds dict_mutex_.
   std::shared_ptr<const SymbolTable> SymbolTableForExecutable(const Executable& e) const;
   bool HasSymbols() const;
-  // Calls `visit(sample)` for every stored sample of the query's sample type in
-  // its time range that passes its filters. Also returns the dictionary
-  // sizes valid for every id seen.
-  template <typename Visit>
-  absl::Status Scan(const Query& query, size_t* stack_count, Visit&& visit) const;
+  // Visits every stored sample of the query's sample type in its time
+  // range that passes its filters. The range is cut into contiguous time
+  // shards scanned side by side, one thread each (a scan is decompression
+  // and decoding bound; cores are idle otherwise): `make(stack_count)`
+  // makes a shard's state (stack_count bounds every stack id seen),
+  // `visit(state, sample)` runs on the shard's thread, and `states` gets
+  // them in time order, so merging them in order gives what one
+  // sequential scan would.
+  template <typename State, typename Make, typename Visit>
+  absl::Status Scan(const Query& query, const Make& make, const Visit& visit, std::vector<State>* states) const;
 
   rocksdb::ColumnFamilyHandle* meta_cf() const { return handles_[0]; }
   rocksdb::ColumnFamilyHandle* blocks_cf() const { return handles_[1]; }
@@ -1074,52 +1080,105 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
 // [SECTION] Queries
 // ============================================================================
 
-template <typename Visit>
-absl::Status RocksStore::Scan(const Query& query, size_t* stack_count, Visit&& visit) const {
-  std::optional<SampleSelector> selector;
-  std::unique_ptr<rocksdb::Iterator> it;
+namespace {
+
+// Shards of a scan: no more than the cores, and none smaller than a few
+// buckets (a thread costs more than scanning a short range).
+int ScanShardCount(int64_t buckets) {
+  constexpr int64_t kMinBucketsPerShard = 4;
+  const int64_t cores = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 8);
+  return static_cast<int>(std::clamp<int64_t>(buckets / kMinBucketsPerShard, 1, cores));
+}
+
+}  // namespace
+
+template <typename State, typename Make, typename Visit>
+absl::Status RocksStore::Scan(const Query& query, const Make& make, const Visit& visit,
+                              std::vector<State>* states) const {
+  states->clear();
   if (query.to_ns <= query.from_ns) return absl::OkStatus();
-  std::string lower, upper;
-  rocksdb::Slice upper_slice;
-  rocksdb::ReadOptions ro;
-  ro.fill_cache = false;  // a scan reads each block once
+  std::optional<SampleSelector> selector;
   uint32_t type_id = 0;
+  size_t stack_count = 0;
   size_t set_count = 0;
+  // Shard s covers keys [bounds[s], bounds[s + 1]).
+  std::vector<std::string> bounds;
+  // One snapshot for every shard: together they see one state of the store.
+  std::shared_ptr<const rocksdb::Snapshot> snapshot;
   {
     std::shared_lock lock(dict_mutex_);
     selector.emplace(dict_.dict, query);
     if (!selector->any_type()) return absl::OkStatus();  // never stored: nothing to see
     type_id = selector->sample_type();
-    lower = BlockKeyPrefix(type_id, FloorDiv(query.from_ns, kBucketNs));
+    stack_count = dict_.dict.StackCount();
+    set_count = dict_.dict.AttributeSetCount();
+    snapshot = std::shared_ptr<const rocksdb::Snapshot>(db_->GetSnapshot(),
+                                                        [db = db_](const rocksdb::Snapshot* s) {
+                                                          db->ReleaseSnapshot(s);
+                                                        });
+    const int64_t first_bucket = FloorDiv(query.from_ns, kBucketNs);
+    // The shards split the buckets that hold samples; the first and last
+    // keep the query's own ends (data may arrive past the last sample
+    // known here, and the snapshot then decides).
+    const int64_t lo = std::max(first_bucket, FloorDiv(counters_.first_sample_ns, kBucketNs));
+    const int64_t hi = std::min(query.to_ns == std::numeric_limits<int64_t>::max()
+                                    ? std::numeric_limits<int64_t>::max()
+                                    : FloorDiv(query.to_ns - 1, kBucketNs),
+                                FloorDiv(counters_.last_sample_ns, kBucketNs));
+    const int shards = hi > lo ? ScanShardCount(hi - lo + 1) : 1;
+    bounds.push_back(BlockKeyPrefix(type_id, first_bucket));
+    for (int k = 1; k < shards; ++k) {
+      bounds.push_back(BlockKeyPrefix(type_id, lo + (hi - lo + 1) * k / shards));
+    }
     // Upper bound: the first block key past the bucket holding to_ns - 1,
     // or the end of this type's keys for an open-ended range.
+    std::string upper;
     if (query.to_ns == std::numeric_limits<int64_t>::max()) {
       PutBigEndian32(&upper, type_id + 1);
     } else {
       upper = BlockKeyPrefix(type_id, FloorDiv(query.to_ns - 1, kBucketNs) + 1);
     }
-    upper_slice = rocksdb::Slice(upper);
-    ro.iterate_upper_bound = &upper_slice;
-    *stack_count = dict_.dict.StackCount();
-    set_count = dict_.dict.AttributeSetCount();
-    it.reset(db_->NewIterator(ro, blocks_cf()));
+    bounds.push_back(std::move(upper));
   }
-  std::vector<BlockSample> samples;
-  for (it->Seek(lower); it->Valid(); it->Next()) {
-    rocksdb::Slice key = it->key();
-    if (key.size() != kBlockKeySize || GetBigEndian32(key.data()) != type_id) break;
-    if (auto s = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
-        !s.ok()) {
-      return s;
-    }
-    for (const BlockSample& s : samples) {
-      if (s.attribute_set >= set_count || s.stack >= *stack_count) {
-        return absl::DataLossError("sample block refers to a stack or attribute set that does not exist");
+  const size_t shards = bounds.size() - 1;
+  states->reserve(shards);
+  for (size_t k = 0; k < shards; ++k) states->push_back(make(stack_count));
+  std::vector<absl::Status> statuses(shards);
+  auto scan_shard = [&](size_t k) {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;  // a scan reads each block once
+    ro.snapshot = snapshot.get();
+    rocksdb::Slice upper(bounds[k + 1]);
+    ro.iterate_upper_bound = &upper;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, blocks_cf()));
+    std::vector<BlockSample> samples;
+    State& state = (*states)[k];
+    for (it->Seek(bounds[k]); it->Valid(); it->Next()) {
+      rocksdb::Slice key = it->key();
+      if (key.size() != kBlockKeySize || GetBigEndian32(key.data()) != type_id) break;
+      if (auto s = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
+          !s.ok()) {
+        statuses[k] = s;
+        return;
       }
-      if (selector->Selects(type_id, s.time_ns, s.attribute_set)) visit(s);
+      for (const BlockSample& s : samples) {
+        if (s.attribute_set >= set_count || s.stack >= stack_count) {
+          statuses[k] = absl::DataLossError("sample block refers to a stack or attribute set that does not exist");
+          return;
+        }
+        if (selector->Selects(type_id, s.time_ns, s.attribute_set)) visit(state, s);
+      }
     }
+    statuses[k] = FromRocks(it->status(), "reading sample blocks");
+  };
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < shards; ++k) threads.emplace_back(scan_shard, k);
+  scan_shard(0);
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : statuses) {
+    if (!s.ok()) return s;
   }
-  return FromRocks(it->status(), "reading sample blocks");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query& query) const {
@@ -1128,14 +1187,29 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
   slice->to_ns = query.to_ns;
 
   // Aggregate by (stack, attribute set) first: the tree is then built from
-  // distinct stacks, not from samples.
-  std::optional<SliceAggregator> aggregator;
-  size_t stack_count = 0;
-  absl::Status s = Scan(query, &stack_count, [&](const BlockSample& b) {
-    if (!aggregator) aggregator.emplace(slice.get(), stack_count);
-    aggregator->Add(b.stack, b.attribute_set, b.time_ns, b.value);
-  });
+  // distinct stacks, not from samples. Each shard aggregates its own part;
+  // the parts merge in time order.
+  struct Part {
+    std::unique_ptr<ProfileSlice> slice = std::make_unique<ProfileSlice>();
+    std::unique_ptr<SliceAggregator> aggregator;
+  };
+  std::vector<Part> parts;
+  absl::Status s = Scan(
+      query,
+      [](size_t stack_count) {
+        Part part;
+        part.aggregator = std::make_unique<SliceAggregator>(part.slice.get(), stack_count);
+        return part;
+      },
+      [](Part& part, const BlockSample& b) { part.aggregator->Add(b.stack, b.attribute_set, b.time_ns, b.value); },
+      &parts);
   if (!s.ok()) return s;
+  for (size_t k = 1; k < parts.size(); ++k) parts[0].aggregator->Merge(*parts[k].slice);
+  if (!parts.empty()) {
+    parts[0].slice->from_ns = slice->from_ns;
+    parts[0].slice->to_ns = slice->to_ns;
+    *slice = std::move(*parts[0].slice);
+  }
 
   // Copy the referenced dictionary entries, renumbered densely.
   std::shared_lock lock(dict_mutex_);
@@ -1417,9 +1491,17 @@ absl::StatusOr<Timeline> RocksStore::RunTimeline(const Query& query, int bucket_
   Query q = query;
   q.from_ns = span.from_ns;
   q.to_ns = span.to_ns;
-  size_t stack_count = 0;
-  absl::Status s = Scan(q, &stack_count, [&](const BlockSample& b) { AddToTimeline(&t, b.time_ns, b.value); });
+  std::vector<Timeline> parts;
+  absl::Status s = Scan(
+      q, [&t](size_t) { return t; },
+      [](Timeline& part, const BlockSample& b) { AddToTimeline(&part, b.time_ns, b.value); }, &parts);
   if (!s.ok()) return s;
+  for (const Timeline& part : parts) {
+    for (size_t i = 0; i < t.weights.size(); ++i) {
+      t.weights[i] += part.weights[i];
+      t.events[i] += part.events[i];
+    }
+  }
   return t;
 }
 

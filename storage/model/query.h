@@ -83,8 +83,14 @@ class SliceAggregator {
   // `stack_count`: stacks are < this (dense ids index an array).
   SliceAggregator(ProfileSlice* slice, size_t stack_count);
   void Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value);
+  // Adds another aggregation of the same dictionary (a scan shard's):
+  // its entries new here are appended in its order.
+  void Merge(const ProfileSlice& part);
 
  private:
+  StackWeight& Entry(uint32_t stack, uint32_t attribute_set);
+  void AddTimes(int64_t first_ns, int64_t last_ns);
+
   ProfileSlice& slice_;
   size_t stack_count_;
   bool any_ = false;
