@@ -274,7 +274,8 @@ const Product kProducts[] = {
        const storage::FlameTreeOptions& o = out->request.tree_options;
        const storage::Stacks base = storage::StacksFor(out->baseline_slice, o);
        auto diff = std::make_shared<storage::DiffTree>(storage::BuildDiffTree(base, *out->stacks, o));
-       auto display = std::make_shared<const storage::FlameTree>(storage::DisplayTreeOf(*diff));
+       // The diff's tree is the one laid out: shared, not copied.
+       std::shared_ptr<const storage::FlameTree> display(diff, &diff->tree);
        out->diff_left_offsets = std::make_shared<const std::vector<int64_t>>(ui::ComputeLeftOffsets(*display));
        out->diff_type_weights = std::make_shared<const ui::FrameTypeWeights>(ui::ComputeFrameTypeWeights(*display));
        out->diff_display = std::move(display);

@@ -80,7 +80,7 @@ struct AnalysisSnapshot {
   std::shared_ptr<const storage::FlameTree> callers_tree;
   std::shared_ptr<const storage::FlameTree> callees_tree;
   // With a baseline: its slice, the diff of the two (transformed alike),
-  // the tree a diff flame graph lays out (storage::DisplayTreeOf) with its
+  // the tree a diff flame graph lays out (the diff's own tree) with its
   // offsets and legend weights, and Top functions of both sides.
   std::shared_ptr<const storage::ProfileSlice> baseline_slice;
   std::shared_ptr<const storage::DiffTree> diff;

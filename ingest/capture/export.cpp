@@ -600,16 +600,10 @@ std::string FlameGraphSvg(const storage::FlameTree& tree, const ExportOptions& o
 std::string DiffFlameGraphSvg(const storage::DiffTree& diff, const ExportOptions& options, bool normalized) {
   const storage::FlameTree& tree = diff.tree;
   const storage::SampleType sample_type = diff.sample_type.type;
-  const double base_total = static_cast<double>(diff.base_total);
-  const double target_total = static_cast<double>(diff.target_total);
   SvgNodeStyle style;
-  // Width: the mean of the node's shares of both sides, so nodes gone from
-  // the target stay visible and children still fit in their parent.
-  style.weight = [&](uint32_t i) {
-    const double b = base_total > 0 ? static_cast<double>(diff.base[i].total) / base_total : 0;
-    const double t = target_total > 0 ? static_cast<double>(tree.nodes[i].total) / target_total : 0;
-    return (b + t) / 2;
-  };
+  // Width: the laid-out tree's (the mean of the node's shares of both
+  // sides, so nodes gone from the target stay visible).
+  style.weight = [&](uint32_t i) { return static_cast<double>(tree.nodes[i].total) / 1e9; };
   style.fill = [&](uint32_t i) { return DiffColor(storage::CompareNode(diff, i, normalized)); };
   style.tooltip = [&](uint32_t i) {
     const storage::NodeChange c = storage::CompareNode(diff, i, normalized);
@@ -639,7 +633,7 @@ std::string DiffJson(const storage::DiffTree& diff, bool normalized) {
     const storage::NodeChange c = storage::CompareNode(diff, i, normalized);
     nodes.push_back({{"stack", path},
                      {"base_self", diff.base[i].self},
-                     {"target_self", diff.tree.nodes[i].self},
+                     {"target_self", diff.target[i].self},
                      {"base_total", c.base},
                      {"target_total", c.target},
                      {"base_share", c.base_share},

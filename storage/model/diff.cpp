@@ -10,6 +10,36 @@ DiffTree BuildDiffTree(std::shared_ptr<const ProfileSlice> base, std::shared_ptr
   return BuildDiffTree(StacksFor(std::move(base), options), StacksFor(std::move(target), options), options);
 }
 
+namespace {
+
+// The node totals become display widths (see DiffTree::tree) after the
+// target's own weights are moved beside the baseline's.
+void LayOut(DiffTree* diff) {
+  std::vector<FlameNode>& nodes = diff->tree.nodes;
+  diff->target.resize(nodes.size());
+  constexpr double kScale = 1e9;
+  const double b_total = static_cast<double>(std::max<int64_t>(diff->base_total, 0));
+  const double t_total = static_cast<double>(std::max<int64_t>(diff->target_total, 0));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    FlameNode& n = nodes[i];
+    diff->target[i] = {n.total, n.self, n.events};
+    const double b = b_total > 0 ? static_cast<double>(diff->base[i].total) / b_total : 0;
+    const double t = t_total > 0 ? static_cast<double>(n.total) / t_total : 0;
+    n.total = std::llround((b + t) / 2 * kScale);
+  }
+  // Self is what the children leave (rounding must never let children
+  // outgrow their parent). Children come after their parent: bottom-up.
+  for (size_t i = nodes.size(); i-- > 0;) {
+    FlameNode& n = nodes[i];
+    int64_t children = 0;
+    for (uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) children += nodes[c].total;
+    if (children > n.total) n.total = children;
+    n.self = n.total - children;
+  }
+}
+
+}  // namespace
+
 DiffTree BuildDiffTree(const Stacks& base, const Stacks& target, const FlameTreeOptions& options) {
   DiffTree diff;
   diff.tree = BuildUnionTree({&base, &target}, options, &diff.base);
@@ -22,6 +52,7 @@ DiffTree BuildDiffTree(const Stacks& base, const Stacks& target, const FlameTree
   } else {
     diff.base.assign(diff.tree.nodes.size(), NodeWeights{});
   }
+  LayOut(&diff);
   return diff;
 }
 
@@ -37,7 +68,7 @@ double TwoProportionZ(uint64_t a, uint64_t n, uint64_t b, uint64_t m) {
 
 NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized) {
   NodeChange c;
-  const FlameNode& n = diff.tree.nodes[node];
+  const NodeWeights& n = diff.target[node];
   const NodeWeights& b = diff.base[node];
   c.base = b.total;
   c.target = n.total;
@@ -72,29 +103,6 @@ double DiffStrength(const NodeChange& change) {
   double strength = std::min(1.0, std::abs(change.change) * 20.0);
   if (!change.significant) strength *= 0.25;
   return change.change >= 0 ? strength : -strength;
-}
-
-FlameTree DisplayTreeOf(const DiffTree& diff) {
-  FlameTree display = diff.tree;
-  constexpr double kScale = 1e9;
-  const double b_total = static_cast<double>(std::max<int64_t>(diff.base_total, 0));
-  const double t_total = static_cast<double>(std::max<int64_t>(diff.target_total, 0));
-  auto width = [&](uint32_t i) {
-    const double b = b_total > 0 ? static_cast<double>(diff.base[i].total) / b_total : 0;
-    const double t = t_total > 0 ? static_cast<double>(diff.tree.nodes[i].total) / t_total : 0;
-    return std::llround((b + t) / 2 * kScale);
-  };
-  for (uint32_t i = 0; i < display.nodes.size(); ++i) display.nodes[i].total = width(i);
-  // Self is what the children leave (rounding must never let children
-  // outgrow their parent).
-  for (uint32_t i = 0; i < display.nodes.size(); ++i) {
-    FlameNode& n = display.nodes[i];
-    int64_t children = 0;
-    for (uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) children += display.nodes[c].total;
-    if (children > n.total) n.total = children;
-    n.self = n.total - children;
-  }
-  return display;
 }
 
 }  // namespace kiln::storage

@@ -22,8 +22,13 @@
 namespace kiln::storage {
 
 struct DiffTree {
-  FlameTree tree;                  // the union of both sides' paths; node weights are the target's
-  std::vector<NodeWeights> base;   // the baseline's weights per node
+  // The union of both sides' paths, as a diff flame graph lays it out: a
+  // node's total is the mean of its shares of both sides (in units of 1e-9
+  // of the whole, so children still fit in their parent and nodes gone
+  // from the target stay visible), its self what its children leave.
+  FlameTree tree;
+  std::vector<NodeWeights> base;    // each side's own weights per node
+  std::vector<NodeWeights> target;
   SampleTypeInfo sample_type;      // the target's
   int64_t base_total = 0;          // the sides' totals (the roots' weights)
   int64_t target_total = 0;
@@ -60,12 +65,6 @@ NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized = tr
 // strong when the test does not support it, so noise never looks like a
 // finding. -1 (much less) .. 1 (much more).
 double DiffStrength(const NodeChange& change);
-
-// The tree a diff flame graph lays out: the diff's nodes with widths the
-// mean of each node's shares of both sides (in units of 1e-9 of the whole,
-// so children still fit in their parent and nodes gone from the target
-// stay visible). Node indices are the diff tree's.
-FlameTree DisplayTreeOf(const DiffTree& diff);
 
 // The z statistic for `a` of `n` samples against `b` of `m` (0 when either
 // total is 0 or the pooled proportion is 0 or 1).

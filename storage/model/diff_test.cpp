@@ -118,9 +118,9 @@ TEST_CASE("diff: both sides are transformed and grouped alike") {
 
 namespace kiln::storage {
 
-TEST_CASE("diff display tree: widths are the mean of both shares, children fit their parent") {
+TEST_CASE("diff tree layout: widths are the mean of both shares, children fit their parent, weights kept") {
   DiffTree d = Diff("main;a 6\nmain;b 4", "main;a 3\nmain;c 5");
-  FlameTree display = DisplayTreeOf(d);
+  const FlameTree& display = d.tree;
   auto width = [&](std::string_view label) { return display.nodes[Find(d, label)].total; };
   CHECK(display.nodes[0].total == 1'000'000'000);
   CHECK(width("a") == 487'500'000);  // (0.6 + 0.375) / 2
@@ -131,6 +131,11 @@ TEST_CASE("diff display tree: widths are the mean of both shares, children fit t
     for (uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) children += display.nodes[c].total;
     CHECK(n.total == n.self + children);
   }
+  // Each side's own weights stay beside the widths.
+  CHECK(d.base[Find(d, "a")].total == 6);
+  CHECK(d.target[Find(d, "a")].total == 3);
+  CHECK(d.target[Find(d, "c")].self == 5);
+  CHECK(d.base[Find(d, "c")].total == 0);
 }
 
 TEST_CASE("diff strength: sign of the change, pale unless significant") {

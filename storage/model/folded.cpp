@@ -50,7 +50,7 @@ std::vector<std::string> FoldedLines(const FlameTree& tree, const FoldedOptions&
 std::vector<std::string> DiffFoldedLines(const DiffTree& diff, const FoldedOptions& options) {
   std::vector<std::string> lines;
   ForEachPath(diff.tree, options, [&](uint32_t i, const std::string& path) {
-    const int64_t base = diff.base[i].self, target = diff.tree.nodes[i].self;
+    const int64_t base = diff.base[i].self, target = diff.target[i].self;
     if (base > 0 || target > 0) lines.push_back(absl::StrCat(path, " ", base, " ", target));
   });
   std::sort(lines.begin(), lines.end());
