@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -214,10 +215,22 @@ FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTr
 
   std::vector<uint32_t> order(entries);
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+  auto less = [&](uint32_t a, uint32_t b) {
     return std::lexicographical_compare(seq.begin() + seq_offsets[a], seq.begin() + seq_offsets[a + 1],
                                         seq.begin() + seq_offsets[b], seq.begin() + seq_offsets[b + 1]);
-  });
+  };
+  // Large inputs sort as two halves side by side, then merge: the sort is
+  // a fifth of the build, and the window's worker has the other core idle.
+  constexpr size_t kParallelSortEntries = 1 << 15;
+  if (entries >= kParallelSortEntries && std::thread::hardware_concurrency() > 1) {
+    const auto middle = order.begin() + static_cast<std::ptrdiff_t>(entries / 2);
+    std::thread first_half([&] { std::sort(order.begin(), middle, less); });
+    std::sort(middle, order.end(), less);
+    first_half.join();
+    std::inplace_merge(order.begin(), middle, order.end(), less);
+  } else {
+    std::sort(order.begin(), order.end(), less);
+  }
 
   // 3. Nodes straight into breadth-first position. In sorted order, entry
   // k creates the nodes at depths lcp[k] .. len[k]-1 (lcp[k]: common prefix
