@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+#include <random>
+
 #include "storage/model/folded.h"
 #include "storage/model/test_fixtures.h"
 
@@ -149,6 +152,41 @@ TEST_CASE("group levels no sample has information for are left out") {
         "  unknown 3\n"
         "    main 3 self=1\n"
         "      work 2 self=2\n");
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("a tree of 50 k stacks (built in parallel halves) holds exactly the folded input") {
+  // Random stacks sharing prefixes, some repeated; the expected folded
+  // lines are the input summed per stack by a map, not by the builder.
+  std::mt19937 rng(7);
+  std::map<std::string, int64_t> expected;
+  std::string text;
+  for (int i = 0; i < 50000; ++i) {
+    std::string stack = "main";
+    const int depth = 2 + static_cast<int>(rng() % 10);
+    for (int d = 0; d < depth; ++d) stack += ";f" + std::to_string(rng() % (d < 2 ? 4 : 60));
+    const int64_t count = 1 + static_cast<int64_t>(rng() % 5);
+    expected[stack] += count;
+    text += stack + " " + std::to_string(count) + "\n";
+  }
+  REQUIRE(expected.size() > (1u << 15));  // enough for the parallel sort
+  const FlameTree tree = BuildFlameTree(testing::WholeSlice(testing::BatchFromFolded(text)), {.group_by = GroupBy::kNone});
+  std::vector<std::string> want;
+  for (const auto& [stack, count] : expected) want.push_back(stack + " " + std::to_string(count));
+  std::sort(want.begin(), want.end());
+  CHECK(FoldedLines(tree, {}) == want);
+  // Every parent's children are contiguous, sorted, and sum below it.
+  for (const FlameNode& n : tree.nodes) {
+    int64_t children = 0;
+    for (uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) {
+      children += tree.nodes[c].total;
+      if (c > n.first_child) CHECK(tree.labels[tree.nodes[c - 1].label] < tree.labels[tree.nodes[c].label]);
+    }
+    CHECK(n.total == n.self + children);
+  }
 }
 
 }  // namespace kiln::storage
