@@ -433,6 +433,32 @@ TEST_CASE("sample types of any name are kept apart, with their periods") {
   CHECK(st.sample_types[2].info.type == SampleType{"gc_pause", "ms"});
 }
 
+namespace {
+
+// The store answers `q` (slice and timeline) as the batch's samples in
+// memory do: one query implementation.
+void CheckSameAnswers(Store& store, const ProfileBatch& batch, const Query& q, int buckets) {
+  auto stored = store.Run(q);
+  REQUIRE(stored.ok());
+  auto memory = SliceFromBatch(batch, q);
+  CHECK(FoldedLines(BuildFlameTree(*stored, {.group_by = GroupBy::kThread}), {}) ==
+        FoldedLines(BuildFlameTree(memory, {.group_by = GroupBy::kThread}), {}));
+  CHECK((*stored)->total_weight == memory->total_weight);
+  CHECK((*stored)->total_events == memory->total_events);
+  CHECK((*stored)->first_sample_ns == memory->first_sample_ns);
+  CHECK((*stored)->last_sample_ns == memory->last_sample_ns);
+  CHECK((*stored)->sample_type.type == memory->sample_type.type);
+  auto timeline = store.RunTimeline(q, buckets);
+  REQUIRE(timeline.ok());
+  Timeline in_memory = TimelineFromBatch(batch, q, buckets);
+  CHECK(timeline->start_ns == in_memory.start_ns);
+  CHECK(timeline->bucket_ns == in_memory.bucket_ns);
+  CHECK(timeline->weights == in_memory.weights);
+  CHECK(timeline->events == in_memory.events);
+}
+
+}  // namespace
+
 TEST_CASE("a long range is scanned in time shards side by side and gives what one pass gives") {
   // 20 minutes of samples every 3 s (120 of the store's 10 s buckets, so a
   // scan is split over the cores), with stacks and processes that change
@@ -461,12 +487,7 @@ TEST_CASE("a long range is scanned in time shards side by side and gives what on
     REQUIRE(stored.ok());
     auto memory = SliceFromBatch(batch, queries[i]);
     CHECK((*stored)->total_events > 0);
-    CHECK(FoldedLines(BuildFlameTree(*stored, {.group_by = GroupBy::kThread}), {}) ==
-          FoldedLines(BuildFlameTree(memory, {.group_by = GroupBy::kThread}), {}));
-    CHECK((*stored)->total_weight == memory->total_weight);
-    CHECK((*stored)->total_events == memory->total_events);
-    CHECK((*stored)->first_sample_ns == memory->first_sample_ns);
-    CHECK((*stored)->last_sample_ns == memory->last_sample_ns);
+    CheckSameAnswers(*store, batch, queries[i], 37);
     // The same distinct (stack, thread) entries with the same weights (the
     // batch repeats its stacks per append: merged here).
     auto entries = [](const ProfileSlice& slice) {
@@ -482,11 +503,6 @@ TEST_CASE("a long range is scanned in time shards side by side and gives what on
       return out;
     };
     CHECK(entries(**stored) == entries(*memory));
-    auto timeline = store->RunTimeline(queries[i], 37);
-    REQUIRE(timeline.ok());
-    Timeline in_memory = TimelineFromBatch(batch, queries[i], 37);
-    CHECK(timeline->weights == in_memory.weights);
-    CHECK(timeline->events == in_memory.events);
   }
 }
 
@@ -517,24 +533,7 @@ TEST_CASE("a store answers every query as the same samples in memory do (one que
   };
   for (size_t i = 0; i < queries.size(); ++i) {
     CAPTURE(i);
-    const Query& q = queries[i];
-    auto stored = store->Run(q);
-    REQUIRE(stored.ok());
-    auto memory = SliceFromBatch(batch, q);
-    CHECK(FoldedLines(BuildFlameTree(*stored, {.group_by = GroupBy::kThread}), {}) ==
-          FoldedLines(BuildFlameTree(memory, {.group_by = GroupBy::kThread}), {}));
-    CHECK((*stored)->total_weight == memory->total_weight);
-    CHECK((*stored)->total_events == memory->total_events);
-    CHECK((*stored)->first_sample_ns == memory->first_sample_ns);
-    CHECK((*stored)->last_sample_ns == memory->last_sample_ns);
-    CHECK((*stored)->sample_type.type == memory->sample_type.type);
-    auto timeline = store->RunTimeline(q, 7);
-    REQUIRE(timeline.ok());
-    Timeline in_memory = TimelineFromBatch(batch, q, 7);
-    CHECK(timeline->start_ns == in_memory.start_ns);
-    CHECK(timeline->bucket_ns == in_memory.bucket_ns);
-    CHECK(timeline->weights == in_memory.weights);
-    CHECK(timeline->events == in_memory.events);
+    CheckSameAnswers(*store, batch, queries[i], 7);
   }
 }
 
