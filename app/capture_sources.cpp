@@ -232,11 +232,21 @@ void SourceList::ImportIntoLive(const std::string& path) {
   });
 }
 
-void SourceList::Export(std::shared_ptr<const storage::ProfileSlice> slice, capture::ExportFormat format,
-                        const storage::FlameTreeOptions& tree, const std::string& path) {
-  RunTask(absl::StrCat("Export to ", path), [slice = std::move(slice), format, tree, path] {
-    return ExportSliceToFile(slice, format, tree, path);
-  });
+void SourceList::Export(std::shared_ptr<const storage::ProfileSlice> slice,
+                        std::shared_ptr<const storage::Store> store, const storage::Query& query,
+                        capture::ExportFormat format, const storage::FlameTreeOptions& tree,
+                        const std::string& path) {
+  RunTask(absl::StrCat("Export to ", path),
+          [slice = std::move(slice), store = std::move(store), query, format, tree, path]() mutable {
+            if (slice && store && format == capture::ExportFormat::kOtlp && tree.transforms.empty()) {
+              storage::Query with_samples = query;
+              with_samples.keep_samples = true;
+              auto full = store->Run(with_samples);
+              if (!full.ok()) return absl::StatusOr<std::string>(full.status());
+              slice = *std::move(full);
+            }
+            return ExportSliceToFile(slice, format, tree, path);
+          });
 }
 
 bool SourceList::Poll() {

@@ -185,8 +185,11 @@ class SourceList {
   // File > Import into store: copies a capture file into the live store
   // (capture::ImportIntoStore, which also logs it) as a task.
   void ImportIntoLive(const std::string& path);
-  // File > Export...: ExportSliceToFile as a task.
-  void Export(std::shared_ptr<const storage::ProfileSlice> slice, capture::ExportFormat format,
+  // File > Export...: ExportSliceToFile as a task. An OTLP export without
+  // transforms queries `store` again for `query`'s samples, so each keeps
+  // its time (the view's slice has only weights per stack).
+  void Export(std::shared_ptr<const storage::ProfileSlice> slice, std::shared_ptr<const storage::Store> store,
+              const storage::Query& query, capture::ExportFormat format,
               const storage::FlameTreeOptions& tree, const std::string& path);
   // Frame start: finished loads become sources (the newest is selected) or
   // error notices (also logged in the live store); finished tasks become

@@ -59,6 +59,9 @@ int RunExport(const ExportOptions& options) {
               << "\" (it has: " << storage::SampleTypeList(stored) << ")\n";
     return 2;
   }
+  // OTLP keeps every sample's time (pprof and the rest aggregate); with
+  // transforms the stacks change, and so does what a time belongs to.
+  query.keep_samples = export_options.format == capture::ExportFormat::kOtlp && options.transforms.empty();
   auto slice = (*store)->Run(query);
   if (!slice.ok()) {
     std::cerr << "kiln export: " << slice.status().message() << "\n";

@@ -852,7 +852,9 @@ struct App {
       if (ImGui::Button("Export") && export_path[0]) {
         capture::ExportFormat format = capture::ExportFormat::kFolded;
         (void)capture::ParseExportFormat(kExportFormats[export_format], &format);
-        sources.Export(src.analysis ? src.analysis->slice : nullptr, format, src.session.tree, export_path);
+        sources.Export(src.analysis ? src.analysis->slice : nullptr, src.shared_store,
+                       src.analysis ? src.analysis->request.query : storage::Query{}, format, src.session.tree,
+                       export_path);
         ImGui::CloseCurrentPopup();
       }
       ImGui::SameLine();

@@ -1196,9 +1196,9 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
   std::vector<Part> parts;
   absl::Status s = Scan(
       query,
-      [](size_t stack_count) {
+      [&query](size_t stack_count) {
         Part part;
-        part.aggregator = std::make_unique<SliceAggregator>(part.slice.get(), stack_count);
+        part.aggregator = std::make_unique<SliceAggregator>(part.slice.get(), stack_count, query.keep_samples);
         return part;
       },
       [](Part& part, const BlockSample& b) { part.aggregator->Add(b.stack, b.attribute_set, b.time_ns, b.value); },

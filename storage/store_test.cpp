@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "storage/model/flame_tree.h"
 #include "storage/model/folded.h"
@@ -503,7 +504,25 @@ TEST_CASE("a long range is scanned in time shards side by side and gives what on
       return out;
     };
     CHECK(entries(**stored) == entries(*memory));
+    CHECK((*stored)->samples.empty());  // listed only when asked
   }
+  // Asked for, the samples come from every shard, each pointing at its
+  // merged entry.
+  auto listed = store->Run({.keep_samples = true});
+  REQUIRE(listed.ok());
+  const ProfileSlice& slice = **listed;
+  REQUIRE(slice.samples.size() == slice.total_events);
+  std::vector<int64_t> sums(slice.weights.size(), 0);
+  std::set<int64_t> times;
+  for (const SliceSample& s : slice.samples) {
+    REQUIRE(s.entry < slice.weights.size());
+    sums[s.entry] += s.value;
+    times.insert(s.time_ns);
+  }
+  for (size_t e = 0; e < slice.weights.size(); ++e) CHECK(sums[e] == slice.weights[e].weight);
+  CHECK(*times.begin() == slice.first_sample_ns);
+  CHECK(*times.rbegin() == slice.last_sample_ns);
+  CHECK(times.size() == batch.samples.size());  // every sample has its own time here
 }
 
 }  // namespace kiln::storage

@@ -84,12 +84,23 @@ class OtlpWriter {
     dict_->add_stack_table();      // empty stack 0
   }
 
-  // One sample per stack weight: a single value, no timestamps.
+  // One sample per stack weight: a single value, no timestamps; or, when
+  // the slice lists its samples (Query::keep_samples), a value per
+  // timestamp, in time order, so the timeline survives the export.
   collector::ExportProfilesServiceRequest Build(const ProfileSlice& slice) {
-    for (const storage::StackWeight& w : slice.weights) {
-      auto* sample = NewSample(w.attribute_set);
-      sample->set_stack_index(Stack(w.stack));
-      sample->add_values(w.weight);
+    std::vector<otlp::Sample*> of_entry(slice.weights.size());
+    for (size_t e = 0; e < slice.weights.size(); ++e) {
+      const storage::StackWeight& w = slice.weights[e];
+      of_entry[e] = NewSample(w.attribute_set);
+      of_entry[e]->set_stack_index(Stack(w.stack));
+      if (slice.samples.empty()) of_entry[e]->add_values(w.weight);
+    }
+    std::vector<storage::SliceSample> samples = slice.samples;
+    std::stable_sort(samples.begin(), samples.end(),
+                     [](const storage::SliceSample& a, const storage::SliceSample& b) { return a.time_ns < b.time_ns; });
+    for (const storage::SliceSample& s : samples) {
+      of_entry[s.entry]->add_values(s.value);
+      of_entry[s.entry]->add_timestamps_unix_nano(static_cast<uint64_t>(s.time_ns));
     }
     return std::move(req_);
   }

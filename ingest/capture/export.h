@@ -58,7 +58,9 @@ BuildOtlpRequestFromBatch(const storage::ProfileBatch& batch, const storage::Que
 // OTLP: process-level attributes (process.*, container.*, service.*,
 // host.*, os.*, k8s.*) become resource attributes, one ResourceProfiles per
 // distinct set; the rest are sample attributes; one sample per stack weight
-// with a single value (the weight) at the slice's first sample time.
+// with a single value (the weight) at the slice's first sample time, or,
+// when the slice lists its samples (Query::keep_samples), with a value per
+// timestamp.
 opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest BuildOtlpRequest(
     const storage::ProfileSlice& slice);
 // Both write the slice's sample type, period type and period.

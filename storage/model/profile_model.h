@@ -185,9 +185,19 @@ struct StackWeight {
 // An immutable query result: everything the views and exporters need, with
 // dictionary indices local to this slice. Shared as
 // std::shared_ptr<const ProfileSlice> between the worker and the UI.
+// One selected sample of a slice: `entry` indexes ProfileSlice::weights.
+struct SliceSample {
+  uint32_t entry = 0;
+  int64_t time_ns = 0;
+  int64_t value = 0;
+};
+
 struct ProfileSlice {
   ProfileDictionary dict;
   std::vector<StackWeight> weights;  // one entry per distinct (stack, attribute set)
+  // Every selected sample, in no particular order, when the query asked
+  // for them (Query::keep_samples: an export that keeps the timeline).
+  std::vector<SliceSample> samples;
   SampleTypeInfo sample_type;        // what every weight measures
   int64_t from_ns = std::numeric_limits<int64_t>::min();  // query range [from, to)
   int64_t to_ns = std::numeric_limits<int64_t>::max();

@@ -56,10 +56,10 @@ SampleSelector::SampleSelector(const ProfileDictionary& dict, const Query& query
       to_ns_(query.to_ns),
       passes_(MatchAttributeSets(dict, query.filters)) {}
 
-SliceAggregator::SliceAggregator(ProfileSlice* slice, size_t stack_count)
-    : slice_(*slice), stack_count_(stack_count) {}
+SliceAggregator::SliceAggregator(ProfileSlice* slice, size_t stack_count, bool keep_samples)
+    : slice_(*slice), stack_count_(stack_count), keep_samples_(keep_samples) {}
 
-StackWeight& SliceAggregator::Entry(uint32_t stack, uint32_t attribute_set) {
+uint32_t SliceAggregator::Entry(uint32_t stack, uint32_t attribute_set) {
   constexpr uint32_t kNoEntry = UINT32_MAX;
   if (first_entry_.empty()) first_entry_.assign(stack_count_, kNoEntry);
   std::vector<StackWeight>& weights = slice_.weights;
@@ -71,7 +71,7 @@ StackWeight& SliceAggregator::Entry(uint32_t stack, uint32_t attribute_set) {
     next_entry_.push_back(first_entry_[stack]);
     first_entry_[stack] = e;
   }
-  return weights[e];
+  return e;
 }
 
 void SliceAggregator::AddTimes(int64_t first_ns, int64_t last_ns) {
@@ -81,23 +81,29 @@ void SliceAggregator::AddTimes(int64_t first_ns, int64_t last_ns) {
 }
 
 void SliceAggregator::Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value) {
-  StackWeight& w = Entry(stack, attribute_set);
+  const uint32_t e = Entry(stack, attribute_set);
+  StackWeight& w = slice_.weights[e];
   w.weight += value;
   w.events += 1;
   slice_.total_weight += value;
   slice_.total_events += 1;
   AddTimes(time_ns, time_ns);
+  if (keep_samples_) slice_.samples.push_back({e, time_ns, value});
 }
 
 void SliceAggregator::Merge(const ProfileSlice& part) {
-  for (const StackWeight& pw : part.weights) {
-    StackWeight& w = Entry(pw.stack, pw.attribute_set);
+  std::vector<uint32_t> entry_of(part.weights.size());  // part's entry -> this slice's
+  for (size_t k = 0; k < part.weights.size(); ++k) {
+    const StackWeight& pw = part.weights[k];
+    entry_of[k] = Entry(pw.stack, pw.attribute_set);
+    StackWeight& w = slice_.weights[entry_of[k]];
     w.weight += pw.weight;
     w.events += pw.events;
   }
   slice_.total_weight += part.total_weight;
   slice_.total_events += part.total_events;
   if (part.total_events > 0) AddTimes(part.first_sample_ns, part.last_sample_ns);
+  for (const SliceSample& s : part.samples) slice_.samples.push_back({entry_of[s.entry], s.time_ns, s.value});
 }
 
 TimeSpan TimelineSpan(const Query& query, int64_t source_first_ns, int64_t source_last_ns) {
@@ -143,7 +149,7 @@ std::shared_ptr<const ProfileSlice> SliceFromBatch(const ProfileBatch& batch, co
   slice->sample_type = selector.any_type() ? d.sample_types[selector.sample_type()] : SampleTypeInfo{query.sample_type};
   slice->from_ns = query.from_ns;
   slice->to_ns = query.to_ns;
-  SliceAggregator aggregator(slice.get(), d.StackCount());
+  SliceAggregator aggregator(slice.get(), d.StackCount(), query.keep_samples);
   for (const Sample& s : batch.samples) {
     if (s.stack < d.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set)) {
       aggregator.Add(s.stack, s.attribute_set, s.time_ns, s.value);

@@ -34,6 +34,10 @@ struct Query {
   int64_t from_ns = std::numeric_limits<int64_t>::min();  // inclusive
   int64_t to_ns = std::numeric_limits<int64_t>::max();    // exclusive
   std::vector<AttributeFilter> filters;
+  // Also list every selected sample in the slice (ProfileSlice::samples),
+  // not only the weights per stack: what an OTLP export needs to keep each
+  // sample's time.
+  bool keep_samples = false;
   bool operator==(const Query&) const = default;
 };
 
@@ -81,18 +85,20 @@ class SampleSelector {
 class SliceAggregator {
  public:
   // `stack_count`: stacks are < this (dense ids index an array).
-  SliceAggregator(ProfileSlice* slice, size_t stack_count);
+  // `keep_samples`: also list each sample added (Query::keep_samples).
+  SliceAggregator(ProfileSlice* slice, size_t stack_count, bool keep_samples = false);
   void Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value);
   // Adds another aggregation of the same dictionary (a scan shard's):
   // its entries new here are appended in its order.
   void Merge(const ProfileSlice& part);
 
  private:
-  StackWeight& Entry(uint32_t stack, uint32_t attribute_set);
+  uint32_t Entry(uint32_t stack, uint32_t attribute_set);  // index into weights
   void AddTimes(int64_t first_ns, int64_t last_ns);
 
   ProfileSlice& slice_;
   size_t stack_count_;
+  bool keep_samples_;
   bool any_ = false;
   // A stack's first entry by array index; a stack seen with several
   // attribute sets chains its entries (usually one or two).

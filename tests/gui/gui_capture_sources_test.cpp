@@ -245,7 +245,8 @@ TEST_CASE("export of the current slice writes a file that re-imports with the sa
     REQUIRE(capture::ParseExportFormat(name, &format));
     const std::string out = f.dir + "/export." + name;
     // Through a BackgroundTask, as the File menu runs it.
-    list.Export(*slice, format, storage::FlameTreeOptions{.group_by = storage::GroupBy::kNone}, out);
+    list.Export(*slice, list.Current().shared_store, query, format,
+                storage::FlameTreeOptions{.group_by = storage::GroupBy::kNone}, out);
     PollUntilIdle(list);
     REQUIRE(!list.notices().empty());
     CAPTURE(list.notices().back().text);
