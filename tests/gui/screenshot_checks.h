@@ -34,20 +34,22 @@
 namespace kiln {
 namespace {
 
+// inline: each test uses some of these helpers, and unused ones must not warn.
+
 namespace fs = std::filesystem;
 using storage::FrameType;
 
 constexpr int kWidth = 1280;
 constexpr int kHeight = 800;
 
-std::string MakeTempDir() {
+inline std::string MakeTempDir() {
   std::string tmpl = (fs::temp_directory_path() / "kiln-gui-test-XXXXXX").string();
   REQUIRE(mkdtemp(tmpl.data()) != nullptr);
   return tmpl;
 }
 
 // A whole text file ("" when it cannot be read), e.g. a helper's log.
-std::string ReadText(const std::string& path) {
+inline std::string ReadText(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
@@ -57,7 +59,7 @@ struct Image {
   std::vector<ui::Rgba> pixels;
 };
 
-Image LoadPng(const std::string& path) {
+inline Image LoadPng(const std::string& path) {
   Image image;
   int channels = 0;
   unsigned char* data = stbi_load(path.c_str(), &image.width, &image.height, &channels, 4);
@@ -70,7 +72,7 @@ Image LoadPng(const std::string& path) {
   return image;
 }
 
-int Distance(ui::Rgba a, ui::Rgba b) {
+inline int Distance(ui::Rgba a, ui::Rgba b) {
   return std::abs(ui::RedOf(a) - ui::RedOf(b)) + std::abs(ui::GreenOf(a) - ui::GreenOf(b)) +
          std::abs(ui::BlueOf(a) - ui::BlueOf(b));
 }
@@ -78,7 +80,7 @@ int Distance(ui::Rgba a, ui::Rgba b) {
 // Runs kiln (receiver on a free loopback port); returns its exit code. Keeps a copy of the PNG for people.
 // `name` is the file name the copy for people gets ("smoke-top.png").
 // `extra` is appended to the command line (e.g. {"--open", FILE}).
-int Screenshot(const std::string& data_dir, const std::string& tab, const std::string& png,
+inline int Screenshot(const std::string& data_dir, const std::string& tab, const std::string& png,
                const std::string& name, const std::vector<std::string>& extra = {}) {
   testing::TestDisplay::Get(KILN_TEST_NAME);
   // The window symbolizes what it shows; a desktop's DEBUGINFOD_URLS would
@@ -97,7 +99,7 @@ int Screenshot(const std::string& data_dir, const std::string& tab, const std::s
   return code;
 }
 
-void CheckNotBlank(const Image& image) {
+inline void CheckNotBlank(const Image& image) {
   CHECK(image.width == kWidth);
   CHECK(image.height == kHeight);
   std::set<ui::Rgba> colors;
@@ -112,7 +114,7 @@ void CheckNotBlank(const Image& image) {
 }
 
 // Pixels whose nearest legend colour is `type`'s and which are close to it.
-std::map<FrameType, size_t> CountTypeColors(const Image& image) {
+inline std::map<FrameType, size_t> CountTypeColors(const Image& image) {
   std::map<FrameType, size_t> counts;
   for (ui::Rgba p : image.pixels) {
     int best = 1 << 30;

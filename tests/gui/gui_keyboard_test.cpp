@@ -1,0 +1,130 @@
+// Flamegraph keys in the real window: arrows, Enter and Esc typed through
+// XTest into kiln as a user would, and the window's pixels read back from
+// the X server. A capture "main;aaa 1 / main;bbb 99" makes the change
+// visible by colour: bbb fills its row until Down, Down, Enter zoom into
+// aaa, which then fills it, and Esc brings bbb back.
+//
+// Needs a display (its own Xvfb when DISPLAY is unset); without one it
+// exits 77.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "ui/frame_colors.h"
+
+#define KILN_TEST_NAME "gui_keyboard_test"
+#include "tests/gui/screenshot_checks.h"
+// Xlib last (its macros break the headers above).
+#include "tests/gui/x11_window.h"
+
+namespace kiln {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Pixels of the window exactly `color` (frame fills are flat colours).
+size_t CountColor(Display* d, Window w, ui::Rgba color) {
+  XWindowAttributes a{};
+  if (!XGetWindowAttributes(d, w, &a)) return 0;
+  XImage* image = XGetImage(d, w, 0, 0, a.width, a.height, AllPlanes, ZPixmap);
+  if (image == nullptr) return 0;
+  size_t count = 0;
+  for (int y = 0; y < a.height; ++y) {
+    for (int x = 0; x < a.width; ++x) {
+      const unsigned long p = XGetPixel(image, x, y);
+      const ui::Rgba rgb = ui::PackRgba((p >> 16) & 0xff, (p >> 8) & 0xff, p & 0xff);
+      count += rgb == color;
+    }
+  }
+  XDestroyImage(image);
+  return count;
+}
+
+// Waits until `done(aaa pixels, bbb pixels)` holds for the window's
+// current picture; the last counts are left in `aaa` and `bbb`.
+template <typename F>
+bool WaitForPicture(Display* d, Window w, ui::Rgba a_color, ui::Rgba b_color, size_t* aaa, size_t* bbb, F done) {
+  for (auto deadline = Clock::now() + std::chrono::seconds(20);;) {
+    *aaa = CountColor(d, w, a_color);
+    *bbb = CountColor(d, w, b_color);
+    if (done(*aaa, *bbb)) return true;
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// Holds the key long enough for the window to draw a frame with it down.
+void Type(Display* d, KeySym key) {
+  const KeyCode k = XKeysymToKeycode(d, key);
+  XTestFakeKeyEvent(d, k, True, 0);
+  XSync(d, False);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  XTestFakeKeyEvent(d, k, False, 0);
+  XSync(d, False);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+}
+
+TEST_CASE("arrows select, Enter zooms into the selected frame and Esc zooms out, in the real window") {
+  testing::TestDisplay::Get(KILN_TEST_NAME);
+  unsetenv("DEBUGINFOD_URLS");
+  const std::string dir = MakeTempDir();
+  // Default preferences (icicle: Down goes to the first child).
+  setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
+  setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
+  const std::string capture = dir + "/two.folded";
+  std::ofstream(capture) << "main;aaa 1\nmain;bbb 99\n";
+  const ui::Rgba a_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "aaa");
+  const ui::Rgba b_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "bbb");
+  REQUIRE(a_color != b_color);
+
+  testing::ScopedChild kiln(testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir + "/store",
+                                                 "--size", "900x600", "--tab", "flamegraph", capture}));
+  Display* d = XOpenDisplay(nullptr);
+  REQUIRE(d != nullptr);
+  Window w = 0;
+  for (auto deadline = Clock::now() + std::chrono::seconds(60); !w && Clock::now() < deadline;) {
+    w = testing::FindWindow(d, DefaultRootWindow(d), "Kiln");
+    if (!w) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE_MESSAGE(w != 0, "no kiln window appeared");
+
+  size_t aaa = 0, bbb = 0;
+  // Drawn: bbb (99 %) fills most of its row, aaa (1 %) a sliver.
+  CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
+                               [](size_t a, size_t b) { return b > 5000 && a < b / 20; }),
+                "aaa " << aaa << " px, bbb " << bbb << " px");
+  XSetInputFocus(d, w, RevertToParent, CurrentTime);
+  XSync(d, False);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  // Down selects main (the root's first child), Down again aaa (main's
+  // first child, siblings in name order), Enter zooms into it: aaa now
+  // spans the row and bbb, not on its path, is gone.
+  const size_t bbb_before = bbb;
+  Type(d, XK_Down);
+  Type(d, XK_Down);
+  Type(d, XK_Return);
+  CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
+                               [&](size_t a, size_t b) { return b == 0 && a > bbb_before / 2; }),
+                "after Down, Down, Enter: aaa " << aaa << " px, bbb " << bbb << " px");
+
+  // Esc zooms back out: the whole tree again.
+  Type(d, XK_Escape);
+  CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
+                               [&](size_t a, size_t b) { return b > bbb_before / 2 && a < b / 20; }),
+                "after Esc: aaa " << aaa << " px, bbb " << bbb << " px");
+
+  XCloseDisplay(d);
+  CHECK(kiln.Stop(SIGTERM) == 0);
+  for (const char* v : {"XDG_CONFIG_HOME", "XDG_STATE_HOME"}) unsetenv(v);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln
