@@ -34,13 +34,23 @@ void PutColumn(std::string* out, const std::vector<uint64_t>& values) {
   }
 }
 
-// Byte planes to values, for a width known at compile time (the loop then
-// vectorizes; a scan decodes every sample it reads through here).
+// Byte planes to values, for a width known at compile time (a scan
+// decodes every sample it reads through here).
 template <int kWidth>
-void JoinPlanes(const uint8_t* planes, size_t count, uint64_t* out) {
+void JoinPlanes(const uint8_t* __restrict planes, size_t count, uint64_t* __restrict out) {
+  const uint8_t* p[8] = {};
+  for (int j = 0; j < kWidth; ++j) p[j] = planes + static_cast<size_t>(j) * count;
   for (size_t i = 0; i < count; ++i) {
-    uint64_t v = 0;
-    for (int j = 0; j < kWidth; ++j) v |= static_cast<uint64_t>(planes[j * count + i]) << (8 * j);
+    // Spelled out per plane: a loop over planes with a variable shift ran
+    // several times slower.
+    uint64_t v = p[0][i];
+    if constexpr (kWidth > 1) v |= static_cast<uint64_t>(p[1][i]) << 8;
+    if constexpr (kWidth > 2) v |= static_cast<uint64_t>(p[2][i]) << 16;
+    if constexpr (kWidth > 3) v |= static_cast<uint64_t>(p[3][i]) << 24;
+    if constexpr (kWidth > 4) v |= static_cast<uint64_t>(p[4][i]) << 32;
+    if constexpr (kWidth > 5) v |= static_cast<uint64_t>(p[5][i]) << 40;
+    if constexpr (kWidth > 6) v |= static_cast<uint64_t>(p[6][i]) << 48;
+    if constexpr (kWidth > 7) v |= static_cast<uint64_t>(p[7][i]) << 56;
     out[i] = v;
   }
 }
