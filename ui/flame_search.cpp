@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 
 #include "ui/flame_layout.h"
 
@@ -84,33 +85,39 @@ std::vector<uint32_t> MatchesInOrder(const storage::FlameTree& tree, const Flame
   return order;
 }
 
+namespace {
+
+// Whether `a` comes before `b` in the depth-first order MatchesInOrder
+// walks (children in index order), in O(depth): an ancestor comes first;
+// otherwise the two paths' first different siblings decide.
+bool PrecedesInPreorder(const storage::FlameTree& tree, uint32_t a, uint32_t b) {
+  if (a == b) return false;
+  const auto& nodes = tree.nodes;
+  uint32_t pa = a, pb = b;
+  while (nodes[pa].depth > nodes[pb].depth) pa = nodes[pa].parent;
+  while (nodes[pb].depth > nodes[pa].depth) pb = nodes[pb].parent;
+  if (pa == pb) return nodes[a].depth < nodes[b].depth;  // one is the other's ancestor
+  while (nodes[pa].parent != nodes[pb].parent) {
+    pa = nodes[pa].parent;
+    pb = nodes[pb].parent;
+  }
+  return pa < pb;  // siblings: contiguous, in drawing order
+}
+
+}  // namespace
+
 uint32_t NextMatch(const storage::FlameTree& tree, const std::vector<uint32_t>& order, uint32_t current, bool forward) {
   if (order.empty()) return 0;
-  // Position of `current` in depth-first order, found by walking the same
-  // order (a tree's preorder rank is not its index).
-  std::vector<uint32_t> rank(tree.nodes.size(), 0);
-  {
-    uint32_t r = 0;
-    std::vector<uint32_t> stack = {0};
-    while (!stack.empty()) {
-      const uint32_t i = stack.back();
-      stack.pop_back();
-      rank[i] = r++;
-      const storage::FlameNode& n = tree.nodes[i];
-      for (uint32_t c = n.child_count; c > 0; --c) stack.push_back(n.first_child + c - 1);
-    }
-  }
-  const uint32_t at = current < rank.size() ? rank[current] : 0;
+  // `order` is in depth-first order: binary search with the order's own
+  // comparison (a key press costs O(depth log matches), not a tree walk).
+  if (current >= tree.nodes.size()) current = 0;
+  auto precedes = [&](uint32_t x, uint32_t y) { return PrecedesInPreorder(tree, x, y); };
   if (forward) {
-    for (uint32_t m : order) {
-      if (rank[m] > at) return m;
-    }
-    return order.front();
+    auto it = std::upper_bound(order.begin(), order.end(), current, precedes);
+    return it != order.end() ? *it : order.front();
   }
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    if (rank[*it] < at) return *it;
-  }
-  return order.back();
+  auto it = std::lower_bound(order.begin(), order.end(), current, precedes);
+  return it != order.begin() ? *std::prev(it) : order.back();
 }
 
 }  // namespace kiln::ui

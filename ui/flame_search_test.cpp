@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
+#include <string>
+#include <vector>
+
 #include "ui/test_trees.h"
 
 namespace kiln::ui {
@@ -42,6 +46,46 @@ TEST_CASE("empty query matches nothing; only frames match") {
 }
 
 }  // namespace
+TEST_CASE("n and N agree with a walk of the whole tree, from every node of a random tree") {
+  std::mt19937 rng(3);
+  std::string folded;
+  for (int i = 0; i < 300; ++i) {
+    std::string stack = "main";
+    for (int d = 0, n = 1 + static_cast<int>(rng() % 6); d < n; ++d) stack += ";f" + std::to_string(rng() % 5);
+    folded += stack + (rng() % 3 == 0 ? ";x" : "") + " 1\n";
+  }
+  const auto tree = testing::TreeFromFolded(folded);
+  const std::vector<uint32_t> order = MatchesInOrder(tree, SearchFlameTree(tree, "=x"));
+  REQUIRE(order.size() > 10);
+  // The reference: every node's rank in a depth-first walk.
+  std::vector<uint32_t> rank(tree.nodes.size());
+  uint32_t r = 0;
+  for (std::vector<uint32_t> stack = {0}; !stack.empty();) {
+    const uint32_t i = stack.back();
+    stack.pop_back();
+    rank[i] = r++;
+    for (uint32_t c = tree.nodes[i].child_count; c > 0; --c) stack.push_back(tree.nodes[i].first_child + c - 1);
+  }
+  for (uint32_t current = 0; current < tree.nodes.size(); ++current) {
+    CAPTURE(current);
+    uint32_t next = order.front(), previous = order.back();
+    for (uint32_t m : order) {
+      if (rank[m] > rank[current]) {
+        next = m;
+        break;
+      }
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      if (rank[*it] < rank[current]) {
+        previous = *it;
+        break;
+      }
+    }
+    CHECK(NextMatch(tree, order, current, true) == next);
+    CHECK(NextMatch(tree, order, current, false) == previous);
+  }
+}
+
 }  // namespace kiln::ui
 
 namespace kiln::ui {
