@@ -331,11 +331,18 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
   if (layout_dirty_ || layout_.width != width) {
     layout_ = LayoutFlame(*tree_, *left_, zoom_node_, width, 1.0f);
     rect_colors_.resize(layout_.rects.size());
+    rect_marks_.assign(layout_.rects.size(), "");
     for (size_t i = 0; i < layout_.rects.size(); ++i) {
       const FlameRect& r = layout_.rects[i];
       const FlameNode& n = tree_->nodes[r.node];
-      Rgba c = diff_ ? DiffColor(storage::DiffStrength(storage::CompareNode(*diff_, r.node, diff_normalized_)))
-                     : NodeColor(n.kind, n.type, tree_->Label(r.node));
+      Rgba c = NodeColor(n.kind, n.type, tree_->Label(r.node));
+      if (diff_) {
+        const storage::NodeChange change = storage::CompareNode(*diff_, r.node, diff_normalized_);
+        c = DiffColor(storage::DiffStrength(change));
+        const storage::DiffMark mark = storage::SubtreeMarkOf(*diff_, r.node);
+        if (mark == storage::DiffMark::kNew) rect_marks_[i] = "new: ";
+        if (mark == storage::DiffMark::kGone) rect_marks_[i] = "gone: ";
+      }
       if (r.merged) c = BlendTowards(c, CurrentPalette().background, 0.45f);
       if (r.ancestor) c = BlendTowards(c, CurrentPalette().background, 0.35f);
       rect_colors_[i] = c;
@@ -395,7 +402,9 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
       dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), fill);
       if (match) dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), CurrentPalette().contrast, 0, 0, 1.5f);
       if (r.merged || r.width < kMinLabelWidth) continue;
-      const std::string& label = tree_->Label(r.node);
+      std::string marked;
+      if (*rect_marks_[i] != '\0') marked = rect_marks_[i] + tree_->Label(r.node);
+      const std::string& label = marked.empty() ? tree_->Label(r.node) : marked;
       const float room = r.width - 8.f;
       const size_t n = EllipsisPrefix(label, room, ellipsis_w, advance);
       if (n == 0) continue;

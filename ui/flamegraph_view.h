@@ -65,6 +65,10 @@ class FlamegraphView : public View {
 
   FlameLayout layout_;
   std::vector<Rgba> rect_colors_;  // parallel to layout_.rects
+  // In a diff, the prefix of a frame where a subtree only one side has
+  // starts ("new: ", "gone: "; empty otherwise), parallel to
+  // layout_.rects: colour alone cannot say new rather than grown.
+  std::vector<const char*> rect_marks_;
   bool layout_dirty_ = true;
 
   char search_buffer_[256] = {};

@@ -99,6 +99,16 @@ NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized) {
   return c;
 }
 
+DiffMark SubtreeMarkOf(const DiffTree& diff, uint32_t node) {
+  if (node == 0 || node >= diff.tree.nodes.size()) return DiffMark::kNone;
+  const NodeChange self = CompareNode(diff, node);
+  if (!self.added && !self.removed) return DiffMark::kNone;
+  const NodeChange parent = CompareNode(diff, diff.tree.nodes[node].parent);
+  if (self.added && !parent.added) return DiffMark::kNew;
+  if (self.removed && !parent.removed) return DiffMark::kGone;
+  return DiffMark::kNone;
+}
+
 double DiffStrength(const NodeChange& change) {
   double strength = std::min(1.0, std::abs(change.change) * 20.0);
   if (!change.significant) strength *= 0.25;

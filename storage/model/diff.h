@@ -66,6 +66,12 @@ NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized = tr
 // finding. -1 (much less) .. 1 (much more).
 double DiffStrength(const NodeChange& change);
 
+// Where a subtree only one side has starts: the node is new (or gone) and
+// its parent is not. Every node below is new (gone) too; a view that marks
+// only the start stays readable.
+enum class DiffMark : uint8_t { kNone, kNew, kGone };
+DiffMark SubtreeMarkOf(const DiffTree& diff, uint32_t node);
+
 // The z statistic for `a` of `n` samples against `b` of `m` (0 when either
 // total is 0 or the pooled proportion is 0 or 1).
 double TwoProportionZ(uint64_t a, uint64_t n, uint64_t b, uint64_t m);

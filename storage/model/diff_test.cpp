@@ -118,6 +118,17 @@ TEST_CASE("diff: both sides are transformed and grouped alike") {
 
 namespace kiln::storage {
 
+TEST_CASE("new and gone are marked where their subtree starts, not below") {
+  DiffTree d = Diff("main;a;x 6\nmain;b;y;z 4", "main;a;x 3\nmain;c;w 5");
+  CHECK(SubtreeMarkOf(d, Find(d, "c")) == DiffMark::kNew);
+  CHECK(SubtreeMarkOf(d, Find(d, "w")) == DiffMark::kNone);  // under c
+  CHECK(SubtreeMarkOf(d, Find(d, "b")) == DiffMark::kGone);
+  CHECK(SubtreeMarkOf(d, Find(d, "y")) == DiffMark::kNone);
+  CHECK(SubtreeMarkOf(d, Find(d, "z")) == DiffMark::kNone);
+  CHECK(SubtreeMarkOf(d, Find(d, "a")) == DiffMark::kNone);  // on both sides
+  CHECK(SubtreeMarkOf(d, 0) == DiffMark::kNone);
+}
+
 TEST_CASE("diff tree layout: widths are the mean of both shares, children fit their parent, weights kept") {
   DiffTree d = Diff("main;a 6\nmain;b 4", "main;a 3\nmain;c 5");
   const FlameTree& display = d.tree;
