@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -284,7 +285,15 @@ bool SourceList::Poll() {
       continue;
     }
     auto source = std::make_unique<Source>();
+    // Names are how the Source combo and a diff's baseline tell sources
+    // apart: a second "profile.pb.gz" (another folder, or the same file
+    // again) becomes "profile.pb.gz (2)".
     source->name = DisplayName(path);
+    for (int n = 2; std::any_of(sources_.begin(), sources_.end(),
+                                [&](const auto& s) { return s->name == source->name; });
+         ++n) {
+      source->name = absl::StrCat(DisplayName(path), " (", n, ")");
+    }
     source->path = path;
     source->capture_store = std::move(loaded->store);
     source->store = &source->capture_store->store();

@@ -347,6 +347,26 @@ TEST_CASE("a capture opened with the window's demangle setting off keeps names a
   CHECK(shown == std::set<std::vector<std::string>>{{"main;foo::bar() 2"}, {"main;_ZN3foo3barEv 2"}});
 }
 
+TEST_CASE("two captures with the same file name get distinct source names (a diff's baseline is picked by name)") {
+  Fixture f;
+  fs::create_directories(f.dir + "/a");
+  fs::create_directories(f.dir + "/b");
+  WriteFile(f.dir + "/a/stacks.folded", kFolded);
+  WriteFile(f.dir + "/b/stacks.folded", kFolded);
+  SourceList list(*f.live, nullptr, "", {});
+  list.Open(f.dir + "/a/stacks.folded");
+  PollUntilIdle(list);
+  list.Open(f.dir + "/b/stacks.folded");
+  PollUntilIdle(list);
+  list.Open(f.dir + "/a/stacks.folded");  // the same file twice
+  PollUntilIdle(list);
+  REQUIRE(list.sources().size() == 4);
+  CHECK(list.sources()[1]->name == "stacks.folded");
+  CHECK(list.sources()[2]->name == "stacks.folded (2)");
+  CHECK(list.sources()[3]->name == "stacks.folded (3)");
+  CHECK(list.sources()[2]->path == f.dir + "/b/stacks.folded");
+}
+
 TEST_CASE("DisplayName is the file name") {
   CHECK(DisplayName("/a/b/perf.txt") == "perf.txt");
   CHECK(DisplayName("perf.txt") == "perf.txt");
