@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
+#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "storage/model/folded.h"
 #include "storage/model/test_fixtures.h"
 
 namespace kiln::storage {
@@ -159,6 +162,56 @@ TEST_CASE("diff strength: sign of the change, pale unless significant") {
   c.change = -0.3;
   c.significant = true;
   CHECK(DiffStrength(c) == doctest::Approx(-1.0));
+}
+
+TEST_CASE("a diff of two 40 k-stack sides (built in parallel halves) holds both sides' weights exactly") {
+  // Overlapping random stacks: many on both sides, some on one only. The
+  // expected lines are summed per stack by a map, not by the builder.
+  std::mt19937 rng(11);
+  std::map<std::string, std::pair<int64_t, int64_t>> expected;
+  std::string base, target;
+  for (int i = 0; i < 40000; ++i) {
+    std::string stack = "main";
+    for (int d = 0, n = 2 + static_cast<int>(rng() % 9); d < n; ++d) stack += ";f" + std::to_string(rng() % 40);
+    const int64_t count = 1 + static_cast<int64_t>(rng() % 4);
+    const int side = static_cast<int>(rng() % 4);  // 0: base, 1: target, 2-3: both
+    if (side != 1) {
+      base += stack + " " + std::to_string(count) + "\n";
+      expected[stack].first += count;
+    }
+    if (side != 0) {
+      target += stack + " " + std::to_string(count + 1) + "\n";
+      expected[stack].second += count + 1;
+    }
+  }
+  const DiffTree d = Diff(base, target, {.group_by = GroupBy::kNone});
+  std::vector<std::string> want;
+  for (const auto& [stack, w] : expected) want.push_back(absl::StrCat(stack, " ", w.first, " ", w.second));
+  std::sort(want.begin(), want.end());
+  CHECK(DiffFoldedLines(d, {}) == want);
+  // A node names a frame exactly when the target (the primary side) has it.
+  for (uint32_t i = 1; i < d.tree.nodes.size(); ++i) {
+    if ((d.tree.nodes[i].frame != 0) != (d.target[i].total > 0)) FAIL_CHECK("node " << d.tree.Label(i));
+  }
+  CHECK(d.base_total > 0);
+  CHECK(d.target_total > 0);
+}
+
+TEST_CASE("a diff whose halves split a stack both sides have still counts it once per side") {
+  // Every stack on both sides makes pairs of equal entries next to each
+  // other; one more baseline stack sorting first shifts them so the
+  // halves split a pair: the second half then adds to a node the first
+  // half made, and names its frame.
+  std::string both;
+  for (int i = 0; i < 20000; ++i) both += absl::StrCat("main;f", i / 100, ";g", i % 100, " ", 1 + i % 3, "\n");
+  const DiffTree d = Diff("a 5\n" + both, both, {.group_by = GroupBy::kNone});
+  std::vector<std::string> want = {"a 5 0"};
+  for (int i = 0; i < 20000; ++i) want.push_back(absl::StrCat("main;f", i / 100, ";g", i % 100, " ", 1 + i % 3, " ", 1 + i % 3));
+  std::sort(want.begin(), want.end());
+  CHECK(DiffFoldedLines(d, {}) == want);
+  for (uint32_t i = 1; i < d.tree.nodes.size(); ++i) {
+    if ((d.tree.nodes[i].frame != 0) != (d.target[i].total > 0)) FAIL_CHECK("node " << d.tree.Label(i));
+  }
 }
 
 }  // namespace kiln::storage

@@ -250,9 +250,18 @@ FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTr
     const uint32_t* s0 = seq.data() + seq_offsets[e];
     lcp[k] = static_cast<uint32_t>(std::mismatch(s0, s0 + limit, seq.data() + seq_offsets[p]).first - s0);
   }
-  // depth_start[d]: index of the first node at depth d + 1 (the root is 0).
+  // Large trees are emitted by two threads, each a half of the sorted
+  // entries: the second half's nodes of each depth come after the first
+  // half's, so it starts from the per-depth counts of the first.
+  constexpr size_t kParallelEmitEntries = 1 << 15;
+  const size_t split =
+      entries >= kParallelEmitEntries && std::thread::hardware_concurrency() > 1 ? entries / 2 : entries;
+  // depth_start[d]: index of the first node at depth d + 1 (the root is 0);
+  // first_half[d]: how many of them the first half makes.
   std::vector<uint32_t> depth_start(max_len + 2, 0);
+  std::vector<uint32_t> first_half;
   for (size_t k = 0; k < entries; ++k) {
+    if (k == split) first_half.assign(depth_start.begin() + 1, depth_start.end());
     const uint32_t e = order[k];
     const uint32_t n = seq_offsets[e + 1] - seq_offsets[e];
     for (uint32_t d = lcp[k]; d < n; ++d) depth_start[d + 1]++;
@@ -265,59 +274,113 @@ FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTr
   const bool several = inputs.size() > 1;
   std::vector<NodeWeights> first;
   if (several && first_weights != nullptr) first.assign(out.size(), NodeWeights{});
-  std::vector<uint32_t> next(depth_start.begin(), depth_start.end() - 1);  // next free index per depth
-  out[0].first_child = next[0];
-  std::vector<uint32_t> path(max_len + 1, 0);  // path[d]: node at depth d of the current entry
-  for (size_t k = 0; k < entries; ++k) {
-    // Entries are visited in sorted order, i.e. at random places of the
-    // per-entry arrays: ask for the lines a few entries ahead.
-    if (k + 16 < entries) {
-      __builtin_prefetch(&seq_offsets[order[k + 16]]);
-      __builtin_prefetch(&entry_weight[order[k + 16]]);
-      __builtin_prefetch(&entry_events[order[k + 16]]);
-      __builtin_prefetch(&entry_input[order[k + 16]]);
-    }
-    if (k + 8 < entries) {
-      const uint32_t b8 = seq_offsets[order[k + 8]];
-      __builtin_prefetch(&seq[b8]);
-      __builtin_prefetch(&seq_frame[b8]);
-      __builtin_prefetch(&seq[b8] + 16);
-      __builtin_prefetch(&seq_frame[b8] + 16);
-    }
-    const uint32_t e = order[k];
-    const uint32_t begin = seq_offsets[e];
-    const uint32_t n = seq_offsets[e + 1] - begin;
-    // With several inputs a node may have been made by one without frames:
-    // the primary input's later walk through it names its frame.
-    if (several && entry_input[e] == 1) {
-      for (uint32_t d = 0; d < lcp[k]; ++d) {
-        if (out[path[d + 1]].frame == 0) out[path[d + 1]].frame = seq_frame[begin + d];
+  out[0].first_child = depth_start[0];
+  // A change the second half makes to a node of the first half (or the
+  // root): applied after both finish, in order, as one pass would have.
+  struct Deferred {
+    uint32_t node;
+    bool primary;    // weights: the primary input's (else the first input's)
+    uint32_t frame;  // non-zero: name the node's frame if it has none
+    int64_t weight;
+    uint64_t events;
+  };
+  // Emits entries [k_begin, k_end): `next` holds each depth's next free
+  // index, `path` the current entry's nodes. With `own_from` (the second
+  // half), nodes below own_from[depth] are not this thread's to change.
+  auto emit = [&](size_t k_begin, size_t k_end, std::vector<uint32_t> next, std::vector<uint32_t> path,
+                  const std::vector<uint32_t>* own_from, std::vector<Deferred>* deferred) {
+    auto owned = [&](uint32_t d, uint32_t index) {  // index is a node at position d (depth d + 1)
+      return own_from == nullptr || (index != 0 && index >= (*own_from)[d]);
+    };
+    for (size_t k = k_begin; k < k_end; ++k) {
+      // Entries are visited in sorted order, i.e. at random places of the
+      // per-entry arrays: ask for the lines a few entries ahead.
+      if (k + 16 < k_end) {
+        __builtin_prefetch(&seq_offsets[order[k + 16]]);
+        __builtin_prefetch(&entry_weight[order[k + 16]]);
+        __builtin_prefetch(&entry_events[order[k + 16]]);
+        __builtin_prefetch(&entry_input[order[k + 16]]);
+      }
+      if (k + 8 < k_end) {
+        const uint32_t b8 = seq_offsets[order[k + 8]];
+        __builtin_prefetch(&seq[b8]);
+        __builtin_prefetch(&seq_frame[b8]);
+        __builtin_prefetch(&seq[b8] + 16);
+        __builtin_prefetch(&seq_frame[b8] + 16);
+      }
+      const uint32_t e = order[k];
+      const uint32_t begin = seq_offsets[e];
+      const uint32_t n = seq_offsets[e + 1] - begin;
+      // With several inputs a node may have been made by one without
+      // frames: the primary input's later walk through it names its frame.
+      if (several && entry_input[e] == 1) {
+        for (uint32_t d = 0; d < lcp[k]; ++d) {
+          const uint32_t node = path[d + 1];
+          if (!owned(d, node)) {
+            deferred->push_back({node, true, seq_frame[begin + d], 0, 0});
+          } else if (out[node].frame == 0) {
+            out[node].frame = seq_frame[begin + d];
+          }
+        }
+      }
+      for (uint32_t d = lcp[k]; d < n; ++d) {
+        const uint32_t key = seq[begin + d];
+        const uint32_t index = next[d]++;
+        FlameNode node;
+        node.parent = d == 0 ? 0 : path[d];
+        node.label = label_of_rank[key >> kTypeBits];
+        node.type = static_cast<FrameType>(key & ((1u << kTypeBits) - 1));
+        node.kind = static_cast<int>(d) < group_levels ? level_kind[d] : NodeKind::kFrame;
+        node.frame = seq_frame[begin + d];
+        node.depth = static_cast<uint16_t>(std::min<uint32_t>(d + 1, UINT16_MAX));
+        // Its children, if it gets any, are the next nodes made one level
+        // down: the walk makes them right after it (or, at the end of the
+        // first half, the second half does). Counted in step 4.
+        node.first_child = next[d + 1];
+        // Written whole, never read back: no load waits on the cold line.
+        out[index] = node;
+        path[d + 1] = index;
+      }
+      const uint32_t leaf = n == 0 ? 0 : path[n];
+      const bool primary = entry_input[e] == 1 || !several;
+      if (!primary && first.empty()) continue;
+      if (!owned(n == 0 ? 0 : n - 1, leaf)) {
+        deferred->push_back({leaf, primary, 0, entry_weight[e], entry_events[e]});
+      } else if (primary) {
+        out[leaf].self += entry_weight[e];
+        out[leaf].events += entry_events[e];  // self events until step 4
+      } else {
+        first[leaf].self += entry_weight[e];
+        first[leaf].events += entry_events[e];
       }
     }
-    for (uint32_t d = lcp[k]; d < n; ++d) {
-      const uint32_t key = seq[begin + d];
-      const uint32_t index = next[d]++;
-      FlameNode node;
-      node.parent = d == 0 ? 0 : path[d];
-      node.label = label_of_rank[key >> kTypeBits];
-      node.type = static_cast<FrameType>(key & ((1u << kTypeBits) - 1));
-      node.kind = static_cast<int>(d) < group_levels ? level_kind[d] : NodeKind::kFrame;
-      node.frame = seq_frame[begin + d];
-      node.depth = static_cast<uint16_t>(std::min<uint32_t>(d + 1, UINT16_MAX));
-      // Its children, if it gets any, are the next nodes made one level
-      // down: the walk makes them right after it. (Counted in step 4.)
-      node.first_child = next[d + 1];
-      // Written whole, never read back: no load waits on the cold line.
-      out[index] = node;
-      path[d + 1] = index;
-    }
-    const uint32_t leaf = n == 0 ? 0 : path[n];
-    if (entry_input[e] == 1 || !several) {
-      out[leaf].self += entry_weight[e];
-      out[leaf].events += entry_events[e];  // self events until step 4
-    } else if (!first.empty()) {
-      first[leaf].self += entry_weight[e];
-      first[leaf].events += entry_events[e];
+  };
+  const std::vector<uint32_t> starts(depth_start.begin(), depth_start.end() - 1);
+  std::vector<uint32_t> root_path(max_len + 1, 0);
+  if (split == entries) {
+    emit(0, entries, starts, root_path, nullptr, nullptr);
+  } else {
+    // The second half starts after the first half's nodes of every depth,
+    // inside the path its first entry shares with the first half's last:
+    // at each shared depth the last node the first half makes.
+    std::vector<uint32_t> second_starts(starts.size());
+    for (size_t d = 0; d < starts.size(); ++d) second_starts[d] = starts[d] + first_half[d];
+    std::vector<uint32_t> second_path(max_len + 1, 0);
+    for (uint32_t d = 0; d < lcp[split]; ++d) second_path[d + 1] = second_starts[d] - 1;
+    std::vector<Deferred> deferred;
+    std::thread second([&] { emit(split, entries, second_starts, second_path, &second_starts, &deferred); });
+    emit(0, split, starts, root_path, nullptr, nullptr);
+    second.join();
+    for (const Deferred& c : deferred) {
+      if (c.frame != 0) {
+        if (out[c.node].frame == 0) out[c.node].frame = c.frame;
+      } else if (c.primary) {
+        out[c.node].self += c.weight;
+        out[c.node].events += c.events;
+      } else {
+        first[c.node].self += c.weight;
+        first[c.node].events += c.events;
+      }
     }
   }
   // 4. Totals and child counts bottom-up: in breadth-first order every
