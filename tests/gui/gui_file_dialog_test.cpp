@@ -49,23 +49,6 @@ bool LogHas(const std::string& store_dir, const std::string& needle) {
   return false;
 }
 
-// Holds each key long enough for the window to draw a frame with it down.
-void TypeCtrl(Display* d, Window w, KeySym key) {
-  XSetInputFocus(d, w, RevertToParent, CurrentTime);
-  XSync(d, False);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const KeyCode ctrl = XKeysymToKeycode(d, XK_Control_L), k = XKeysymToKeycode(d, key);
-  XTestFakeKeyEvent(d, ctrl, True, 0);
-  XSync(d, False);
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  XTestFakeKeyEvent(d, k, True, 0);
-  XSync(d, False);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  XTestFakeKeyEvent(d, k, False, 0);
-  XTestFakeKeyEvent(d, ctrl, False, 0);
-  XSync(d, False);
-}
-
 // Starts the kiln window on `store`; then, once it is up, types Ctrl+`key`
 // into it as a user would.
 pid_t StartKilnAndType(const std::string& store, KeySym key) {
@@ -77,7 +60,12 @@ pid_t StartKilnAndType(const std::string& store, KeySym key) {
   Window w = 0;
   WaitFor([&] { return (w = testing::FindWindow(d, DefaultRootWindow(d), "Kiln")) != 0; }, 60);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mapped and drawing
-  if (w) TypeCtrl(d, w, key);
+  if (w) {
+    XSetInputFocus(d, w, RevertToParent, CurrentTime);
+    XSync(d, False);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    testing::TypeKey(d, key, XK_Control_L);
+  }
   XCloseDisplay(d);
   if (!w) testing::KillChild(kiln);
   REQUIRE_MESSAGE(w != 0, "no kiln window appeared");

@@ -59,17 +59,6 @@ bool WaitForPicture(Display* d, Window w, ui::Rgba a_color, ui::Rgba b_color, si
   }
 }
 
-// Holds the key long enough for the window to draw a frame with it down.
-void Type(Display* d, KeySym key) {
-  const KeyCode k = XKeysymToKeycode(d, key);
-  XTestFakeKeyEvent(d, k, True, 0);
-  XSync(d, False);
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
-  XTestFakeKeyEvent(d, k, False, 0);
-  XSync(d, False);
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
-}
-
 TEST_CASE("arrows select, Enter zooms into the selected frame and Esc zooms out, in the real window") {
   testing::TestDisplay::Get(KILN_TEST_NAME);
   unsetenv("DEBUGINFOD_URLS");
@@ -107,15 +96,15 @@ TEST_CASE("arrows select, Enter zooms into the selected frame and Esc zooms out,
   // first child, siblings in name order), Enter zooms into it: aaa now
   // spans the row and bbb, not on its path, is gone.
   const size_t bbb_before = bbb;
-  Type(d, XK_Down);
-  Type(d, XK_Down);
-  Type(d, XK_Return);
+  testing::TypeKey(d, XK_Down);
+  testing::TypeKey(d, XK_Down);
+  testing::TypeKey(d, XK_Return);
   CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
                                [&](size_t a, size_t b) { return b == 0 && a > bbb_before / 2; }),
                 "after Down, Down, Enter: aaa " << aaa << " px, bbb " << bbb << " px");
 
   // Esc zooms back out: the whole tree again.
-  Type(d, XK_Escape);
+  testing::TypeKey(d, XK_Escape);
   CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
                                [&](size_t a, size_t b) { return b > bbb_before / 2 && a < b / 20; }),
                 "after Esc: aaa " << aaa << " px, bbb " << bbb << " px");

@@ -4,7 +4,9 @@
 // True, ...) break headers that come after it.
 #pragma once
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 // clang-format off
 #include <X11/Xlib.h>
@@ -37,5 +39,26 @@ inline Window FindWindow(Display* d, Window w, const char* name) {
   }
   return found;
 }
+
+#if __has_include(<X11/extensions/XTest.h>)
+// Types `key` (with `modifier` held, when given) into the focused window,
+// each held long enough for the window to draw a frame with it down.
+inline void TypeKey(Display* d, KeySym key, KeySym modifier = NoSymbol) {
+  const KeyCode k = XKeysymToKeycode(d, key);
+  const KeyCode m = modifier == NoSymbol ? 0 : XKeysymToKeycode(d, modifier);
+  if (m != 0) {
+    XTestFakeKeyEvent(d, m, True, 0);
+    XSync(d, False);
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  XTestFakeKeyEvent(d, k, True, 0);
+  XSync(d, False);
+  std::this_thread::sleep_for(std::chrono::milliseconds(m != 0 ? 400 : 150));
+  XTestFakeKeyEvent(d, k, False, 0);
+  if (m != 0) XTestFakeKeyEvent(d, m, False, 0);
+  XSync(d, False);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+}
+#endif
 
 }  // namespace kiln::testing
