@@ -1,7 +1,11 @@
 #include "agent_flags.h"
 
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace kiln::agent {
 namespace {
@@ -9,8 +13,9 @@ namespace {
 constexpr int kMaxSamplesPerSecond = 10000;
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
   return s;
 }
 
@@ -81,6 +86,20 @@ const std::vector<FlagDef>& Flags() {
       {"disable-tls", true, "Send in plain text instead of TLS (TLS verifies the server)",
        [](std::string_view v, AgentOptions& o) -> std::string {
          o.disable_tls = *ParseBool(v);
+         return {};
+       }},
+      {"tls-ca-file", false,
+       "Verify the receiver's TLS certificate with this CA (PEM) instead of the system's",
+       [](std::string_view v, AgentOptions& o) -> std::string {
+         if (v.empty()) return "want a file";
+         o.tls_ca_file = std::string(v);
+         return {};
+       }},
+      {"auth-token-file", false,
+       "Send the token in this file as 'authorization: Bearer <token>' (kiln --auth-token-file)",
+       [](std::string_view v, AgentOptions& o) -> std::string {
+         if (v.empty()) return "want a file";
+         o.auth_token_file = std::string(v);
          return {};
        }},
       {"samples-per-second", false, "Samples per second on every CPU (default 20)",
@@ -253,6 +272,11 @@ Result<AgentOptions> ParseAgentFlags(std::span<const std::string_view> args, con
     if (!parsed) return R::Error(parsed.error());
     o.resource_attributes = std::move(parsed).value();
   }
+  if (const char* headers = getenv("OTEL_EXPORTER_OTLP_HEADERS"); headers && *headers) {
+    auto parsed = ParseResourceAttributes(headers);
+    if (!parsed) return R::Error("OTEL_EXPORTER_OTLP_HEADERS: " + parsed.error());
+    o.headers = std::move(parsed).value();
+  }
   bool have_endpoint_flag = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
@@ -304,8 +328,62 @@ std::string AgentUsage() {
       "\nEnvironment:\n"
       "  OTEL_EXPORTER_OTLP_ENDPOINT  used when -collection-agent is not given\n"
       "                               (http://host:port means -disable-tls)\n"
-      "  OTEL_RESOURCE_ATTRIBUTES     k1=v1,k2=v2 added to every process\n";
+      "  OTEL_RESOURCE_ATTRIBUTES     k1=v1,k2=v2 added to every process\n"
+      "  OTEL_EXPORTER_OTLP_HEADERS   k1=v1,k2=v2 sent with every export\n"
+      "                               (authorization=Bearer%20TOKEN for a kiln with a token)\n";
   return out;
+}
+
+namespace {
+
+Result<std::string> ReadSmallFile(const std::string& path, std::string_view what) {
+  constexpr std::size_t kMaxBytes = 1 << 20;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Result<std::string>::Error(std::string(what) + " " + path + " is not a readable regular file");
+  if (std::filesystem::file_size(path, ec) > kMaxBytes)
+    return Result<std::string>::Error(std::string(what) + " " + path + " is larger than 1 MiB");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) return Result<std::string>::Error("cannot read " + std::string(what) + " " + path);
+  return text.str();
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<std::string, std::string>>> ExportHeaders(const AgentOptions& options) {
+  using R = Result<std::vector<std::pair<std::string, std::string>>>;
+  std::vector<std::pair<std::string, std::string>> headers;
+  for (const auto& [key, value] : options.headers) {
+    std::string lower = key;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    headers.emplace_back(std::move(lower), value);
+  }
+  if (!options.auth_token_file.empty()) {
+    auto text = ReadSmallFile(options.auth_token_file, "-auth-token-file");
+    if (!text) return R::Error(text.error());
+    std::string_view token = Trim(*text);
+    if (token.empty()) return R::Error("-auth-token-file " + options.auth_token_file + " is empty");
+    for (char c : token) {
+      if (c < 0x21 || c > 0x7e)
+        return R::Error("-auth-token-file " + options.auth_token_file +
+                        " holds a character a header cannot carry (use printable ASCII)");
+    }
+    std::erase_if(headers, [](const auto& h) { return h.first == "authorization"; });
+    headers.emplace_back("authorization", "Bearer " + std::string(token));
+  }
+  return headers;
+}
+
+Result<std::string> ReadTlsCaFile(const AgentOptions& options) {
+  if (options.tls_ca_file.empty()) return std::string();
+  auto text = ReadSmallFile(options.tls_ca_file, "-tls-ca-file");
+  if (!text) return text;
+  if (text->find("-----BEGIN ") == std::string::npos)
+    return Result<std::string>::Error("-tls-ca-file " + options.tls_ca_file +
+                                      " is not PEM (no '-----BEGIN' line)");
+  return text;
 }
 
 }  // namespace kiln::agent

@@ -24,6 +24,11 @@ namespace kiln::agent {
 struct AgentOptions {
   std::string collection_agent;  // HOST:PORT of the OTLP gRPC receiver
   bool disable_tls = false;      // TLS (verifying the server) unless set
+  std::string tls_ca_file;       // -tls-ca-file: trust this CA (PEM), not the system roots
+  std::string auth_token_file;   // -auth-token-file: sent as "authorization: Bearer <token>"
+  // OTEL_EXPORTER_OTLP_HEADERS ("k1=v1,k2=v2", percent-decoded), sent with
+  // every export; the token file's header replaces an authorization here.
+  std::vector<std::pair<std::string, std::string>> headers;
   int samples_per_second = 20;   // per CPU
   std::chrono::nanoseconds reporter_interval = std::chrono::seconds(5);
   // Extra resource attributes on every process, in order: OTEL_RESOURCE_ATTRIBUTES
@@ -51,6 +56,15 @@ using GetEnvFn = std::function<const char*(const char*)>;
 // OTEL_RESOURCE_ATTRIBUTES: "k1=v1,k2=v2", values percent-decoded.
 [[nodiscard]] Result<std::vector<std::pair<std::string, std::string>>> ParseResourceAttributes(
     std::string_view text);
+
+// The headers every export carries: OTEL_EXPORTER_OTLP_HEADERS, then the
+// token from -auth-token-file (read here: an unreadable or empty file is an
+// error naming it). Keys are lower-cased, as gRPC metadata requires.
+[[nodiscard]] Result<std::vector<std::pair<std::string, std::string>>> ExportHeaders(
+    const AgentOptions& options);
+
+// The PEM text of -tls-ca-file ("" when not given); an error names the file.
+[[nodiscard]] Result<std::string> ReadTlsCaFile(const AgentOptions& options);
 
 std::string AgentUsage();
 

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 using namespace kiln::agent;
@@ -96,7 +98,8 @@ TEST_CASE("flags: usage lists every flag") {
   std::string usage = AgentUsage();
   for (const char* flag :
        {"-collection-agent", "-disable-tls", "-samples-per-second", "-reporter-interval", "-tags",
-        "-no-symbolize", "-version", "-help", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_EXPORTER_OTLP_ENDPOINT"})
+        "-no-symbolize", "-version", "-help", "-auth-token-file", "-tls-ca-file", "OTEL_RESOURCE_ATTRIBUTES",
+        "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS"})
     CHECK(usage.find(flag) != std::string::npos);
 }
 
@@ -114,4 +117,47 @@ TEST_CASE("-off-cpu-threshold takes a probability, as the OpenTelemetry profiler
     CHECK_FALSE(r.ok());
     if (!r.ok()) CHECK(r.error().find("off-cpu-threshold") != std::string::npos);
   }
+}
+
+TEST_CASE("a token and a CA for kiln: -auth-token-file, -tls-ca-file, OTEL_EXPORTER_OTLP_HEADERS") {
+  char dir_template[] = "/tmp/kiln-agent-flags-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string token_file = dir + "/token", empty_file = dir + "/empty", ca_file = dir + "/ca.pem";
+  std::ofstream(token_file) << "  abc123\n";
+  std::ofstream(empty_file) << "\n";
+  std::ofstream(ca_file) << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+  auto o = Parse({"-collection-agent=kiln:11000", "-auth-token-file", token_file, "-tls-ca-file=" + ca_file},
+                 {{"OTEL_EXPORTER_OTLP_HEADERS", "X-Team=perf,Authorization=Bearer%20old"}});
+  REQUIRE(o.ok());
+  CHECK(o->auth_token_file == token_file);
+  CHECK(o->tls_ca_file == ca_file);
+  auto headers = ExportHeaders(*o);
+  REQUIRE(headers.ok());
+  // Keys lower-cased (gRPC metadata), the token file's authorization wins.
+  std::vector<std::pair<std::string, std::string>> want = {{"x-team", "perf"},
+                                                           {"authorization", "Bearer abc123"}};
+  CHECK(*headers == want);
+  auto ca = ReadTlsCaFile(*o);
+  REQUIRE(ca.ok());
+  CHECK(ca->starts_with("-----BEGIN CERTIFICATE-----"));
+
+  // The header alone, as OpenTelemetry SDKs take it.
+  auto env_only = Parse({}, {{"OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20xyz"}});
+  REQUIRE(env_only.ok());
+  want = {{"authorization", "Bearer xyz"}};
+  CHECK(*ExportHeaders(*env_only) == want);
+  CHECK(ReadTlsCaFile(*env_only)->empty());
+
+  // Files that cannot be used are named.
+  auto empty = Parse({"-auth-token-file=" + empty_file});
+  CHECK(ExportHeaders(*empty).error() == "-auth-token-file " + empty_file + " is empty");
+  auto missing = Parse({"-auth-token-file=" + dir + "/none"});
+  CHECK(ExportHeaders(*missing).error() ==
+        "-auth-token-file " + dir + "/none is not a readable regular file");
+  auto not_pem = Parse({"-tls-ca-file=" + token_file});
+  CHECK(ReadTlsCaFile(*not_pem).error() ==
+        "-tls-ca-file " + token_file + " is not PEM (no '-----BEGIN' line)");
+  CHECK_FALSE(Parse({"-auth-token-file="}).ok());
+  std::filesystem::remove_all(dir);
 }

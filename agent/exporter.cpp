@@ -56,9 +56,10 @@ const char* StatusCodeName(grpc::StatusCode code) {
 }  // namespace
 
 OtlpExporter::OtlpExporter(ExporterOptions options) : options_(std::move(options)) {
-  std::shared_ptr<grpc::ChannelCredentials> creds = options_.disable_tls
-                                                        ? grpc::InsecureChannelCredentials()
-                                                        : grpc::SslCredentials(grpc::SslCredentialsOptions());
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = options_.tls_ca_pem;
+  std::shared_ptr<grpc::ChannelCredentials> creds =
+      options_.disable_tls ? grpc::InsecureChannelCredentials() : grpc::SslCredentials(ssl);
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(kMaxMessageBytes);
   args.SetCompressionAlgorithm(GRPC_COMPRESS_GZIP);
@@ -138,6 +139,7 @@ void OtlpExporter::Run() {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + options_.rpc_timeout);
     ctx.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+    for (const auto& [key, value] : options_.headers) ctx.AddMetadata(key, value);
     collector::ExportProfilesServiceResponse response;
     grpc::Status status = stub->Export(&ctx, request, &response);
 

@@ -8,7 +8,8 @@
 // Retry: UNAVAILABLE, DEADLINE_EXCEEDED and RESOURCE_EXHAUSTED retry the head
 // of the queue with exponential backoff (1 s .. 30 s); RESOURCE_EXHAUSTED
 // gives up after kMaxExhaustedAttempts since a request that is too large
-// will never fit. Other errors drop the request with a message.
+// will never fit. Other errors (UNAUTHENTICATED: a missing or wrong token)
+// drop the request with a message.
 // Transport: gRPC, gzip, TLS verifying the server unless disable_tls.
 //
 // Enqueue/Flush/stats from any thread; the destructor stops the thread
@@ -22,6 +23,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "otlp_builder.h"
 
@@ -34,6 +37,9 @@ namespace kiln::agent {
 struct ExporterOptions {
   std::string target;  // HOST:PORT
   bool disable_tls = false;
+  std::string tls_ca_pem;  // "" = the system's roots
+  // Sent with every export (ExportHeaders: the token, OTEL_EXPORTER_OTLP_HEADERS).
+  std::vector<std::pair<std::string, std::string>> headers;
   std::size_t max_unsent_bytes = 16u << 20;
   std::chrono::milliseconds rpc_timeout{10000};
   bool verbose = false;

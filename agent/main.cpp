@@ -90,6 +90,15 @@ int main(int argc, char** argv) {
                  "  OTEL_EXPORTER_OTLP_ENDPOINT.\n");
     return 2;
   }
+  // The token and CA files are read before anything starts: a typo in a
+  // path is a usage error, not a run that drops every batch.
+  auto headers = ExportHeaders(options);
+  auto tls_ca = ReadTlsCaFile(options);
+  for (const std::string* why : {headers ? nullptr : &headers.error(), tls_ca ? nullptr : &tls_ca.error()}) {
+    if (why == nullptr) continue;
+    std::fprintf(stderr, "kiln-agent: %s\n", why->c_str());
+    return 2;
+  }
   InstallSignalHandlers();
   // Say what is missing before anything else complains about its symptoms.
   if (std::string missing = CheckSamplerPrerequisites(); !missing.empty()) {
@@ -123,6 +132,8 @@ int main(int argc, char** argv) {
 
   OtlpExporter exporter({.target = options.collection_agent,
                          .disable_tls = options.disable_tls,
+                         .tls_ca_pem = *tls_ca,
+                         .headers = *headers,
                          .max_unsent_bytes = options.max_unsent_bytes,
                          .verbose = options.verbose});
   std::printf(
@@ -132,9 +143,14 @@ int main(int argc, char** argv) {
       kiln::kVersion, CpuListText(sampler->cpus()).c_str(), options.samples_per_second,
       sampler->ring_buffer_bytes() >> 10, sampler->unwind_maps().row_capacity,
       sampler->map_memory_bytes() / 1048576.0,
-      sampler->off_cpu() ? (", off-CPU with probability " + std::to_string(options.off_cpu_threshold)).c_str() : "",
+      sampler->off_cpu() ? (", off-CPU with probability " + std::to_string(options.off_cpu_threshold)).c_str()
+                         : "",
       options.collection_agent.c_str(),
-      options.disable_tls ? "plain text" : "TLS",
+      (std::string(options.disable_tls ? "plain text" : "TLS") +
+       (headers->empty()                                                    ? ""
+        : headers->size() == 1 && headers->front().first == "authorization" ? ", with a token"
+                                                                            : ", with headers"))
+          .c_str(),
       std::chrono::duration<double>(options.reporter_interval).count(),
       options.symbolize ? "" : ", no host symbolization");
   std::fflush(stdout);

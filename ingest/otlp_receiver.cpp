@@ -11,7 +11,8 @@
 //   gRPC poller thread                     worker thread (N of them)
 //   ------------------                     -------------------------
 //   Export(ctx, bytes)                     pop job
-//     size > limit?   -> RESOURCE_EXHAUSTED  parse (arena)  -> INVALID_ARGUMENT
+//     token wrong?    -> UNAUTHENTICATED     parse (arena)  -> INVALID_ARGUMENT
+//     size > limit?   -> RESOURCE_EXHAUSTED
 //     in-flight over? -> UNAVAILABLE         NormalizeExportRequest
 //     queue job ----------------------->     Store::Write   -> OK only after it
 //   return reactor                           response (partial_success)
@@ -32,6 +33,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "google/protobuf/arena.h"
@@ -84,6 +86,11 @@ struct PeerState {
 };
 
 // Counters since the last summary line.
+// How many distinct sending hosts are remembered for "first request from
+// HOST" log lines; past this a new host is not logged (the map stays small
+// whatever a network sends).
+constexpr size_t kMaxRememberedHosts = 4096;
+
 struct SummaryWindow {
   uint64_t requests = 0;
   uint64_t failed = 0;
@@ -132,7 +139,7 @@ struct Job {
   grpc::ByteBuffer* response;
   std::string peer;
   size_t bytes;
-  bool new_peer;  // logged by the worker: a log append waits for the disk
+  bool new_host;  // logged by the worker: a log append waits for the disk
 };
 
 class Receiver final : public OtlpReceiver {
@@ -160,8 +167,13 @@ class Receiver final : public OtlpReceiver {
     std::string message;  // "" = nothing to log
   };
   grpc::Status Process(const Job& job, grpc::ByteBuffer* response, PendingLog* log);
-  // Counts the request for its peer; true for the peer's first request.
+  // Counts the request for its peer; true for the first request ever from
+  // the peer's host (kMaxRememberedHosts hosts at most).
   bool NotePeer(const std::string& peer);
+  // Refuses the call when a token is required and not sent; logs the
+  // first refusal per host.
+  bool Authenticated(grpc::CallbackServerContext* context, const std::string& peer,
+                     grpc::ServerUnaryReactor* reactor);
   void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted, int64_t rejected);
   void Log(LogLevel level, std::string message) {
     // The log is diagnostics: a failing log write must not fail ingest.
@@ -192,6 +204,8 @@ class Receiver final : public OtlpReceiver {
   ReceiverStats totals_;  // peers unused; built in stats()
   std::map<std::string, PeerState> peers_;
   SummaryWindow window_;
+  std::set<std::string> hosts_seen_;     // PeerHost of every sender so far
+  std::set<std::string> hosts_refused_;  // hosts whose refusal was logged
 
   std::once_flag stop_once_;
 };
@@ -202,8 +216,28 @@ grpc::ServerUnaryReactor* ExportService::Export(grpc::CallbackServerContext* con
 }
 
 absl::Status Receiver::Start() {
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  const ReceiverSecurity& security = options_.security;
+  if (security.tls() || !security.tls_key_file.empty() || !security.tls_client_ca_file.empty()) {
+    if (security.tls_cert_file.empty() || security.tls_key_file.empty()) {
+      return absl::InvalidArgumentError("TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
+    }
+    absl::StatusOr<std::string> cert = ReadPemFile(security.tls_cert_file, "TLS certificate");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadPemFile(security.tls_key_file, "TLS key");
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    if (!security.tls_client_ca_file.empty()) {
+      absl::StatusOr<std::string> ca = ReadPemFile(security.tls_client_ca_file, "TLS client CA");
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *ca;
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    credentials = grpc::SslServerCredentials(ssl);
+  }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(options_.listen_address, credentials, &port_);
   // gRPC checks this on the bytes as received. It would also check the
   // decompressed size, but only after inflating all of it (a gzip bomb
   // could take all memory), so decompression is ours: InflateMessage stops
@@ -223,18 +257,24 @@ absl::Status Receiver::Start() {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     server_.reset();
-    return absl::UnavailableError(Cat("cannot listen on ", options_.listen_address,
-                                      " for OTLP (address in use, or not an address of this machine)"));
+    return absl::UnavailableError(
+        Cat("cannot listen on ", options_.listen_address, " for OTLP (address in use, ",
+            "not an address of this machine",
+            security.tls() ? ", or a TLS certificate and key that do not match)" : ")"));
   }
   bound_address_ = options_.listen_address;
   size_t colon = bound_address_.rfind(':');
   if (colon != std::string::npos) bound_address_ = Cat(bound_address_.substr(0, colon + 1), port_);
   totals_.listen_address = bound_address_;
+  totals_.token_required = !security.auth_token.empty();
+  totals_.tls = security.tls();
 
   int workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 8u));
   for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   summary_thread_ = std::thread([this] { SummaryLoop(); });
-  Log(LogLevel::kInfo, Cat("OTLP receiver listening on ", bound_address_));
+  Log(LogLevel::kInfo, Cat("OTLP receiver listening on ", bound_address_, security.tls() ? " with TLS" : "",
+                           security.tls_client_ca_file.empty() ? "" : " (client certificates required)",
+                           security.auth_token.empty() ? ", no token required" : ", token required"));
   return absl::OkStatus();
 }
 
@@ -272,7 +312,8 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
                                            const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::string peer = context->peer();
-  const bool new_peer = NotePeer(peer);
+  if (!Authenticated(context, peer, reactor)) return reactor;
+  const bool new_host = NotePeer(peer);
   const size_t bytes = request->Length();
   if (bytes > static_cast<size_t>(options_.max_message_bytes)) {
     std::string message =
@@ -297,7 +338,7 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
   }
   {
     std::lock_guard lock(queue_mu_);
-    queue_.push_back(Job{context, reactor, request, response, std::move(peer), bytes, new_peer});
+    queue_.push_back(Job{context, reactor, request, response, std::move(peer), bytes, new_host});
   }
   queue_cv_.notify_one();
   return reactor;
@@ -322,7 +363,13 @@ void Receiver::WorkerLoop() {
     }
     inflight_bytes_.fetch_sub(static_cast<int64_t>(job.bytes));
     job.reactor->Finish(status);  // `job`'s pointers are invalid from here on
-    if (job.new_peer) Log(LogLevel::kInfo, Cat("first OTLP request from ", job.peer));
+    if (job.new_host) {
+      Log(LogLevel::kInfo,
+          IsLoopbackPeer(job.peer)
+              ? Cat("first OTLP request from this machine (", job.peer, ")")
+              : Cat("first OTLP request from another host, ", PeerHost(job.peer), " (", job.peer, ")",
+                    options_.security.auth_token.empty() ? "; no token is required" : ""));
+    }
     if (!log.message.empty()) Log(log.level, std::move(log.message));
   }
 }
@@ -410,19 +457,41 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
 }
 
 bool Receiver::NotePeer(const std::string& peer) {
-  bool is_new = false;
+  std::lock_guard lock(stats_mu_);
+  const int64_t now = storage::UnixNowNs();
+  auto [it, inserted] = peers_.try_emplace(peer);
+  if (inserted) it->second.first_seen_ns = now;
+  it->second.last_seen_ns = now;
+  ++it->second.requests;
+  if (hosts_seen_.size() >= kMaxRememberedHosts) return false;
+  return hosts_seen_.insert(PeerHost(peer)).second;
+}
+
+bool Receiver::Authenticated(grpc::CallbackServerContext* context, const std::string& peer,
+                             grpc::ServerUnaryReactor* reactor) {
+  const std::string& token = options_.security.auth_token;
+  if (token.empty()) return true;
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find("authorization");
+  std::string_view header;
+  if (it != metadata.end()) header = std::string_view(it->second.data(), it->second.size());
+  const TokenCheck check = CheckBearerToken(it != metadata.end() ? &header : nullptr, token);
+  if (check == TokenCheck::kOk) return true;
+  const std::string message = UnauthenticatedMessage(check);
+  bool log = false;
   {
     std::lock_guard lock(stats_mu_);
-    const int64_t now = storage::UnixNowNs();
-    auto [it, inserted] = peers_.try_emplace(peer);
-    if (inserted) {
-      it->second.first_seen_ns = now;
-      is_new = true;
-    }
-    it->second.last_seen_ns = now;
-    ++it->second.requests;
+    ++totals_.requests;
+    ++totals_.requests_failed;
+    ++totals_.requests_unauthenticated;
+    ++window_.requests;
+    ++window_.failed;
+    if (hosts_refused_.size() < kMaxRememberedHosts) log = hosts_refused_.insert(PeerHost(peer)).second;
   }
-  return is_new;
+  // Once per host: a misconfigured agent retries every few seconds.
+  if (log) Log(LogLevel::kWarning, Cat("refused OTLP requests from ", peer, ": ", message));
+  reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED, message));
+  return false;
 }
 
 void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
@@ -507,6 +576,30 @@ void Receiver::FlushSummary() {
 }
 
 }  // namespace
+
+std::string PeerHost(const std::string& peer) {
+  std::string host = peer;
+  const size_t scheme = host.find(':');
+  if (scheme != std::string::npos && (host.starts_with("ipv4:") || host.starts_with("ipv6:"))) {
+    host = host.substr(scheme + 1);
+    // gRPC escapes IPv6 brackets in peer URIs ("ipv6:%5B::1%5D:5000").
+    for (auto [from, to] : {std::pair<std::string_view, char>{"%5B", '['}, {"%5D", ']'}}) {
+      for (size_t at; (at = host.find(from)) != std::string::npos;) host.replace(at, from.size(), 1, to);
+    }
+    const size_t colon = host.rfind(':');
+    if (colon != std::string::npos && (host.front() != '[' || (colon > 0 && host[colon - 1] == ']'))) {
+      host.resize(colon);
+    }
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
+bool IsLoopbackPeer(const std::string& peer) {
+  if (peer.starts_with("unix:")) return true;
+  const std::string host = PeerHost(peer);
+  return host.starts_with("127.") || host == "::1" || host.starts_with("::ffff:127.");
+}
 
 absl::StatusOr<std::unique_ptr<OtlpReceiver>> OtlpReceiver::Start(storage::Store* store,
                                                                   const ReceiverOptions& options) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ingest/receiver_security.h"
 #include "storage/store.h"
 
 namespace kiln::ingest {
@@ -25,7 +26,15 @@ struct ReceiverOptions {
   // this, new requests get UNAVAILABLE (agents retry later) instead of
   // growing memory without bound.
   int64_t max_inflight_bytes = 256 << 20;
+  // Token and TLS (ingest/receiver_security.h); none by default.
+  ReceiverSecurity security;
 };
+
+// The host part of a gRPC peer string ("ipv4:10.0.0.5:53412" ->
+// "10.0.0.5", "ipv6:[::1]:1" -> "::1"), and whether it is this machine's
+// loopback.
+std::string PeerHost(const std::string& peer);
+bool IsLoopbackPeer(const std::string& peer);
 
 // One sending peer (an agent), as seen recently.
 struct PeerStats {
@@ -43,6 +52,9 @@ struct ReceiverStats {
   uint64_t profiles_accepted = 0;
   uint64_t profiles_rejected = 0;
   uint64_t samples_accepted = 0;
+  uint64_t requests_unauthenticated = 0;  // refused for a missing or wrong token
+  bool token_required = false;
+  bool tls = false;
   std::vector<PeerStats> peers;     // seen in the last 60 s, most recent first
 };
 

@@ -43,7 +43,9 @@ struct Server {
   std::unique_ptr<OtlpReceiver> receiver;
   std::shared_ptr<grpc::Channel> channel;
 
-  explicit Server(ReceiverOptions options = {}) {
+  // `credentials`: how the test's channel connects (plain text unless set).
+  explicit Server(ReceiverOptions options = {},
+                  std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr) {
     auto opened = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
     REQUIRE(opened.ok());
     store = std::move(*opened);
@@ -55,7 +57,7 @@ struct Server {
     args.SetMaxSendMessageSize(-1);
     args.SetMaxReceiveMessageSize(-1);
     channel = grpc::CreateCustomChannel(Cat("127.0.0.1:", receiver->port()),
-                                        grpc::InsecureChannelCredentials(), args);
+                                        credentials ? credentials : grpc::InsecureChannelCredentials(), args);
   }
   ~Server() {
     receiver->Stop();
@@ -63,13 +65,16 @@ struct Server {
     store.reset();
   }
 
+  // `authorization`: the header's value, none when empty.
   grpc::Status Export(const collector::ExportProfilesServiceRequest& request,
                       collector::ExportProfilesServiceResponse* response,
-                      grpc_compression_algorithm compression = GRPC_COMPRESS_NONE) {
+                      grpc_compression_algorithm compression = GRPC_COMPRESS_NONE,
+                      const std::string& authorization = "") {
     auto stub = collector::ProfilesService::NewStub(channel);
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     context.set_compression_algorithm(compression);
+    if (!authorization.empty()) context.AddMetadata("authorization", authorization);
     return stub->Export(&context, request, response);
   }
 
@@ -175,7 +180,7 @@ TEST_CASE("OK path: empty response, data in the store, stats and log") {
   CHECK(stats.peers[0].samples == 30);
   CHECK(stats.peers[0].samples_per_second > 0);
   CHECK(stats.listen_address == Cat("127.0.0.1:", server.receiver->port()));
-  CHECK(server.LogContains("first OTLP request from ipv4:127.0.0.1"));
+  CHECK(server.LogContains("first OTLP request from this machine (ipv4:127.0.0.1"));
 }
 
 TEST_CASE("partial success: the good profile is stored, the bad one explained") {
@@ -336,4 +341,156 @@ TEST_CASE("Stop answers in-flight requests and is idempotent") {
 }
 
 }  // namespace
+}  // namespace kiln::ingest
+
+namespace kiln::ingest {
+namespace {
+
+std::string TlsFile(const std::string& name) {
+  const char* source = std::getenv("KILN_SOURCE_DIR");
+  return std::string(source ? source : ".") + "/tests/data/tls/" + name;
+}
+
+std::string ReadText(const std::string& path) {
+  auto text = ReadPemFile(path, "test");
+  REQUIRE_MESSAGE(text.ok(), text.status().ToString());
+  return *text;
+}
+
+std::shared_ptr<grpc::ChannelCredentials> TlsClient(const std::string& ca, bool with_client_cert = false) {
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadText(TlsFile(ca));
+  if (with_client_cert) {
+    ssl.pem_private_key = ReadText(TlsFile("client.key"));
+    ssl.pem_cert_chain = ReadText(TlsFile("client.pem"));
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+constexpr const char* kToken = "s3cret-token-0123456789";
+
+}  // namespace
+
+TEST_CASE("token: requests without it, or with another, are refused UNAUTHENTICATED and store nothing") {
+  ReceiverOptions options;
+  options.security.auth_token = kToken;
+  Server server(options);
+  collector::ExportProfilesServiceResponse response;
+  SUBCASE("no header") {
+    grpc::Status s = server.Export(MakeRequest(5, false), &response);
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(s.error_message().find("requires a token and the request carried none") != std::string::npos);
+    CHECK(s.error_message().find("authorization: Bearer <token>") != std::string::npos);
+    CHECK(s.error_message().find("-auth-token-file") != std::string::npos);
+  }
+  SUBCASE("another token") {
+    grpc::Status s = server.Export(MakeRequest(5, false), &response, GRPC_COMPRESS_NONE, "Bearer guess");
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(s.error_message().find("not this kiln's") != std::string::npos);
+  }
+  SUBCASE("the token as a prefix of a longer one") {
+    grpc::Status s =
+        server.Export(MakeRequest(5, false), &response, GRPC_COMPRESS_NONE, Cat("Bearer ", kToken, "x"));
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  SUBCASE("not a bearer header") {
+    grpc::Status s = server.Export(MakeRequest(5, false), &response, GRPC_COMPRESS_NONE, kToken);
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(s.error_message().find("not 'Bearer <token>'") != std::string::npos);
+  }
+  CHECK(server.Run()->total_events == 0);
+  ReceiverStats stats = server.receiver->stats();
+  CHECK(stats.token_required);
+  CHECK(stats.requests_unauthenticated == 1);
+  CHECK(stats.requests_failed == 1);
+  CHECK(server.LogContains("refused OTLP requests from ipv4:127.0.0.1"));
+}
+
+TEST_CASE("token: the right one is accepted (scheme in any case), and refusals are logged once per host") {
+  ReceiverOptions options;
+  options.security.auth_token = kToken;
+  Server server(options);
+  collector::ExportProfilesServiceResponse response;
+  for (int i = 0; i < 3; ++i) {
+    CHECK(server.Export(MakeRequest(5, false), &response).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  grpc::Status ok =
+      server.Export(MakeRequest(5, false), &response, GRPC_COMPRESS_GZIP, Cat("Bearer ", kToken));
+  REQUIRE_MESSAGE(ok.ok(), ok.error_message());
+  ok = server.Export(MakeRequest(7, false), &response, GRPC_COMPRESS_NONE, Cat("bearer  ", kToken));
+  REQUIRE_MESSAGE(ok.ok(), ok.error_message());
+  CHECK(server.Run()->total_events == 12);
+  CHECK(server.receiver->stats().requests_unauthenticated == 3);
+  REQUIRE(server.LogContains("refused OTLP requests"));
+  int refusals = 0;
+  for (const storage::LogEntry& e : server.store->ReadLog(1000)) {
+    refusals += e.message.find("refused OTLP requests") != std::string::npos;
+  }
+  CHECK(refusals == 1);
+  CHECK(server.LogContains("token required"));
+}
+
+TEST_CASE("TLS: a client trusting kiln's CA is served; plain text and other CAs are not") {
+  ReceiverOptions options;
+  options.security.tls_cert_file = TlsFile("server.pem");
+  options.security.tls_key_file = TlsFile("server.key");
+  collector::ExportProfilesServiceResponse response;
+  {
+    Server server(options, TlsClient("ca.pem"));
+    grpc::Status s = server.Export(MakeRequest(4, false), &response);
+    REQUIRE_MESSAGE(s.ok(), s.error_message());
+    CHECK(server.Run()->total_events == 4);
+    CHECK(server.receiver->stats().tls);
+    CHECK(server.LogContains("with TLS"));
+  }
+  {
+    Server plain(options);  // a plain-text client cannot talk to a TLS port
+    CHECK(plain.Export(MakeRequest(4, false), &response).error_code() == grpc::StatusCode::UNAVAILABLE);
+    CHECK(plain.Run()->total_events == 0);
+  }
+  {
+    Server untrusted(options, TlsClient("other_ca.pem"));
+    CHECK(untrusted.Export(MakeRequest(4, false), &response).error_code() == grpc::StatusCode::UNAVAILABLE);
+    CHECK(untrusted.Run()->total_events == 0);
+  }
+}
+
+TEST_CASE("mutual TLS: only clients with a certificate from the client CA are served") {
+  ReceiverOptions options;
+  options.security.tls_cert_file = TlsFile("server.pem");
+  options.security.tls_key_file = TlsFile("server.key");
+  options.security.tls_client_ca_file = TlsFile("ca.pem");
+  collector::ExportProfilesServiceResponse response;
+  {
+    Server anonymous(options, TlsClient("ca.pem"));
+    CHECK_FALSE(anonymous.Export(MakeRequest(3, false), &response).ok());
+    CHECK(anonymous.Run()->total_events == 0);
+  }
+  Server server(options, TlsClient("ca.pem", /*with_client_cert=*/true));
+  grpc::Status s = server.Export(MakeRequest(3, false), &response);
+  REQUIRE_MESSAGE(s.ok(), s.error_message());
+  CHECK(server.Run()->total_events == 3);
+}
+
+TEST_CASE("TLS files that are missing, not PEM or half given are clear start errors") {
+  TempDir dir;
+  auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
+  REQUIRE(store.ok());
+  ReceiverOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.security.tls_cert_file = TlsFile("server.pem");
+  auto half = OtlpReceiver::Start(store->get(), options);
+  REQUIRE_FALSE(half.ok());
+  CHECK(half.status().message() == "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
+  options.security.tls_key_file = dir.path + "/missing.key";
+  auto missing = OtlpReceiver::Start(store->get(), options);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message() == Cat("TLS key file ", dir.path, "/missing.key does not exist"));
+  options.security.tls_key_file = TlsFile("README.md");
+  auto not_pem = OtlpReceiver::Start(store->get(), options);
+  REQUIRE_FALSE(not_pem.ok());
+  CHECK(not_pem.status().message() ==
+        Cat("TLS key file ", TlsFile("README.md"), " is not PEM (no '-----BEGIN' line)"));
+}
+
 }  // namespace kiln::ingest
