@@ -184,7 +184,7 @@ absl::StatusOr<std::string> ExportSliceToFile(const std::shared_ptr<const storag
 // SourceList
 // ---------------------------------------------------------------------------
 
-SourceList::SourceList(storage::Store& live, const ingest::OtlpReceiver* receiver, std::string live_data_dir,
+SourceList::SourceList(storage::Store& live, const ReceiverControl* receiver, std::string live_data_dir,
                        std::function<void()> wake_ui)
     : live_(live), wake_ui_(std::move(wake_ui)) {
   auto source = std::make_unique<Source>();

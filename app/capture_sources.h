@@ -27,11 +27,8 @@
 #include "ui/session_state.h"
 #include "ui/snapshots.h"
 
-namespace kiln::ingest {
-class OtlpReceiver;
-}
-
 namespace kiln::app {
+class ReceiverControl;
 
 // A store in a fresh temporary directory, removed (with the store closed
 // first) when this is destroyed.
@@ -173,7 +170,7 @@ inline constexpr int kInfoNoticeSeconds = 20;
 // flight; notices. The live store and receiver outlive the list.
 class SourceList {
  public:
-  SourceList(storage::Store& live, const ingest::OtlpReceiver* receiver, std::string live_data_dir,
+  SourceList(storage::Store& live, const ReceiverControl* receiver, std::string live_data_dir,
              std::function<void()> wake_ui);
   ~SourceList();  // cancels loads, stops the workers, removes temporary stores
 

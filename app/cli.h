@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "app/receiver_control.h"
 #include "storage/model/transforms.h"
 
 namespace kiln::app {
@@ -19,7 +20,7 @@ struct SymbolFlags {
 };
 
 struct HeadlessOptions {
-  std::string listen_address = "0.0.0.0:11000";
+  ReceiverFlags receiver;  // --listen, --auth-token-file, --tls-*
   std::string data_dir;
   SymbolFlags symbols;
 };

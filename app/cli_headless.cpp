@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "app/cli.h"
+#include "app/desktop_settings.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "ingest/otlp_receiver.h"
@@ -30,15 +31,30 @@ int RunHeadless(const HeadlessOptions& options) {
     std::fprintf(stderr, "kiln: %s\n", std::string(store.status().message()).c_str());
     return 1;
   }
-  ingest::ReceiverOptions receiver_options;
-  receiver_options.listen_address = options.listen_address;
-  auto receiver = ingest::OtlpReceiver::Start(store->get(), receiver_options);
+  absl::StatusOr<ResolvedReceiver> resolved = ResolveReceiverOptions(
+      options.receiver, [](const char* name) { return std::getenv(name); },
+      SavedTokenFile(DefaultSettingsPaths().preferences));
+  if (!resolved.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(resolved.status().message()).c_str());
+    return 2;
+  }
+  auto receiver = ingest::OtlpReceiver::Start(store->get(), resolved->options);
   if (!receiver.ok()) {
     std::fprintf(stderr, "kiln: %s\n", std::string(receiver.status().message()).c_str());
     return 1;
   }
-  std::printf("kiln: listening on %s for OTLP profiles (gRPC ProfilesService/Export)\n",
-              (*receiver)->stats().listen_address.c_str());
+  const ingest::ReceiverSecurity& security = resolved->options.security;
+  std::printf("kiln: listening on %s for OTLP profiles (gRPC ProfilesService/Export%s)\n",
+              (*receiver)->stats().listen_address.c_str(),
+              security.tls() ? (security.tls_client_ca_file.empty() ? ", TLS" : ", mutual TLS") : "");
+  if (security.auth_token.empty()) {
+    std::printf(
+        "kiln: no token required: anyone who reaches this port can send (--auth-token-file FILE or "
+        "KILN_AUTH_TOKEN requires one)\n");
+  } else {
+    std::printf("kiln: senders must present the token from %s (kiln-agent -auth-token-file FILE)\n",
+                resolved->token_source.c_str());
+  }
   std::printf("kiln: storing in %s\n", options.data_dir.c_str());
   std::fflush(stdout);
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "listening on " + (*receiver)->stats().listen_address);

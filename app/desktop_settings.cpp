@@ -105,6 +105,12 @@ std::vector<std::string> ParseSettings(std::string_view text, std::string_view f
       if (!ParseBool(value, &settings->show_inline)) bad("true or false");
     } else if (key == "demangle") {
       if (!ParseBool(value, &settings->demangle)) bad("true or false");
+    } else if (key == "listen") {
+      if (!value.empty() && value.rfind(':') == std::string_view::npos) {
+        bad("HOST:PORT");
+      } else {
+        settings->listen = std::string(value);
+      }
     } else if (key == "window_position") {
       const size_t comma = value.find(',');
       int x = 0, y = 0;
@@ -151,6 +157,7 @@ std::string PrintPreferences(const DesktopSettings& s) {
       << "flame = " << BoolText(s.flame) << "\n"
       << "show_inline = " << BoolText(s.show_inline) << "\n"
       << "demangle = " << BoolText(s.demangle) << "\n";
+  if (!s.listen.empty()) out << "listen = " << s.listen << "\n";
   return out.str();
 }
 

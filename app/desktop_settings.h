@@ -40,6 +40,9 @@ struct DesktopSettings {
   // Captures opened from now on: C++/Rust names in perf script and folded
   // files demangled (capture::ImportOptions::demangle), or kept as written.
   bool demangle = true;
+  // Where the window's receiver listens when --listen is not given ("" =
+  // 0.0.0.0:11000); "Listen on loopback only" sets 127.0.0.1:PORT.
+  std::string listen;
   // State (state.ini). A window position of kUnset lets the desktop place it.
   static constexpr int kUnset = INT32_MIN;
   int window_x = kUnset, window_y = kUnset;

@@ -17,6 +17,7 @@ TEST_CASE("settings round-trip through their two files") {
   s.flame = true;
   s.show_inline = false;
   s.demangle = false;
+  s.listen = "127.0.0.1:11000";
   s.window_x = -1200;  // a monitor left of the primary one
   s.window_y = 40;
   s.window_width = 1700;
@@ -33,6 +34,10 @@ TEST_CASE("settings round-trip through their two files") {
   CHECK(ParseSettings(PrintState(s), "state.ini", &only_state).empty());
   CHECK(only_state.theme == Theme::kDark);
   CHECK(only_state.tab == "top");
+  CHECK(only_state.listen.empty());
+  DesktopSettings bad;
+  CHECK(ParseSettings("kiln-settings 1\nlisten = nowhere\n", "settings.ini", &bad) ==
+        std::vector<std::string>{"settings.ini:2: listen: want HOST:PORT, got \"nowhere\""});
 }
 
 TEST_CASE("an unset window position is not written, so the desktop places the window") {

@@ -45,6 +45,7 @@
 #include "app/gui_worker.h"
 #include "app/local_addresses.h"
 #include "app/native_file_dialog.h"
+#include "app/receiver_control.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "app/view_registry.h"
@@ -157,7 +158,7 @@ constexpr const char* kExportFormats[] = {"otlp", "pprof", "folded", "svg"};
 
 struct App {
   SourceList sources;
-  const ingest::OtlpReceiver* receiver;
+  ReceiverControl* receiver;  // may be null or not listening
   std::string data_dir;
   // What every source starts with (--transform, --sandwich, --source,
   // --source-map, --compare); RunGui's options outlive the App.
@@ -209,8 +210,8 @@ struct App {
   std::string pending_png;  // written from the framebuffer once the dialog is gone
   int pending_png_frames = 0;
 
-  App(storage::Store& s, const ingest::OtlpReceiver* receiver, const GuiOptions& options,
-      const DesktopSettings& loaded, const SettingsPaths& paths)
+  App(storage::Store& s, ReceiverControl* receiver, const GuiOptions& options, const DesktopSettings& loaded,
+      const SettingsPaths& paths)
       : sources(s, receiver, options.data_dir, [] { glfwPostEmptyEvent(); }),
         receiver(receiver),
         data_dir(options.data_dir),
@@ -502,13 +503,66 @@ struct App {
     if (std::exchange(view_requests.show_shortcuts, false)) show_shortcuts = true;
     ImGui::EndChild();
     ImGui::Separator();
-    ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing, &symbol_activity);
+    const ui::ReceiverChange change =
+        ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing, &symbol_activity);
+    if (change != ui::ReceiverChange::kNone) ChangeReceiver(change);
     DrawDialogs();
     ImGui::End();
     DrawHelpWindows();
   }
 
-  std::string ListenAddress() const { return receiver ? receiver->stats().listen_address : std::string(); }
+  std::string ListenAddress() const {
+    std::optional<ingest::ReceiverStats> stats = receiver ? receiver->stats() : std::nullopt;
+    return stats ? stats->listen_address : std::string();
+  }
+
+  ui::ReceiverAccess Access() const {
+    if (!receiver) return {};
+    std::optional<ingest::ReceiverStats> stats = receiver->stats();
+    if (!stats) return {};
+    ui::ReceiverAccess access = ui::AccessOf(*stats);
+    access.token_file = receiver->resolved().token_file;
+    return access;
+  }
+
+  // The status line's "Require a token" and "Listen on loopback only": the
+  // receiver restarts with them (in-flight requests are answered first) and
+  // the choice is saved for the next start.
+  void ChangeReceiver(ui::ReceiverChange change) {
+    if (!receiver) return;
+    ResolvedReceiver next = receiver->resolved();
+    std::string done;
+    if (change == ui::ReceiverChange::kRequireToken) {
+      absl::StatusOr<std::string> token = ingest::GenerateToken();
+      absl::Status saved =
+          token.ok() ? ingest::WriteTokenFile(startup.saved_token_file, *token) : token.status();
+      if (!saved.ok()) {
+        sources.Notify(true, "Could not make a token: " + std::string(saved.message()));
+        return;
+      }
+      next.options.security.auth_token = *token;
+      next.token_file = startup.saved_token_file;
+      next.token_source = startup.saved_token_file + " (saved by the window)";
+      done = "A token is now required; it is in " + startup.saved_token_file +
+             " (readable by you only). Agents pass it with -auth-token-file (see Connect an agent).";
+    } else {
+      const std::string port = ui::PortOf(next.options.listen_address);
+      next.options.listen_address = "127.0.0.1:" + (port.empty() ? std::string("11000") : port);
+      settings.listen = next.options.listen_address;
+      if (std::string error = SaveSettings(settings_paths, settings); !error.empty()) {
+        sources.Notify(true, "Settings: " + error);
+      }
+      done = "Kiln now listens on " + next.options.listen_address +
+             " only; agents on other hosts need an ssh tunnel (see Connect an agent).";
+    }
+    if (absl::Status s = receiver->Start(next); !s.ok()) {
+      sources.Notify(true, "The receiver could not restart that way: " + std::string(s.message()));
+      return;
+    }
+    (void)main_store->AppendLog(storage::LogLevel::kInfo, done);
+    sources.Notify(false, done);
+    if (change == ui::ReceiverChange::kRequireToken) OpenConnect();
+  }
 
   // =========================================================================
   // [SECTION] Menus and keyboard shortcuts
@@ -590,7 +644,7 @@ struct App {
     ui::DrawShortcutsDialog(&show_shortcuts);
     if (!show_connect && !show_about) return;  // the receiver's stats are not free
     const std::string listen = ListenAddress();
-    ui::DrawConnectDialog(&show_connect, listen, addresses);
+    ui::DrawConnectDialog(&show_connect, listen, addresses, Access());
     ui::DrawAboutDialog(&show_about, {.version = kVersion,
                                       .store_path = data_dir,
                                       .listen_address = listen,
@@ -922,7 +976,7 @@ void OnDrop(GLFWwindow* window, int count, const char** paths) {
 // [SECTION] RunGui: the loop and --screenshot
 // ===========================================================================
 
-int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const GuiOptions& options) {
+int RunGui(storage::Store& store, ReceiverControl* receiver, const GuiOptions& options) {
   const bool screenshot = !options.screenshot_path.empty();
   // A screenshot shows the user's preferences (theme, scale) but is a
   // one-shot: it writes no settings and no imgui.ini.

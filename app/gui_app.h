@@ -11,11 +11,8 @@
 namespace kiln::storage {
 class Store;
 }
-namespace kiln::ingest {
-class OtlpReceiver;
-}
-
 namespace kiln::app {
+class ReceiverControl;
 
 struct GuiOptions {
   std::string data_dir;  // shown in the status line
@@ -43,10 +40,14 @@ struct GuiOptions {
   // --compare previous|SOURCE: every source starts compared with the period
   // before its range, or with the source of that name (a capture's file name).
   std::string compare;
+  // Where "Require a token" saves the token it generates
+  // (SavedTokenFile(settings.ini)); a later start picks it up.
+  std::string saved_token_file;
 };
 
-// Returns the process exit code. `receiver` may be null (no listener, e.g.
-// offline captures). Both outlive the call.
-int RunGui(storage::Store& store, const ingest::OtlpReceiver* receiver, const GuiOptions& options);
+// Returns the process exit code. `receiver` may be null or not started (no
+// listener, e.g. offline captures); the window restarts it when the user
+// requires a token or loopback only. Both outlive the call.
+int RunGui(storage::Store& store, ReceiverControl* receiver, const GuiOptions& options);
 
 }  // namespace kiln::app

@@ -6,7 +6,7 @@
 
 namespace kiln::app {
 
-int RunGui(storage::Store&, const ingest::OtlpReceiver*, const GuiOptions&) {
+int RunGui(storage::Store&, ReceiverControl*, const GuiOptions&) {
   std::fprintf(stderr,
                "kiln: this build has no window (built with KILN_BUILD_GUI=OFF); run `kiln --headless` "
                "to receive profiles, `kiln export` to read them\n");

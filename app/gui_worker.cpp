@@ -4,9 +4,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "app/receiver_control.h"
 #include "ingest/otlp_receiver.h"
-#include "storage/store.h"
 #include "storage/model/top_functions.h"
+#include "storage/store.h"
 #include "ui/flame_layout.h"
 #include "ui/header_bar.h"
 
@@ -26,7 +27,7 @@ constexpr size_t kMaxFilterKeys = 24;
 
 }  // namespace
 
-GuiWorker::GuiWorker(storage::Store& store, const ingest::OtlpReceiver* receiver, std::string data_dir,
+GuiWorker::GuiWorker(storage::Store& store, const ReceiverControl* receiver, std::string data_dir,
                      std::function<void()> wake_ui)
     : store_(store), receiver_(receiver), data_dir_(std::move(data_dir)), wake_ui_(std::move(wake_ui)) {
   thread_ = std::thread([this] { Run(); });
@@ -368,7 +369,7 @@ std::shared_ptr<const ui::StatusSnapshot> GuiWorker::PollStatus() {
   out->taken_ns = storage::UnixNowNs();
   out->data_dir = data_dir_;
   out->stats = store_.Stats();
-  if (receiver_) out->receiver = receiver_->stats();
+  if (receiver_) out->receiver = receiver_->stats();  // nullopt while not listening
   out->log = store_.ReadLog(kLogEntries);
   // Read the version before the statuses: a change in between shows up as a
   // newer version at the next poll, never as a missed one.

@@ -19,18 +19,15 @@
 namespace kiln::storage {
 class Store;
 }
-namespace kiln::ingest {
-class OtlpReceiver;
-}
-
 namespace kiln::app {
+class ReceiverControl;
 
 class GuiWorker {
  public:
   // `store` and `receiver` (may be null) must outlive the worker.
   // `wake_ui` is called from the worker thread after each new result (for
   // glfwPostEmptyEvent); may be empty.
-  GuiWorker(storage::Store& store, const ingest::OtlpReceiver* receiver, std::string data_dir,
+  GuiWorker(storage::Store& store, const ReceiverControl* receiver, std::string data_dir,
             std::function<void()> wake_ui);
   ~GuiWorker();  // joins the thread; an in-flight query finishes first
   GuiWorker(const GuiWorker&) = delete;
@@ -54,7 +51,7 @@ class GuiWorker {
   std::shared_ptr<const ui::StatusSnapshot> PollStatus();
 
   storage::Store& store_;
-  const ingest::OtlpReceiver* receiver_;
+  const ReceiverControl* receiver_;
   std::string data_dir_;
   std::function<void()> wake_ui_;
 

@@ -9,10 +9,10 @@
 //   kiln import --data-dir DIR FILE...
 //   kiln stats --data-dir DIR
 //   kiln symbols add --data-dir DIR FILE...  /  kiln symbols list --data-dir DIR
-#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <stdlib.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +22,7 @@
 
 #include "app/cli.h"
 #include "app/demo_profile.h"
+#include "app/desktop_settings.h"
 #include "app/gui_app.h"
 #include "ingest/capture/capture_commands.h"
 #include "ingest/otlp_receiver.h"
@@ -93,7 +94,7 @@ class TransformFlags {
   const CLI::Option* option_for_callees_ = nullptr;
 };
 
-int RunWindow(const HeadlessOptions& where, GuiOptions gui) {
+int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
   std::string data_dir = where.data_dir;
   if (gui.demo) {
     // The demo never touches the user's store: it fills a fresh temporary one.
@@ -120,25 +121,34 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui) {
       return 1;
     }
   }
-  ingest::ReceiverOptions receiver_options;
-  receiver_options.listen_address = where.listen_address;
-  auto receiver = ingest::OtlpReceiver::Start(store->get(), receiver_options);
-  std::unique_ptr<ingest::OtlpReceiver> running;
-  if (receiver.ok()) {
-    // The status line shows where kiln listens; stdout stays quiet so a
-    // failure to open the window is the one line a user sees.
-    running = std::move(*receiver);
-  } else {
-    // The window is still useful without a listener (viewing stored data),
-    // so this is a warning, shown in the Log view too.
-    std::fprintf(stderr, "kiln: not receiving: %s\n", std::string(receiver.status().message()).c_str());
-    (void)(*store)->AppendLog(storage::LogLevel::kError,
-                              "not receiving: " + std::string(receiver.status().message()));
+  // The window's saved choices (listen on loopback only, a token it made)
+  // apply when the command line does not say otherwise.
+  const SettingsPaths settings_paths = DefaultSettingsPaths();
+  std::vector<std::string> ignored;
+  const DesktopSettings settings = LoadSettings(settings_paths, &ignored);
+  absl::StatusOr<ResolvedReceiver> resolved = ResolveReceiverOptions(
+      where.receiver, [](const char* name) { return std::getenv(name); },
+      SavedTokenFile(settings_paths.preferences), settings.listen);
+  if (!resolved.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(resolved.status().message()).c_str());
+    return 2;
+  }
+  auto receiver = std::make_unique<ReceiverControl>(**store);
+  if (receive) {
+    if (absl::Status started = receiver->Start(*resolved); !started.ok()) {
+      // The window is still useful without a listener (viewing stored
+      // data), so this is a warning, shown in the Log view too. The status
+      // line shows where kiln listens; stdout stays quiet so a failure to
+      // open the window is the one line a user sees.
+      std::fprintf(stderr, "kiln: not receiving: %s\n", std::string(started.message()).c_str());
+      (void)(*store)->AppendLog(storage::LogLevel::kError,
+                                "not receiving: " + std::string(started.message()));
+    }
   }
   gui.data_dir = data_dir;
-  int code = RunGui(**store, running.get(), gui);
-  if (running) running->Stop();
-  running.reset();
+  gui.saved_token_file = SavedTokenFile(settings_paths.preferences);
+  int code = RunGui(**store, receiver.get(), gui);
+  receiver.reset();
   store->reset();
   if (gui.demo) std::filesystem::remove_all(data_dir);
   return code;
@@ -162,7 +172,18 @@ int main(int argc, char** argv) {
   GuiOptions gui;
   std::string size;
   cli.add_flag("--headless", headless, "Run the receiver and store without a window");
-  cli.add_option("--listen", where.listen_address, "Address for OTLP gRPC")->capture_default_str();
+  CLI::Option* listen_option =
+      cli.add_option("--listen", where.receiver.listen_address,
+                     "Address for OTLP gRPC (default 0.0.0.0:11000; the window also receives with --demo, "
+                     "--screenshot or capture files only when this is given)");
+  cli.add_option("--auth-token-file", where.receiver.auth_token_file,
+                 "Require senders to present the token in this file (authorization: Bearer); also "
+                 "KILN_AUTH_TOKEN");
+  cli.add_option("--tls-cert", where.receiver.tls_cert_file,
+                 "Serve OTLP over TLS with this certificate (PEM)");
+  cli.add_option("--tls-key", where.receiver.tls_key_file, "The TLS certificate's private key (PEM)");
+  cli.add_option("--tls-client-ca", where.receiver.tls_client_ca_file,
+                 "Require client certificates signed by this CA (PEM): mutual TLS");
   cli.add_option("--data-dir", where.data_dir, "Store directory")->capture_default_str();
   cli.add_option("--tab", gui.tab,
                  "Initial view: flamegraph, top, calltree, sandwich, heatmap, source, executables or log")
@@ -356,5 +377,9 @@ int main(int argc, char** argv) {
   gui.debug_dirs = where.symbols.debug_dirs;
   gui.debuginfod_urls = where.symbols.debuginfod_urls;
   gui.open_files.insert(gui.open_files.end(), positional_files.begin(), positional_files.end());
-  return RunWindow(where, gui);
+  // A demo, a screenshot or a look at capture files is not a server: the
+  // receiver starts for them only when --listen asks for it.
+  const bool receive =
+      listen_option->count() > 0 || (!gui.demo && gui.screenshot_path.empty() && gui.open_files.empty());
+  return RunWindow(where, gui, receive);
 }

@@ -268,6 +268,7 @@ absl::Status Receiver::Start() {
   totals_.listen_address = bound_address_;
   totals_.token_required = !security.auth_token.empty();
   totals_.tls = security.tls();
+  totals_.client_certificates = !security.tls_client_ca_file.empty();
 
   int workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 8u));
   for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });

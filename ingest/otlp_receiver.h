@@ -55,6 +55,7 @@ struct ReceiverStats {
   uint64_t requests_unauthenticated = 0;  // refused for a missing or wrong token
   bool token_required = false;
   bool tls = false;
+  bool client_certificates = false;  // mutual TLS
   std::vector<PeerStats> peers;     // seen in the last 60 s, most recent first
 };
 

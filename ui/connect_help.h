@@ -9,6 +9,14 @@
 
 namespace kiln::ui {
 
+// How senders must identify themselves to this kiln.
+struct ReceiverAccess {
+  bool token = false;
+  std::string token_file;  // what agents on this machine can read; "" = not in a file
+  bool tls = false;
+  bool client_certificates = false;  // mutual TLS
+};
+
 struct ConnectRecipe {
   std::string title;
   std::string explanation;
@@ -19,8 +27,16 @@ struct ConnectRecipe {
 // "127.0.0.1:40123"); `addresses` are this machine's, the most useful
 // first (see LocalAddresses). An agent on this machine uses 127.0.0.1; one
 // elsewhere uses the first address, or the laptop through an ssh tunnel.
+// With a token the commands pass it (-auth-token-file, the Collector's
+// headers); with TLS they verify kiln's certificate instead of -disable-tls.
 std::vector<ConnectRecipe> ConnectRecipes(const std::string& listen_address,
-                                          const std::vector<std::string>& addresses);
+                                          const std::vector<std::string>& addresses,
+                                          const ReceiverAccess& access = {});
+
+// The status line's one-line summary of who may send: "open to the network,
+// no token", "loopback only, no token", "token required", "TLS, token
+// required", ... `warn` is set when any host that reaches the port can send.
+std::string AccessSummary(const std::string& listen_address, const ReceiverAccess& access, bool* warn);
 
 // The port of "host:port" / "[v6]:port", or "" when there is none.
 std::string PortOf(const std::string& listen_address);

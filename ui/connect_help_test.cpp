@@ -37,5 +37,46 @@ TEST_CASE("IPv6 addresses get brackets; a loopback-only receiver names no addres
   CHECK(r[0].text == "sudo kiln-agent -collection-agent=127.0.0.1:11000 -disable-tls");
 }
 
+TEST_CASE(
+    "with a token the agents pass it and the Collector sends the header; the standalone profiler cannot") {
+  const ReceiverAccess access{.token = true, .token_file = "/home/u/.config/kiln/auth-token"};
+  const auto r = ConnectRecipes("0.0.0.0:11000", {"192.168.1.20"}, access);
+  REQUIRE(r.size() == 5);
+  CHECK(r[0].text ==
+        "sudo kiln-agent -collection-agent=127.0.0.1:11000 -disable-tls -auth-token-file "
+        "/home/u/.config/kiln/auth-token");
+  CHECK(r[1].text ==
+        "sudo kiln-agent -collection-agent=192.168.1.20:11000 -disable-tls -auth-token-file TOKEN-FILE");
+  CHECK(r[1].explanation.find("Copy the token file (/home/u/.config/kiln/auth-token)") != std::string::npos);
+  CHECK(r[2].explanation.find("cannot send a token") != std::string::npos);
+  CHECK(r[3].text.find("    headers:\n      authorization: \"Bearer ${env:KILN_TOKEN}\"\n") !=
+        std::string::npos);
+  CHECK(r[4].text.find("-auth-token-file TOKEN-FILE") != std::string::npos);
+}
+
+TEST_CASE("with TLS the agents verify kiln's certificate instead of -disable-tls") {
+  const auto r = ConnectRecipes("0.0.0.0:11000", {"192.168.1.20"}, {.tls = true});
+  CHECK(r[0].text == "sudo kiln-agent -collection-agent=localhost:11000 -tls-ca-file CA.pem");
+  CHECK(r[1].text == "sudo kiln-agent -collection-agent=192.168.1.20:11000 -tls-ca-file CA.pem");
+  CHECK(r[3].text.find("    tls:\n      ca_file: CA.pem\n") != std::string::npos);
+  CHECK(r[3].text.find("insecure") == std::string::npos);
+}
+
+TEST_CASE("the access summary warns only when any host that reaches the port can send") {
+  bool warn = false;
+  CHECK(AccessSummary("0.0.0.0:11000", {}, &warn) == "open to the network, no token");
+  CHECK(warn);
+  CHECK(AccessSummary("127.0.0.1:11000", {}, &warn) == "loopback only, no token");
+  CHECK_FALSE(warn);
+  CHECK(AccessSummary("0.0.0.0:11000", {.token = true}, &warn) == "open to the network, token required");
+  CHECK_FALSE(warn);
+  CHECK(AccessSummary("[::]:11000", {.token = false, .tls = true}, &warn) ==
+        "open to the network, TLS, no token");
+  CHECK(warn);  // TLS hides the data, not who may send it
+  CHECK(AccessSummary("0.0.0.0:11000", {.tls = true, .client_certificates = true}, &warn) ==
+        "open to the network, mutual TLS, no token");
+  CHECK_FALSE(warn);
+}
+
 }  // namespace
 }  // namespace kiln::ui

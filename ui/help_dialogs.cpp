@@ -32,7 +32,8 @@ const std::vector<Shortcut>& KeyboardShortcuts() {
   return kShortcuts;
 }
 
-void DrawConnectDialog(bool* open, const std::string& listen_address, const std::vector<std::string>& addresses) {
+void DrawConnectDialog(bool* open, const std::string& listen_address,
+                       const std::vector<std::string>& addresses, const ReceiverAccess& access) {
   if (!*open) return;
   const float em = ImGui::GetFontSize();
   ImGui::SetNextWindowSize(ImVec2(em * 48, em * 36), ImGuiCond_FirstUseEver);
@@ -48,6 +49,19 @@ void DrawConnectDialog(bool* open, const std::string& listen_address, const std:
     if (LoopbackOnly(listen_address)) {
       ImGui::TextDisabled("It listens on loopback only: other hosts need the ssh tunnel below.");
     }
+    bool warn = false;
+    const std::string summary = AccessSummary(listen_address, access, &warn);
+    if (warn) {
+      ImGui::TextColored(CurrentPalette().error_text, "Senders: %s. Any host that reaches the port can send.",
+                         summary.c_str());
+    } else {
+      ImGui::Text("Senders: %s.", summary.c_str());
+    }
+    if (access.token) {
+      ImGui::TextDisabled("%s", access.token_file.empty()
+                                    ? "The token is in KILN_AUTH_TOKEN: put it in a file for the agents."
+                                    : ("The token is in " + access.token_file + ".").c_str());
+    }
   }
   ImGui::Text("This machine's addresses:");
   ImGui::SameLine();
@@ -58,7 +72,7 @@ void DrawConnectDialog(bool* open, const std::string& listen_address, const std:
   }
   ImGui::Separator();
   int id = 0;
-  for (const ConnectRecipe& r : ConnectRecipes(listen_address, addresses)) {
+  for (const ConnectRecipe& r : ConnectRecipes(listen_address, addresses, access)) {
     ImGui::PushID(id++);
     ImGui::TextUnformatted(r.title.c_str());
     ImGui::PushTextWrapPos(0.f);

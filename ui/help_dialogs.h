@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "ui/connect_help.h"
+
 namespace kiln::ui {
 
 // Every keyboard shortcut of the window: the Help list and the code that
@@ -25,7 +27,8 @@ struct AboutInfo {
 };
 
 // `addresses`: this machine's, most useful first (app/local_addresses.h).
-void DrawConnectDialog(bool* open, const std::string& listen_address, const std::vector<std::string>& addresses);
+void DrawConnectDialog(bool* open, const std::string& listen_address,
+                       const std::vector<std::string>& addresses, const ReceiverAccess& access = {});
 void DrawShortcutsDialog(bool* open);
 void DrawAboutDialog(bool* open, const AboutInfo& info);
 

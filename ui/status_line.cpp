@@ -20,8 +20,57 @@ uint64_t RejectedCount(const StatusSnapshot& status) {
   return status.receiver->requests_failed + status.receiver->profiles_rejected;
 }
 
-void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis,
-                    bool computing, const SymbolActivity* symbols) {
+ReceiverAccess AccessOf(const ingest::ReceiverStats& stats) {
+  return {.token = stats.token_required, .tls = stats.tls, .client_certificates = stats.client_certificates};
+}
+
+namespace {
+
+// "open to the network, no token" and the one-click ways out of it.
+ReceiverChange DrawAccess(const ingest::ReceiverStats& r) {
+  bool warn = false;
+  const std::string summary = AccessSummary(r.listen_address, AccessOf(r), &warn);
+  ReceiverChange change = ReceiverChange::kNone;
+  if (!warn) {
+    ImGui::TextDisabled("(%s)", summary.c_str());
+    if (r.requests_unauthenticated > 0 && ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("%s requests refused for a missing or wrong token",
+                        FormatCount(r.requests_unauthenticated).c_str());
+    }
+    return change;
+  }
+  ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
+  ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
+  if (ImGui::SmallButton(summary.c_str())) ImGui::OpenPopup("##receiver-access");
+  ImGui::PopStyleColor(2);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Any host that reaches this port can write into the store; click to choose");
+  if (ImGui::BeginPopup("##receiver-access")) {
+    const float em = ImGui::GetFontSize();
+    ImGui::PushTextWrapPos(em * 30);
+    ImGui::TextUnformatted(
+        "Kiln listens on all interfaces and asks senders for nothing, so any host that reaches this port "
+        "can write profiles into the store.");
+    ImGui::PopTextWrapPos();
+    ImGui::Separator();
+    if (ImGui::Button("Require a token")) change = ReceiverChange::kRequireToken;
+    ImGui::SameLine();
+    ImGui::TextDisabled("generated, saved for the next start; agents pass it with -auth-token-file");
+    if (ImGui::Button("Listen on loopback only")) change = ReceiverChange::kLoopbackOnly;
+    ImGui::SameLine();
+    ImGui::TextDisabled("agents on other hosts then need an ssh tunnel");
+    if (change != ReceiverChange::kNone) ImGui::CloseCurrentPopup();
+    ImGui::EndPopup();
+  }
+  return change;
+}
+
+}  // namespace
+
+ReceiverChange DrawStatusLine(SessionState& session, const StatusSnapshot* status,
+                              const AnalysisSnapshot* analysis, bool computing,
+                              const SymbolActivity* symbols) {
+  ReceiverChange change = ReceiverChange::kNone;
   auto separator = [] {
     ImGui::SameLine();
     ImGui::TextDisabled("|");
@@ -29,11 +78,13 @@ void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const A
   };
   if (!status) {
     ImGui::TextDisabled("Starting...");
-    return;
+    return change;
   }
   if (status->receiver) {
     const auto& r = *status->receiver;
     ImGui::Text("Listening on %s", r.listen_address.c_str());
+    ImGui::SameLine();
+    change = DrawAccess(r);
     separator();
     double rate = 0;
     for (const auto& p : r.peers) rate += p.samples_per_second;
@@ -119,6 +170,7 @@ void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const A
     ImGui::PopStyleColor(2);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Inputs were rejected; click to see why in the Log");
   }
+  return change;
 }
 
 bool DrawEmptyStoreHelp(const StatusSnapshot* status) {
@@ -131,7 +183,8 @@ bool DrawEmptyStoreHelp(const StatusSnapshot* status) {
   const std::string listen =
       status && status->receiver ? status->receiver->listen_address : std::string("0.0.0.0:11000");
   // The commands use the port kiln actually listens on (ui/connect_help.h).
-  const std::vector<ConnectRecipe> recipes = ConnectRecipes(listen, {});
+  const std::vector<ConnectRecipe> recipes =
+      ConnectRecipes(listen, {}, status && status->receiver ? AccessOf(*status->receiver) : ReceiverAccess{});
   if (status && status->receiver) {
     ImGui::Text(
         "Kiln is listening for OTLP profiles on %s. Data shows up here within a second or two of "

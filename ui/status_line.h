@@ -2,17 +2,27 @@
 // store is empty. UI thread only.
 #pragma once
 
+#include "ui/connect_help.h"
 #include "ui/session_state.h"
 #include "ui/snapshots.h"
 
 namespace kiln::ui {
 
-// Where kiln listens, agents seen recently and their samples/s, store size,
+// What the user asked of the receiver from the status line.
+enum class ReceiverChange { kNone, kRequireToken, kLoopbackOnly };
+
+// Where kiln listens and who may send (a warning button when anyone who
+// reaches the port can, offering a token or loopback only), agents seen
+// recently and their samples/s, store size,
 // the selection's totals, and a badge when inputs were rejected (clicking
 // it opens the Log view); while symbols are read, which executable and from
 // where (clicking it opens the Executables view).
-void DrawStatusLine(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis,
-                    bool computing, const SymbolActivity* symbols = nullptr);
+ReceiverChange DrawStatusLine(SessionState& session, const StatusSnapshot* status,
+                              const AnalysisSnapshot* analysis, bool computing,
+                              const SymbolActivity* symbols = nullptr);
+
+// The receiver's access as its stats tell it (no token file: the app knows it).
+ReceiverAccess AccessOf(const ingest::ReceiverStats& stats);
 
 // How to get data in: the agent command line, a button for the Connect an
 // agent dialog (other hosts, the Collector, ssh), opening a capture, the
