@@ -203,21 +203,30 @@ bool ProcessTracker::EnsureMapping(ProcessInfo& p, std::size_t i) {
   return true;
 }
 
-bool ProcessTracker::RereadMapsIfDue(ProcessInfo& p) {
-  auto now = std::chrono::steady_clock::now();
-  if (p.exited || p.kernel_thread || now - p.maps_read_at < p.unwind_backoff) return false;
+std::vector<std::pair<std::uint64_t, std::uint64_t>> ExecutableRanges(const std::vector<MapsEntry>& maps) {
   // What the unwinder loads: the executable ranges. ld.so maps a library
   // and then changes protections, so the number of entries alone can stay
   // the same while a range becomes executable.
-  auto executable_ranges = [&p] {
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
-    for (const MapsEntry& e : p.maps)
-      if (e.executable) ranges.emplace_back(e.start, e.end);
-    return ranges;
-  };
-  auto before = executable_ranges();
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  for (const MapsEntry& e : maps)
+    if (e.executable) ranges.emplace_back(e.start, e.end);
+  return ranges;
+}
+
+bool ProcessTracker::RereadMapsIfDue(ProcessInfo& p) {
+  if (p.exited || p.kernel_thread) return false;
+  // Compared with what the unwinder last loaded, not with the maps as they
+  // were before this call: ResolveUserAddress re-reads the maps too (for an
+  // off-CPU stack resolved a second after it was taken, say), and a library
+  // it saw first would otherwise never reach the unwinder.
+  if (ExecutableRanges(p.maps) != p.unwind_ranges) {
+    p.unwind_backoff = kUnwindRereadMin;
+    return true;
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (now - p.maps_read_at < p.unwind_backoff) return false;
   ReadMaps(p);
-  bool changed = executable_ranges() != before;
+  bool changed = ExecutableRanges(p.maps) != p.unwind_ranges;
   p.unwind_backoff = NextBackoff(p.unwind_backoff, changed, kUnwindRereadMin, kUnwindRereadMax);
   return changed;
 }

@@ -48,7 +48,13 @@ struct ProcessInfo {
   // may not have mapped its libraries yet, so it starts short and stays
   // short (a JIT's anonymous code costs one maps read a second at most).
   std::chrono::steady_clock::duration unwind_backoff{std::chrono::milliseconds(10)};
+  // The executable ranges UnwindLoader::LoadProcess last loaded (start,
+  // end). RereadMapsIfDue compares the maps with these, whoever read them.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> unwind_ranges;
 };
+
+// The executable ranges of `maps`, in order: what the unwinder loads.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> ExecutableRanges(const std::vector<MapsEntry>& maps);
 
 struct UserAddress {
   std::shared_ptr<const Mapping> mapping;             // null: in no file mapping

@@ -158,3 +158,30 @@ TEST_CASE("collector: an exec starts a new profile for the same pid") {
   CHECK(batch.processes[0].samples[0].thread_name == "before");
   CHECK(batch.processes[1].samples[0].thread_name == "after");
 }
+
+TEST_CASE("tracker: a library another reader saw first still reaches the unwinder") {
+  // The flake this pins: an off-CPU stack resolved a second after it was
+  // taken re-read the maps (ResolveUserAddress) just after a dlopen, so
+  // RereadMapsIfDue, comparing the maps with themselves, never reported
+  // the library and the walker stopped at its first frame for good.
+  FakeProc proc;
+  ExecutableCache cache;
+  ProcessTracker tracker(cache, proc.root.string());
+  ProcessInfo& p = tracker.Get(42, "worker");
+  REQUIRE(p.maps.size() == 1);
+  p.unwind_ranges = ExecutableRanges(p.maps);  // what LoadProcess records
+  CHECK_FALSE(tracker.RereadMapsIfDue(p));
+
+  // dlopen: a second executable mapping appears.
+  const std::string exe = fs::read_symlink("/proc/self/exe").string();
+  std::ofstream(proc.root / "42" / "maps") << "10000000-20000000 r-xp 00000000 fd:01 1234 /x" << exe << "\n"
+                                           << "30000000-30100000 r-xp 00000000 fd:01 1234 /x" << exe << "\n";
+  p.maps_read_at -= std::chrono::seconds(10);  // past the resolver's backoff
+  UserAddress a = tracker.ResolveUserAddress(p, 0x30000100);
+  CHECK(a.mapping != nullptr);        // the resolver read the new maps
+  CHECK(tracker.RereadMapsIfDue(p));  // and the unwinder hears of it
+  p.unwind_ranges = ExecutableRanges(p.maps);
+  CHECK(p.unwind_ranges.size() == 2);
+  p.maps_read_at -= std::chrono::seconds(10);
+  CHECK_FALSE(tracker.RereadMapsIfDue(p));  // nothing new: no reload loop
+}

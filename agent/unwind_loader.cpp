@@ -298,6 +298,7 @@ void UnwindLoader::LoadProcess(ProcessInfo& process) {
   }
   stats_.mapping_entries += lp.keys.size();
   bpf_map_update_elem(fds_.process_state, &process.pid, &kProcessLoaded, BPF_ANY);
+  process.unwind_ranges = ExecutableRanges(process.maps);
   stats_.processes_loaded = loaded_.size();
 }
 

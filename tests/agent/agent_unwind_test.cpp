@@ -265,6 +265,7 @@ int main() {
     for (const auto& [stack, n] : folded) by_process[stack.substr(0, stack.find(';'))] += n;
     for (const auto& [process, n] : by_process) std::printf("      process %s: %lld samples\n", process.c_str(), (long long)n);
     std::printf("      dlopen workload pid %d\n", static_cast<int>(dl));
+    PrintTop(folded, "nofp_dlopen_workload", 4);
   }
   Check(dl_leaves > 150, "dlopen'ed library sampled");
   Check(dl_whole >= 0.9, "dlopen'ed library's frames walked to _start in " + Percent(dl_whole));
