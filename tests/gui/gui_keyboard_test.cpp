@@ -28,11 +28,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Pixels of the window exactly `color` (frame fills are flat colours).
+// Xlib's default handler exits the process on any error. XGetImage of a
+// window that is not (or no longer) viewable is BadMatch, which happens
+// while kiln maps its window: counted as "no picture yet", not fatal.
+int IgnoreXError(Display*, XErrorEvent*) { return 0; }
+
+// Pixels of the window exactly `color` (frame fills are flat colours); 0
+// while the window is not viewable.
 size_t CountColor(Display* d, Window w, ui::Rgba color) {
   XWindowAttributes a{};
-  if (!XGetWindowAttributes(d, w, &a)) return 0;
+  if (!XGetWindowAttributes(d, w, &a) || a.map_state != IsViewable) return 0;
+  XErrorHandler previous = XSetErrorHandler(IgnoreXError);
   XImage* image = XGetImage(d, w, 0, 0, a.width, a.height, AllPlanes, ZPixmap);
+  XSync(d, False);
+  XSetErrorHandler(previous);
   if (image == nullptr) return 0;
   size_t count = 0;
   for (int y = 0; y < a.height; ++y) {
