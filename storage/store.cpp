@@ -33,16 +33,17 @@
 // queries.
 #include "storage/store.h"
 
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
-#include <rocksdb/cache.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -398,14 +399,27 @@ struct Counters {
 
 class RocksStore final : public Store {
  public:
-  RocksStore(std::string dir, bool read_only) : dir_(std::move(dir)), read_only_(read_only) {}
+  RocksStore(std::string dir, bool read_only, const StoreOptions& options)
+      : dir_(std::move(dir)), read_only_(read_only), options_(options) {}
   ~RocksStore() override {
+    {
+      std::lock_guard lock(settle_mu_);
+      settle_stop_ = true;
+    }
+    settle_cv_.notify_all();
+    if (settle_thread_.joinable()) settle_thread_.join();
     if (db_ != nullptr) {
+      // Flushed on the way out, so a stopped kiln leaves compressed tables
+      // and no write-ahead log to replay (a WAL holds samples at twice
+      // their settled size). Failing here loses nothing: the WAL stays.
+      if (!read_only_) (void)db_->Flush(rocksdb::FlushOptions(), handles_);
       for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
       db_->Close();
       delete db_;
     }
   }
+  // Starts the settling thread (read-write stores only).
+  void StartSettling();
 
   absl::Status OpenDb();
   absl::Status Write(const ProfileBatch& batch) override;
@@ -435,6 +449,14 @@ class RocksStore final : public Store {
   // keys and counters for sample types.
   absl::Status UpgradeFromSchema1();
   absl::Status LoadSymbolStatuses();
+  // After every successful write: what the settling thread decides from.
+  void NoteWrite();
+  absl::Status WriteAndNote(rocksdb::WriteBatch* batch, std::string_view what) {
+    absl::Status s = FromRocks(db_->Write(rocksdb::WriteOptions(), batch), what);
+    if (s.ok()) NoteWrite();
+    return s;
+  }
+  void SettleLoop();
   // The table stored for `key` (following an alias), loaded on first use;
   // null when there is none or it cannot be read.
   std::shared_ptr<const SymbolTable> SymbolTableFor(const std::string& key) const;
@@ -462,7 +484,17 @@ class RocksStore final : public Store {
 
   const std::string dir_;
   const bool read_only_;
+  const StoreOptions options_;
   rocksdb::DB* db_ = nullptr;
+
+  // Settling (StoreOptions): Unix ns of the last write and of the first
+  // write not yet flushed (0 = everything flushed).
+  std::atomic<int64_t> last_write_ns_{0};
+  std::atomic<int64_t> first_unflushed_ns_{0};
+  std::mutex settle_mu_;
+  std::condition_variable settle_cv_;
+  bool settle_stop_ = false;  // guarded by settle_mu_
+  std::thread settle_thread_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 
   std::mutex write_mutex_;                // serializes Write()
@@ -505,6 +537,10 @@ absl::Status RocksStore::OpenDb() {
   db_options.create_missing_column_families = !read_only_;
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 3;
+  // Column families that rarely write (the log, symbols) would otherwise
+  // keep every WAL file since their last flush alive; past this total,
+  // RocksDB flushes them so old WAL files can go.
+  db_options.max_total_wal_size = 64 << 20;
 
   rocksdb::ColumnFamilyOptions meta_options;
   meta_options.compression = rocksdb::kLZ4Compression;
@@ -806,10 +842,50 @@ absl::Status RocksStore::LoadDictionary() {
 
 bool IsStoreInUse(const absl::Status& status) { return absl::IsUnavailable(status); }
 
-absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Mode mode) {
-  auto store = std::make_unique<RocksStore>(dir, mode == Mode::kReadOnly);
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Mode mode,
+                                                   const StoreOptions& options) {
+  auto store = std::make_unique<RocksStore>(dir, mode == Mode::kReadOnly, options);
   if (auto s = store->OpenDb(); !s.ok()) return s;
+  if (mode == Mode::kReadWrite) store->StartSettling();
   return std::unique_ptr<Store>(std::move(store));
+}
+
+void RocksStore::NoteWrite() {
+  const int64_t now = UnixNowNs();
+  last_write_ns_.store(now);
+  int64_t none = 0;
+  first_unflushed_ns_.compare_exchange_strong(none, now);
+}
+
+void RocksStore::StartSettling() {
+  settle_thread_ = std::thread([this] { SettleLoop(); });
+}
+
+void RocksStore::SettleLoop() {
+  const auto idle = options_.settle_after_idle;
+  const auto max_age = options_.settle_max_age;
+  // Looks often enough to act within a tenth of the shorter limit.
+  const auto period = std::clamp<std::chrono::milliseconds>(
+      std::min(idle, max_age) / 10, std::chrono::milliseconds(10), std::chrono::seconds(5));
+  std::unique_lock lock(settle_mu_);
+  while (!settle_cv_.wait_for(lock, period, [this] { return settle_stop_; })) {
+    const int64_t first = first_unflushed_ns_.load();
+    if (first == 0) continue;
+    const int64_t now = UnixNowNs();
+    const bool settled = now - last_write_ns_.load() >= std::chrono::nanoseconds(idle).count();
+    const bool old = now - first >= std::chrono::nanoseconds(max_age).count();
+    if (!settled && !old) continue;
+    // Cleared before the flush: a write during it marks itself again.
+    first_unflushed_ns_.store(0);
+    lock.unlock();
+    rocksdb::FlushOptions fo;
+    if (!db_->Flush(fo, handles_).ok()) {
+      // Kept for the next round (a full disk, say); the WAL still holds it.
+      int64_t none = 0;
+      first_unflushed_ns_.compare_exchange_strong(none, first);
+    }
+    lock.lock();
+  }
 }
 
 namespace {
@@ -1078,6 +1154,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
     return FromRocks(s, "writing samples");
   }
   counters_ = counters;
+  NoteWrite();
   return absl::OkStatus();
 }
 
@@ -1413,7 +1490,7 @@ absl::Status RocksStore::PutSymbols(const std::vector<std::string>& keys, Symbol
   for (const std::string& key : keys) {
     wb.Put(symbols_cf(), SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
   }
-  if (auto s = FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "writing symbols"); !s.ok()) {
+  if (auto s = WriteAndNote(&wb, "writing symbols"); !s.ok()) {
     return s;
   }
   auto shared = std::make_shared<const SymbolTable>(std::move(table));
@@ -1453,7 +1530,7 @@ absl::Status RocksStore::PutSymbolStatus(const std::vector<std::string>& keys, c
       written.push_back(st);
     }
   }
-  if (auto s = FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), "writing symbol status"); !s.ok()) {
+  if (auto s = WriteAndNote(&wb, "writing symbol status"); !s.ok()) {
     return s;
   }
   {
@@ -1578,7 +1655,9 @@ absl::Status RocksStore::AppendLog(LogLevel level, std::string_view message) {
   PutVarint(&value, ZigZag(now));
   value.push_back(static_cast<char>(level));
   value.append(message);
-  return FromRocks(db_->Put(rocksdb::WriteOptions(), log_cf(), key, value), "writing log");
+  absl::Status s = FromRocks(db_->Put(rocksdb::WriteOptions(), log_cf(), key, value), "writing log");
+  if (s.ok()) NoteWrite();
+  return s;
 }
 
 std::vector<LogEntry> RocksStore::ReadLog(size_t max) const {

@@ -8,6 +8,7 @@
 // after the Store is destroyed.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -94,6 +95,17 @@ struct ExecutableInfo {
   std::string go_build_id;
 };
 
+// How a read-write store settles its disk use. Everything written is in
+// the write-ahead log first (the crash guarantee); the WAL is released once
+// every column family holding part of it is flushed to compressed tables.
+// Kiln flushes when ingest pauses for `settle_after_idle`, when unflushed
+// data is `settle_max_age` old (an agent that never pauses), and when the
+// store closes, so the WAL never holds hours of uncompressed samples.
+struct StoreOptions {
+  std::chrono::milliseconds settle_after_idle{std::chrono::seconds(30)};
+  std::chrono::milliseconds settle_max_age{std::chrono::minutes(5)};
+};
+
 // True for Store::Open's error when another process has the store open for
 // writing: waiting for it, or handing it work, may help; nothing else will.
 bool IsStoreInUse(const absl::Status& status);
@@ -109,7 +121,8 @@ class Store {
   // Errors: directory in use by another process (Unavailable, naming the
   // directory; see IsStoreInUse), schema version mismatch
   // (FailedPrecondition, both versions), corruption.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir, Mode mode);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& dir, Mode mode,
+                                                                   const StoreOptions& options = {});
   virtual ~Store() = default;
 
   // Interns the batch's dictionary and appends its samples in compact

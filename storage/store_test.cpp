@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "storage/model/flame_tree.h"
 #include "storage/model/folded.h"
@@ -554,6 +555,86 @@ TEST_CASE("a store answers every query as the same samples in memory do (one que
     CAPTURE(i);
     CheckSameAnswers(*store, batch, queries[i], 7);
   }
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+namespace {
+
+// Bytes in the store's write-ahead log files (NNNNNN.log).
+uint64_t WalBytes(const std::string& dir) {
+  uint64_t bytes = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".log") bytes += e.file_size();
+  }
+  return bytes;
+}
+
+std::string ManyStacks(int n) {
+  std::string folded;
+  for (int i = 0; i < n; ++i)
+    folded += "main;work" + std::to_string(i) + ";leaf " + std::to_string(1 + i % 7) + "\n";
+  return folded;
+}
+
+}  // namespace
+
+TEST_CASE("a closed store leaves its data in tables, not in the write-ahead log, and reopens whole") {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(dir.path);
+    REQUIRE(store->Write(testing::BatchFromFolded(ManyStacks(2000), {.process = "app"})).ok());
+    REQUIRE(store->AppendLog(LogLevel::kInfo, "a line in a family that rarely writes").ok());
+    CHECK(WalBytes(dir.path) > 10'000);  // acknowledged: in the WAL until flushed
+  }
+  CHECK(WalBytes(dir.path) == 0);
+  auto store = OpenOrDie(dir.path);
+  uint64_t samples = 0;
+  for (int i = 0; i < 2000; ++i) samples += 1 + i % 7;  // ManyStacks' weights
+  CHECK(store->Stats().samples == samples);
+  CHECK(Folded(*store).size() == 2000);
+  CHECK(store->ReadLog(10).front().message == "a line in a family that rarely writes");
+}
+
+TEST_CASE("a running store flushes its write-ahead log once ingest pauses") {
+  TempDir dir;
+  auto opened = Store::Open(
+      dir.path, Store::Mode::kReadWrite,
+      {.settle_after_idle = std::chrono::milliseconds(100), .settle_max_age = std::chrono::hours(1)});
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  REQUIRE(store->Write(testing::BatchFromFolded(ManyStacks(2000), {.process = "app"})).ok());
+  REQUIRE(WalBytes(dir.path) > 10'000);
+  uint64_t wal = 0;
+  for (int i = 0; i < 200; ++i) {
+    wal = WalBytes(dir.path);
+    if (wal == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  CHECK(wal == 0);
+  CHECK(Folded(*store).size() == 2000);  // still all there, now from tables
+}
+
+TEST_CASE("an agent that never pauses still gets its data flushed at the age limit") {
+  TempDir dir;
+  auto opened = Store::Open(
+      dir.path, Store::Mode::kReadWrite,
+      {.settle_after_idle = std::chrono::hours(1), .settle_max_age = std::chrono::milliseconds(300)});
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  uint64_t wal = 0, peak = 0;
+  bool flushed = false;
+  // Writes every 20 ms for up to 3 s: never idle; the WAL must still shrink.
+  for (int i = 0; i < 150 && !flushed; ++i) {
+    REQUIRE(
+        store->Write(testing::BatchFromFolded("main;w" + std::to_string(i) + " 1", {.process = "app"})).ok());
+    wal = WalBytes(dir.path);
+    peak = std::max(peak, wal);
+    flushed = peak > 0 && wal < peak / 2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK_MESSAGE(flushed, "WAL " << wal << " bytes, peak " << peak);
 }
 
 }  // namespace kiln::storage
