@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "app/receiver_control.h"
 #include "storage/model/transforms.h"
+#include "storage/store.h"
 
 namespace kiln::app {
 
@@ -21,6 +22,8 @@ struct SymbolFlags {
 
 struct HeadlessOptions {
   ReceiverFlags receiver;  // --listen, --auth-token-file, --tls-*
+  // --disk-reserve: new data is refused while less is free (StoreOptions).
+  uint64_t disk_reserve_bytes = storage::StoreOptions().disk_reserve_bytes;
   std::string data_dir;
   SymbolFlags symbols;
 };

@@ -26,7 +26,8 @@ int RunHeadless(const HeadlessOptions& options) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadWrite);
+  auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadWrite,
+                                    {.disk_reserve_bytes = options.disk_reserve_bytes});
   if (!store.ok()) {
     std::fprintf(stderr, "kiln: %s\n", std::string(store.status().message()).c_str());
     return 1;

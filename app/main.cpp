@@ -105,7 +105,8 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
     }
     data_dir = tmpl;
   }
-  auto store = storage::Store::Open(data_dir, storage::Store::Mode::kReadWrite);
+  auto store = storage::Store::Open(data_dir, storage::Store::Mode::kReadWrite,
+                                    {.disk_reserve_bytes = where.disk_reserve_bytes});
   if (!store.ok()) {
     std::fprintf(stderr, "kiln: %s\n", std::string(store.status().message()).c_str());
     return 1;
@@ -179,6 +180,10 @@ int main(int argc, char** argv) {
   cli.add_option("--auth-token-file", where.receiver.auth_token_file,
                  "Require senders to present the token in this file (authorization: Bearer); also "
                  "KILN_AUTH_TOKEN");
+  cli.add_option("--disk-reserve", where.disk_reserve_bytes,
+                 "Refuse new data while less than this is free on the store's disk (e.g. 512MiB, 2GB)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   cli.add_option("--tls-cert", where.receiver.tls_cert_file,
                  "Serve OTLP over TLS with this certificate (PEM)");
   cli.add_option("--tls-key", where.receiver.tls_key_file, "The TLS certificate's private key (PEM)");

@@ -194,6 +194,7 @@ class Receiver final : public OtlpReceiver {
   bool stopping_ = false;  // guarded by queue_mu_
   std::vector<std::thread> workers_;
   std::atomic<int64_t> inflight_bytes_{0};
+  std::atomic<bool> store_failing_{false};  // the last store write failed
 
   std::mutex summary_mu_;
   std::condition_variable summary_cv_;
@@ -433,8 +434,13 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
     absl::Status written = store_->Write(result.batch);
     if (!written.ok()) {
       Count(job.peer, true, 0, 0, 0);
-      *log = {LogLevel::kError,
-              Cat("could not store a request from ", job.peer, ": ", std::string(written.message()))};
+      // Once per streak of failures: a full disk refuses every agent's
+      // every request until space returns (the store logs its own state).
+      if (!store_failing_.exchange(true)) {
+        *log = {LogLevel::kError,
+                Cat("could not store a request from ", job.peer, ": ", std::string(written.message()),
+                    " (further failures are counted, not logged, until storing works again)")};
+      }
       // The data is not durable, so the agent must not drop it: a
       // retryable code unless the batch itself is wrong (a bug here).
       auto code = written.code() == absl::StatusCode::kInvalidArgument ? grpc::StatusCode::INTERNAL
@@ -442,6 +448,7 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
       return grpc::Status(code, Cat("storing failed: ", std::string(written.message())));
     }
   }
+  if (!result.batch.samples.empty()) store_failing_.store(false);
   Count(job.peer, false, result.batch.samples.size(), result.accepted_profiles, result.rejected_profiles);
   collector::ExportProfilesServiceResponse answer;
   if (result.rejected_profiles > 0) {

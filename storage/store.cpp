@@ -35,6 +35,7 @@
 
 #include <rocksdb/cache.h>
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
 #include <rocksdb/table.h>
@@ -44,6 +45,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -54,6 +57,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "storage/disk_guard.h"
 #include "storage/sample_block.h"
 #include "storage/varint.h"
 
@@ -449,10 +453,16 @@ class RocksStore final : public Store {
   // keys and counters for sample types.
   absl::Status UpgradeFromSchema1();
   absl::Status LoadSymbolStatuses();
+  // Before a write of about `bytes`: the disk guard's answer, logged when
+  // it changes.
+  absl::Status AdmitWrite(uint64_t bytes);
   // After every successful write: what the settling thread decides from.
   void NoteWrite();
   absl::Status WriteAndNote(rocksdb::WriteBatch* batch, std::string_view what) {
-    absl::Status s = FromRocks(db_->Write(rocksdb::WriteOptions(), batch), what);
+    if (absl::Status admitted = AdmitWrite(batch->GetDataSize()); !admitted.ok()) return admitted;
+    rocksdb::Status written = db_->Write(rocksdb::WriteOptions(), batch);
+    if (!written.ok() && disk_) disk_->NoteWriteError(written.ToString());
+    absl::Status s = FromRocks(written, what);
     if (s.ok()) NoteWrite();
     return s;
   }
@@ -491,6 +501,7 @@ class RocksStore final : public Store {
   // write not yet flushed (0 = everything flushed).
   std::atomic<int64_t> last_write_ns_{0};
   std::atomic<int64_t> first_unflushed_ns_{0};
+  std::unique_ptr<DiskGuard> disk_;  // read-write stores
   std::mutex settle_mu_;
   std::condition_variable settle_cv_;
   bool settle_stop_ = false;  // guarded by settle_mu_
@@ -516,6 +527,43 @@ class RocksStore final : public Store {
 // [SECTION] Open
 // ============================================================================
 
+namespace {
+
+// RocksDB's diagnostic LOG file, written through stdio. RocksDB's own
+// logger asserts (and Debian's build aborts) when it writes again after a
+// write to LOG failed, which a full disk makes happen exactly when RocksDB
+// logs its ENOSPC error; a failed fwrite here is just a lost line.
+class StdioInfoLog final : public rocksdb::Logger {
+ public:
+  static std::shared_ptr<rocksdb::Logger> Open(const std::string& dir) {
+    namespace fs = std::filesystem;
+    const fs::path path = fs::path(dir) / "LOG";
+    std::error_code ec;
+    // One generation kept: the file is for diagnosing the last runs.
+    if (fs::file_size(path, ec) > kMaxBytes) fs::rename(path, fs::path(dir) / "LOG.old", ec);
+    std::FILE* f = std::fopen(path.c_str(), "ae");
+    if (f == nullptr) return nullptr;  // RocksDB then makes its own
+    return std::make_shared<StdioInfoLog>(f);
+  }
+  explicit StdioInfoLog(std::FILE* f) : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL), file_(f) {}
+  ~StdioInfoLog() override { std::fclose(file_); }
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    std::lock_guard lock(mu_);
+    std::vfprintf(file_, format, ap);
+    std::fputc('\n', file_);
+    std::fflush(file_);
+    std::clearerr(file_);  // the next line tries again
+  }
+
+ private:
+  static constexpr uintmax_t kMaxBytes = 8 << 20;
+  std::mutex mu_;
+  std::FILE* file_;
+};
+
+}  // namespace
+
 absl::Status RocksStore::OpenDb() {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -537,6 +585,7 @@ absl::Status RocksStore::OpenDb() {
   db_options.create_missing_column_families = !read_only_;
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 3;
+  if (!read_only_) db_options.info_log = StdioInfoLog::Open(dir_);
   // Column families that rarely write (the log, symbols) would otherwise
   // keep every WAL file since their last flush alive; past this total,
   // RocksDB flushes them so old WAL files can go.
@@ -858,7 +907,23 @@ void RocksStore::NoteWrite() {
 }
 
 void RocksStore::StartSettling() {
+  disk_ = std::make_unique<DiskGuard>(dir_, options_.disk_reserve_bytes);
+  // After ENOSPC (or a read-only directory) RocksDB refuses every write
+  // until resumed; the guard resumes it once space is back.
+  disk_->SetRecovery([this] { return db_->Resume().ok(); });
   settle_thread_ = std::thread([this] { SettleLoop(); });
+}
+
+absl::Status RocksStore::AdmitWrite(uint64_t bytes) {
+  bool changed = false;
+  absl::Status s = disk_ ? disk_->Admit(bytes, &changed) : absl::OkStatus();
+  // Said once per change in the Log, not per refused request.
+  if (changed) {
+    (void)AppendLog(s.ok() ? LogLevel::kInfo : LogLevel::kError,
+                    s.ok() ? "storing works again: new data is accepted"
+                           : "new data is refused: " + std::string(s.message()));
+  }
+  return s;
 }
 
 void RocksStore::SettleLoop() {
@@ -879,7 +944,8 @@ void RocksStore::SettleLoop() {
     first_unflushed_ns_.store(0);
     lock.unlock();
     rocksdb::FlushOptions fo;
-    if (!db_->Flush(fo, handles_).ok()) {
+    if (rocksdb::Status flushed = db_->Flush(fo, handles_); !flushed.ok()) {
+      if (disk_) disk_->NoteWriteError(flushed.ToString());
       // Kept for the next round (a full disk, say); the WAL still holds it.
       int64_t none = 0;
       first_unflushed_ns_.compare_exchange_strong(none, first);
@@ -1076,6 +1142,9 @@ class BatchInterner {
 
 absl::Status RocksStore::Write(const ProfileBatch& batch) {
   if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+  // About what a sample costs in the WAL, to re-read the free space sooner
+  // while big batches arrive.
+  if (absl::Status admitted = AdmitWrite(batch.samples.size() * 8); !admitted.ok()) return admitted;
   std::lock_guard write_lock(write_mutex_);
   const ProfileDictionary& l = batch.dict;
   // Check the samples before touching anything shared.
@@ -1151,6 +1220,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   rocksdb::Status s = db_->Write(wo, &wb);
   if (!s.ok()) {
     interner.Undo(mark);
+    if (disk_) disk_->NoteWriteError(s.ToString());
     return FromRocks(s, "writing samples");
   }
   counters_ = counters;
@@ -1612,6 +1682,12 @@ StoreStats RocksStore::Stats() const {
   for (auto it = std::filesystem::recursive_directory_iterator(dir_, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file(ec)) st.disk_bytes += it->file_size(ec);
+  }
+  if (disk_) {
+    const DiskState d = disk_->state();
+    st.disk_free_bytes = d.free_bytes;
+    st.disk_reserve_bytes = d.reserve_bytes;
+    st.writes_refused = d.refusal;
   }
   return st;
 }

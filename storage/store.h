@@ -48,6 +48,11 @@ struct StoreStats {
   int64_t first_sample_ns = 0;  // 0 when empty
   int64_t last_sample_ns = 0;
   uint64_t disk_bytes = 0;  // all files in the data directory
+  // The store's filesystem, as the disk guard last saw it (read-write
+  // stores; 0 otherwise), and why new data is refused ("" = accepted).
+  uint64_t disk_free_bytes = 0;
+  uint64_t disk_reserve_bytes = 0;
+  std::string writes_refused;
 };
 
 enum class LogLevel : uint8_t { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
@@ -104,6 +109,10 @@ struct ExecutableInfo {
 struct StoreOptions {
   std::chrono::milliseconds settle_after_idle{std::chrono::seconds(30)};
   std::chrono::milliseconds settle_max_age{std::chrono::minutes(5)};
+  // New data is refused (Unavailable, retryable) while less than this is
+  // free on the store's filesystem (storage/disk_guard.h): room for
+  // RocksDB's flushes and compactions, and for the rest of the machine.
+  uint64_t disk_reserve_bytes = uint64_t{512} << 20;
 };
 
 // True for Store::Open's error when another process has the store open for

@@ -113,6 +113,26 @@ ReceiverChange DrawStatusLine(SessionState& session, const StatusSnapshot* statu
     ImGui::SetTooltip("%s\n%s stacks, %s frames", status->data_dir.c_str(),
                       FormatCount(status->stats.stacks).c_str(), FormatCount(status->stats.frames).c_str());
   }
+  if (!status->stats.writes_refused.empty()) {
+    // New data is refused (the disk guard): red, and where to read why.
+    separator();
+    const storage::StoreStats& st = status->stats;
+    const bool full = st.writes_refused == "disk nearly full";
+    const std::string badge =
+        full ? "disk full: " + FormatBytes(st.disk_free_bytes) + " free" : std::string("store cannot write");
+    ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
+    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
+    if (ImGui::SmallButton(badge.c_str())) session.requested_tab = "log";
+    ImGui::PopStyleColor(2);
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip(
+          "New data is refused (%s): %s free, kiln keeps %s free (--disk-reserve).\n"
+          "Agents keep their data and retry; kiln accepts again by itself once space is freed.\n"
+          "Click for the Log.",
+          st.writes_refused.c_str(), FormatBytes(st.disk_free_bytes).c_str(),
+          FormatBytes(st.disk_reserve_bytes).c_str());
+    }
+  }
   if (analysis && analysis->slice) {
     separator();
     const TimeRange range = session.QueryRange();
