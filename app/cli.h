@@ -24,9 +24,21 @@ struct HeadlessOptions {
   ReceiverFlags receiver;  // --listen, --auth-token-file, --tls-*
   // --disk-reserve: new data is refused while less is free (StoreOptions).
   uint64_t disk_reserve_bytes = storage::StoreOptions().disk_reserve_bytes;
+  // --retention-age, --retention-size (README, "Retention"); 0 keeps
+  // everything. The size limit keeps a laptop's disk safe; no age limit by
+  // default, since an age limit would delete imported or old captures a
+  // user opens a store for.
+  std::string retention_age = "0";
+  uint64_t retention_size_bytes = uint64_t{4} << 30;
   std::string data_dir;
   SymbolFlags symbols;
 };
+
+// "90s", "30m", "12h", "14d", "2w" or "0" (off) as nanoseconds; an error
+// names the text.
+absl::StatusOr<std::chrono::nanoseconds> ParseRetentionAge(const std::string& text);
+// The store options these flags ask for.
+absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& options);
 // Runs the receiver and the store until SIGINT/SIGTERM.
 int RunHeadless(const HeadlessOptions& options);
 

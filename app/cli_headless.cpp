@@ -26,8 +26,12 @@ int RunHeadless(const HeadlessOptions& options) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadWrite,
-                                    {.disk_reserve_bytes = options.disk_reserve_bytes});
+  absl::StatusOr<storage::StoreOptions> store_options = StoreOptionsFrom(options);
+  if (!store_options.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(store_options.status().message()).c_str());
+    return 2;
+  }
+  auto store = storage::Store::Open(options.data_dir, storage::Store::Mode::kReadWrite, *store_options);
   if (!store.ok()) {
     std::fprintf(stderr, "kiln: %s\n", std::string(store.status().message()).c_str());
     return 1;
@@ -56,7 +60,16 @@ int RunHeadless(const HeadlessOptions& options) {
     std::printf("kiln: senders must present the token from %s (kiln-agent -auth-token-file FILE)\n",
                 resolved->token_source.c_str());
   }
-  std::printf("kiln: storing in %s\n", options.data_dir.c_str());
+  std::printf(
+      "kiln: storing in %s, keeping %s\n", options.data_dir.c_str(),
+      store_options->retention_age.count() == 0 && options.retention_size_bytes == 0
+          ? "everything (no retention)"
+          : ("the last " +
+             (store_options->retention_age.count() ? options.retention_age : std::string("(any age)")) +
+             (options.retention_size_bytes
+                  ? " and at most " + storage::FormatBytes(options.retention_size_bytes)
+                  : std::string()))
+                .c_str());
   std::fflush(stdout);
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "listening on " + (*receiver)->stats().listen_address);
 

@@ -1,4 +1,5 @@
 #include <cctype>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -35,6 +36,39 @@ absl::Status ParseTimeRange(const std::string& from, const std::string& to, int6
 
 std::string FormatTime(int64_t unix_ns) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E9SZ", absl::FromUnixNanos(unix_ns), absl::UTCTimeZone());
+}
+
+}  // namespace kiln::app
+
+namespace kiln::app {
+
+absl::StatusOr<std::chrono::nanoseconds> ParseRetentionAge(const std::string& text) {
+  if (text == "0") return std::chrono::nanoseconds(0);
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  int64_t n = 0;
+  const std::string unit = text.substr(digits);
+  static const std::pair<const char*, int64_t> kUnits[] = {
+      {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 7 * 86400}};
+  for (const auto& [name, seconds] : kUnits) {
+    if (unit == name && digits > 0 && absl::SimpleAtoi(text.substr(0, digits), &n) && n > 0 &&
+        n <= std::numeric_limits<int64_t>::max() / 1'000'000'000 / seconds) {
+      return std::chrono::seconds(n * seconds);
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--retention-age wants a duration such as 90s, 30m, 12h, 14d or 2w ",
+                   "(0 keeps everything), got \"", text, "\""));
+}
+
+absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& options) {
+  absl::StatusOr<std::chrono::nanoseconds> age = ParseRetentionAge(options.retention_age);
+  if (!age.ok()) return age.status();
+  storage::StoreOptions store;
+  store.disk_reserve_bytes = options.disk_reserve_bytes;
+  store.retention_age = *age;
+  store.retention_size_bytes = options.retention_size_bytes;
+  return store;
 }
 
 }  // namespace kiln::app

@@ -397,7 +397,7 @@ struct App {
       const int64_t step = std::max(kLiveStepNs, span.Span() / 100);
       const int64_t now_step = src.IsCapture() ? now : (now / step + 1) * step;
       session.window = ui::PresetRange(session.preset, now_step, stats.first_sample_ns, stats.last_sample_ns);
-      src.data_version = stats.samples;  // new samples: query again
+      src.data_version = stats.data_version;  // written or deleted: query again
     } else if (session.window.Empty()) {
       session.window = ui::PresetRange(session.preset, now, stats.first_sample_ns, stats.last_sample_ns);
     }

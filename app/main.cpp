@@ -105,8 +105,17 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
     }
     data_dir = tmpl;
   }
-  auto store = storage::Store::Open(data_dir, storage::Store::Mode::kReadWrite,
-                                    {.disk_reserve_bytes = where.disk_reserve_bytes});
+  absl::StatusOr<storage::StoreOptions> store_options = StoreOptionsFrom(where);
+  if (!store_options.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(store_options.status().message()).c_str());
+    return 2;
+  }
+  if (gui.demo) {
+    // The demo's samples are stamped now; it keeps them whatever the limits.
+    store_options->retention_age = std::chrono::nanoseconds(0);
+    store_options->retention_size_bytes = 0;
+  }
+  auto store = storage::Store::Open(data_dir, storage::Store::Mode::kReadWrite, *store_options);
   if (!store.ok()) {
     std::fprintf(stderr, "kiln: %s\n", std::string(store.status().message()).c_str());
     return 1;
@@ -180,6 +189,13 @@ int main(int argc, char** argv) {
   cli.add_option("--auth-token-file", where.receiver.auth_token_file,
                  "Require senders to present the token in this file (authorization: Bearer); also "
                  "KILN_AUTH_TOKEN");
+  cli.add_option("--retention-age", where.retention_age,
+                 "Delete samples older than this: 90s, 30m, 12h, 14d, 2w; 0 keeps them")
+      ->capture_default_str();
+  cli.add_option("--retention-size", where.retention_size_bytes,
+                 "Delete the oldest samples while the store is larger than this (e.g. 4GiB); 0 = no limit")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   cli.add_option("--disk-reserve", where.disk_reserve_bytes,
                  "Refuse new data while less than this is free on the store's disk (e.g. 512MiB, 2GB)")
       ->transform(CLI::AsSizeValue(false))

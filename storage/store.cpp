@@ -44,11 +44,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -57,6 +59,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "storage/disk_guard.h"
 #include "storage/sample_block.h"
 #include "storage/varint.h"
@@ -436,6 +439,7 @@ class RocksStore final : public Store {
   std::vector<LogEntry> ReadLog(size_t max) const override;
   absl::Status Flush() override;
   absl::Status Compact() override;
+  absl::StatusOr<RetentionReport> ApplyRetention(int64_t now_ns) override;
   absl::Status PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
                           const SymbolStatus& status) override;
   absl::Status PutSymbolStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
@@ -501,6 +505,9 @@ class RocksStore final : public Store {
   // write not yet flushed (0 = everything flushed).
   std::atomic<int64_t> last_write_ns_{0};
   std::atomic<int64_t> first_unflushed_ns_{0};
+  std::atomic<uint64_t> data_version_{0};
+  std::atomic<uint64_t> retention_deleted_{0};
+  std::mutex retention_mutex_;       // one retention pass at a time
   std::unique_ptr<DiskGuard> disk_;  // read-write stores
   std::mutex settle_mu_;
   std::condition_variable settle_cv_;
@@ -900,6 +907,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Mode 
 }
 
 void RocksStore::NoteWrite() {
+  data_version_.fetch_add(1);
   const int64_t now = UnixNowNs();
   last_write_ns_.store(now);
   int64_t none = 0;
@@ -932,8 +940,23 @@ void RocksStore::SettleLoop() {
   // Looks often enough to act within a tenth of the shorter limit.
   const auto period = std::clamp<std::chrono::milliseconds>(
       std::min(idle, max_age) / 10, std::chrono::milliseconds(10), std::chrono::seconds(5));
+  const bool retention = (options_.retention_age.count() > 0 || options_.retention_size_bytes > 0) &&
+                         options_.retention_interval.count() > 0;
+  // Retention at open, then every minute.
+  int64_t next_retention_ns = 0;
   std::unique_lock lock(settle_mu_);
-  while (!settle_cv_.wait_for(lock, period, [this] { return settle_stop_; })) {
+  while (!settle_cv_.wait_for(lock, next_retention_ns == 0 ? std::chrono::milliseconds(0) : period,
+                              [this] { return settle_stop_; })) {
+    if (retention && UnixNowNs() >= next_retention_ns) {
+      lock.unlock();
+      absl::StatusOr<RetentionReport> r = ApplyRetention(UnixNowNs());
+      if (!r.ok())
+        (void)AppendLog(LogLevel::kError, "retention failed: " + std::string(r.status().message()));
+      lock.lock();
+      next_retention_ns = UnixNowNs() + std::chrono::nanoseconds(options_.retention_interval).count();
+    } else if (next_retention_ns == 0) {
+      next_retention_ns = 1;  // no retention: just the normal period from now on
+    }
     const int64_t first = first_unflushed_ns_.load();
     if (first == 0) continue;
     const int64_t now = UnixNowNs();
@@ -1683,6 +1706,10 @@ StoreStats RocksStore::Stats() const {
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file(ec)) st.disk_bytes += it->file_size(ec);
   }
+  st.data_version = data_version_.load();
+  st.retention_age_ns = options_.retention_age.count();
+  st.retention_size_bytes = options_.retention_size_bytes;
+  st.samples_deleted_by_retention = retention_deleted_.load();
   if (disk_) {
     const DiskState d = disk_->state();
     st.disk_free_bytes = d.free_bytes;
@@ -1751,6 +1778,142 @@ std::vector<LogEntry> RocksStore::ReadLog(size_t max) const {
     entries.push_back(std::move(e));
   }
   return entries;
+}
+
+// ============================================================================
+// [SECTION] Retention
+// ============================================================================
+
+absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
+  RetentionReport report;
+  if (read_only_) return report;
+  std::lock_guard pass(retention_mutex_);
+  int64_t first_bucket = 0, last_bucket = 0;
+  uint64_t samples = 0;
+  {
+    std::shared_lock lock(dict_mutex_);
+    samples = counters_.samples();
+    first_bucket = FloorDiv(counters_.first_sample_ns, kBucketNs);
+    last_bucket = FloorDiv(counters_.last_sample_ns, kBucketNs);
+  }
+  if (samples == 0) return report;
+  // Buckets before `cut` go.
+  int64_t cut = std::numeric_limits<int64_t>::min();
+  if (options_.retention_age.count() > 0) {
+    const int64_t age_cut = FloorDiv(now_ns - options_.retention_age.count(), kBucketNs);
+    if (age_cut > first_bucket) {
+      cut = age_cut;
+      report.reason = "age";
+    }
+  }
+  if (options_.retention_size_bytes > 0) {
+    // The tables only: the memtables are flushed within minutes
+    // (StoreOptions::settle_max_age), and their arenas would make a small
+    // store look large. Only sample blocks can be deleted (the dictionary
+    // is kept whole), so the share to delete is of the blocks' bytes.
+    uint64_t bytes = 0, block_bytes = 0;
+    for (auto* h : handles_) {
+      uint64_t v = 0;
+      if (db_->GetIntProperty(h, "rocksdb.total-sst-files-size", &v)) bytes += v;
+      if (h == blocks_cf()) block_bytes = v;
+    }
+    if (bytes > options_.retention_size_bytes && block_bytes > 0) {
+      // The oldest share of the time span that brings the store to 90% of
+      // the limit, assuming samples are spread evenly; the next pass (after
+      // compaction freed the space) corrects the guess.
+      const double over =
+          static_cast<double>(bytes) - 0.9 * static_cast<double>(options_.retention_size_bytes);
+      const double excess = std::min(1.0, over / static_cast<double>(block_bytes));
+      const int64_t span = last_bucket - first_bucket + 1;
+      const int64_t size_cut =
+          first_bucket + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(excess * span)));
+      if (size_cut > cut) {
+        cut = size_cut;
+        report.reason = "size";
+      }
+    }
+  }
+  if (report.reason.empty()) return report;
+
+  // Under the write lock: no Write() changes the counters meanwhile.
+  std::lock_guard write_lock(write_mutex_);
+  Counters counters;
+  std::vector<uint32_t> types;
+  {
+    std::shared_lock lock(dict_mutex_);
+    counters = counters_;
+  }
+  for (uint32_t t = 0; t < counters.samples_by_type.size(); ++t) {
+    if (counters.samples_by_type[t] != 0) types.push_back(t);
+  }
+  rocksdb::WriteBatch wb;
+  int64_t new_first = std::numeric_limits<int64_t>::max();
+  std::vector<BlockSample> decoded;
+  for (uint32_t t : types) {
+    const std::string begin = BlockKeyPrefix(t, std::numeric_limits<int64_t>::min());
+    const std::string end = BlockKeyPrefix(t, cut);
+    rocksdb::ReadOptions ro;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, blocks_cf()));
+    uint64_t deleted = 0;
+    for (it->Seek(begin); it->Valid() && it->key().compare(end) < 0; it->Next()) {
+      // A block's sample count is its header (version byte, varint n).
+      const char* p = it->value().data() + 1;
+      uint64_t n = 0;
+      if (it->value().size() < 2 || !GetVarint(&p, it->value().data() + it->value().size(), &n)) {
+        return absl::DataLossError("retention: a sample block's header is unreadable");
+      }
+      deleted += n;
+      ++report.blocks_deleted;
+    }
+    // The first block left decides where this type now starts.
+    if (it->Valid() && it->key().size() == kBlockKeySize && GetBigEndian32(it->key().data()) == t) {
+      if (DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &decoded).ok()) {
+        for (const BlockSample& b : decoded) new_first = std::min(new_first, b.time_ns);
+      }
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "retention: reading sample blocks");
+    if (deleted == 0) continue;
+    wb.DeleteRange(blocks_cf(), begin, end);
+    counters.samples_by_type[t] -= std::min(deleted, counters.samples_by_type[t]);
+    report.samples_deleted += deleted;
+  }
+  if (report.blocks_deleted == 0) {
+    report.reason.clear();
+    return report;
+  }
+  counters.blocks -= std::min(report.blocks_deleted, counters.blocks);
+  if (counters.samples() == 0) {
+    counters.first_sample_ns = counters.last_sample_ns = 0;
+  } else if (new_first != std::numeric_limits<int64_t>::max()) {
+    counters.first_sample_ns = new_first;
+  }
+  wb.Put(meta_cf(), kStatsKey, counters.Encode());
+  if (rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &wb); !s.ok()) {
+    if (disk_) disk_->NoteWriteError(s.ToString());
+    return FromRocks(s, "retention: deleting sample blocks");
+  }
+  {
+    std::unique_lock lock(dict_mutex_);
+    counters_ = counters;
+  }
+  NoteWrite();
+  retention_deleted_.fetch_add(report.samples_deleted);
+  report.deleted_before_ns = cut == std::numeric_limits<int64_t>::min() ? 0 : cut * kBucketNs;
+  (void)AppendLog(
+      LogLevel::kInfo,
+      absl::StrCat("retention (", report.reason, " limit): deleted ", report.samples_deleted, " samples in ",
+                   report.blocks_deleted, " blocks from before ",
+                   absl::FormatTime(absl::FromUnixNanos(report.deleted_before_ns), absl::UTCTimeZone())));
+  // Frees the disk now rather than at some later compaction.
+  rocksdb::CompactRangeOptions co;
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (uint32_t t : types) {
+    const std::string begin = BlockKeyPrefix(t, std::numeric_limits<int64_t>::min());
+    const std::string end = BlockKeyPrefix(t, cut);
+    rocksdb::Slice b(begin), e(end);
+    (void)db_->CompactRange(co, blocks_cf(), &b, &e);
+  }
+  return report;
 }
 
 absl::Status RocksStore::Flush() {

@@ -48,6 +48,14 @@ struct StoreStats {
   int64_t first_sample_ns = 0;  // 0 when empty
   int64_t last_sample_ns = 0;
   uint64_t disk_bytes = 0;  // all files in the data directory
+  // Bumps on every write and every deletion: "did anything change" for
+  // views (the sample count can stay equal while retention deletes and
+  // agents write).
+  uint64_t data_version = 0;
+  // Retention as configured (0 = off) and what it deleted since open.
+  int64_t retention_age_ns = 0;
+  uint64_t retention_size_bytes = 0;
+  uint64_t samples_deleted_by_retention = 0;
   // The store's filesystem, as the disk guard last saw it (read-write
   // stores; 0 otherwise), and why new data is refused ("" = accepted).
   uint64_t disk_free_bytes = 0;
@@ -113,6 +121,23 @@ struct StoreOptions {
   // free on the store's filesystem (storage/disk_guard.h): room for
   // RocksDB's flushes and compactions, and for the rest of the machine.
   uint64_t disk_reserve_bytes = uint64_t{512} << 20;
+  // Retention (0 = keep forever): samples older than the age, and the
+  // oldest samples while the store's files exceed the size, are deleted a
+  // whole 10 s bucket at a time, at open and then every minute
+  // (Store::ApplyRetention). See "Retention" in storage/README.md.
+  std::chrono::nanoseconds retention_age{0};
+  uint64_t retention_size_bytes = 0;
+  // How often the store applies retention by itself (0 = only when
+  // ApplyRetention is called: tests with a clock of their own).
+  std::chrono::milliseconds retention_interval{std::chrono::minutes(1)};
+};
+
+// What one retention pass deleted.
+struct RetentionReport {
+  uint64_t samples_deleted = 0;
+  uint64_t blocks_deleted = 0;
+  int64_t deleted_before_ns = 0;  // samples before this time are gone (0 = none deleted)
+  std::string reason;             // "age", "size", or "" when nothing was due
 };
 
 // True for Store::Open's error when another process has the store open for
@@ -182,6 +207,12 @@ class Store {
   virtual uint64_t SymbolsVersion() const = 0;
   // Every executable in the dictionary (the symbolizer's work list).
   virtual std::vector<ExecutableInfo> Executables() const = 0;
+
+  // Deletes what retention no longer keeps (StoreOptions), as of `now_ns`:
+  // whole buckets, in one atomic write with the counters (a query sees all
+  // of a bucket or none of it), then compacts that range to free the disk.
+  // The store also calls it at open and every minute.
+  [[nodiscard]] virtual absl::StatusOr<RetentionReport> ApplyRetention(int64_t now_ns) = 0;
 
   // Flushes memtables to SST files (for stats and benchmarks; not needed
   // for durability).

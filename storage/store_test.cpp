@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -635,6 +636,119 @@ TEST_CASE("an agent that never pauses still gets its data flushed at the age lim
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   CHECK_MESSAGE(flushed, "WAL " << wal << " bytes, peak " << peak);
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("retention by age deletes whole old buckets, keeps the counters true, and bumps the data version") {
+  TempDir dir;
+  constexpr int64_t kMinute = 60'000'000'000;
+  const int64_t now = 1'700'000'000'000'000'000 + 60 * kMinute;
+  auto opened = Store::Open(
+      dir.path, Store::Mode::kReadWrite,
+      {.retention_age = std::chrono::minutes(30), .retention_interval = std::chrono::milliseconds(0)});
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  // An hour ago (gone), 40 minutes ago (gone), 10 minutes ago (kept).
+  REQUIRE(store
+              ->Write(testing::BatchFromFolded("main;old 5",
+                                               {.first_time_ns = now - 60 * kMinute, .process = "app"}))
+              .ok());
+  REQUIRE(store
+              ->Write(testing::BatchFromFolded("main;older 3",
+                                               {.first_time_ns = now - 40 * kMinute, .process = "app"}))
+              .ok());
+  REQUIRE(store
+              ->Write(testing::BatchFromFolded("main;new 2",
+                                               {.first_time_ns = now - 10 * kMinute, .process = "app"}))
+              .ok());
+  const uint64_t version = store->Stats().data_version;
+
+  absl::StatusOr<RetentionReport> r = store->ApplyRetention(now);
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  CHECK(r->reason == "age");
+  CHECK(r->samples_deleted == 8);
+  CHECK(r->blocks_deleted == 2);
+  CHECK(Folded(*store) == std::vector<std::string>{"main;new 2"});
+  StoreStats st = store->Stats();
+  CHECK(st.samples == 2);
+  CHECK(st.first_sample_ns == now - 10 * kMinute);
+  CHECK(st.data_version > version);
+  CHECK(st.samples_deleted_by_retention == 8);
+  Timeline t = *store->RunTimeline({}, 10);
+  CHECK(t.start_ns == now - 10 * kMinute);  // the timeline starts where the data now does
+
+  // Nothing more is due: no deletion, no version bump.
+  r = store->ApplyRetention(now);
+  CHECK(r->reason.empty());
+  CHECK(r->samples_deleted == 0);
+  CHECK(store->Stats().data_version == st.data_version);
+  CHECK(store->ReadLog(10).front().message.find("retention (age limit): deleted 8 samples in 2 blocks") == 0);
+
+  // The counters are stored: a reopened store agrees.
+  store.reset();
+  auto again = OpenOrDie(dir.path);
+  CHECK(again->Stats().samples == 2);
+  CHECK(again->Stats().first_sample_ns == now - 10 * kMinute);
+}
+
+TEST_CASE("retention by size deletes the oldest data until the store is under its limit") {
+  TempDir dir;
+  constexpr int64_t kMinute = 60'000'000'000;
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  std::mt19937_64 rng(7);
+  {
+    auto store = OpenOrDie(dir.path);
+    // 60 minutes of distinct stacks, one batch a minute.
+    for (int m = 0; m < 60; ++m) {
+      // Few stacks, many samples at jittered times: the blocks, not the
+      // dictionary or the tables' fixed overhead, are the size.
+      std::string folded;
+      for (int k = 0; k < 20; ++k) folded += "main;work" + std::to_string(k) + " 500\n";
+      ProfileBatch batch =
+          testing::BatchFromFolded(folded, {.first_time_ns = t0 + m * kMinute, .process = "app"});
+      for (Sample& sample : batch.samples) {
+        sample.time_ns += static_cast<int64_t>(rng() % 50'000'000);
+        sample.stack = 1 + static_cast<uint32_t>(rng() % (batch.dict.StackCount() - 1));
+      }
+      REQUIRE(store->Write(batch).ok());
+    }
+    REQUIRE(store->Compact().ok());
+  }
+  uint64_t full = 0;
+  {
+    auto store = OpenOrDie(dir.path);
+    for (const auto& e : std::filesystem::directory_iterator(dir.path)) {
+      if (e.path().extension() == ".sst") full += e.file_size();
+    }
+  }
+  auto opened =
+      Store::Open(dir.path, Store::Mode::kReadWrite,
+                  {.retention_size_bytes = full / 2, .retention_interval = std::chrono::milliseconds(0)});
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  const uint64_t before = store->Stats().samples;
+  RetentionReport total;
+  for (int pass = 0; pass < 5; ++pass) {
+    absl::StatusOr<RetentionReport> r = store->ApplyRetention(t0 + 61 * kMinute);
+    REQUIRE(r.ok());
+    if (r->reason.empty()) break;
+    CHECK(r->reason == "size");
+    total.samples_deleted += r->samples_deleted;
+  }
+  const StoreStats st = store->Stats();
+  CHECK(st.samples == before - total.samples_deleted);
+  CHECK(total.samples_deleted > before / 3);  // about half the data went
+  CHECK(total.samples_deleted < before * 3 / 4);
+  CHECK(st.first_sample_ns > t0 + 20 * kMinute);  // the oldest went first
+  CHECK(st.last_sample_ns >= t0 + 59 * kMinute);  // the newest stayed
+  uint64_t sst = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path)) {
+    if (e.path().extension() == ".sst") sst += e.file_size();
+  }
+  CHECK(sst <= full / 2);
 }
 
 }  // namespace kiln::storage

@@ -107,16 +107,35 @@ ReceiverChange DrawStatusLine(SessionState& session, const StatusSnapshot* statu
     ImGui::TextDisabled("Not listening (offline)");
   }
   separator();
-  ImGui::Text("Store: %s samples, %s", FormatCount(status->stats.samples).c_str(),
-              FormatBytes(status->stats.disk_bytes).c_str());
+  const storage::StoreStats& st = status->stats;
+  // What retention keeps, beside what the store holds: "1.7 MiB of 4 GiB, 14 d".
+  std::string keeps;
+  if (st.retention_size_bytes > 0) keeps += " of " + FormatBytes(st.retention_size_bytes);
+  if (st.retention_age_ns > 0) {
+    // Days read better than "336h 00m" for the usual limits.
+    constexpr int64_t kDay = 86'400'000'000'000;
+    const std::string age = st.retention_age_ns % kDay == 0
+                                ? std::to_string(st.retention_age_ns / kDay) + " days"
+                                : FormatDuration(st.retention_age_ns);
+    keeps += (keeps.empty() ? ", last " : ", last ") + age;
+  }
+  ImGui::Text("Store: %s samples, %s%s", FormatCount(st.samples).c_str(), FormatBytes(st.disk_bytes).c_str(),
+              keeps.c_str());
   if (ImGui::IsItemHovered() && !status->data_dir.empty()) {
-    ImGui::SetTooltip("%s\n%s stacks, %s frames", status->data_dir.c_str(),
-                      FormatCount(status->stats.stacks).c_str(), FormatCount(status->stats.frames).c_str());
+    const bool retention = st.retention_age_ns > 0 || st.retention_size_bytes > 0;
+    ImGui::SetTooltip(
+        "%s\n%s stacks, %s frames\n%s%s", status->data_dir.c_str(), FormatCount(st.stacks).c_str(),
+        FormatCount(st.frames).c_str(),
+        retention ? "Retention deletes the oldest samples past these limits "
+                    "(--retention-age, --retention-size)"
+                  : "No retention: nothing is deleted",
+        st.samples_deleted_by_retention > 0
+            ? ("; " + FormatCount(st.samples_deleted_by_retention) + " deleted since kiln started").c_str()
+            : "");
   }
   if (!status->stats.writes_refused.empty()) {
     // New data is refused (the disk guard): red, and where to read why.
     separator();
-    const storage::StoreStats& st = status->stats;
     const bool full = st.writes_refused == "disk nearly full";
     const std::string badge =
         full ? "disk full: " + FormatBytes(st.disk_free_bytes) + " free" : std::string("store cannot write");
