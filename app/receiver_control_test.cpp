@@ -10,18 +10,12 @@
 #include <map>
 
 #include "ingest/receiver_security.h"
+#include "tests/temp_dir.h"
 
 namespace kiln::app {
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-control-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using ::kiln::testing::TempDir;
 
 std::function<const char*(const char*)> Env(std::map<std::string, std::string> env) {
   return [env = std::move(env)](const char* name) -> const char* {

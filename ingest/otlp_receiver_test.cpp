@@ -19,6 +19,7 @@
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "storage/model/flame_tree.h"
 #include "storage/model/folded.h"
+#include "tests/temp_dir.h"
 
 namespace kiln::ingest {
 namespace {
@@ -27,14 +28,7 @@ namespace collector = opentelemetry::proto::collector::profiles::v1development;
 constexpr const char* kExportMethod =
     "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export";
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-receiver-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using ::kiln::testing::TempDir;
 
 // A store, a receiver on a loopback port, and a channel to it.
 struct Server {

@@ -8,18 +8,12 @@
 #include <fstream>
 
 #include "ingest/otlp_receiver.h"
+#include "tests/temp_dir.h"
 
 namespace kiln::ingest {
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-security-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using ::kiln::testing::TempDir;
 
 TokenCheck Check(const char* header, std::string_view token) {
   if (header == nullptr) return CheckBearerToken(nullptr, token);

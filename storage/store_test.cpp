@@ -15,19 +15,12 @@
 #include "storage/model/test_fixtures.h"
 #include "storage/symbol_table_fixture.h"
 #include "storage/varint.h"
+#include "tests/temp_dir.h"
 
 namespace kiln::storage {
 namespace {
 
-// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-store-test-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using ::kiln::testing::TempDir;
 
 std::unique_ptr<Store> OpenOrDie(const std::string& dir, Store::Mode mode = Store::Mode::kReadWrite) {
   auto store = Store::Open(dir, mode);

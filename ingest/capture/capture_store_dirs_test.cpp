@@ -16,24 +16,14 @@
 #include <fstream>
 
 #include "storage/store.h"
+#include "tests/temp_dir.h"
 
 namespace kiln::capture {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "kiln-sweep-test-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string path;
-};
+using ::kiln::testing::TempDir;
 
 bool Exists(const std::string& p) { return fs::exists(fs::symlink_status(p)); }
 

@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/temp_dir.h"
+
 namespace kiln::capture::testing {
 
 // tests/data/corpus in the source tree (KILN_SOURCE_DIR is set by ctest).
@@ -62,21 +64,6 @@ inline std::string Gunzip(const std::string& data) {
   return out;
 }
 
-// A fresh directory under /tmp named after `prefix`, removed at scope exit.
-struct TempDir {
-  explicit TempDir(const std::string& prefix = "kiln-capture-test") {
-    std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp " + tmpl + " failed");
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  operator std::string() const { return path; }
-  std::string path;
-};
+using ::kiln::testing::TempDir;
 
 }  // namespace kiln::capture::testing

@@ -118,12 +118,4 @@ int HeadlessKiln::Stop(int signal) {
   return code;
 }
 
-TempDir::TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-it-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path = tmpl;
-}
-
-TempDir::~TempDir() { std::filesystem::remove_all(path); }
-
 }  // namespace kiln::testing

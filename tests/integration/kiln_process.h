@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/temp_dir.h"
+
 namespace kiln::testing {
 
 // Path of the built kiln binary (from KILN_BINARY_DIR, set by ctest).
@@ -38,13 +40,6 @@ class HeadlessKiln {
   int out_fd_ = -1;
   int port_ = 0;
   std::string output_;
-};
-
-// A fresh temporary directory, removed at scope exit.
-struct TempDir {
-  TempDir();
-  ~TempDir();
-  std::string path;
 };
 
 }  // namespace kiln::testing
