@@ -34,6 +34,16 @@ int RunStats(const StatsOptions& options) {
               static_cast<unsigned long long>(st.disk_bytes));
   if (st.samples > 0) std::printf(", %.2f bytes/sample", static_cast<double>(st.disk_bytes) / st.samples);
   std::printf(")\n");
+  // Every reason data was refused, cut or deleted, kept across restarts
+  // (storage/model/data_loss.h); zero rows too, so scripts can rely on them.
+  const storage::DataLossCounts losses = (*store)->DataLossTotals();
+  std::printf("data loss (totals kept by the store):\n");
+  for (const storage::DataLossInfo& info : storage::DataLossTable()) {
+    std::printf("  %-20s %-8s %12llu %-9s %s\n", std::string(info.name).c_str(),
+                std::string(storage::SeverityName(info.severity)).c_str(),
+                static_cast<unsigned long long>(losses[static_cast<size_t>(info.reason)]),
+                std::string(info.unit).c_str(), std::string(info.description).c_str());
+  }
   return 0;
 }
 

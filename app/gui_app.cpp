@@ -169,7 +169,7 @@ struct App {
   SettingsPaths settings_paths;
   bool restyle_requested = false;  // theme or scale changed: rebuilt between frames
   bool quit_requested = false;     // File > Quit, Ctrl+Q
-  bool show_connect = false, show_shortcuts = false, show_about = false;
+  bool show_connect = false, show_shortcuts = false, show_about = false, show_data_quality = false;
   std::vector<std::string> addresses;  // for Connect an agent, read when it opens
   std::vector<std::unique_ptr<ui::View>> views;
   std::vector<ui::View*> view_ptrs;
@@ -503,9 +503,11 @@ struct App {
     if (std::exchange(view_requests.show_shortcuts, false)) show_shortcuts = true;
     ImGui::EndChild();
     ImGui::Separator();
-    const ui::ReceiverChange change =
+    const ui::StatusLineActions change =
         ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing, &symbol_activity);
-    if (change != ui::ReceiverChange::kNone) ChangeReceiver(change);
+    if (change.receiver != ui::ReceiverChange::kNone) ChangeReceiver(change.receiver);
+    if (change.open_data_quality) show_data_quality = true;
+    ui::DrawDataQualityDialog(&show_data_quality, src.status.get(), src.session);
     DrawDialogs();
     ImGui::End();
     DrawHelpWindows();
@@ -630,6 +632,7 @@ struct App {
   void DrawHelpMenu() {
     if (!ImGui::BeginMenu("Help")) return;
     if (ImGui::MenuItem("Connect an agent...")) OpenConnect();
+    if (ImGui::MenuItem("Data quality...")) show_data_quality = true;
     if (ImGui::MenuItem("Keyboard shortcuts", "F1")) show_shortcuts = true;
     if (ImGui::MenuItem("About Kiln")) show_about = true;
     ImGui::EndMenu();

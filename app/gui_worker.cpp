@@ -374,6 +374,7 @@ std::shared_ptr<const ui::StatusSnapshot> GuiWorker::PollStatus() {
   // Read the version before the statuses: a change in between shows up as a
   // newer version at the next poll, never as a missed one.
   out->symbols_version = store_.SymbolsVersion();
+  out->data_loss = store_.DataLossTotals();
   // Attribute scans walk the whole dictionary: redo them only when the set
   // of attribute sets changed since the last poll.
   std::shared_ptr<const ui::StatusSnapshot> previous;

@@ -555,6 +555,16 @@ std::string Normalizer::ValidateProfile(const otlp::Profile& profile, size_t* ev
 
 uint32_t Normalizer::Intern(std::string_view s) {
   if (s.empty()) return 0;
+  std::string cut;
+  if (s.size() > kMaxStringBytes) {
+    size_t keep = kMaxStringBytes - kTruncatedMarker.size();
+    // Not inside a UTF-8 sequence: back up over continuation bytes.
+    while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;
+    cut.reserve(keep + kTruncatedMarker.size());
+    cut.append(s.substr(0, keep)).append(kTruncatedMarker);
+    s = cut;
+    ++result_.strings_truncated;
+  }
   auto it = interned_.find(absl::string_view(s.data(), s.size()));
   if (it != interned_.end()) return it->second;
   uint32_t index = static_cast<uint32_t>(out_.strings.size());

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
 #include "storage/model/profile_model.h"
@@ -22,7 +23,15 @@ struct NormalizeResult {
   int64_t accepted_profiles = 0;
   int64_t rejected_profiles = 0;
   std::string error_message;  // why profiles were rejected, "" when none
+  // Strings over kMaxStringBytes, stored cut (storage::DataLoss::kStringTruncated).
+  uint64_t strings_truncated = 0;
 };
+
+// Longer names and attribute values are cut to this many bytes (at a UTF-8
+// boundary) and marked: a real profiler's longest C++ names stay well
+// under it, and a hostile sender's 60 MiB string cannot fill the store.
+inline constexpr size_t kMaxStringBytes = 16 << 10;
+inline constexpr std::string_view kTruncatedMarker = "...[truncated]";
 
 // Normalizes one Export request:
 // - stacks become root first, each OTLP Location expands to one frame per

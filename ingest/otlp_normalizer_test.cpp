@@ -758,3 +758,42 @@ TEST_CASE("expansion limits: a few bytes may not ask for gigabytes") {
 
 }  // namespace
 }  // namespace kiln::ingest
+
+namespace kiln::ingest {
+
+TEST_CASE("strings over the cap are cut at a UTF-8 boundary, marked and counted; short ones are untouched") {
+  OtlpRequestBuilder b;
+  int32_t m = b.Mapping("/bin/x");
+  // 60 MiB of name, as a hostile sender sent; and a value whose cut would
+  // fall inside a 3-byte character.
+  const std::string huge(60 << 20, 'f');
+  std::string accents = std::string(kMaxStringBytes - kTruncatedMarker.size() - 1, 'a');
+  for (int i = 0; i < 100; ++i) accents += "\xE2\x82\xAC";  // the euro sign
+  int32_t loc = b.Location(m, 0x42, {{huge, "x.c", 9}});
+  int32_t stack = b.Stack({loc});
+  auto* p = b.AddProfile(b.Resource({{"service.name", accents}, {"process.pid", "7"}}));
+  OtlpRequestBuilder::AddSample(p, stack, {}, {5});
+  NormalizeResult r = NormalizeExportRequest(b.request);
+  REQUIRE(r.batch.samples.size() == 1);
+  CHECK(r.strings_truncated == 2);
+  size_t longest = 0;
+  bool euro_cut_whole = false;
+  for (const std::string& s : r.batch.dict.strings) {
+    longest = std::max(longest, s.size());
+    if (s.starts_with("aaa")) {
+      // The cut backed up to before the first euro sign's first byte.
+      euro_cut_whole = s == std::string(kMaxStringBytes - kTruncatedMarker.size() - 1, 'a') +
+                                std::string(kTruncatedMarker);
+    }
+  }
+  CHECK(longest <= kMaxStringBytes);
+  CHECK(euro_cut_whole);
+  const auto frames = r.batch.dict.Stack(r.batch.samples[0].stack);
+  const std::string& name = r.batch.dict.strings[r.batch.dict.frames[frames[0]].function];
+  CHECK(name.size() == kMaxStringBytes);
+  CHECK(name.ends_with("ff...[truncated]"));
+  // Everything else as sent.
+  CHECK(r.batch.dict.strings[r.batch.dict.frames[frames[0]].file] == "x.c");
+}
+
+}  // namespace kiln::ingest

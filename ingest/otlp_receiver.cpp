@@ -33,6 +33,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -43,12 +44,14 @@
 #include "ingest/otlp_normalizer.h"
 #include "ingest/wire_diagnostics.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "storage/disk_guard.h"
 
 namespace kiln::ingest {
 
 namespace {
 
 namespace collector = opentelemetry::proto::collector::profiles::v1development;
+using storage::DataLoss;
 using storage::LogLevel;
 
 // How often the info-level traffic summary is written to the store's log.
@@ -83,6 +86,7 @@ struct PeerState {
   // samples per whole second, ring indexed by (second % kRateSeconds)
   int64_t second_[kRateSeconds] = {};
   uint64_t second_samples_[kRateSeconds] = {};
+  storage::DataLossCounts losses{};
 };
 
 // Counters since the last summary line.
@@ -174,7 +178,13 @@ class Receiver final : public OtlpReceiver {
   // first refusal per host.
   bool Authenticated(grpc::CallbackServerContext* context, const std::string& peer,
                      grpc::ServerUnaryReactor* reactor);
-  void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted, int64_t rejected);
+  // `loss`: why a failed request was refused (storage/model/data_loss.h).
+  void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted, int64_t rejected,
+             std::optional<DataLoss> loss = std::nullopt);
+  void CountLoss(const std::string& peer, DataLoss reason, uint64_t n);
+  void CountLossLocked(const std::string& peer, DataLoss reason, uint64_t n);
+  // Adds the counts since the last call to the store's totals.
+  void FlushLosses();
   void Log(LogLevel level, std::string message) {
     // The log is diagnostics: a failing log write must not fail ingest.
     (void)store_->AppendLog(level, Truncate(std::move(message)));
@@ -205,6 +215,7 @@ class Receiver final : public OtlpReceiver {
   ReceiverStats totals_;  // peers unused; built in stats()
   std::map<std::string, PeerState> peers_;
   SummaryWindow window_;
+  storage::DataLossCounts unflushed_losses_{};  // not yet in the store's totals
   std::set<std::string> hosts_seen_;     // PeerHost of every sender so far
   std::set<std::string> hosts_refused_;  // hosts whose refusal was logged
 
@@ -314,13 +325,15 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
                                            const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::string peer = context->peer();
-  if (!Authenticated(context, peer, reactor)) return reactor;
+  // Listed (with its refusals) whether or not it may send: a misconfigured
+  // agent shows up as a sender whose requests are refused.
   const bool new_host = NotePeer(peer);
+  if (!Authenticated(context, peer, reactor)) return reactor;
   const size_t bytes = request->Length();
   if (bytes > static_cast<size_t>(options_.max_message_bytes)) {
     std::string message =
         Cat("request of ", bytes, " bytes exceeds the limit of ", options_.max_message_bytes, " bytes");
-    Count(peer, true, 0, 0, 0);
+    Count(peer, true, 0, 0, 0, DataLoss::kRequestTooLarge);
     Log(LogLevel::kWarning, Cat("rejected request from ", peer, ": ", message));
     reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message));
     return reactor;
@@ -331,7 +344,7 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
   // else is in flight, or it could never be accepted.
   if (inflight > options_.max_inflight_bytes && inflight != static_cast<int64_t>(bytes)) {
     inflight_bytes_.fetch_sub(static_cast<int64_t>(bytes));
-    Count(peer, true, 0, 0, 0);
+    Count(peer, true, 0, 0, 0, DataLoss::kOverloaded);
     reactor->Finish(grpc::Status(
         grpc::StatusCode::UNAVAILABLE,
         Cat("kiln's writer is behind (", inflight - static_cast<int64_t>(bytes),
@@ -379,7 +392,7 @@ void Receiver::WorkerLoop() {
 grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, PendingLog* log) {
   grpc::Slice slice;
   if (!job.request->TrySingleSlice(&slice).ok() && !job.request->DumpToSingleSlice(&slice).ok()) {
-    Count(job.peer, true, 0, 0, 0);
+    Count(job.peer, true, 0, 0, 0, DataLoss::kUndecodable);
     return grpc::Status(grpc::StatusCode::INTERNAL, "could not read the request bytes");
   }
   std::string_view bytes(reinterpret_cast<const char*>(slice.begin()), slice.size());
@@ -396,7 +409,9 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
       inflated = std::move(*out);
       bytes = inflated;
     } else {
-      Count(job.peer, true, 0, 0, 0);
+      Count(job.peer, true, 0, 0, 0,
+            out.status().code() == absl::StatusCode::kResourceExhausted ? DataLoss::kRequestTooLarge
+                                                                        : DataLoss::kUndecodable);
       std::string message(out.status().message());
       *log = {LogLevel::kWarning, Cat("rejected request from ", job.peer, ": ", message)};
       return grpc::Status(out.status().code() == absl::StatusCode::kResourceExhausted
@@ -424,7 +439,7 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
     std::string where = LocateDecodeError(bytes, request->GetDescriptor());
     std::string message = Cat("cannot decode ExportProfilesServiceRequest (", bytes.size(),
                               " bytes, OTLP v1.10 layout)", where.empty() ? std::string() : Cat(": ", where));
-    Count(job.peer, true, 0, 0, 0);
+    Count(job.peer, true, 0, 0, 0, DataLoss::kUndecodable);
     *log = {LogLevel::kWarning, Cat("rejected request from ", job.peer, ": ", message)};
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
   }
@@ -433,7 +448,8 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
   if (!result.batch.samples.empty()) {
     absl::Status written = store_->Write(result.batch);
     if (!written.ok()) {
-      Count(job.peer, true, 0, 0, 0);
+      Count(job.peer, true, 0, 0, 0,
+            storage::IsDiskReserveRefusal(written) ? DataLoss::kDiskReserve : DataLoss::kStoreWriteFailed);
       // Once per streak of failures: a full disk refuses every agent's
       // every request until space returns (the store logs its own state).
       if (!store_failing_.exchange(true)) {
@@ -450,6 +466,8 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
   }
   if (!result.batch.samples.empty()) store_failing_.store(false);
   Count(job.peer, false, result.batch.samples.size(), result.accepted_profiles, result.rejected_profiles);
+  CountLoss(job.peer, DataLoss::kProfileRejected, static_cast<uint64_t>(result.rejected_profiles));
+  CountLoss(job.peer, DataLoss::kStringTruncated, result.strings_truncated);
   collector::ExportProfilesServiceResponse answer;
   if (result.rejected_profiles > 0) {
     answer.mutable_partial_success()->set_rejected_profiles(result.rejected_profiles);
@@ -492,6 +510,7 @@ bool Receiver::Authenticated(grpc::CallbackServerContext* context, const std::st
     ++totals_.requests;
     ++totals_.requests_failed;
     ++totals_.requests_unauthenticated;
+    CountLossLocked(peer, DataLoss::kUnauthenticated, 1);
     ++window_.requests;
     ++window_.failed;
     if (hosts_refused_.size() < kMaxRememberedHosts) log = hosts_refused_.insert(PeerHost(peer)).second;
@@ -502,9 +521,32 @@ bool Receiver::Authenticated(grpc::CallbackServerContext* context, const std::st
   return false;
 }
 
-void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
-                     int64_t rejected) {
+void Receiver::CountLoss(const std::string& peer, DataLoss reason, uint64_t n) {
+  if (n == 0) return;
   std::lock_guard lock(stats_mu_);
+  CountLossLocked(peer, reason, n);
+}
+
+void Receiver::CountLossLocked(const std::string& peer, DataLoss reason, uint64_t n) {
+  const size_t i = static_cast<size_t>(reason);
+  totals_.losses[i] += n;
+  unflushed_losses_[i] += n;
+  if (auto it = peers_.find(peer); it != peers_.end()) it->second.losses[i] += n;
+}
+
+void Receiver::FlushLosses() {
+  storage::DataLossCounts delta{};
+  {
+    std::lock_guard lock(stats_mu_);
+    std::swap(delta, unflushed_losses_);
+  }
+  (void)store_->AddDataLoss(delta);
+}
+
+void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
+                     int64_t rejected, std::optional<DataLoss> loss) {
+  std::lock_guard lock(stats_mu_);
+  if (loss) CountLossLocked(peer, *loss, 1);
   ++totals_.requests;
   if (failed) ++totals_.requests_failed;
   totals_.profiles_accepted += static_cast<uint64_t>(accepted);
@@ -541,6 +583,7 @@ ReceiverStats Receiver::stats() const {
     s.last_seen_ns = p.last_seen_ns;
     s.requests = p.requests;
     s.samples = p.samples;
+    s.losses = p.losses;
     uint64_t recent = 0;
     for (int i = 0; i < kRateSeconds; ++i) {
       if (second - p.second_[i] < kRateSeconds) recent += p.second_samples_[i];
@@ -567,6 +610,7 @@ void Receiver::SummaryLoop() {
 }
 
 void Receiver::FlushSummary() {
+  FlushLosses();
   SummaryWindow w;
   {
     std::lock_guard lock(stats_mu_);

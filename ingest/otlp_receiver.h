@@ -43,6 +43,7 @@ struct PeerStats {
   uint64_t requests = 0;
   uint64_t samples = 0;
   double samples_per_second = 0;  // over the last ~10 s
+  storage::DataLossCounts losses{};  // what was refused or cut, by reason
 };
 
 struct ReceiverStats {
@@ -53,6 +54,9 @@ struct ReceiverStats {
   uint64_t profiles_rejected = 0;
   uint64_t samples_accepted = 0;
   uint64_t requests_unauthenticated = 0;  // refused for a missing or wrong token
+  // Since start, by reason (storage/model/data_loss.h); the store keeps the
+  // totals across restarts.
+  storage::DataLossCounts losses{};
   bool token_required = false;
   bool tls = false;
   bool client_certificates = false;  // mutual TLS

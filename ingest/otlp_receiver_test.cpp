@@ -189,6 +189,7 @@ TEST_CASE("partial success: the good profile is stored, the bad one explained") 
         "range (stack_table has 3 entries)");
   CHECK(server.Run()->total_events == 10);
   CHECK(server.receiver->stats().profiles_rejected == 1);
+  CHECK(server.receiver->stats().losses[static_cast<size_t>(storage::DataLoss::kProfileRejected)] == 1);
   CHECK(server.LogContains("rejected 1 of 2 profiles"));
 }
 
@@ -397,6 +398,12 @@ TEST_CASE("token: requests without it, or with another, are refused UNAUTHENTICA
   CHECK(stats.token_required);
   CHECK(stats.requests_unauthenticated == 1);
   CHECK(stats.requests_failed == 1);
+  // A named data-loss count, per sender too, and in the store's totals.
+  CHECK(stats.losses[static_cast<size_t>(storage::DataLoss::kUnauthenticated)] == 1);
+  REQUIRE(stats.peers.size() == 1);
+  CHECK(stats.peers[0].losses[static_cast<size_t>(storage::DataLoss::kUnauthenticated)] == 1);
+  server.receiver->Stop();
+  CHECK(server.store->DataLossTotals()[static_cast<size_t>(storage::DataLoss::kUnauthenticated)] == 1);
   CHECK(server.LogContains("refused OTLP requests from ipv4:127.0.0.1"));
 }
 

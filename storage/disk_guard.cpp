@@ -5,11 +5,20 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "storage/model/profile_model.h"
 #include "storage/model/sample_type.h"
 
 namespace kiln::storage {
+
+namespace {
+constexpr char kReservePayload[] = "kiln/disk-reserve";
+}  // namespace
+
+bool IsDiskReserveRefusal(const absl::Status& status) {
+  return status.GetPayload(kReservePayload).has_value();
+}
 
 absl::StatusOr<uint64_t> StatvfsFreeBytes(const std::string& dir) {
   struct statvfs st {};
@@ -65,7 +74,9 @@ absl::Status DiskGuard::Admit(uint64_t bytes, bool* changed) {
   if (changed != nullptr) *changed = refused != refused_;
   refused_ = refused;
   if (!refused) return absl::OkStatus();
-  return absl::UnavailableError(refusal);
+  absl::Status status = absl::UnavailableError(refusal);
+  if (low && free_error_.empty()) status.SetPayload(kReservePayload, absl::Cord("1"));
+  return status;
 }
 
 void DiskGuard::NoteWriteError(const std::string& message) {

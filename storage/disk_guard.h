@@ -21,6 +21,10 @@
 
 namespace kiln::storage {
 
+// True for Admit's refusal because of the reserve (not a write error): the
+// status carries a payload saying so.
+bool IsDiskReserveRefusal(const absl::Status& status);
+
 // Free bytes for an unprivileged writer on the filesystem holding `dir`.
 absl::StatusOr<uint64_t> StatvfsFreeBytes(const std::string& dir);
 

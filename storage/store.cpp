@@ -77,6 +77,9 @@ namespace {
 constexpr int64_t kBucketNs = 10'000'000'000;
 constexpr char kSchemaKey[] = "meta:schema";
 constexpr char kStatsKey[] = "meta:stats";
+// Data-loss totals: varint count, then a varint per reason in enum order (a
+// newer kiln's extra reasons are kept by an older one as they are).
+constexpr char kLossKey[] = "meta:losses";
 constexpr char kTagString = 's', kTagExecutable = 'e', kTagFrame = 'f', kTagStack = 'k',
                kTagAttributeSet = 'a', kTagLink = 'l', kTagSampleType = 'y';
 // Block keys: u32 sample type, u64 bucket, u64 sequence.
@@ -440,6 +443,13 @@ class RocksStore final : public Store {
   absl::Status Flush() override;
   absl::Status Compact() override;
   absl::StatusOr<RetentionReport> ApplyRetention(int64_t now_ns) override;
+  absl::Status AddDataLoss(const DataLossCounts& counts) override;
+  DataLossCounts DataLossTotals() const override {
+    std::lock_guard lock(loss_mutex_);
+    DataLossCounts out{};
+    for (size_t i = 0; i < out.size() && i < losses_.size(); ++i) out[i] = losses_[i];
+    return out;
+  }
   absl::Status PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
                           const SymbolStatus& status) override;
   absl::Status PutSymbolStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
@@ -508,6 +518,8 @@ class RocksStore final : public Store {
   std::atomic<uint64_t> data_version_{0};
   std::atomic<uint64_t> retention_deleted_{0};
   std::mutex retention_mutex_;       // one retention pass at a time
+  mutable std::mutex loss_mutex_;
+  std::vector<uint64_t> losses_;     // guarded by loss_mutex_; at least kDataLossCount
   std::unique_ptr<DiskGuard> disk_;  // read-write stores
   std::mutex settle_mu_;
   std::condition_variable settle_cv_;
@@ -762,10 +774,38 @@ absl::Status RocksStore::LoadMeta() {
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "reading statistics");
   }
+  losses_.assign(kDataLossCount, 0);
+  if (db_->Get(rocksdb::ReadOptions(), meta_cf(), kLossKey, &v).ok()) {
+    ValueReader r{v.data(), v.data() + v.size()};
+    const uint64_t n = r.Next();
+    if (r.ok && n <= v.size()) {
+      losses_.resize(std::max<size_t>(n, kDataLossCount), 0);
+      for (uint64_t i = 0; i < n; ++i) losses_[i] = r.Next();
+    }
+  }
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), log_cf()));
   it->SeekToLast();
   if (it->Valid() && it->key().size() == 8) next_log_seq_ = GetBigEndian64(it->key().data()) + 1;
   return absl::OkStatus();
+}
+
+absl::Status RocksStore::AddDataLoss(const DataLossCounts& counts) {
+  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+  std::lock_guard lock(loss_mutex_);
+  bool any = false;
+  for (size_t i = 0; i < counts.size(); ++i) any = any || counts[i] != 0;
+  if (!any) return absl::OkStatus();
+  std::vector<uint64_t> next = losses_;
+  for (size_t i = 0; i < counts.size(); ++i) next[i] += counts[i];
+  std::string v;
+  PutVarint(&v, next.size());
+  for (uint64_t k : next) PutVarint(&v, k);
+  absl::Status s =
+      FromRocks(db_->Put(rocksdb::WriteOptions(), meta_cf(), kLossKey, v), "writing data-loss counts");
+  // Kept in memory even when the disk refuses: `kiln stats` of a running
+  // store may lag, the window does not.
+  losses_ = std::move(next);
+  return s;
 }
 
 absl::Status RocksStore::LoadDictionary() {
@@ -1898,6 +1938,9 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   }
   NoteWrite();
   retention_deleted_.fetch_add(report.samples_deleted);
+  DataLossCounts deleted{};
+  deleted[static_cast<size_t>(DataLoss::kRetentionDeleted)] = report.samples_deleted;
+  (void)AddDataLoss(deleted);
   report.deleted_before_ns = cut == std::numeric_limits<int64_t>::min() ? 0 : cut * kBucketNs;
   (void)AppendLog(
       LogLevel::kInfo,

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "storage/model/data_loss.h"
 #include "storage/model/profile_model.h"
 #include "storage/model/query.h"
 #include "storage/symbol_table.h"
@@ -181,6 +182,12 @@ class Store {
   // sorted (for filter suggestions).
   virtual std::vector<std::string> AttributeKeys() const = 0;
   virtual std::vector<std::string> AttributeValues(std::string_view key, size_t max) const = 0;
+
+  // Data-loss totals per reason (storage/model/data_loss.h), kept across
+  // restarts: the receiver adds what it counted, retention what it deleted.
+  // A read-only store reports the totals as they were when it opened.
+  virtual absl::Status AddDataLoss(const DataLossCounts& counts) = 0;
+  virtual DataLossCounts DataLossTotals() const = 0;
 
   // Kiln's own event log, kept in the store. Append is durable like Write.
   virtual absl::Status AppendLog(LogLevel level, std::string_view message) = 0;

@@ -685,6 +685,16 @@ TEST_CASE("retention by age deletes whole old buckets, keeps the counters true, 
   auto again = OpenOrDie(dir.path);
   CHECK(again->Stats().samples == 2);
   CHECK(again->Stats().first_sample_ns == now - 10 * kMinute);
+  // What retention deleted is a named data-loss count, kept across restarts.
+  CHECK(again->DataLossTotals()[static_cast<size_t>(DataLoss::kRetentionDeleted)] == 8);
+  DataLossCounts more{};
+  more[static_cast<size_t>(DataLoss::kStringTruncated)] = 3;
+  REQUIRE(again->AddDataLoss(more).ok());
+  REQUIRE(again->AddDataLoss(more).ok());
+  again.reset();
+  auto read_only = OpenOrDie(dir.path, Store::Mode::kReadOnly);
+  CHECK(read_only->DataLossTotals()[static_cast<size_t>(DataLoss::kStringTruncated)] == 6);
+  CHECK(read_only->DataLossTotals()[static_cast<size_t>(DataLoss::kRetentionDeleted)] == 8);
 }
 
 TEST_CASE("retention by size deletes the oldest data until the store is under its limit") {

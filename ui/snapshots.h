@@ -109,6 +109,10 @@ struct StatusSnapshot {
   std::vector<std::string> attribute_keys;
   std::map<std::string, std::vector<std::string>> attribute_values;  // for the filter bar
   std::string data_dir;
+  // What the store counts as lost, by reason, across restarts
+  // (Store::DataLossTotals; the receiver's since-start counts are in
+  // `receiver`).
+  storage::DataLossCounts data_loss{};
   // Symbols: Store::SymbolsVersion() and the status per symbol key
   // (Store::SymbolStatuses(), re-read only when the version moves).
   uint64_t symbols_version = 0;

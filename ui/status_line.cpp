@@ -15,11 +15,6 @@
 
 namespace kiln::ui {
 
-uint64_t RejectedCount(const StatusSnapshot& status) {
-  if (!status.receiver) return 0;
-  return status.receiver->requests_failed + status.receiver->profiles_rejected;
-}
-
 ReceiverAccess AccessOf(const ingest::ReceiverStats& stats) {
   return {.token = stats.token_required, .tls = stats.tls, .client_certificates = stats.client_certificates};
 }
@@ -67,10 +62,91 @@ ReceiverChange DrawAccess(const ingest::ReceiverStats& r) {
 
 }  // namespace
 
-ReceiverChange DrawStatusLine(SessionState& session, const StatusSnapshot* status,
-                              const AnalysisSnapshot* analysis, bool computing,
-                              const SymbolActivity* symbols) {
-  ReceiverChange change = ReceiverChange::kNone;
+uint64_t DataLossBadgeCount(const StatusSnapshot& status) {
+  uint64_t n = 0;
+  for (const storage::DataLossInfo& info : storage::DataLossTable()) {
+    if (info.severity == storage::LossSeverity::kInfo) continue;
+    const size_t i = static_cast<size_t>(info.reason);
+    // The store's total includes what this run flushed; the receiver's
+    // unflushed part is at most 10 s of counts, so the larger is close.
+    n += std::max(status.data_loss[i], status.receiver ? status.receiver->losses[i] : 0);
+  }
+  return n;
+}
+
+void DrawDataQualityDialog(bool* open, const StatusSnapshot* status, SessionState& session) {
+  if (!*open) return;
+  const float em = ImGui::GetFontSize();
+  ImGui::SetNextWindowSize(ImVec2(em * 56, em * 24), ImGuiCond_FirstUseEver);
+  if (!ImGui::Begin("Data quality", open, ImGuiWindowFlags_NoCollapse)) {
+    ImGui::End();
+    return;
+  }
+  if (status == nullptr) {
+    ImGui::TextDisabled("Starting...");
+    ImGui::End();
+    return;
+  }
+  ImGui::TextWrapped(
+      "Every reason kiln refuses, cuts or deletes data. \"This run\" counts since kiln started; \"Total\" is "
+      "kept in the store across restarts. Details of each event are in the Log.");
+  if (ImGui::SmallButton("Open the Log")) session.requested_tab = "log";
+  constexpr ImGuiTableFlags kFlags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
+                                     ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingStretchProp;
+  if (ImGui::BeginTable("##losses", 6, kFlags)) {
+    ImGui::TableSetupColumn("reason", ImGuiTableColumnFlags_WidthFixed, em * 10);
+    ImGui::TableSetupColumn("severity", ImGuiTableColumnFlags_WidthFixed, em * 4.5f);
+    ImGui::TableSetupColumn("this run", ImGuiTableColumnFlags_WidthFixed, em * 5);
+    ImGui::TableSetupColumn("total", ImGuiTableColumnFlags_WidthFixed, em * 5);
+    ImGui::TableSetupColumn("of", ImGuiTableColumnFlags_WidthFixed, em * 5);
+    ImGui::TableSetupColumn("what it means");
+    ImGui::TableHeadersRow();
+    for (const storage::DataLossInfo& info : storage::DataLossTable()) {
+      const size_t i = static_cast<size_t>(info.reason);
+      const uint64_t run = status->receiver ? status->receiver->losses[i] : 0;
+      const uint64_t total = std::max(status->data_loss[i], run);
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(std::string(info.name).c_str());
+      ImGui::TableNextColumn();
+      const std::string severity(storage::SeverityName(info.severity));
+      if (total > 0 && info.severity == storage::LossSeverity::kError) {
+        ImGui::TextColored(CurrentPalette().error_text, "%s", severity.c_str());
+      } else {
+        ImGui::TextDisabled("%s", severity.c_str());
+      }
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(FormatCount(run).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(FormatCount(total).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextDisabled("%s", std::string(info.unit).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextWrapped("%s", std::string(info.description).c_str());
+    }
+    ImGui::EndTable();
+  }
+  if (status->receiver && !status->receiver->peers.empty()) {
+    ImGui::Separator();
+    ImGui::TextUnformatted("Senders in the last minute");
+    for (const ingest::PeerStats& p : status->receiver->peers) {
+      std::string lost;
+      for (const storage::DataLossInfo& info : storage::DataLossTable()) {
+        const uint64_t n = p.losses[static_cast<size_t>(info.reason)];
+        if (n > 0) lost += (lost.empty() ? "" : ", ") + std::string(info.name) + " " + FormatCount(n);
+      }
+      ImGui::Text("%s: %s requests, %s samples%s%s", p.peer.c_str(), FormatCount(p.requests).c_str(),
+                  FormatCount(p.samples).c_str(), lost.empty() ? "" : "; ", lost.c_str());
+    }
+  }
+  ImGui::End();
+}
+
+StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* status,
+                                 const AnalysisSnapshot* analysis, bool computing,
+                                 const SymbolActivity* symbols) {
+  StatusLineActions actions;
+  ReceiverChange& change = actions.receiver;
   auto separator = [] {
     ImGui::SameLine();
     ImGui::TextDisabled("|");
@@ -78,7 +154,7 @@ ReceiverChange DrawStatusLine(SessionState& session, const StatusSnapshot* statu
   };
   if (!status) {
     ImGui::TextDisabled("Starting...");
-    return change;
+    return actions;
   }
   if (status->receiver) {
     const auto& r = *status->receiver;
@@ -199,17 +275,20 @@ ReceiverChange DrawStatusLine(SessionState& session, const StatusSnapshot* statu
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Reading symbols in the background; click for the Executables view");
   }
-  const uint64_t rejected = RejectedCount(*status);
-  if (rejected > 0) {
+  const uint64_t lost = DataLossBadgeCount(*status);
+  if (lost > 0) {
     separator();
     ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
     ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
-    const std::string badge = FormatCount(rejected) + " rejected";
-    if (ImGui::SmallButton(badge.c_str())) session.requested_tab = "log";
+    const std::string badge = FormatCount(lost) + " refused or cut";
+    if (ImGui::SmallButton(badge.c_str())) actions.open_data_quality = true;
     ImGui::PopStyleColor(2);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Inputs were rejected; click to see why in the Log");
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip(
+          "Requests, profiles or strings were refused or cut; click for the Data quality panel");
+    }
   }
-  return change;
+  return actions;
 }
 
 bool DrawEmptyStoreHelp(const StatusSnapshot* status) {

@@ -17,9 +17,22 @@ enum class ReceiverChange { kNone, kRequireToken, kLoopbackOnly };
 // the selection's totals, and a badge when inputs were rejected (clicking
 // it opens the Log view); while symbols are read, which executable and from
 // where (clicking it opens the Executables view).
-ReceiverChange DrawStatusLine(SessionState& session, const StatusSnapshot* status,
-                              const AnalysisSnapshot* analysis, bool computing,
-                              const SymbolActivity* symbols = nullptr);
+struct StatusLineActions {
+  ReceiverChange receiver = ReceiverChange::kNone;
+  bool open_data_quality = false;  // the data-loss badge was clicked
+};
+StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* status,
+                                 const AnalysisSnapshot* analysis, bool computing,
+                                 const SymbolActivity* symbols = nullptr);
+
+// The Data quality window: every reason data was refused, cut or deleted
+// (storage/model/data_loss.h) with its severity, this run's count, the
+// store's total and the senders it came from.
+void DrawDataQualityDialog(bool* open, const StatusSnapshot* status, SessionState& session);
+
+// Lost data worth a badge: every count of a warning or error reason, this
+// run's and the store's.
+uint64_t DataLossBadgeCount(const StatusSnapshot& status);
 
 // The receiver's access as its stats tell it (no token file: the app knows it).
 ReceiverAccess AccessOf(const ingest::ReceiverStats& stats);
@@ -28,8 +41,5 @@ ReceiverAccess AccessOf(const ingest::ReceiverStats& stats);
 // agent dialog (other hosts, the Collector, ssh), opening a capture, the
 // demo. Returns true when that button was clicked.
 bool DrawEmptyStoreHelp(const StatusSnapshot* status);
-
-// Rejected inputs worth a badge: failed requests plus rejected profiles.
-uint64_t RejectedCount(const StatusSnapshot& status);
 
 }  // namespace kiln::ui

@@ -244,6 +244,9 @@ TEST_CASE("--retention-age deletes what fell out of the window when kiln starts"
     CHECK_MESSAGE(stats.find("samples:        8") != std::string::npos, stats);
     CHECK(kiln.Stop(SIGTERM) == 0);
   }
+  // Counted under its name, kept by the store.
+  CHECK(RunKiln({"stats", "--data-dir", dir.path})
+            .out.find("retention_deleted    info                8 samples") != std::string::npos);
   // The hour-old samples are gone, the recent ones kept.
   CHECK(Lines(RunKiln({"export", "--data-dir", dir.path, "--group-by", "none"}).out) ==
         std::vector<std::string>{"main;libfoo.so+0x1a2b 1", "main;read;sys_read 2", "main;work;leaf_a 3"});

@@ -159,6 +159,10 @@ TEST_CASE(
     CHECK(kiln.store->Stats().writes_refused == "disk nearly full");
     CHECK(kiln.LogLines("new data is refused") == 1);
     CHECK(kiln.LogLines("could not store a request") == 1);
+    // Counted under its name, per sender and in total.
+    const auto losses = kiln.receiver->stats().losses;
+    CHECK(losses[static_cast<size_t>(kiln::storage::DataLoss::kDiskReserve)] == 6);
+    CHECK(losses[static_cast<size_t>(kiln::storage::DataLoss::kStoreWriteFailed)] == 0);
 
     fs::remove(filler);  // space returns
     grpc::Status again = kiln.Send(sent);
