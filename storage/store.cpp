@@ -58,6 +58,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "storage/disk_guard.h"
@@ -337,6 +338,8 @@ struct GlobalDictionary {
   absl::flat_hash_map<std::string, uint32_t> stack_ids;          // key: EncodeIds bytes
   absl::flat_hash_map<std::string, uint32_t> attribute_set_ids;  // key: EncodeAttributes bytes
   absl::flat_hash_map<std::string, uint32_t> link_ids;           // key: EncodeLink bytes
+  // Distinct values per attribute key (string ids), for the caps.
+  absl::flat_hash_map<uint32_t, absl::flat_hash_set<uint32_t>> values_by_key;
 
   GlobalDictionary() {
     string_ids.emplace("", 0);
@@ -876,6 +879,9 @@ absl::Status RocksStore::LoadDictionary() {
           d.attributes.push_back(a);
         }
         if (!r.ok) return Corrupt("attribute set", id);
+        for (size_t i = d.attribute_set_offsets.back(); i < d.attributes.size(); ++i) {
+          g.values_by_key[d.attributes[i].key].insert(d.attributes[i].value);
+        }
         d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
         g.attribute_set_ids.emplace(std::string(val.data(), val.size()), id);
         break;
@@ -1103,6 +1109,7 @@ class BatchInterner {
         Attribute g = a;
         if (!MapString(&g.key) || !MapString(&g.value))
           return Bad("attribute set", i, "string index out of range");
+        if (!ApplyCaps(&g)) continue;
         attrs.push_back(g);
       }
       // Global ids sort differently from the producer's strings; key order by
@@ -1144,6 +1151,12 @@ class BatchInterner {
   // Removes everything Intern() added (after a failed RocksDB write).
   void Undo(const GlobalDictionary::Mark& mark) {
     ProfileDictionary& d = g_.dict;
+    for (auto [key, value] : new_key_values_) {
+      auto it = g_.values_by_key.find(key);
+      if (it == g_.values_by_key.end()) continue;
+      it->second.erase(value);
+      if (it->second.empty()) g_.values_by_key.erase(it);
+    }
     for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_ids.erase(d.strings[i]);
     for (const Executable& e : new_executables_) g_.executable_ids.erase(e);
     for (const Frame& f : new_frames_) g_.frame_ids.erase(f);
@@ -1161,6 +1174,10 @@ class BatchInterner {
     d.sample_types = mark.sample_types;
   }
 
+  // Attribute values folded or keys left out by the caps in this batch.
+  uint64_t capped_ = 0;
+  size_t max_values_per_key_ = SIZE_MAX, max_keys_ = SIZE_MAX;
+
   // Batch-local to global id maps, valid after Intern().
   std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_, sample_types_;
 
@@ -1175,6 +1192,29 @@ class BatchInterner {
     added->push_back(key);
     return next_id;
   }
+
+  // The cardinality caps (StoreOptions) on one attribute with global ids:
+  // false to leave it out; its value may become "other".
+  bool ApplyCaps(Attribute* a) {
+    auto it = g_.values_by_key.find(a->key);
+    if (it == g_.values_by_key.end()) {
+      if (g_.values_by_key.size() >= max_keys_) {
+        ++capped_;
+        return false;
+      }
+      it = g_.values_by_key.try_emplace(a->key).first;
+    }
+    if (it->second.contains(a->value)) return true;
+    if (it->second.size() >= max_values_per_key_) {
+      ++capped_;
+      a->value = InternString("other");
+      if (it->second.contains(a->value)) return true;
+    }
+    it->second.insert(a->value);
+    new_key_values_.emplace_back(a->key, a->value);
+    return true;
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> new_key_values_;  // for Undo
 
   uint32_t InternString(const std::string& s) {
     auto it = g_.string_ids.find(s);
@@ -1226,6 +1266,8 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   std::unique_lock dict_lock(dict_mutex_);
   GlobalDictionary::Mark mark = dict_.Snapshot();
   BatchInterner interner(&dict_, &wb, meta_cf());
+  interner.max_values_per_key_ = options_.max_values_per_attribute_key;
+  interner.max_keys_ = options_.max_attribute_keys;
   if (auto s = interner.Intern(l); !s.ok()) {
     interner.Undo(mark);
     return s;
@@ -1288,6 +1330,11 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   }
   counters_ = counters;
   NoteWrite();
+  if (interner.capped_ > 0) {
+    DataLossCounts capped{};
+    capped[static_cast<size_t>(DataLoss::kAttributeCapped)] = interner.capped_;
+    (void)AddDataLoss(capped);
+  }
   return absl::OkStatus();
 }
 

@@ -122,6 +122,13 @@ struct StoreOptions {
   // free on the store's filesystem (storage/disk_guard.h): room for
   // RocksDB's flushes and compactions, and for the rest of the machine.
   uint64_t disk_reserve_bytes = uint64_t{512} << 20;
+  // Attribute cardinality caps: the dictionary is held in memory, so a
+  // sender inventing keys or values must not grow it without bound. A new
+  // value of a key at its cap is stored as "other", a new key beyond the
+  // key cap is left out; both counted (DataLoss::kAttributeCapped). Far
+  // above what real agents send (pids and thread ids included).
+  size_t max_values_per_attribute_key = 1'000'000;
+  size_t max_attribute_keys = 4096;
   // Retention (0 = keep forever): samples older than the age, and the
   // oldest samples while the store's files exceed the size, are deleted a
   // whole 10 s bucket at a time, at open and then every minute

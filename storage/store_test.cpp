@@ -755,3 +755,43 @@ TEST_CASE("retention by size deletes the oldest data until the store is under it
 }
 
 }  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE(
+    "attribute caps: a key's new values past its cap become 'other', keys past theirs are left out, "
+    "counted") {
+  TempDir dir;
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite,
+                            {.max_values_per_attribute_key = 3, .max_attribute_keys = 2});
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  // Keys: process.executable.name and thread.name (the fixture's two).
+  for (int t = 0; t < 5; ++t) {
+    REQUIRE(store
+                ->Write(testing::BatchFromFolded("main;w 1",
+                                                 {.process = "app", .thread = "t" + std::to_string(t)}))
+                .ok());
+  }
+  CHECK(store->AttributeValues("thread.name", 100) == std::vector<std::string>{"other", "t0", "t1", "t2"});
+  CHECK(store->DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)] == 2);
+  CHECK(store->Stats().samples == 5);  // the samples are all kept
+
+  // A third key is left out; its samples stay, without it.
+  ProfileBatch batch = testing::BatchFromFolded("main;w 1", {.process = "app", .thread = "t0"});
+  batch.dict.AddAttributeSet({{batch.dict.AddString("container.id"), batch.dict.AddString("c1")}});
+  batch.samples[0].attribute_set = static_cast<uint32_t>(batch.dict.AttributeSetCount() - 1);
+  REQUIRE(store->Write(batch).ok());
+  CHECK(store->AttributeKeys() == std::vector<std::string>{"process.executable.name", "thread.name"});
+  CHECK(store->DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)] == 3);
+
+  // The caps hold across a restart (the counts are rebuilt from the dictionary).
+  store.reset();
+  auto again = Store::Open(dir.path, Store::Mode::kReadWrite,
+                           {.max_values_per_attribute_key = 3, .max_attribute_keys = 2});
+  REQUIRE(again.ok());
+  REQUIRE((*again)->Write(testing::BatchFromFolded("main;w 1", {.process = "app", .thread = "t9"})).ok());
+  CHECK((*again)->AttributeValues("thread.name", 100) == std::vector<std::string>{"other", "t0", "t1", "t2"});
+}
+
+}  // namespace kiln::storage

@@ -22,6 +22,9 @@ const std::array<DataLossInfo, kDataLossCount>& DataLossTable() {
        "refused for now: the store could not write (the Log says why); senders retry"},
       {DataLoss::kRetentionDeleted, "retention_deleted", LossSeverity::kInfo, "samples",
        "deleted: older or beyond the size the store keeps (--retention-age, --retention-size)"},
+      {DataLoss::kAttributeCapped, "attribute_capped", LossSeverity::kWarning, "attributes",
+       "folded: a value of a key that already has 1,000,000 distinct values became \"other\", or a key "
+       "beyond 4,096 distinct keys was left out (caps against a sender inventing values)"},
   }};
   return kTable;
 }

@@ -24,8 +24,9 @@ enum class DataLoss : uint8_t {
   kDiskReserve,       // the disk is nearly full (retryable)
   kStoreWriteFailed,  // RocksDB could not write (retryable)
   kRetentionDeleted,  // samples past the retention limits
+  kAttributeCapped,   // a value past a key's distinct-value cap, or a key past the key cap
 };
-inline constexpr size_t kDataLossCount = 9;
+inline constexpr size_t kDataLossCount = 10;
 
 enum class LossSeverity : uint8_t { kInfo, kWarning, kError };
 
