@@ -134,5 +134,11 @@ TEST_CASE(
   CHECK(stored == uint64_t(kSenders) * kRequestsEach * kSamplesPerRequest);
   // Bounded: the in-flight budget, the store's memtables and caches, not
   // the 16 senders' backlog (the requests themselves are counted before).
+  // AddressSanitizer keeps freed memory in quarantine (256 MiB), so its
+  // build prints the figure without holding it to the bound.
+#if defined(__SANITIZE_ADDRESS__)
+  MESSAGE("RSS bound not checked under AddressSanitizer: grew " << rss_peak - rss_before << " MiB");
+#else
   CHECK(rss_peak - rss_before < 400);
+#endif
 }
