@@ -105,8 +105,20 @@ using LocalFiles = std::unordered_map<std::string, std::vector<std::string>>;
 // containers work too), and the system's library and program folders.
 // Every candidate is checked by htlhash or build id before use.
 //
+// A pid means something here only for samples this host sent: the
+// receiver's kiln.sender is loopback, and host.name (when sent) is this
+// machine's. A remote agent's pids (also one tunnelled to loopback with
+// ssh -R, which names its own host) and captures' pids are never looked up
+// in this host's /proc.
+//
 // The first two come from the whole store and every process's maps, so
 // they are gathered once per round of work, not once per executable.
+std::string LocalHostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return {};
+  return name;
+}
+
 LocalFiles IndexLocalFiles(const storage::Store& store) {
   LocalFiles index;
   auto add = [&](const std::string& name, std::string path) {
@@ -116,7 +128,20 @@ LocalFiles IndexLocalFiles(const storage::Store& store) {
   for (const std::string& path : store.AttributeValues(storage::attr::kProcessExecutablePath, 4096)) {
     add(fs::path(path).filename().string(), path);
   }
-  for (const std::string& pid : store.AttributeValues(storage::attr::kProcessPid, 4096)) {
+  const std::string this_host = LocalHostName();
+  std::vector<std::string> pids;
+  for (const std::vector<std::string>& c : store.AttributeCombinations(
+           {std::string(storage::attr::kProcessPid), std::string(storage::attr::kKilnSender),
+            std::string(storage::attr::kHostName)},
+           65536)) {
+    const std::string& sender = c[1];
+    const bool loopback = sender.starts_with("127.") || sender == "::1" || sender.starts_with("::ffff:127.");
+    if (loopback && (c[2].empty() || c[2] == this_host)) pids.push_back(c[0]);
+  }
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  if (pids.size() > 4096) pids.resize(4096);
+  for (const std::string& pid : pids) {
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     std::ifstream maps("/proc/" + pid + "/maps");
     std::string line;

@@ -217,8 +217,10 @@ class Normalizer {
  public:
   // Profiles numbered `reject_from` and later (in request order) are
   // rejected as over budget; see NormalizeExportRequest.
-  Normalizer(const collector::ExportProfilesServiceRequest& request, int64_t reject_from)
-      : reject_from_(reject_from),
+  Normalizer(const collector::ExportProfilesServiceRequest& request, int64_t reject_from,
+             const std::vector<std::pair<std::string, std::string>>* added_attributes)
+      : added_attributes_(*added_attributes),
+        reject_from_(reject_from),
         request_(request),
         dict_(request.dictionary()),
         out_(result_.batch.dict),
@@ -307,6 +309,7 @@ class Normalizer {
            out_.attributes.size() > kMaxBatchAttributes;
   }
 
+  const std::vector<std::pair<std::string, std::string>>& added_attributes_;
   const int64_t reject_from_;
   int64_t overflow_at_ = -1;
   bool overflow_ = false;  // set by emission when a budget ran out
@@ -715,6 +718,9 @@ void Normalizer::PrepareResource(int resource_index, int scope_index) {
           Attribute{Intern(key), Intern(AnyValueText(kv.value(), dict_.string_table(), &text_scratch_))});
     }
   }
+  // Last, so they win over a sender's own attribute of the same key.
+  for (const auto& [key, value] : added_attributes_)
+    resource_attributes_.push_back(Attribute{Intern(key), Intern(value)});
 }
 
 uint32_t Normalizer::MapAttributeSet(const otlp::Sample& sample) {
@@ -735,7 +741,11 @@ uint32_t Normalizer::MapAttributeSet(const otlp::Sample& sample) {
   sample_scratch_.clear();
   for (int32_t a : sample.attribute_indices()) {
     Attribute attr = MapAttribute(a);
-    if (attr.key != 0) sample_scratch_.push_back(attr);
+    if (attr.key == 0) continue;
+    // The receiver's own attributes are not the sender's to set.
+    bool ours = false;
+    for (const auto& added : added_attributes_) ours = ours || out_.strings[attr.key] == added.first;
+    if (!ours) sample_scratch_.push_back(attr);
   }
   SortByKeyKeepLast(&sample_scratch_);
   uint32_t set = 0;
@@ -909,15 +919,17 @@ NormalizeResult Normalizer::Run() {
 // [SECTION] Entry point
 // ============================================================================
 
-NormalizeResult NormalizeExportRequest(const collector::ExportProfilesServiceRequest& request) {
-  Normalizer first(request, std::numeric_limits<int64_t>::max());
+NormalizeResult NormalizeExportRequest(
+    const collector::ExportProfilesServiceRequest& request,
+    const std::vector<std::pair<std::string, std::string>>& added_attributes) {
+  Normalizer first(request, std::numeric_limits<int64_t>::max(), &added_attributes);
   NormalizeResult result = first.Run();
   if (first.overflow_at() < 0) return result;
   // A profile blew a budget half way through its emission. Rather than
   // unpick the caches, normalize again and reject it and every later
   // profile up front. The earlier profiles fit the first time and the run
   // is deterministic, so they fit again; there is at most one rerun.
-  return Normalizer(request, first.overflow_at()).Run();
+  return Normalizer(request, first.overflow_at(), &added_attributes).Run();
 }
 
 }  // namespace kiln::ingest

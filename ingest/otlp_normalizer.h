@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.pb.h"
 #include "storage/model/profile_model.h"
@@ -44,8 +46,12 @@ inline constexpr std::string_view kTruncatedMarker = "...[truncated]";
 //   timestamps (at Profile.time_unix_nano), or a value per timestamp.
 // Dictionary entries referenced only by rejected profiles (or by nothing)
 // neither cause rejections nor end up in the batch.
+// `added_attributes` join every sample's attribute set after the resource's
+// and the scope's, so a sender cannot override them (the receiver adds
+// kiln.sender, the sender's address).
 NormalizeResult NormalizeExportRequest(
-    const opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest& request);
+    const opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest& request,
+    const std::vector<std::pair<std::string, std::string>>& added_attributes = {});
 
 // The hint appended to rejections that look like an older sender.
 inline constexpr const char* kOlderLayoutHint =

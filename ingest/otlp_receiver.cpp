@@ -444,7 +444,10 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
   }
 
-  NormalizeResult result = NormalizeExportRequest(*request);
+  // Who sent it, so the symbolizer reads this host's /proc only for data
+  // that came from this host (app/symbol_service.cpp).
+  NormalizeResult result =
+      NormalizeExportRequest(*request, {{std::string(storage::attr::kKilnSender), PeerHost(job.peer)}});
   if (!result.batch.samples.empty()) {
     absl::Status written = store_->Write(result.batch);
     if (!written.ok()) {

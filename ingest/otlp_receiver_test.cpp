@@ -175,6 +175,21 @@ TEST_CASE("OK path: empty response, data in the store, stats and log") {
   CHECK(stats.peers[0].samples_per_second > 0);
   CHECK(stats.listen_address == Cat("127.0.0.1:", server.receiver->port()));
   CHECK(server.LogContains("first OTLP request from this machine (ipv4:127.0.0.1"));
+  // Every sample carries its sender's address, as the receiver saw it.
+  CHECK(server.store->AttributeValues("kiln.sender", 10) == std::vector<std::string>{"127.0.0.1"});
+}
+
+TEST_CASE("a sender cannot set kiln.sender itself") {
+  Server server;
+  OtlpRequestBuilder b;
+  int32_t exe = b.Mapping("/usr/bin/app");
+  int32_t stack = b.Stack({b.Location(exe, 0x10, {{"main"}})});
+  int32_t spoof = b.StringAttribute("kiln.sender", "10.9.9.9");
+  auto* p = b.AddProfile(b.Resource({{"kiln.sender", "10.9.9.8"}, {"process.pid", "1"}}));
+  OtlpRequestBuilder::AddSample(p, stack, {spoof}, {1'700'000'000'000'000'000ull});
+  collector::ExportProfilesServiceResponse response;
+  REQUIRE(server.Export(std::move(b.request), &response).ok());
+  CHECK(server.store->AttributeValues("kiln.sender", 10) == std::vector<std::string>{"127.0.0.1"});
 }
 
 TEST_CASE("partial success: the good profile is stored, the bad one explained") {

@@ -54,6 +54,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <thread>
 
@@ -441,6 +442,8 @@ class RocksStore final : public Store {
   StoreStats Stats() const override;
   std::vector<std::string> AttributeKeys() const override;
   std::vector<std::string> AttributeValues(std::string_view key, size_t max) const override;
+  std::vector<std::vector<std::string>> AttributeCombinations(const std::vector<std::string>& keys,
+                                                              size_t max) const override;
   absl::Status AppendLog(LogLevel level, std::string_view message) override;
   std::vector<LogEntry> ReadLog(size_t max) const override;
   absl::Status Flush() override;
@@ -1835,6 +1838,37 @@ std::vector<std::string> RocksStore::AttributeValues(std::string_view key, size_
   std::sort(values.begin(), values.end());
   if (values.size() > max) values.resize(max);
   return values;
+}
+
+std::vector<std::vector<std::string>> RocksStore::AttributeCombinations(const std::vector<std::string>& keys,
+                                                                        size_t max) const {
+  std::shared_lock lock(dict_mutex_);
+  const ProfileDictionary& d = dict_.dict;
+  std::vector<uint32_t> key_ids;
+  for (const std::string& k : keys) {
+    auto it = dict_.string_ids.find(k);
+    key_ids.push_back(it == dict_.string_ids.end() ? UINT32_MAX : it->second);
+  }
+  std::set<std::vector<uint32_t>> combos;
+  std::vector<uint32_t> values(keys.size());
+  for (uint32_t s = 1; s < d.AttributeSetCount(); ++s) {
+    std::fill(values.begin(), values.end(), 0);
+    for (const Attribute& a : d.AttributeSet(s)) {
+      for (size_t k = 0; k < key_ids.size(); ++k) {
+        if (a.key == key_ids[k]) values[k] = a.value;
+      }
+    }
+    combos.insert(values);
+  }
+  std::vector<std::vector<std::string>> out;
+  for (const std::vector<uint32_t>& c : combos) {
+    std::vector<std::string> row;
+    for (uint32_t v : c) row.push_back(d.strings[v]);
+    out.push_back(std::move(row));
+  }
+  std::sort(out.begin(), out.end());
+  if (out.size() > max) out.resize(max);
+  return out;
 }
 
 absl::Status RocksStore::AppendLog(LogLevel level, std::string_view message) {

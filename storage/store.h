@@ -189,6 +189,11 @@ class Store {
   // sorted (for filter suggestions).
   virtual std::vector<std::string> AttributeKeys() const = 0;
   virtual std::vector<std::string> AttributeValues(std::string_view key, size_t max) const = 0;
+  // The distinct combinations of `keys`' values over the attribute sets, in
+  // key order ("" where a set lacks a key), sorted, at most `max`: which
+  // pids came from which sender and host, say.
+  virtual std::vector<std::vector<std::string>> AttributeCombinations(const std::vector<std::string>& keys,
+                                                                      size_t max) const = 0;
 
   // Data-loss totals per reason (storage/model/data_loss.h), kept across
   // restarts: the receiver adds what it counted, retention what it deleted.

@@ -215,6 +215,9 @@ inline constexpr std::string_view kProcessExecutablePath = "process.executable.p
 inline constexpr std::string_view kServiceName = "service.name";
 inline constexpr std::string_view kContainerId = "container.id";
 inline constexpr std::string_view kHostName = "host.name";
+// Added by kiln's receiver to every sample it accepts: the sender's address
+// ("127.0.0.1", "10.0.0.5"); senders cannot set it.
+inline constexpr std::string_view kKilnSender = "kiln.sender";
 inline constexpr std::string_view kThreadName = "thread.name";
 inline constexpr std::string_view kThreadId = "thread.id";
 inline constexpr std::string_view kCpu = "cpu.logical_number";

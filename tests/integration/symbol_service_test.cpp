@@ -206,8 +206,10 @@ TEST_CASE("SymbolService finds executables sent by base name, as agents send the
   REQUIRE((*store)
               ->Write(batch_for(self,
                                 [](storage::ProfileDictionary& d, const std::string&) {
+                                  // As the receiver stores a local agent's sample.
                                   return std::vector<storage::Attribute>{
-                                      {d.AddString("process.pid"), d.AddString(std::to_string(getpid()))}};
+                                      {d.AddString("process.pid"), d.AddString(std::to_string(getpid()))},
+                                      {d.AddString("kiln.sender"), d.AddString("127.0.0.1")}};
                                 }))
               .ok());
   REQUIRE((*store)
@@ -228,6 +230,48 @@ TEST_CASE("SymbolService finds executables sent by base name, as agents send the
   // from its debug file when libc6-dbg is installed.
   CHECK(by_folder.state == SymbolStatus::State::kSymbolized);
   CHECK(by_folder.functions > 100);
+}
+
+TEST_CASE(
+    "pids sent from another host, or through a tunnel by another host, are not looked up in this /proc") {
+  unsetenv("DEBUGINFOD_URLS");
+  const std::string self = fs::canonical("/proc/self/exe").string();
+  char host[256] = {};
+  REQUIRE(gethostname(host, sizeof host - 1) == 0);
+  struct Case {
+    const char* sender;
+    std::string host_name;  // "" = not sent
+    bool found;
+  };
+  for (const Case& c : {Case{"10.0.0.5", "", false}, Case{"127.0.0.1", "build-server-7", false},
+                        Case{"127.0.0.1", host, true}, Case{"::1", "", true}}) {
+    CAPTURE(c.sender);
+    CAPTURE(c.host_name);
+    TempDir dir;
+    auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
+    REQUIRE(store.ok());
+    storage::ProfileBatch b;
+    storage::Executable e;
+    e.file_name = b.dict.AddString(fs::path(self).filename().string());
+    e.htlhash = b.dict.AddString(HtlhashOf(self));
+    b.dict.executables.push_back(e);
+    storage::Frame frame;
+    frame.executable = 1;
+    frame.address = 0x1000;
+    frame.type = storage::FrameType::kNative;
+    b.dict.frames.push_back(frame);
+    const uint32_t stack = b.dict.AddStack({1});
+    std::vector<storage::Attribute> attrs = {
+        {b.dict.AddString("process.pid"), b.dict.AddString(std::to_string(getpid()))},
+        {b.dict.AddString("kiln.sender"), b.dict.AddString(c.sender)}};
+    if (!c.host_name.empty()) attrs.push_back({b.dict.AddString("host.name"), b.dict.AddString(c.host_name)});
+    b.samples.push_back({1'760'000'000'000'000'000, stack, b.dict.AddAttributeSet(attrs), 0, 0, 1});
+    REQUIRE((*store)->Write(b).ok());
+    app::SymbolService service(**store, {});
+    REQUIRE(WaitIdle(service));
+    const SymbolStatus status = StatusOf(**store, storage::HtlhashSymbolKey(HtlhashOf(self)));
+    CHECK((status.state == SymbolStatus::State::kSymbolized) == c.found);
+  }
 }
 
 TEST_CASE("an executable that found no symbols last time is tried again once when kiln starts") {
