@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "app/symbol_requests.h"
@@ -154,6 +155,27 @@ TEST_CASE("IsElfFile looks at the magic only") {
   CHECK_FALSE(app::IsElfFile(dir.path + "/missing"));
 }
 
+// One native sample of the executable at `path`, sent by base name (as
+// agents send it), with the attributes `attrs` makes.
+storage::ProfileBatch OneSampleOf(
+    const std::string& path,
+    const std::function<std::vector<storage::Attribute>(storage::ProfileDictionary&)>& attrs) {
+  storage::ProfileBatch b;
+  storage::Executable e;
+  e.file_name = b.dict.AddString(fs::path(path).filename().string());
+  e.htlhash = b.dict.AddString(HtlhashOf(path));
+  b.dict.executables.push_back(e);
+  storage::Frame frame;
+  frame.executable = 1;
+  frame.address = 0x1000;
+  frame.type = storage::FrameType::kNative;
+  b.dict.frames.push_back(frame);
+  const uint32_t s = b.dict.AddStack({1});
+  const uint32_t set = b.dict.AddAttributeSet(attrs(b.dict));
+  b.samples.push_back({1'760'000'000'000'000'000, s, set, 0, 0, 1});
+  return b;
+}
+
 // Agents send a mapping's base name, not its path: the service finds the
 // file through the profile's process.executable.path, through the
 // mappings of the profile's live processes, and in the system folders.
@@ -181,20 +203,7 @@ TEST_CASE("SymbolService finds executables sent by base name, as agents send the
   // its pid's mappings, libc through the system folders.
   auto batch_for = [](const std::string& path, std::vector<storage::Attribute> (*attrs)(
                                                    storage::ProfileDictionary&, const std::string&)) {
-    storage::ProfileBatch b;
-    storage::Executable e;
-    e.file_name = b.dict.AddString(fs::path(path).filename().string());
-    e.htlhash = b.dict.AddString(HtlhashOf(path));
-    b.dict.executables.push_back(e);
-    storage::Frame frame;
-    frame.executable = 1;
-    frame.address = 0x1000;
-    frame.type = storage::FrameType::kNative;
-    b.dict.frames.push_back(frame);
-    const uint32_t s = b.dict.AddStack({1});
-    const uint32_t set = b.dict.AddAttributeSet(attrs(b.dict, path));
-    b.samples.push_back({1'760'000'000'000'000'000, s, set, 0, 0, 1});
-    return b;
+    return OneSampleOf(path, [&](storage::ProfileDictionary& d) { return attrs(d, path); });
   };
   REQUIRE((*store)
               ->Write(batch_for(victim,
@@ -250,22 +259,13 @@ TEST_CASE(
     TempDir dir;
     auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
     REQUIRE(store.ok());
-    storage::ProfileBatch b;
-    storage::Executable e;
-    e.file_name = b.dict.AddString(fs::path(self).filename().string());
-    e.htlhash = b.dict.AddString(HtlhashOf(self));
-    b.dict.executables.push_back(e);
-    storage::Frame frame;
-    frame.executable = 1;
-    frame.address = 0x1000;
-    frame.type = storage::FrameType::kNative;
-    b.dict.frames.push_back(frame);
-    const uint32_t stack = b.dict.AddStack({1});
-    std::vector<storage::Attribute> attrs = {
-        {b.dict.AddString("process.pid"), b.dict.AddString(std::to_string(getpid()))},
-        {b.dict.AddString("kiln.sender"), b.dict.AddString(c.sender)}};
-    if (!c.host_name.empty()) attrs.push_back({b.dict.AddString("host.name"), b.dict.AddString(c.host_name)});
-    b.samples.push_back({1'760'000'000'000'000'000, stack, b.dict.AddAttributeSet(attrs), 0, 0, 1});
+    storage::ProfileBatch b = OneSampleOf(self, [&](storage::ProfileDictionary& d) {
+      std::vector<storage::Attribute> attrs = {
+          {d.AddString("process.pid"), d.AddString(std::to_string(getpid()))},
+          {d.AddString("kiln.sender"), d.AddString(c.sender)}};
+      if (!c.host_name.empty()) attrs.push_back({d.AddString("host.name"), d.AddString(c.host_name)});
+      return attrs;
+    });
     REQUIRE((*store)->Write(b).ok());
     app::SymbolService service(**store, {});
     REQUIRE(WaitIdle(service));
