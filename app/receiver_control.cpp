@@ -20,16 +20,10 @@ absl::StatusOr<ResolvedReceiver> ResolveReceiverOptions(const ReceiverFlags& fla
     r.token_file = flags.auth_token_file;
     r.token_source = "--auth-token-file " + flags.auth_token_file;
   } else if (const char* env = getenv("KILN_AUTH_TOKEN"); env != nullptr && *env != '\0') {
-    // The same rules as a file's token (printable, no spaces).
-    std::string token(env);
-    while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
-    for (char c : token) {
-      if (c < 0x21 || c > 0x7e) {
-        return absl::InvalidArgumentError("KILN_AUTH_TOKEN holds a character a header cannot carry");
-      }
-    }
-    if (token.empty()) return absl::InvalidArgumentError("KILN_AUTH_TOKEN is empty");
-    security.auth_token = token;
+    // The same rules as a file's token.
+    absl::StatusOr<std::string> token = ingest::ParseToken(env, "KILN_AUTH_TOKEN");
+    if (!token.ok()) return token.status();
+    security.auth_token = *token;
     r.token_source = "KILN_AUTH_TOKEN";
   } else if (!saved_token_file.empty() && std::filesystem::exists(saved_token_file)) {
     absl::StatusOr<std::string> token = ingest::ReadTokenFile(saved_token_file);

@@ -56,7 +56,7 @@ TEST_CASE("the token: --auth-token-file, else KILN_AUTH_TOKEN, else the window's
   CHECK(none->options.security.auth_token.empty());
 
   CHECK(ResolveReceiverOptions({}, Env({{"KILN_AUTH_TOKEN", "two words"}}), "").status().message() ==
-        "KILN_AUTH_TOKEN holds a character a header cannot carry");
+        "KILN_AUTH_TOKEN holds a character a header cannot carry (use printable ASCII)");
   CHECK(ResolveReceiverOptions({.auth_token_file = dir.path + "/missing"}, Env({}), "").status().message() ==
         "token file " + dir.path + "/missing does not exist");
   CHECK(ResolveReceiverOptions({.tls_cert_file = flag_file}, Env({}), "").status().message() ==

@@ -134,9 +134,7 @@ LocalFiles IndexLocalFiles(const storage::Store& store) {
            {std::string(storage::attr::kProcessPid), std::string(storage::attr::kKilnSender),
             std::string(storage::attr::kHostName)},
            65536)) {
-    const std::string& sender = c[1];
-    const bool loopback = sender.starts_with("127.") || sender == "::1" || sender.starts_with("::ffff:127.");
-    if (loopback && (c[2].empty() || c[2] == this_host)) pids.push_back(c[0]);
+    if (storage::IsLoopbackAddress(c[1]) && (c[2].empty() || c[2] == this_host)) pids.push_back(c[0]);
   }
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());

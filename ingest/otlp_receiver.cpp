@@ -652,8 +652,7 @@ std::string PeerHost(const std::string& peer) {
 
 bool IsLoopbackPeer(const std::string& peer) {
   if (peer.starts_with("unix:")) return true;
-  const std::string host = PeerHost(peer);
-  return host.starts_with("127.") || host == "::1" || host.starts_with("::ffff:127.");
+  return storage::IsLoopbackAddress(PeerHost(peer));
 }
 
 absl::StatusOr<std::unique_ptr<OtlpReceiver>> OtlpReceiver::Start(storage::Store* store,

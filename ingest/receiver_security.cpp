@@ -84,19 +84,23 @@ std::string UnauthenticatedMessage(TokenCheck check) {
              "given to kiln (--auth-token-file) or in KILN_AUTH_TOKEN");
 }
 
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  absl::StatusOr<std::string> bytes = ReadSmallFile(path, "token", kMaxTokenBytes);
-  if (!bytes.ok()) return bytes.status();
-  std::string token(absl::StripAsciiWhitespace(*bytes));
-  if (token.empty()) return absl::InvalidArgumentError(Cat("token file ", path, " is empty"));
+absl::StatusOr<std::string> ParseToken(std::string_view text, std::string_view source) {
+  std::string token(absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())));
+  if (token.empty()) return absl::InvalidArgumentError(Cat(source, " is empty"));
   for (char c : token) {
     // What an HTTP/2 header value may hold without escaping.
     if (c < 0x21 || c > 0x7e) {
       return absl::InvalidArgumentError(
-          Cat("token file ", path, " holds a character a header cannot carry (use printable ASCII)"));
+          Cat(source, " holds a character a header cannot carry (use printable ASCII)"));
     }
   }
   return token;
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  absl::StatusOr<std::string> bytes = ReadSmallFile(path, "token", kMaxTokenBytes);
+  if (!bytes.ok()) return bytes.status();
+  return ParseToken(*bytes, Cat("token file ", path));
 }
 
 absl::StatusOr<std::string> GenerateToken() {

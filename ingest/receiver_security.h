@@ -43,6 +43,11 @@ TokenCheck CheckBearerToken(const std::string_view* header, std::string_view tok
 // What an UNAUTHENTICATED answer says: why, and how to send the token.
 std::string UnauthenticatedMessage(TokenCheck check);
 
+// A token as written by a user: surrounding white space dropped; empty, or
+// with characters a header cannot carry, is an error naming `source` ("token
+// file PATH", "KILN_AUTH_TOKEN").
+[[nodiscard]] absl::StatusOr<std::string> ParseToken(std::string_view text, std::string_view source);
+
 // Reads a token file: surrounding white space is dropped; an empty file, one
 // over 4 KiB or a token with characters a header cannot carry is an error
 // naming the file.

@@ -157,23 +157,40 @@ std::string EncodeSampleBlock(std::vector<BlockSample> samples) {
   return out;
 }
 
-absl::Status DecodeSampleBlock(std::string_view block, std::vector<BlockSample>* out) {
-  out->clear();
-  const char* p = block.data();
-  const char* end = p + block.size();
-  if (block.empty()) return absl::DataLossError("sample block is empty");
-  auto version = static_cast<uint8_t>(*p++);
+namespace {
+
+// The header: version byte, then the count. Leaves `*p` after the count.
+absl::StatusOr<uint64_t> ReadBlockHeader(const char** p, const char* end) {
+  if (*p == end) return absl::DataLossError("sample block is empty");
+  auto version = static_cast<uint8_t>(*(*p)++);
   if (version != kSampleBlockVersion) {
     return absl::DataLossError(absl::StrCat("sample block version ", version,
                                             " is not supported (this kiln reads version ",
                                             kSampleBlockVersion, ")"));
   }
   uint64_t n = 0;
-  if (!GetVarint(&p, end, &n)) return absl::DataLossError("sample block: truncated count");
+  if (!GetVarint(p, end, &n)) return absl::DataLossError("sample block: truncated count");
   if (n > kMaxBlockSamples) {
     return absl::DataLossError(absl::StrCat("sample block: count ", n, " exceeds the limit of ",
                                             kMaxBlockSamples));
   }
+  return n;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> SampleBlockCount(std::string_view block) {
+  const char* p = block.data();
+  return ReadBlockHeader(&p, p + block.size());
+}
+
+absl::Status DecodeSampleBlock(std::string_view block, std::vector<BlockSample>* out) {
+  out->clear();
+  const char* p = block.data();
+  const char* end = p + block.size();
+  absl::StatusOr<uint64_t> count = ReadBlockHeader(&p, end);
+  if (!count.ok()) return count.status();
+  const uint64_t n = *count;
   if (n == 0) return p == end ? absl::OkStatus() : absl::DataLossError("sample block: trailing bytes");
   uint64_t base_zigzag = 0, period = 0;
   if (!GetVarint(&p, end, &base_zigzag) || !GetVarint(&p, end, &period)) {

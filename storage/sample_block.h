@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace kiln::storage {
 
@@ -64,5 +65,9 @@ std::string EncodeSampleBlock(std::vector<BlockSample> samples);
 // and unknown versions give DataLoss naming the problem; never reads out of
 // bounds.
 [[nodiscard]] absl::Status DecodeSampleBlock(std::string_view block, std::vector<BlockSample>* out);
+
+// The number of samples in a block, from its header alone (retention
+// counts what it deletes without decoding). DataLoss as DecodeSampleBlock.
+[[nodiscard]] absl::StatusOr<uint64_t> SampleBlockCount(std::string_view block);
 
 }  // namespace kiln::storage

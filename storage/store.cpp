@@ -1977,13 +1977,9 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, blocks_cf()));
     uint64_t deleted = 0;
     for (it->Seek(begin); it->Valid() && it->key().compare(end) < 0; it->Next()) {
-      // A block's sample count is its header (version byte, varint n).
-      const char* p = it->value().data() + 1;
-      uint64_t n = 0;
-      if (it->value().size() < 2 || !GetVarint(&p, it->value().data() + it->value().size(), &n)) {
-        return absl::DataLossError("retention: a sample block's header is unreadable");
-      }
-      deleted += n;
+      absl::StatusOr<uint64_t> n = SampleBlockCount(std::string_view(it->value().data(), it->value().size()));
+      if (!n.ok()) return absl::DataLossError("retention: " + std::string(n.status().message()));
+      deleted += *n;
       ++report.blocks_deleted;
     }
     // The first block left decides where this type now starts.

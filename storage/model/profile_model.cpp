@@ -138,6 +138,10 @@ std::string FrameLabel(const ProfileDictionary& dict, uint32_t frame_index) {
   return label;
 }
 
+bool IsLoopbackAddress(std::string_view host) {
+  return host.starts_with("127.") || host == "::1" || host.starts_with("::ffff:127.");
+}
+
 int64_t UnixNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())

@@ -223,4 +223,9 @@ inline constexpr std::string_view kThreadId = "thread.id";
 inline constexpr std::string_view kCpu = "cpu.logical_number";
 }  // namespace attr
 
+// True for this machine's loopback addresses as kiln.sender holds them
+// ("127.0.0.1", "::1", "::ffff:127.0.0.1"): the one test of "sent from this
+// host" for the receiver's log and the symbolizer's use of /proc.
+bool IsLoopbackAddress(std::string_view host);
+
 }  // namespace kiln::storage
