@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!out.batch.samples.empty() && out.batch.samples[0].sample_type < types.size()) {
       q.sample_type = types[out.batch.samples[0].sample_type].type;
     }
-    auto slice = storage::SliceFromBatch(out.batch, q);
+    auto slice = kiln::storage::SliceFromBatch(out.batch, q);
     for (ExportFormat f :
          {ExportFormat::kOtlp, ExportFormat::kPprof, ExportFormat::kFolded, ExportFormat::kSvg}) {
       ExportOptions eo;

@@ -1,0 +1,483 @@
+// The RocksDB store's insides, shared by its files (store_*.cpp), one per
+// concern: keys and encodings and the RocksStore class here; opening and
+// settling, writing, queries, symbols, retention, and the log and stats in
+// their own files. Not part of kiln_storage's interface: include store.h.
+//
+// Files
+//   store_internal.h     keys and value encodings, the in-memory dictionary,
+//                        the RocksStore class
+//   store_open.cpp       opening, schema upgrade, loading; settling the WAL,
+//                        the disk guard, the retention timer
+//   store_write.cpp      Write: interning a batch, sample blocks
+//   store_query.cpp      the sharded scan, slices, timelines
+//   store_symbols.cpp    symbol tables and statuses
+//   store_retention.cpp  retention passes, flush, compaction
+//   store.cpp            Store::Open, the log, statistics, attribute listings
+//
+// Column families and keys (all integers big-endian so keys sort
+// numerically):
+//
+//   default  "meta:schema"                 -> u32 schema version
+//            "meta:stats"                  -> varint counters (see EncodeStats)
+//            's' u32 id                    -> string bytes
+//            'e' u32 id                    -> executable (varints)
+//            'f' u32 id                    -> frame (varints, u8 type, u8 inlined)
+//            'k' u32 id                    -> stack: varint n, n varint frame ids (root first)
+//            'a' u32 id                    -> attribute set: varint n, n (key, value) string ids
+//            'l' u32 id                    -> link: varint len, trace id, span id
+//            'y' u32 id                    -> sample type: type, unit, period type, period
+//                                             unit (varint len + bytes each), zigzag period
+//   blocks   u32 sample type | u64 bucket^sign | u64 seq -> SampleBlock (zstd by RocksDB)
+//   log      u64 seq                       -> zigzag time, u8 level, message
+//   symbols  't' key                       -> SymbolTable::Serialize() (blob file, zstd)
+//            'a' key                       -> key of the table this key shares
+//            's' key                       -> symbol status (see EncodeSymbolStatus)
+//            (key = "htlhash:<hex>" or "gnu:<hex>", see SymbolKeys)
+//
+// The dictionary is small next to the samples, so it is loaded into memory
+// on open and every id is resolved there; sample blocks are only read by
+// queries.
+#pragma once
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/options.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "storage/disk_guard.h"
+#include "storage/sample_block.h"
+#include "storage/store.h"
+#include "storage/varint.h"
+
+namespace kiln::storage::store_internal {
+
+// ============================================================================
+// [SECTION] Keys and value encodings
+// ============================================================================
+
+// Samples are grouped into blocks per sample type and per 10 s of time: wide
+// enough that an agent's 5 s batch makes one or two blocks, narrow enough
+// that a "last 15 minutes" query skips most of a long-lived store.
+constexpr int64_t kBucketNs = 10'000'000'000;
+constexpr char kSchemaKey[] = "meta:schema";
+constexpr char kStatsKey[] = "meta:stats";
+// Data-loss totals: varint count, then a varint per reason in enum order (a
+// newer kiln's extra reasons are kept by an older one as they are).
+constexpr char kLossKey[] = "meta:losses";
+constexpr char kTagString = 's', kTagExecutable = 'e', kTagFrame = 'f', kTagStack = 'k',
+               kTagAttributeSet = 'a', kTagLink = 'l', kTagSampleType = 'y';
+// Block keys: u32 sample type, u64 bucket, u64 sequence.
+constexpr size_t kBlockKeySize = 20;
+
+inline int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+inline std::string DictKey(char tag, uint32_t id) {
+  std::string key(1, tag);
+  PutBigEndian32(&key, id);
+  return key;
+}
+
+inline std::string BlockKeyPrefix(uint32_t sample_type, int64_t bucket) {
+  std::string key;
+  PutBigEndian32(&key, sample_type);
+  // Flipping the sign bit makes negative buckets sort before positive ones.
+  PutBigEndian64(&key, static_cast<uint64_t>(bucket) ^ (uint64_t{1} << 63));
+  return key;
+}
+
+inline std::string EncodeExecutable(const Executable& e) {
+  std::string v;
+  PutVarint(&v, e.file_name);
+  PutVarint(&v, e.htlhash);
+  PutVarint(&v, e.gnu_build_id);
+  PutVarint(&v, e.go_build_id);
+  return v;
+}
+
+inline std::string EncodeFrame(const Frame& f) {
+  std::string v;
+  PutVarint(&v, f.function);
+  PutVarint(&v, f.file);
+  PutVarint(&v, f.executable);
+  PutVarint(&v, ZigZag(f.line));
+  PutVarint(&v, f.address);
+  v.push_back(static_cast<char>(f.type));
+  v.push_back(static_cast<char>(f.inlined ? 1 : 0));
+  return v;
+}
+
+inline void PutText(std::string* v, std::string_view text) {
+  PutVarint(v, text.size());
+  v->append(text);
+}
+
+inline std::string EncodeSampleType(const SampleTypeInfo& t) {
+  std::string v;
+  PutText(&v, t.type.type);
+  PutText(&v, t.type.unit);
+  PutText(&v, t.period_type);
+  PutText(&v, t.period_unit);
+  PutVarint(&v, ZigZag(t.period));
+  return v;
+}
+
+inline std::string EncodeIds(const uint32_t* begin, const uint32_t* end) {
+  std::string v;
+  PutVarint(&v, static_cast<uint64_t>(end - begin));
+  for (const uint32_t* p = begin; p != end; ++p) PutVarint(&v, *p);
+  return v;
+}
+
+inline std::string EncodeAttributes(const Attribute* begin, const Attribute* end) {
+  std::string v;
+  PutVarint(&v, static_cast<uint64_t>(end - begin));
+  for (const Attribute* a = begin; a != end; ++a) {
+    PutVarint(&v, a->key);
+    PutVarint(&v, a->value);
+  }
+  return v;
+}
+
+inline std::string EncodeLink(const Link& l) {
+  std::string v;
+  PutVarint(&v, l.trace_id.size());
+  v += l.trace_id;
+  v += l.span_id;
+  return v;
+}
+
+struct ValueReader {
+  const char* p;
+  const char* end;
+  bool ok = true;
+  uint64_t Next() {
+    uint64_t v = 0;
+    if (ok && !GetVarint(&p, end, &v)) ok = false;
+    return v;
+  }
+  uint8_t Byte() {
+    if (!ok || p >= end) {
+      ok = false;
+      return 0;
+    }
+    return static_cast<uint8_t>(*p++);
+  }
+};
+
+inline bool DecodeSampleType(std::string_view bytes, SampleTypeInfo* t) {
+  ValueReader r{bytes.data(), bytes.data() + bytes.size()};
+  for (std::string* field : {&t->type.type, &t->type.unit, &t->period_type, &t->period_unit}) {
+    uint64_t n = r.Next();
+    if (!r.ok || n > static_cast<uint64_t>(r.end - r.p)) return false;
+    field->assign(r.p, n);
+    r.p += n;
+  }
+  t->period = UnZigZag(r.Next());
+  return r.ok;
+}
+
+inline absl::Status Corrupt(std::string_view what, uint32_t id) {
+  return absl::DataLossError(absl::StrCat("store dictionary: ", std::string(what), " ", id, " is corrupt"));
+}
+
+inline absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(std::string(context), ": ", s.ToString()));
+}
+
+inline absl::string_view AsAbsl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+constexpr char kSymbolTableTag = 't', kSymbolAliasTag = 'a', kSymbolStatusTag = 's';
+
+inline std::string SymbolRecordKey(char tag, std::string_view key) {
+  std::string k(1, tag);
+  k.append(key);
+  return k;
+}
+
+inline std::string EncodeSymbolStatus(const SymbolStatus& st) {
+  std::string v;
+  PutVarint(&v, static_cast<uint64_t>(st.state));
+  PutVarint(&v, st.functions);
+  PutVarint(&v, ZigZag(st.updated_ns));
+  PutVarint(&v, st.source.size());
+  v += st.source;
+  v += st.detail;
+  return v;
+}
+
+inline bool DecodeSymbolStatus(std::string_view bytes, SymbolStatus* st) {
+  ValueReader r{bytes.data(), bytes.data() + bytes.size()};
+  uint64_t state = r.Next();
+  st->functions = r.Next();
+  st->updated_ns = UnZigZag(r.Next());
+  uint64_t source_size = r.Next();
+  if (!r.ok || state > 3 || source_size > static_cast<uint64_t>(r.end - r.p)) return false;
+  st->state = static_cast<SymbolStatus::State>(state);
+  st->source.assign(r.p, source_size);
+  st->detail.assign(r.p + source_size, r.end);
+  return true;
+}
+
+// Frames the producer could not name for itself, or named from the host's
+// own symbols: native code in an executable. Interpreted frames (Python,
+// JVM, ...) are named by their runtime and keep their names.
+inline bool SymbolizableFrame(const Frame& f) {
+  return f.executable != 0 &&
+         (f.type == FrameType::kNative || f.type == FrameType::kUnknown || f.type == FrameType::kKernel);
+}
+
+struct ExecutableHash {
+  size_t operator()(const Executable& e) const {
+    return absl::HashOf(e.file_name, e.htlhash, e.gnu_build_id, e.go_build_id);
+  }
+};
+struct FrameHash {
+  size_t operator()(const Frame& f) const {
+    return absl::HashOf(f.function, f.file, f.executable, f.line, f.address, static_cast<uint8_t>(f.type),
+                        f.inlined);
+  }
+};
+
+// ============================================================================
+// [SECTION] In-memory dictionary
+// ============================================================================
+
+// The store-global dictionary plus the hash indexes that deduplicate new
+// entries. Guarded by RocksStore::dict_mutex_.
+struct GlobalDictionary {
+  ProfileDictionary dict;
+  // Flat tables: interning is the hot part of Write(), and node-based maps
+  // cost a cache miss per lookup.
+  absl::flat_hash_map<std::string, uint32_t> string_ids;
+  absl::flat_hash_map<Executable, uint32_t, ExecutableHash> executable_ids;
+  absl::flat_hash_map<Frame, uint32_t, FrameHash> frame_ids;
+  absl::flat_hash_map<std::string, uint32_t> stack_ids;          // key: EncodeIds bytes
+  absl::flat_hash_map<std::string, uint32_t> attribute_set_ids;  // key: EncodeAttributes bytes
+  absl::flat_hash_map<std::string, uint32_t> link_ids;           // key: EncodeLink bytes
+  // Distinct values per attribute key (string ids), for the caps.
+  absl::flat_hash_map<uint32_t, absl::flat_hash_set<uint32_t>> values_by_key;
+
+  GlobalDictionary() {
+    string_ids.emplace("", 0);
+    executable_ids.emplace(Executable{}, 0);
+    frame_ids.emplace(Frame{}, 0);
+    stack_ids.emplace(EncodeIds(nullptr, nullptr), 0);
+    attribute_set_ids.emplace(EncodeAttributes(nullptr, nullptr), 0);
+    link_ids.emplace(EncodeLink(Link{}), 0);
+  }
+
+  // Sizes of every table, to roll back a failed write.
+  struct Mark {
+    size_t strings, executables, frames, stacks, stack_frames, attribute_sets, attributes, links;
+    std::vector<SampleTypeInfo> sample_types;  // few and small: kept whole (periods change in place)
+  };
+  Mark Snapshot() const {
+    return {dict.strings.size(),       dict.executables.size(),  dict.frames.size(),
+            dict.stack_offsets.size(), dict.stack_frames.size(), dict.attribute_set_offsets.size(),
+            dict.attributes.size(),    dict.links.size(),        dict.sample_types};
+  }
+};
+
+struct Counters {
+  std::vector<uint64_t> samples_by_type;  // indexed by sample type id
+  uint64_t blocks = 0;
+  int64_t first_sample_ns = 0;
+  int64_t last_sample_ns = 0;
+  uint64_t next_block_seq = 1;
+
+  uint64_t samples() const {
+    uint64_t n = 0;
+    for (uint64_t k : samples_by_type) n += k;
+    return n;
+  }
+  void Add(uint32_t sample_type, uint64_t n) {
+    if (samples_by_type.size() <= sample_type) samples_by_type.resize(sample_type + 1);
+    samples_by_type[sample_type] += n;
+  }
+  std::string Encode() const {
+    std::string v;
+    PutVarint(&v, samples_by_type.size());
+    for (uint64_t k : samples_by_type) PutVarint(&v, k);
+    PutVarint(&v, blocks);
+    PutVarint(&v, ZigZag(first_sample_ns));
+    PutVarint(&v, ZigZag(last_sample_ns));
+    PutVarint(&v, next_block_seq);
+    return v;
+  }
+  // `legacy_kinds`: schema 1 wrote exactly four fixed per-kind counts
+  // without a length.
+  bool Decode(std::string_view bytes, bool legacy_kinds = false) {
+    ValueReader r{bytes.data(), bytes.data() + bytes.size()};
+    const uint64_t n = legacy_kinds ? 4 : r.Next();
+    if (!r.ok || n > bytes.size()) return false;
+    samples_by_type.assign(n, 0);
+    for (uint64_t& k : samples_by_type) k = r.Next();
+    blocks = r.Next();
+    first_sample_ns = UnZigZag(r.Next());
+    last_sample_ns = UnZigZag(r.Next());
+    next_block_seq = r.Next();
+    return r.ok;
+  }
+};
+
+class RocksStore final : public Store {
+ public:
+  RocksStore(std::string dir, bool read_only, const StoreOptions& options)
+      : dir_(std::move(dir)), read_only_(read_only), options_(options) {}
+  ~RocksStore() override {
+    {
+      std::lock_guard lock(settle_mu_);
+      settle_stop_ = true;
+    }
+    settle_cv_.notify_all();
+    if (settle_thread_.joinable()) settle_thread_.join();
+    if (db_ != nullptr) {
+      // Flushed on the way out, so a stopped kiln leaves compressed tables
+      // and no write-ahead log to replay (a WAL holds samples at twice
+      // their settled size). Failing here loses nothing: the WAL stays.
+      if (!read_only_) (void)db_->Flush(rocksdb::FlushOptions(), handles_);
+      for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
+      db_->Close();
+      delete db_;
+    }
+  }
+  // Starts the settling thread (read-write stores only).
+  void StartSettling();
+
+  absl::Status OpenDb();
+  absl::Status Write(const ProfileBatch& batch) override;
+  absl::StatusOr<std::shared_ptr<const ProfileSlice>> Run(const Query& query) const override;
+  absl::StatusOr<Timeline> RunTimeline(const Query& query, int bucket_count) const override;
+  StoreStats Stats() const override;
+  std::vector<std::string> AttributeKeys() const override;
+  std::vector<std::string> AttributeValues(std::string_view key, size_t max) const override;
+  std::vector<std::vector<std::string>> AttributeCombinations(const std::vector<std::string>& keys,
+                                                              size_t max) const override;
+  absl::Status AppendLog(LogLevel level, std::string_view message) override;
+  std::vector<LogEntry> ReadLog(size_t max) const override;
+  absl::Status Flush() override;
+  absl::Status Compact() override;
+  absl::StatusOr<RetentionReport> ApplyRetention(int64_t now_ns) override;
+  absl::Status AddDataLoss(const DataLossCounts& counts) override;
+  DataLossCounts DataLossTotals() const override {
+    std::lock_guard lock(loss_mutex_);
+    DataLossCounts out{};
+    for (size_t i = 0; i < out.size() && i < losses_.size(); ++i) out[i] = losses_[i];
+    return out;
+  }
+  absl::Status PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
+                          const SymbolStatus& status) override;
+  absl::Status PutSymbolStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
+                               bool drop_table) override;
+  std::vector<std::pair<std::string, SymbolStatus>> SymbolStatuses() const override;
+  uint64_t SymbolsVersion() const override { return symbols_version_.load(); }
+  std::vector<ExecutableInfo> Executables() const override;
+  const std::string& directory() const override { return dir_; }
+  bool read_only() const override { return read_only_; }
+
+ private:
+  absl::Status LoadDictionary();
+  absl::Status LoadMeta();
+  // Schema 1 kept four fixed sample kinds in a key byte; rewrites its block
+  // keys and counters for sample types.
+  absl::Status UpgradeFromSchema1();
+  absl::Status LoadSymbolStatuses();
+  // Before a write of about `bytes`: the disk guard's answer, logged when
+  // it changes.
+  absl::Status AdmitWrite(uint64_t bytes);
+  // After every successful write: what the settling thread decides from.
+  void NoteWrite();
+  absl::Status WriteAndNote(rocksdb::WriteBatch* batch, std::string_view what) {
+    if (absl::Status admitted = AdmitWrite(batch->GetDataSize()); !admitted.ok()) return admitted;
+    rocksdb::Status written = db_->Write(rocksdb::WriteOptions(), batch);
+    if (!written.ok() && disk_) disk_->NoteWriteError(written.ToString());
+    absl::Status s = FromRocks(written, what);
+    if (s.ok()) NoteWrite();
+    return s;
+  }
+  void SettleLoop();
+  // The table stored for `key` (following an alias), loaded on first use;
+  // null when there is none or it cannot be read.
+  std::shared_ptr<const SymbolTable> SymbolTableFor(const std::string& key) const;
+  // The table for an executable of the global dictionary under any of its
+  // keys, or null. Caller holds dict_mutex_.
+  std::shared_ptr<const SymbolTable> SymbolTableForExecutable(const Executable& e) const;
+  bool HasSymbols() const;
+  // Visits every stored sample of the query's sample type in its time
+  // range that passes its filters. The range is cut into contiguous time
+  // shards scanned side by side, one thread each (a scan is decompression
+  // and decoding bound; cores are idle otherwise): `make(stack_count)`
+  // makes a shard's state (stack_count bounds every stack id seen),
+  // `visit(state, sample)` runs on the shard's thread, and `states` gets
+  // them in time order, so merging them in order gives what one
+  // sequential scan would.
+  template <typename State, typename Make, typename Visit>
+  absl::Status Scan(const Query& query, const Make& make, const Visit& visit,
+                    std::vector<State>* states) const;
+
+  rocksdb::ColumnFamilyHandle* meta_cf() const { return handles_[0]; }
+  rocksdb::ColumnFamilyHandle* blocks_cf() const { return handles_[1]; }
+  rocksdb::ColumnFamilyHandle* log_cf() const { return handles_[2]; }
+  // Null for a store opened read-only that was written before symbols
+  // existed.
+  rocksdb::ColumnFamilyHandle* symbols_cf() const { return handles_.size() > 3 ? handles_[3] : nullptr; }
+
+  const std::string dir_;
+  const bool read_only_;
+  const StoreOptions options_;
+  rocksdb::DB* db_ = nullptr;
+
+  // Settling (StoreOptions): Unix ns of the last write and of the first
+  // write not yet flushed (0 = everything flushed).
+  std::atomic<int64_t> last_write_ns_{0};
+  std::atomic<int64_t> first_unflushed_ns_{0};
+  std::atomic<uint64_t> data_version_{0};
+  std::atomic<uint64_t> retention_deleted_{0};
+  std::mutex retention_mutex_;  // one retention pass at a time
+  mutable std::mutex loss_mutex_;
+  std::vector<uint64_t> losses_;     // guarded by loss_mutex_; at least kDataLossCount
+  std::unique_ptr<DiskGuard> disk_;  // read-write stores
+  std::mutex settle_mu_;
+  std::condition_variable settle_cv_;
+  bool settle_stop_ = false;  // guarded by settle_mu_
+  std::thread settle_thread_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+
+  std::mutex write_mutex_;                // serializes Write()
+  mutable std::shared_mutex dict_mutex_;  // guards dict_ and counters_
+  GlobalDictionary dict_;
+  Counters counters_;
+  std::atomic<uint64_t> next_log_seq_{1};
+  std::mutex log_mutex_;
+
+  // Symbols: statuses are small and all in memory; tables are loaded when a
+  // query first needs them and then shared by every later query.
+  mutable std::mutex symbols_mutex_;
+  std::map<std::string, SymbolStatus> symbol_statuses_;
+  mutable absl::flat_hash_map<std::string, std::shared_ptr<const SymbolTable>> symbol_tables_;
+  std::atomic<uint64_t> symbols_version_{0};
+};
+
+}  // namespace kiln::storage::store_internal

@@ -1,0 +1,166 @@
+// RocksStore retention (storage/README.md), flush and compaction.
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <optional>
+
+#include "storage/store_internal.h"
+
+namespace kiln::storage::store_internal {
+
+// ============================================================================
+// [SECTION] Retention
+// ============================================================================
+
+absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
+  RetentionReport report;
+  if (read_only_) return report;
+  std::lock_guard pass(retention_mutex_);
+  int64_t first_bucket = 0, last_bucket = 0;
+  uint64_t samples = 0;
+  {
+    std::shared_lock lock(dict_mutex_);
+    samples = counters_.samples();
+    first_bucket = FloorDiv(counters_.first_sample_ns, kBucketNs);
+    last_bucket = FloorDiv(counters_.last_sample_ns, kBucketNs);
+  }
+  if (samples == 0) return report;
+  // Buckets before `cut` go.
+  int64_t cut = std::numeric_limits<int64_t>::min();
+  if (options_.retention_age.count() > 0) {
+    const int64_t age_cut = FloorDiv(now_ns - options_.retention_age.count(), kBucketNs);
+    if (age_cut > first_bucket) {
+      cut = age_cut;
+      report.reason = "age";
+    }
+  }
+  if (options_.retention_size_bytes > 0) {
+    // The tables only: the memtables are flushed within minutes
+    // (StoreOptions::settle_max_age), and their arenas would make a small
+    // store look large. Only sample blocks can be deleted (the dictionary
+    // is kept whole), so the share to delete is of the blocks' bytes.
+    uint64_t bytes = 0, block_bytes = 0;
+    for (auto* h : handles_) {
+      uint64_t v = 0;
+      if (db_->GetIntProperty(h, "rocksdb.total-sst-files-size", &v)) bytes += v;
+      if (h == blocks_cf()) block_bytes = v;
+    }
+    if (bytes > options_.retention_size_bytes && block_bytes > 0) {
+      // The oldest share of the time span that brings the store to 90% of
+      // the limit, assuming samples are spread evenly; the next pass (after
+      // compaction freed the space) corrects the guess.
+      const double over =
+          static_cast<double>(bytes) - 0.9 * static_cast<double>(options_.retention_size_bytes);
+      const double excess = std::min(1.0, over / static_cast<double>(block_bytes));
+      const int64_t span = last_bucket - first_bucket + 1;
+      const int64_t size_cut =
+          first_bucket + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(excess * span)));
+      if (size_cut > cut) {
+        cut = size_cut;
+        report.reason = "size";
+      }
+    }
+  }
+  if (report.reason.empty()) return report;
+
+  // Under the write lock: no Write() changes the counters meanwhile.
+  std::lock_guard write_lock(write_mutex_);
+  Counters counters;
+  std::vector<uint32_t> types;
+  {
+    std::shared_lock lock(dict_mutex_);
+    counters = counters_;
+  }
+  for (uint32_t t = 0; t < counters.samples_by_type.size(); ++t) {
+    if (counters.samples_by_type[t] != 0) types.push_back(t);
+  }
+  rocksdb::WriteBatch wb;
+  int64_t new_first = std::numeric_limits<int64_t>::max();
+  std::vector<BlockSample> decoded;
+  for (uint32_t t : types) {
+    const std::string begin = BlockKeyPrefix(t, std::numeric_limits<int64_t>::min());
+    const std::string end = BlockKeyPrefix(t, cut);
+    rocksdb::ReadOptions ro;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, blocks_cf()));
+    uint64_t deleted = 0;
+    for (it->Seek(begin); it->Valid() && it->key().compare(end) < 0; it->Next()) {
+      absl::StatusOr<uint64_t> n = SampleBlockCount(std::string_view(it->value().data(), it->value().size()));
+      if (!n.ok()) return absl::DataLossError("retention: " + std::string(n.status().message()));
+      deleted += *n;
+      ++report.blocks_deleted;
+    }
+    // The first block left decides where this type now starts.
+    if (it->Valid() && it->key().size() == kBlockKeySize && GetBigEndian32(it->key().data()) == t) {
+      if (DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &decoded).ok()) {
+        for (const BlockSample& b : decoded) new_first = std::min(new_first, b.time_ns);
+      }
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "retention: reading sample blocks");
+    if (deleted == 0) continue;
+    wb.DeleteRange(blocks_cf(), begin, end);
+    counters.samples_by_type[t] -= std::min(deleted, counters.samples_by_type[t]);
+    report.samples_deleted += deleted;
+  }
+  if (report.blocks_deleted == 0) {
+    report.reason.clear();
+    return report;
+  }
+  counters.blocks -= std::min(report.blocks_deleted, counters.blocks);
+  if (counters.samples() == 0) {
+    counters.first_sample_ns = counters.last_sample_ns = 0;
+  } else if (new_first != std::numeric_limits<int64_t>::max()) {
+    counters.first_sample_ns = new_first;
+  }
+  wb.Put(meta_cf(), kStatsKey, counters.Encode());
+  if (rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &wb); !s.ok()) {
+    if (disk_) disk_->NoteWriteError(s.ToString());
+    return FromRocks(s, "retention: deleting sample blocks");
+  }
+  {
+    std::unique_lock lock(dict_mutex_);
+    counters_ = counters;
+  }
+  NoteWrite();
+  retention_deleted_.fetch_add(report.samples_deleted);
+  DataLossCounts deleted{};
+  deleted[static_cast<size_t>(DataLoss::kRetentionDeleted)] = report.samples_deleted;
+  (void)AddDataLoss(deleted);
+  report.deleted_before_ns = cut == std::numeric_limits<int64_t>::min() ? 0 : cut * kBucketNs;
+  (void)AppendLog(
+      LogLevel::kInfo,
+      absl::StrCat("retention (", report.reason, " limit): deleted ", report.samples_deleted, " samples in ",
+                   report.blocks_deleted, " blocks from before ",
+                   absl::FormatTime(absl::FromUnixNanos(report.deleted_before_ns), absl::UTCTimeZone())));
+  // Frees the disk now rather than at some later compaction.
+  rocksdb::CompactRangeOptions co;
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (uint32_t t : types) {
+    const std::string begin = BlockKeyPrefix(t, std::numeric_limits<int64_t>::min());
+    const std::string end = BlockKeyPrefix(t, cut);
+    rocksdb::Slice b(begin), e(end);
+    (void)db_->CompactRange(co, blocks_cf(), &b, &e);
+  }
+  return report;
+}
+
+absl::Status RocksStore::Flush() {
+  if (read_only_) return absl::OkStatus();
+  rocksdb::FlushOptions fo;
+  return FromRocks(db_->Flush(fo, handles_), "flushing");
+}
+
+absl::Status RocksStore::Compact() {
+  if (auto s = Flush(); !s.ok()) return s;
+  if (read_only_) return absl::OkStatus();
+  rocksdb::CompactRangeOptions co;
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (auto* h : handles_) {
+    if (auto s = FromRocks(db_->CompactRange(co, h, nullptr, nullptr), "compacting"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::storage::store_internal

@@ -1,0 +1,162 @@
+// RocksStore symbols: statuses in memory, tables loaded on first use.
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <optional>
+
+#include "storage/store_internal.h"
+
+namespace kiln::storage::store_internal {
+
+// ============================================================================
+// [SECTION] Symbols
+// ============================================================================
+
+absl::Status RocksStore::LoadSymbolStatuses() {
+  if (symbols_cf() == nullptr) return absl::OkStatus();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), symbols_cf()));
+  std::string prefix(1, kSymbolStatusTag);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    SymbolStatus st;
+    std::string key = it->key().ToString().substr(1);
+    if (!DecodeSymbolStatus(std::string_view(it->value().data(), it->value().size()), &st)) {
+      return absl::DataLossError(absl::StrCat("store: symbol status of ", key, " is corrupt"));
+    }
+    symbol_statuses_[key] = std::move(st);
+  }
+  return FromRocks(it->status(), "reading symbol statuses");
+}
+
+std::shared_ptr<const SymbolTable> RocksStore::SymbolTableFor(const std::string& key) const {
+  {
+    std::lock_guard lock(symbols_mutex_);
+    if (auto it = symbol_tables_.find(key); it != symbol_tables_.end()) return it->second;
+  }
+  std::shared_ptr<const SymbolTable> table;
+  if (symbols_cf() != nullptr) {
+    std::string target, bytes;
+    rocksdb::Status s =
+        db_->Get(rocksdb::ReadOptions(), symbols_cf(), SymbolRecordKey(kSymbolAliasTag, key), &target);
+    if (!s.ok()) target = key;
+    s = db_->Get(rocksdb::ReadOptions(), symbols_cf(), SymbolRecordKey(kSymbolTableTag, target), &bytes);
+    if (s.ok()) {
+      auto parsed = SymbolTable::Deserialize(bytes);
+      // A damaged table leaves frames unnamed rather than failing queries.
+      if (parsed.ok()) table = std::make_shared<const SymbolTable>(std::move(*parsed));
+    }
+  }
+  std::lock_guard lock(symbols_mutex_);
+  return symbol_tables_.try_emplace(key, std::move(table)).first->second;
+}
+
+bool RocksStore::HasSymbols() const {
+  std::lock_guard lock(symbols_mutex_);
+  return !symbol_statuses_.empty();
+}
+
+std::shared_ptr<const SymbolTable> RocksStore::SymbolTableForExecutable(const Executable& e) const {
+  const ProfileDictionary& d = dict_.dict;
+  for (const std::string& key : SymbolKeys(d.strings[e.htlhash], d.strings[e.gnu_build_id])) {
+    {
+      std::lock_guard lock(symbols_mutex_);
+      auto st = symbol_statuses_.find(key);
+      if (st == symbol_statuses_.end() || st->second.state != SymbolStatus::State::kSymbolized) continue;
+    }
+    if (auto table = SymbolTableFor(key)) return table;
+  }
+  return nullptr;
+}
+
+absl::Status RocksStore::PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
+                                    const SymbolStatus& status) {
+  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+  if (keys.empty()) return absl::InvalidArgumentError("symbols need at least one executable key");
+  SymbolStatus st = status;
+  st.state = SymbolStatus::State::kSymbolized;
+  st.functions = table.function_count();
+  // One copy of the table under the first key; the others point to it.
+  rocksdb::WriteBatch wb;
+  wb.Put(symbols_cf(), SymbolRecordKey(kSymbolTableTag, keys[0]), table.Serialize());
+  wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolAliasTag, keys[0]));
+  for (size_t i = 1; i < keys.size(); ++i) {
+    wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolTableTag, keys[i]));
+    wb.Put(symbols_cf(), SymbolRecordKey(kSymbolAliasTag, keys[i]), keys[0]);
+  }
+  for (const std::string& key : keys) {
+    wb.Put(symbols_cf(), SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
+  }
+  if (auto s = WriteAndNote(&wb, "writing symbols"); !s.ok()) {
+    return s;
+  }
+  auto shared = std::make_shared<const SymbolTable>(std::move(table));
+  {
+    std::lock_guard lock(symbols_mutex_);
+    for (const std::string& key : keys) {
+      symbol_statuses_[key] = st;
+      symbol_tables_[key] = shared;
+    }
+  }
+  symbols_version_.fetch_add(1);
+  return absl::OkStatus();
+}
+
+absl::Status RocksStore::PutSymbolStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
+                                         bool drop_table) {
+  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+  rocksdb::WriteBatch wb;
+  std::vector<SymbolStatus> written;
+  {
+    std::lock_guard lock(symbols_mutex_);
+    for (const std::string& key : keys) {
+      SymbolStatus st = status;
+      auto old = symbol_statuses_.find(key);
+      bool has_table = old != symbol_statuses_.end() && old->second.state == SymbolStatus::State::kSymbolized;
+      if (has_table && !drop_table) {
+        // The table stays in use: keep it described as it is, with the new
+        // attempt's outcome as detail.
+        st = old->second;
+        st.detail = status.detail.empty() ? st.detail : status.detail;
+        st.updated_ns = status.updated_ns;
+      } else if (has_table) {
+        wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolTableTag, key));
+        wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolAliasTag, key));
+      }
+      wb.Put(symbols_cf(), SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
+      written.push_back(st);
+    }
+  }
+  if (auto s = WriteAndNote(&wb, "writing symbol status"); !s.ok()) {
+    return s;
+  }
+  {
+    std::lock_guard lock(symbols_mutex_);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      symbol_statuses_[keys[i]] = written[i];
+      if (drop_table) symbol_tables_.erase(keys[i]);
+    }
+  }
+  symbols_version_.fetch_add(1);
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<std::string, SymbolStatus>> RocksStore::SymbolStatuses() const {
+  std::lock_guard lock(symbols_mutex_);
+  return {symbol_statuses_.begin(), symbol_statuses_.end()};
+}
+
+std::vector<ExecutableInfo> RocksStore::Executables() const {
+  std::shared_lock lock(dict_mutex_);
+  const ProfileDictionary& d = dict_.dict;
+  std::vector<ExecutableInfo> out;
+  for (size_t e = 1; e < d.executables.size(); ++e) {
+    const Executable& x = d.executables[e];
+    out.push_back(
+        {d.strings[x.file_name], d.strings[x.htlhash], d.strings[x.gnu_build_id], d.strings[x.go_build_id]});
+  }
+  return out;
+}
+
+}  // namespace kiln::storage::store_internal

@@ -1,0 +1,332 @@
+// RocksStore::Write: a batch interned into the global dictionary and its
+// samples written as blocks, in one RocksDB batch.
+#include <algorithm>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <optional>
+
+#include "storage/store_internal.h"
+
+namespace kiln::storage::store_internal {
+
+// ============================================================================
+// [SECTION] Write
+// ============================================================================
+
+namespace {
+
+// Interns one batch into the global dictionary, queuing the new entries in
+// `wb`, and remembers what it added so a failed write can be undone.
+class BatchInterner {
+ public:
+  BatchInterner(GlobalDictionary* g, rocksdb::WriteBatch* wb, rocksdb::ColumnFamilyHandle* cf)
+      : g_(*g), wb_(*wb), cf_(cf) {}
+
+  absl::Status Intern(const ProfileDictionary& local) {
+    const ProfileDictionary& l = local;
+    ProfileDictionary& d = g_.dict;
+    strings_.resize(l.strings.size());
+    for (size_t i = 0; i < l.strings.size(); ++i) strings_[i] = InternString(l.strings[i]);
+
+    executables_.resize(l.executables.size());
+    for (size_t i = 0; i < l.executables.size(); ++i) {
+      Executable e = l.executables[i];
+      if (!MapString(&e.file_name) || !MapString(&e.htlhash) || !MapString(&e.gnu_build_id) ||
+          !MapString(&e.go_build_id)) {
+        return Bad("executable", i, "string index out of range");
+      }
+      auto [it, added] = g_.executable_ids.try_emplace(e, static_cast<uint32_t>(d.executables.size()));
+      if (added) {
+        d.executables.push_back(e);
+        new_executables_.push_back(e);
+        wb_.Put(cf_, DictKey(kTagExecutable, it->second), EncodeExecutable(e));
+      }
+      executables_[i] = it->second;
+    }
+
+    frames_.resize(l.frames.size());
+    for (size_t i = 0; i < l.frames.size(); ++i) {
+      Frame f = l.frames[i];
+      if (!MapString(&f.function) || !MapString(&f.file)) return Bad("frame", i, "string index out of range");
+      if (f.executable >= executables_.size()) return Bad("frame", i, "executable index out of range");
+      f.executable = executables_[f.executable];
+      auto [it, added] = g_.frame_ids.try_emplace(f, static_cast<uint32_t>(d.frames.size()));
+      if (added) {
+        d.frames.push_back(f);
+        new_frames_.push_back(f);
+        wb_.Put(cf_, DictKey(kTagFrame, it->second), EncodeFrame(f));
+      }
+      frames_[i] = it->second;
+    }
+
+    if (l.stack_offsets.size() < 2 || l.stack_offsets.back() != l.stack_frames.size()) {
+      return absl::InvalidArgumentError("batch stack table is malformed");
+    }
+    stacks_.resize(l.StackCount());
+    std::vector<uint32_t> ids;
+    std::string key;
+    for (uint32_t i = 0; i < l.StackCount(); ++i) {
+      if (l.stack_offsets[i] > l.stack_offsets[i + 1]) return Bad("stack", i, "offsets decrease");
+      ids.clear();
+      for (uint32_t f : l.Stack(i)) {
+        if (f >= frames_.size()) return Bad("stack", i, "frame index out of range");
+        ids.push_back(frames_[f]);
+      }
+      key = EncodeIds(ids.data(), ids.data() + ids.size());
+      stacks_[i] =
+          InternKey(&g_.stack_ids, key, static_cast<uint32_t>(d.StackCount()), kTagStack, &new_stacks_);
+      if (stacks_[i] == d.StackCount()) {
+        d.stack_frames.insert(d.stack_frames.end(), ids.begin(), ids.end());
+        d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
+      }
+    }
+
+    if (l.attribute_set_offsets.size() < 2 || l.attribute_set_offsets.back() != l.attributes.size()) {
+      return absl::InvalidArgumentError("batch attribute set table is malformed");
+    }
+    attribute_sets_.resize(l.AttributeSetCount());
+    std::vector<Attribute> attrs;
+    for (uint32_t i = 0; i < l.AttributeSetCount(); ++i) {
+      if (l.attribute_set_offsets[i] > l.attribute_set_offsets[i + 1]) {
+        return Bad("attribute set", i, "offsets decrease");
+      }
+      attrs.clear();
+      for (const Attribute& a : l.AttributeSet(i)) {
+        Attribute g = a;
+        if (!MapString(&g.key) || !MapString(&g.value))
+          return Bad("attribute set", i, "string index out of range");
+        if (!ApplyCaps(&g)) continue;
+        attrs.push_back(g);
+      }
+      // Global ids sort differently from the producer's strings; key order by
+      // id keeps the encoding canonical so equal sets dedupe.
+      std::sort(attrs.begin(), attrs.end(),
+                [](const Attribute& a, const Attribute& b) { return a.key < b.key; });
+      key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
+      attribute_sets_[i] = InternKey(&g_.attribute_set_ids, key, static_cast<uint32_t>(d.AttributeSetCount()),
+                                     kTagAttributeSet, &new_attribute_sets_);
+      if (attribute_sets_[i] == d.AttributeSetCount()) {
+        d.attributes.insert(d.attributes.end(), attrs.begin(), attrs.end());
+        d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
+      }
+    }
+
+    sample_types_.resize(l.sample_types.size());
+    for (size_t i = 0; i < l.sample_types.size(); ++i) {
+      // AddSampleType's rule (the newest period is the one shown); an
+      // entry is written when it is new or its period changed.
+      const size_t known = d.sample_types.size();
+      const std::optional<uint32_t> old = d.SampleTypeIndex(l.sample_types[i].type);
+      const SampleTypeInfo before = old ? d.sample_types[*old] : SampleTypeInfo{};
+      const uint32_t id = d.AddSampleType(l.sample_types[i]);
+      if (id == known || !(d.sample_types[id] == before)) {
+        wb_.Put(cf_, DictKey(kTagSampleType, id), EncodeSampleType(d.sample_types[id]));
+      }
+      sample_types_[i] = id;
+    }
+
+    links_.resize(l.links.size());
+    for (size_t i = 0; i < l.links.size(); ++i) {
+      key = EncodeLink(l.links[i]);
+      links_[i] = InternKey(&g_.link_ids, key, static_cast<uint32_t>(d.links.size()), kTagLink, &new_links_);
+      if (links_[i] == d.links.size()) d.links.push_back(l.links[i]);
+    }
+    return absl::OkStatus();
+  }
+
+  // Removes everything Intern() added (after a failed RocksDB write).
+  void Undo(const GlobalDictionary::Mark& mark) {
+    ProfileDictionary& d = g_.dict;
+    for (auto [key, value] : new_key_values_) {
+      auto it = g_.values_by_key.find(key);
+      if (it == g_.values_by_key.end()) continue;
+      it->second.erase(value);
+      if (it->second.empty()) g_.values_by_key.erase(it);
+    }
+    for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_ids.erase(d.strings[i]);
+    for (const Executable& e : new_executables_) g_.executable_ids.erase(e);
+    for (const Frame& f : new_frames_) g_.frame_ids.erase(f);
+    for (const std::string& k : new_stacks_) g_.stack_ids.erase(k);
+    for (const std::string& k : new_attribute_sets_) g_.attribute_set_ids.erase(k);
+    for (const std::string& k : new_links_) g_.link_ids.erase(k);
+    d.strings.resize(mark.strings);
+    d.executables.resize(mark.executables);
+    d.frames.resize(mark.frames);
+    d.stack_offsets.resize(mark.stacks);
+    d.stack_frames.resize(mark.stack_frames);
+    d.attribute_set_offsets.resize(mark.attribute_sets);
+    d.attributes.resize(mark.attributes);
+    d.links.resize(mark.links);
+    d.sample_types = mark.sample_types;
+  }
+
+  // Attribute values folded or keys left out by the caps in this batch.
+  uint64_t capped_ = 0;
+  size_t max_values_per_key_ = SIZE_MAX, max_keys_ = SIZE_MAX;
+
+  // Batch-local to global id maps, valid after Intern().
+  std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_, sample_types_;
+
+ private:
+  // Looks `key` up in `ids`; a new key gets `next_id`, is queued for
+  // RocksDB under `tag` and remembered in `added` for Undo().
+  uint32_t InternKey(absl::flat_hash_map<std::string, uint32_t>* ids, const std::string& key,
+                     uint32_t next_id, char tag, std::vector<std::string>* added) {
+    if (auto it = ids->find(key); it != ids->end()) return it->second;
+    ids->emplace(key, next_id);
+    wb_.Put(cf_, DictKey(tag, next_id), key);
+    added->push_back(key);
+    return next_id;
+  }
+
+  // The cardinality caps (StoreOptions) on one attribute with global ids:
+  // false to leave it out; its value may become "other".
+  bool ApplyCaps(Attribute* a) {
+    auto it = g_.values_by_key.find(a->key);
+    if (it == g_.values_by_key.end()) {
+      if (g_.values_by_key.size() >= max_keys_) {
+        ++capped_;
+        return false;
+      }
+      it = g_.values_by_key.try_emplace(a->key).first;
+    }
+    if (it->second.contains(a->value)) return true;
+    if (it->second.size() >= max_values_per_key_) {
+      ++capped_;
+      a->value = InternString("other");
+      if (it->second.contains(a->value)) return true;
+    }
+    it->second.insert(a->value);
+    new_key_values_.emplace_back(a->key, a->value);
+    return true;
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> new_key_values_;  // for Undo
+
+  uint32_t InternString(const std::string& s) {
+    auto it = g_.string_ids.find(s);
+    if (it != g_.string_ids.end()) return it->second;
+    auto id = static_cast<uint32_t>(g_.dict.strings.size());
+    g_.dict.strings.push_back(s);
+    g_.string_ids.emplace(s, id);
+    wb_.Put(cf_, DictKey(kTagString, id), s);
+    return id;
+  }
+  bool MapString(uint32_t* index) {
+    if (*index >= strings_.size()) return false;
+    *index = strings_[*index];
+    return true;
+  }
+  static absl::Status Bad(std::string_view table, size_t i, std::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch ", std::string(table), " ", i, ": ", std::string(what)));
+  }
+
+  GlobalDictionary& g_;
+  rocksdb::WriteBatch& wb_;
+  rocksdb::ColumnFamilyHandle* cf_;
+  std::vector<Executable> new_executables_;
+  std::vector<Frame> new_frames_;
+  std::vector<std::string> new_stacks_, new_attribute_sets_, new_links_;
+};
+
+}  // namespace
+
+absl::Status RocksStore::Write(const ProfileBatch& batch) {
+  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+  // About what a sample costs in the WAL, to re-read the free space sooner
+  // while big batches arrive.
+  if (absl::Status admitted = AdmitWrite(batch.samples.size() * 8); !admitted.ok()) return admitted;
+  std::lock_guard write_lock(write_mutex_);
+  const ProfileDictionary& l = batch.dict;
+  // Check the samples before touching anything shared.
+  for (size_t i = 0; i < batch.samples.size(); ++i) {
+    const Sample& s = batch.samples[i];
+    if (s.stack >= l.StackCount() || s.attribute_set >= l.AttributeSetCount() || s.link >= l.links.size() ||
+        s.sample_type >= l.sample_types.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("batch sample ", i, " has an index out of range"));
+    }
+  }
+
+  rocksdb::WriteBatch wb;
+  // Queries hold dict_mutex_ shared while they pin a RocksDB snapshot and
+  // read the dictionary, so holding it here across the RocksDB write means a
+  // query never sees a block whose ids are not yet in memory.
+  std::unique_lock dict_lock(dict_mutex_);
+  GlobalDictionary::Mark mark = dict_.Snapshot();
+  BatchInterner interner(&dict_, &wb, meta_cf());
+  interner.max_values_per_key_ = options_.max_values_per_attribute_key;
+  interner.max_keys_ = options_.max_attribute_keys;
+  if (auto s = interner.Intern(l); !s.ok()) {
+    interner.Undo(mark);
+    return s;
+  }
+
+  // Group samples by (sample type, bucket) and sort each group by time.
+  struct Keyed {
+    uint32_t sample_type;
+    int64_t bucket;
+    BlockSample sample;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(batch.samples.size());
+  for (const Sample& s : batch.samples) {
+    keyed.push_back(
+        {interner.sample_types_[s.sample_type], FloorDiv(s.time_ns, kBucketNs),
+         BlockSample{s.time_ns, interner.stacks_[s.stack], interner.attribute_sets_[s.attribute_set],
+                     interner.links_[s.link], s.value}});
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    if (a.sample_type != b.sample_type) return a.sample_type < b.sample_type;
+    return a.bucket < b.bucket;  // EncodeSampleBlock orders each block itself
+  });
+  Counters counters = counters_;
+  std::vector<BlockSample> run;
+  for (size_t i = 0; i < keyed.size();) {
+    size_t j = i;
+    run.clear();
+    while (j < keyed.size() && keyed[j].sample_type == keyed[i].sample_type &&
+           keyed[j].bucket == keyed[i].bucket && run.size() < kMaxBlockSamples) {
+      run.push_back(keyed[j].sample);
+      ++j;
+    }
+    std::string key = BlockKeyPrefix(keyed[i].sample_type, keyed[i].bucket);
+    PutBigEndian64(&key, counters.next_block_seq++);
+    wb.Put(blocks_cf(), key, EncodeSampleBlock(run));
+    counters.blocks++;
+    counters.Add(keyed[i].sample_type, run.size());
+    int64_t first = run.front().time_ns, last = run.front().time_ns;
+    for (const BlockSample& b : run) {
+      first = std::min(first, b.time_ns);
+      last = std::max(last, b.time_ns);
+    }
+    if (counters.samples() == run.size() || first < counters.first_sample_ns)
+      counters.first_sample_ns = first;
+    if (counters.samples() == run.size() || last > counters.last_sample_ns) counters.last_sample_ns = last;
+    i = j;
+  }
+  wb.Put(meta_cf(), kStatsKey, counters.Encode());
+
+  // sync=false: the WAL write reaches the OS before Write() returns, which
+  // survives a crash (even kill -9) of this process; only a power loss or
+  // kernel crash could lose the last writes.
+  rocksdb::WriteOptions wo;
+  rocksdb::Status s = db_->Write(wo, &wb);
+  if (!s.ok()) {
+    interner.Undo(mark);
+    if (disk_) disk_->NoteWriteError(s.ToString());
+    return FromRocks(s, "writing samples");
+  }
+  counters_ = counters;
+  NoteWrite();
+  if (interner.capped_ > 0) {
+    DataLossCounts capped{};
+    capped[static_cast<size_t>(DataLoss::kAttributeCapped)] = interner.capped_;
+    (void)AddDataLoss(capped);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::storage::store_internal
