@@ -110,6 +110,11 @@ StoreStats RocksStore::Stats() const {
   st.retention_age_ns = options_.retention_age.count();
   st.retention_size_bytes = options_.retention_size_bytes;
   st.samples_deleted_by_retention = retention_deleted_.load();
+  {
+    std::lock_guard lock(summary_mutex_);
+    st.summarized_hours = summaries_.size();
+  }
+  st.summary_hours_read = summary_hours_read_.load();
   if (disk_) {
     const DiskState d = disk_->state();
     st.disk_free_bytes = d.free_bytes;

@@ -28,7 +28,10 @@ namespace kiln::storage {
 // store written with another version fails with both versions named.
 // Version 2 keeps samples per sample type (version 1 had four fixed kinds);
 // a version 1 store is upgraded in place when opened read-write.
-inline constexpr uint32_t kSchemaVersion = 2;
+// Version 3 adds the hourly stack summaries (column family "summaries");
+// a version 2 store gains it when opened read-write (its summaries are then
+// built in the background) and is read as it is when opened read-only.
+inline constexpr uint32_t kSchemaVersion = 3;
 
 struct SampleTypeCount {
   SampleTypeInfo info;
@@ -57,6 +60,10 @@ struct StoreStats {
   int64_t retention_age_ns = 0;
   uint64_t retention_size_bytes = 0;
   uint64_t samples_deleted_by_retention = 0;
+  // Hours with a summary (all sample types), and how many hours queries
+  // read from a summary instead of their samples since open.
+  uint64_t summarized_hours = 0;
+  uint64_t summary_hours_read = 0;
   // The store's filesystem, as the disk guard last saw it (read-write
   // stores; 0 otherwise), and why new data is refused ("" = accepted).
   uint64_t disk_free_bytes = 0;
@@ -138,6 +145,12 @@ struct StoreOptions {
   // How often the store applies retention by itself (0 = only when
   // ApplyRetention is called: tests with a clock of their own).
   std::chrono::milliseconds retention_interval{std::chrono::minutes(1)};
+  // Hourly stack summaries (storage/stack_summary.h): built in the
+  // background for hours that are over, read by queries for hours wholly
+  // inside their range. Off: every query reads every sample (benchmarks and
+  // tests compare the two).
+  bool summarize_in_background = true;
+  bool use_summaries = true;
 };
 
 // What one retention pass deleted.
@@ -233,6 +246,11 @@ class Store {
   // The store also calls it at open and every minute.
   [[nodiscard]] virtual absl::StatusOr<RetentionReport> ApplyRetention(int64_t now_ns) = 0;
 
+  // Builds the summary of every hour that is over (ended two minutes before
+  // the newest sample) and has samples but no summary yet; returns how many
+  // it built. The store does this by itself every few seconds; tests and
+  // benchmarks call it to know it is done.
+  [[nodiscard]] virtual absl::StatusOr<uint64_t> Summarize() = 0;
   // Flushes memtables to SST files (for stats and benchmarks; not needed
   // for durability).
   virtual absl::Status Flush() = 0;

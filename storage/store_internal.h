@@ -29,6 +29,7 @@
 //                                             unit (varint len + bytes each), zigzag period
 //   blocks   u32 sample type | u64 bucket^sign | u64 seq -> SampleBlock (zstd by RocksDB)
 //   log      u64 seq                       -> zigzag time, u8 level, message
+//   summaries u32 sample type | u64 hour^sign -> StackSummary (blob file)
 //   symbols  't' key                       -> SymbolTable::Serialize() (blob file, zstd)
 //            'a' key                       -> key of the table this key shares
 //            's' key                       -> symbol status (see EncodeSymbolStatus)
@@ -63,6 +64,7 @@
 #include "absl/strings/str_cat.h"
 #include "storage/disk_guard.h"
 #include "storage/sample_block.h"
+#include "storage/stack_summary.h"
 #include "storage/store.h"
 #include "storage/varint.h"
 
@@ -105,6 +107,16 @@ inline std::string BlockKeyPrefix(uint32_t sample_type, int64_t bucket) {
   PutBigEndian64(&key, static_cast<uint64_t>(bucket) ^ (uint64_t{1} << 63));
   return key;
 }
+
+static_assert(kBucketNs == kSummaryBucketNs, "a summary covers whole sample buckets");
+// Summary keys: u32 sample type, u64 hour (flipped sign, as blocks).
+inline std::string SummaryKey(uint32_t sample_type, int64_t hour) {
+  return BlockKeyPrefix(sample_type, hour);
+}
+inline constexpr size_t kSummaryKeySize = 12;
+// An hour is summarized once the newest sample is this far past its end:
+// agents send a few seconds late, and a late write only costs a rebuild.
+inline constexpr int64_t kSummaryGraceNs = 120'000'000'000;
 
 inline std::string EncodeExecutable(const Executable& e) {
   std::string v;
@@ -347,6 +359,7 @@ class RocksStore final : public Store {
   RocksStore(std::string dir, bool read_only, const StoreOptions& options)
       : dir_(std::move(dir)), read_only_(read_only), options_(options) {}
   ~RocksStore() override {
+    stopping_ = true;  // ends a Summarize() pass between hours
     {
       std::lock_guard lock(settle_mu_);
       settle_stop_ = true;
@@ -380,6 +393,7 @@ class RocksStore final : public Store {
   absl::Status Flush() override;
   absl::Status Compact() override;
   absl::StatusOr<RetentionReport> ApplyRetention(int64_t now_ns) override;
+  absl::StatusOr<uint64_t> Summarize() override;
   absl::Status AddDataLoss(const DataLossCounts& counts) override;
   DataLossCounts DataLossTotals() const override {
     std::lock_guard lock(loss_mutex_);
@@ -404,6 +418,18 @@ class RocksStore final : public Store {
   // keys and counters for sample types.
   absl::Status UpgradeFromSchema1();
   absl::Status LoadSymbolStatuses();
+  absl::Status LoadSummaryIndex();
+  // Summarizes one hour of one sample type from a snapshot; stored unless
+  // a write or retention touched the hour meanwhile.
+  absl::Status BuildSummary(uint32_t sample_type, int64_t hour);
+  // Under write_mutex_: the summaries of these hours are out of date (a
+  // write or deletion in `wb` touches them): deleted in the same batch.
+  void InvalidateSummaries(uint32_t sample_type, int64_t first_hour, int64_t last_hour,
+                           rocksdb::WriteBatch* wb);
+  bool HasSummary(uint32_t sample_type, int64_t hour) const {
+    std::lock_guard lock(summary_mutex_);
+    return summaries_.contains({sample_type, hour});
+  }
   // Before a write of about `bytes`: the disk guard's answer, logged when
   // it changes.
   absl::Status AdmitWrite(uint64_t bytes);
@@ -426,16 +452,23 @@ class RocksStore final : public Store {
   std::shared_ptr<const SymbolTable> SymbolTableForExecutable(const Executable& e) const;
   bool HasSymbols() const;
   // Visits every stored sample of the query's sample type in its time
-  // range that passes its filters. The range is cut into contiguous time
-  // shards scanned side by side, one thread each (a scan is decompression
-  // and decoding bound; cores are idle otherwise): `make(stack_count)`
-  // makes a shard's state (stack_count bounds every stack id seen),
-  // `visit(state, sample)` runs on the shard's thread, and `states` gets
-  // them in time order, so merging them in order gives what one
-  // sequential scan would.
-  template <typename State, typename Make, typename Visit>
-  absl::Status Scan(const Query& query, const Make& make, const Visit& visit,
-                    std::vector<State>* states) const;
+  // range that passes its filters, or the summary standing for an hour of
+  // them. The range is cut into contiguous time shards scanned side by
+  // side, one thread each (a scan is decompression and decoding bound;
+  // cores are idle otherwise): `make(stack_count)` makes a shard's state
+  // (stack_count bounds every stack id seen), `visit(state, sample)` runs
+  // on the shard's thread, and `states` gets them in time order, so
+  // merging them in order gives what one sequential scan would.
+  //
+  // For an hour wholly inside the range with a summary (and
+  // `use_summaries`), `visit_summary(state, summary, selector, &buckets)`
+  // runs instead of `visit` for its samples: it returns false when the
+  // summary lacks what it needs (the hour's samples are then visited), and
+  // may list buckets of the hour whose samples must be visited anyway
+  // (a timeline bucket edge inside them).
+  template <typename State, typename Make, typename Visit, typename VisitSummary>
+  absl::Status Scan(const Query& query, bool use_summaries, const Make& make, const Visit& visit,
+                    const VisitSummary& visit_summary, std::vector<State>* states) const;
 
   rocksdb::ColumnFamilyHandle* meta_cf() const { return handles_[0]; }
   rocksdb::ColumnFamilyHandle* blocks_cf() const { return handles_[1]; }
@@ -443,6 +476,8 @@ class RocksStore final : public Store {
   // Null for a store opened read-only that was written before symbols
   // existed.
   rocksdb::ColumnFamilyHandle* symbols_cf() const { return handles_.size() > 3 ? handles_[3] : nullptr; }
+  // Null for a store opened read-only that was written before summaries.
+  rocksdb::ColumnFamilyHandle* summaries_cf() const { return handles_.size() > 4 ? handles_[4] : nullptr; }
 
   const std::string dir_;
   const bool read_only_;
@@ -478,6 +513,25 @@ class RocksStore final : public Store {
   std::map<std::string, SymbolStatus> symbol_statuses_;
   mutable absl::flat_hash_map<std::string, std::shared_ptr<const SymbolTable>> symbol_tables_;
   std::atomic<uint64_t> symbols_version_{0};
+
+  // Summaries: which (sample type, hour) have one, loaded at open. A hint
+  // for planning queries: a query reads the summary from its snapshot and
+  // reads the hour's samples when it is gone.
+  mutable std::mutex summary_mutex_;
+  absl::flat_hash_set<std::pair<uint32_t, int64_t>> summaries_;
+  std::mutex summarize_mutex_;  // one Summarize() at a time
+  // The hour BuildSummary is making, guarded by write_mutex_: a write or
+  // retention pass touching it sets `invalidated`, and the summary (made
+  // from a snapshot before that write) is then not stored.
+  struct SummaryTarget {
+    bool active = false;
+    bool invalidated = false;
+    uint32_t sample_type = 0;
+    int64_t hour = 0;
+  } summary_target_;
+  std::atomic<uint64_t> summarized_version_{0};  // data_version_ at the last Summarize()
+  std::atomic<bool> stopping_{false};
+  mutable std::atomic<uint64_t> summary_hours_read_{0};
 };
 
 }  // namespace kiln::storage::store_internal

@@ -108,21 +108,31 @@ absl::Status RocksStore::OpenDb() {
   symbol_options.enable_blob_files = true;
   symbol_options.min_blob_size = 4096;
   symbol_options.blob_compression_type = rocksdb::kZSTD;
+  // Summaries are read whole by key, and their keys alone are listed at
+  // open: blob files keep that listing from reading the values.
+  rocksdb::ColumnFamilyOptions summary_options;
+  summary_options.compression = rocksdb::kLZ4Compression;
+  summary_options.enable_blob_files = true;
+  summary_options.min_blob_size = 256;
+  summary_options.blob_compression_type = rocksdb::kZSTD;
 
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, meta_options},
       {"blocks", block_options},
       {"log", log_options},
       {"symbols", symbol_options},
+      {"summaries", summary_options},
   };
   rocksdb::Status s;
   if (read_only_) {
-    // A store from before symbols existed has no "symbols" family, and a
-    // read-only open cannot create it.
+    // A store from before symbols (or summaries) existed lacks those
+    // families, and a read-only open cannot create them; they are last.
     std::vector<std::string> existing;
-    if (rocksdb::DB::ListColumnFamilies(db_options, dir_, &existing).ok() &&
-        std::find(existing.begin(), existing.end(), "symbols") == existing.end()) {
-      cfs.pop_back();
+    if (rocksdb::DB::ListColumnFamilies(db_options, dir_, &existing).ok()) {
+      while (cfs.size() > 3 &&
+             std::find(existing.begin(), existing.end(), cfs.back().name) == existing.end()) {
+        cfs.pop_back();
+      }
     }
     s = rocksdb::DB::OpenForReadOnly(db_options, dir_, cfs, &handles_, &db_);
   } else {
@@ -167,6 +177,21 @@ absl::Status RocksStore::OpenDb() {
       if (auto st = UpgradeFromSchema1(); !st.ok()) return st;
       found = kSchemaVersion;
     }
+    // Schema 2 lacks only the summaries: opened read-write, the family is
+    // created above and the summaries are built in the background; read
+    // only, queries read every sample as before.
+    if (found == 2 && read_only_) found = kSchemaVersion;
+    if (found == 2) {
+      std::string v;
+      PutBigEndian32(&v, kSchemaVersion);
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      if (auto st = FromRocks(db_->Put(wo, meta_cf(), kSchemaKey, v), "upgrading the schema version");
+          !st.ok()) {
+        return st;
+      }
+      found = kSchemaVersion;
+    }
     if (found != kSchemaVersion) {
       return absl::FailedPreconditionError(absl::StrCat("kiln store in ", dir_, " has schema version ", found,
                                                         "; this kiln reads version ", kSchemaVersion,
@@ -175,6 +200,7 @@ absl::Status RocksStore::OpenDb() {
   }
   if (auto st = LoadMeta(); !st.ok()) return st;
   if (auto st = LoadSymbolStatuses(); !st.ok()) return st;
+  if (auto st = LoadSummaryIndex(); !st.ok()) return st;
   return LoadDictionary();
 }
 
@@ -458,6 +484,15 @@ void RocksStore::SettleLoop() {
       next_retention_ns = UnixNowNs() + std::chrono::nanoseconds(options_.retention_interval).count();
     } else if (next_retention_ns == 0) {
       next_retention_ns = 1;  // no retention: just the normal period from now on
+    }
+    // Summaries of the hours that are over, once data changed.
+    if (options_.summarize_in_background && data_version_.load() != summarized_version_.load()) {
+      lock.unlock();
+      if (absl::StatusOr<uint64_t> built = Summarize(); !built.ok()) {
+        (void)AppendLog(LogLevel::kWarning, "summarizing hours failed (queries read their samples): " +
+                                                std::string(built.status().message()));
+      }
+      lock.lock();
     }
     const int64_t first = first_unflushed_ns_.load();
     if (first == 0) continue;

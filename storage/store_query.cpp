@@ -26,19 +26,40 @@ int ScanShardCount(int64_t buckets) {
   return static_cast<int>(std::clamp<int64_t>(buckets / kMinBucketsPerShard, 1, cores));
 }
 
+// What a scan reads, in time order: buckets [b0, b1) of samples, or the
+// summary of the hour starting at bucket b0.
+struct ScanItem {
+  int64_t b0 = 0, b1 = 0;
+  bool summary = false;
+};
+
+// A summary whose ids the dictionary does not have is not used (its
+// hour's samples are read, and report the damage if they share it).
+bool SummaryIdsValid(const StackSummary& s, size_t stack_count, size_t set_count) {
+  for (const StackSummary::Set& e : s.sets) {
+    if (e.attribute_set >= set_count) return false;
+  }
+  for (const StackSummary::Weight& w : s.stacks) {
+    if (w.attribute_set >= set_count || w.key >= stack_count) return false;
+  }
+  for (const StackSummary::Weight& w : s.buckets) {
+    if (w.attribute_set >= set_count) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-template <typename State, typename Make, typename Visit>
-absl::Status RocksStore::Scan(const Query& query, const Make& make, const Visit& visit,
-                              std::vector<State>* states) const {
+template <typename State, typename Make, typename Visit, typename VisitSummary>
+absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make& make, const Visit& visit,
+                              const VisitSummary& visit_summary, std::vector<State>* states) const {
   states->clear();
   if (query.to_ns <= query.from_ns) return absl::OkStatus();
   std::optional<SampleSelector> selector;
   uint32_t type_id = 0;
   size_t stack_count = 0;
   size_t set_count = 0;
-  // Shard s covers keys [bounds[s], bounds[s + 1]).
-  std::vector<std::string> bounds;
+  std::vector<ScanItem> items;
   // One snapshot for every shard: together they see one state of the store.
   std::shared_ptr<const rocksdb::Snapshot> snapshot;
   {
@@ -50,64 +71,131 @@ absl::Status RocksStore::Scan(const Query& query, const Make& make, const Visit&
     set_count = dict_.dict.AttributeSetCount();
     snapshot = std::shared_ptr<const rocksdb::Snapshot>(
         db_->GetSnapshot(), [db = db_](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); });
-    const int64_t first_bucket = FloorDiv(query.from_ns, kBucketNs);
-    // The shards split the buckets that hold samples; the first and last
-    // keep the query's own ends (data may arrive past the last sample
-    // known here, and the snapshot then decides).
-    const int64_t lo = std::max(first_bucket, FloorDiv(counters_.first_sample_ns, kBucketNs));
-    const int64_t hi =
-        std::min(query.to_ns == std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
-                                                                    : FloorDiv(query.to_ns - 1, kBucketNs),
-                 FloorDiv(counters_.last_sample_ns, kBucketNs));
-    const int shards = hi > lo ? ScanShardCount(hi - lo + 1) : 1;
-    bounds.push_back(BlockKeyPrefix(type_id, first_bucket));
-    for (int k = 1; k < shards; ++k) {
-      bounds.push_back(BlockKeyPrefix(type_id, lo + (hi - lo + 1) * k / shards));
+    // Buckets [first, end) hold the range; lo..hi those that hold samples
+    // (data may arrive past the last sample known here, and the snapshot
+    // then decides, so the range's own ends are kept).
+    const int64_t first = FloorDiv(query.from_ns, kBucketNs);
+    const int64_t end = query.to_ns == std::numeric_limits<int64_t>::max()
+                            ? std::numeric_limits<int64_t>::max()
+                            : FloorDiv(query.to_ns - 1, kBucketNs) + 1;
+    const int64_t lo = FloorDiv(counters_.first_sample_ns, kBucketNs);
+    const int64_t hi = FloorDiv(counters_.last_sample_ns, kBucketNs);
+    // Raw ranges are cut in pieces so that shards can share them out.
+    auto add_raw = [&](int64_t a, int64_t b) {
+      if (a >= b) return;
+      const int64_t ca = std::max(a, lo), cb = std::min(b, hi + 1);
+      const int pieces = cb - ca > 1 ? ScanShardCount(cb - ca) : 1;
+      for (int k = 1; k < pieces; ++k) {
+        const int64_t cut = ca + (cb - ca) * k / pieces;
+        items.push_back({a, cut, false});
+        a = cut;
+      }
+      items.push_back({a, b, false});
+    };
+    int64_t cur = first;
+    if (use_summaries && options_.use_summaries && hi >= lo) {
+      // Hours wholly inside the range (clamped to the hours that hold
+      // data first, so that the arithmetic stays far from int64's ends).
+      constexpr int64_t kHourNs = kBucketNs * kBucketsPerSummary;
+      const int64_t from = std::max(query.from_ns, FloorDiv(lo, kBucketsPerSummary) * kHourNs);
+      const int64_t to = std::min(query.to_ns, (FloorDiv(hi, kBucketsPerSummary) + 1) * kHourNs);
+      const int64_t first_hour = FloorDiv(from, kHourNs) + (FloorDiv(from, kHourNs) * kHourNs < from ? 1 : 0);
+      const int64_t end_hour = FloorDiv(to, kHourNs);
+      std::lock_guard index_lock(summary_mutex_);
+      for (int64_t h = first_hour; h < end_hour; ++h) {
+        if (!summaries_.contains({type_id, h})) continue;
+        add_raw(cur, h * kBucketsPerSummary);
+        items.push_back({h * kBucketsPerSummary, (h + 1) * kBucketsPerSummary, true});
+        cur = (h + 1) * kBucketsPerSummary;
+      }
     }
-    // Upper bound: the first block key past the bucket holding to_ns - 1,
-    // or the end of this type's keys for an open-ended range.
-    std::string upper;
-    if (query.to_ns == std::numeric_limits<int64_t>::max()) {
-      PutBigEndian32(&upper, type_id + 1);
-    } else {
-      upper = BlockKeyPrefix(type_id, FloorDiv(query.to_ns - 1, kBucketNs) + 1);
-    }
-    bounds.push_back(std::move(upper));
+    add_raw(cur, end);
   }
-  const size_t shards = bounds.size() - 1;
-  states->reserve(shards);
-  for (size_t k = 0; k < shards; ++k) states->push_back(make(stack_count));
-  std::vector<absl::Status> statuses(shards);
+
+  // Contiguous runs of items per shard, of about equal cost: a bucket of
+  // samples counts 1, a summary 360 / 16 (a busy hour's summary holds
+  // about a sixteenth as many entries as samples: a guess that only
+  // balances the threads).
+  auto cost = [](const ScanItem& item) -> int64_t {
+    return item.summary ? kBucketsPerSummary / 16 : std::clamp<int64_t>(item.b1 - item.b0, 1, 1 << 20);
+  };
+  int64_t total = 0;
+  for (const ScanItem& item : items) total += cost(item);
+  const size_t shards = std::min<size_t>(items.size(), ScanShardCount(total));
+  std::vector<size_t> shard_begin = {0};
+  int64_t acc = 0;
+  for (size_t i = 0; i + 1 < items.size() && shard_begin.size() < shards; ++i) {
+    acc += cost(items[i]);
+    if (acc * static_cast<int64_t>(shards) >= total * static_cast<int64_t>(shard_begin.size())) {
+      shard_begin.push_back(i + 1);
+    }
+  }
+  shard_begin.push_back(items.size());
+  const size_t shard_count = shard_begin.size() - 1;
+  states->reserve(shard_count);
+  for (size_t k = 0; k < shard_count; ++k) states->push_back(make(stack_count));
+  std::vector<absl::Status> statuses(shard_count);
+
   auto scan_shard = [&](size_t k) {
-    rocksdb::ReadOptions ro;
-    ro.snapshot = snapshot.get();
-    rocksdb::Slice upper(bounds[k + 1]);
-    ro.iterate_upper_bound = &upper;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, blocks_cf()));
-    std::vector<BlockSample> samples;
     State& state = (*states)[k];
-    for (it->Seek(bounds[k]); it->Valid(); it->Next()) {
-      rocksdb::Slice key = it->key();
-      if (key.size() != kBlockKeySize || GetBigEndian32(key.data()) != type_id) break;
-      if (auto s = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
-          !s.ok()) {
+    std::vector<BlockSample> samples;
+    std::vector<int64_t> raw_buckets;
+    StackSummary summary;
+    std::string value;
+    auto scan_raw = [&](int64_t b0, int64_t b1) -> absl::Status {
+      rocksdb::ReadOptions ro;
+      ro.snapshot = snapshot.get();
+      const std::string lower = BlockKeyPrefix(type_id, b0), upper = BlockKeyPrefix(type_id, b1);
+      rocksdb::Slice upper_slice(upper);
+      ro.iterate_upper_bound = &upper_slice;
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, blocks_cf()));
+      for (it->Seek(lower); it->Valid(); it->Next()) {
+        rocksdb::Slice key = it->key();
+        if (key.size() != kBlockKeySize || GetBigEndian32(key.data()) != type_id) break;
+        if (auto s = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
+            !s.ok()) {
+          return s;
+        }
+        for (const BlockSample& s : samples) {
+          if (s.attribute_set >= set_count || s.stack >= stack_count) {
+            return absl::DataLossError("sample block refers to a stack or attribute set that does not exist");
+          }
+          if (selector->Selects(type_id, s.time_ns, s.attribute_set)) visit(state, s);
+        }
+      }
+      return FromRocks(it->status(), "reading sample blocks");
+    };
+    for (size_t i = shard_begin[k]; i < shard_begin[k + 1]; ++i) {
+      const ScanItem& item = items[i];
+      absl::Status s;
+      bool summarized = false;
+      if (item.summary) {
+        rocksdb::ReadOptions ro;
+        ro.snapshot = snapshot.get();
+        const int64_t hour = item.b0 / kBucketsPerSummary;
+        // Gone from the snapshot (a write since the index was read) or
+        // damaged: the hour's samples answer instead.
+        if (db_->Get(ro, summaries_cf(), SummaryKey(type_id, hour), &value).ok() &&
+            DecodeStackSummary(value, hour, &summary).ok() &&
+            SummaryIdsValid(summary, stack_count, set_count)) {
+          raw_buckets.clear();
+          summarized = visit_summary(state, summary, *selector, &raw_buckets);
+          if (summarized) summary_hours_read_.fetch_add(1, std::memory_order_relaxed);
+          for (size_t j = 0; summarized && j < raw_buckets.size() && s.ok(); ++j) {
+            s = scan_raw(raw_buckets[j], raw_buckets[j] + 1);
+          }
+        }
+      }
+      if (!summarized) s = scan_raw(item.b0, item.b1);
+      if (!s.ok()) {
         statuses[k] = s;
         return;
       }
-      for (const BlockSample& s : samples) {
-        if (s.attribute_set >= set_count || s.stack >= stack_count) {
-          statuses[k] =
-              absl::DataLossError("sample block refers to a stack or attribute set that does not exist");
-          return;
-        }
-        if (selector->Selects(type_id, s.time_ns, s.attribute_set)) visit(state, s);
-      }
     }
-    statuses[k] = FromRocks(it->status(), "reading sample blocks");
   };
   std::vector<std::thread> threads;
-  for (size_t k = 1; k < shards; ++k) threads.emplace_back(scan_shard, k);
-  scan_shard(0);
+  for (size_t k = 1; k < shard_count; ++k) threads.emplace_back(scan_shard, k);
+  if (shard_count > 0) scan_shard(0);
   for (std::thread& t : threads) t.join();
   for (const absl::Status& s : statuses) {
     if (!s.ok()) return s;
@@ -129,7 +217,7 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
   };
   std::vector<Part> parts;
   absl::Status s = Scan(
-      query,
+      query, /*use_summaries=*/!query.keep_samples,  // a summary has no sample times
       [&query](size_t stack_count) {
         Part part;
         part.aggregator =
@@ -138,6 +226,17 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
       },
       [](Part& part, const BlockSample& b) {
         part.aggregator->Add(b.stack, b.attribute_set, b.time_ns, b.value);
+      },
+      [](Part& part, const StackSummary& summary, const SampleSelector& selector, std::vector<int64_t>*) {
+        if (!summary.has_stacks) return false;
+        for (const StackSummary::Set& set : summary.sets) {
+          if (selector.SelectsSet(set.attribute_set)) part.aggregator->AddTimes(set.first_ns, set.last_ns);
+        }
+        for (const StackSummary::Weight& w : summary.stacks) {
+          if (selector.SelectsSet(w.attribute_set))
+            part.aggregator->AddSummed(w.key, w.attribute_set, w.weight, w.events);
+        }
+        return true;
       },
       &parts);
   if (!s.ok()) return s;
@@ -282,8 +381,33 @@ absl::StatusOr<Timeline> RocksStore::RunTimeline(const Query& query, int bucket_
   q.to_ns = span.to_ns;
   std::vector<Timeline> parts;
   absl::Status s = Scan(
-      q, [&t](size_t) { return t; },
-      [](Timeline& part, const BlockSample& b) { AddToTimeline(&part, b.time_ns, b.value); }, &parts);
+      q, /*use_summaries=*/true, [&t](size_t) { return t; },
+      [](Timeline& part, const BlockSample& b) { AddToTimeline(&part, b.time_ns, b.value); },
+      [](Timeline& part, const StackSummary& summary, const SampleSelector& selector,
+         std::vector<int64_t>* raw) {
+        if (!summary.has_buckets) return false;
+        // A 10 s bucket wholly inside one timeline bucket adds its sums
+        // there; one that a timeline bucket edge cuts is read sample by
+        // sample (listed in `raw`). Timelines finer than 10 s cut them all.
+        std::vector<int64_t> index(kBucketsPerSummary, -1);
+        for (int64_t off = 0; off < kBucketsPerSummary; ++off) {
+          const int64_t start = (summary.hour * kBucketsPerSummary + off) * kBucketNs;
+          const int64_t i = TimelineIndex(part, start);
+          if (i >= 0 && i == TimelineIndex(part, start + kBucketNs - 1)) {
+            index[off] = i;
+          } else {
+            raw->push_back(summary.hour * kBucketsPerSummary + off);
+          }
+        }
+        if (raw->size() == static_cast<size_t>(kBucketsPerSummary)) return false;
+        for (const StackSummary::Weight& w : summary.buckets) {
+          if (index[w.key] < 0 || !selector.SelectsSet(w.attribute_set)) continue;
+          part.weights[index[w.key]] += w.weight;
+          part.events[index[w.key]] += w.events;
+        }
+        return true;
+      },
+      &parts);
   if (!s.ok()) return s;
   for (const Timeline& part : parts) {
     for (size_t i = 0; i < t.weights.size(); ++i) {

@@ -101,6 +101,8 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     if (!it->status().ok()) return FromRocks(it->status(), "retention: reading sample blocks");
     if (deleted == 0) continue;
     wb.DeleteRange(blocks_cf(), begin, end);
+    // Every hour with a deleted bucket, the one holding the cut included.
+    InvalidateSummaries(t, std::numeric_limits<int64_t>::min(), FloorDiv(cut - 1, kBucketsPerSummary), &wb);
     counters.samples_by_type[t] -= std::min(deleted, counters.samples_by_type[t]);
     report.samples_deleted += deleted;
   }

@@ -132,8 +132,11 @@ TEST_CASE("schema version mismatch names both versions") {
     // Patch the version key the way an older or newer kiln would have
     // written it.
     rocksdb::DB* raw = nullptr;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-        {rocksdb::kDefaultColumnFamilyName, {}}, {"blocks", {}}, {"log", {}}, {"symbols", {}}};
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}},
+                                                        {"blocks", {}},
+                                                        {"log", {}},
+                                                        {"symbols", {}},
+                                                        {"summaries", {}}};
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path, cfs, &handles, &raw).ok());
     REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x07", 4)).ok());
@@ -145,7 +148,52 @@ TEST_CASE("schema version mismatch names both versions") {
   CHECK(store.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK_FALSE(IsStoreInUse(store.status()));  // waiting for another kiln would not help
   CHECK(store.status().message().find("schema version 7") != std::string_view::npos);
-  CHECK(store.status().message().find("reads version 2") != std::string_view::npos);
+  CHECK(store.status().message().find("reads version " + std::to_string(kSchemaVersion)) !=
+        std::string_view::npos);
+}
+
+TEST_CASE(
+    "a schema 2 store (before summaries) is read as it is, and gains summaries when opened read-write") {
+  TempDir dir;
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  {
+    auto store = OpenOrDie(dir.path);
+    REQUIRE(store->Write(testing::BatchFromFolded("main;a 3", {.first_time_ns = t0})).ok());
+    // A sample two hours on, so the first hour is over.
+    REQUIRE(
+        store->Write(testing::BatchFromFolded("main;b 1", {.first_time_ns = t0 + 7'200'000'000'000})).ok());
+  }
+  {
+    // Make it what kiln wrote before summaries: no such family, version 2.
+    rocksdb::DB* raw = nullptr;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}},
+                                                        {"blocks", {}},
+                                                        {"log", {}},
+                                                        {"symbols", {}},
+                                                        {"summaries", {}}};
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path, cfs, &handles, &raw).ok());
+    REQUIRE(raw->DropColumnFamily(handles[4]).ok());
+    REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x02", 4)).ok());
+    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+  }
+  {
+    auto reader = OpenOrDie(dir.path, Store::Mode::kReadOnly);
+    CHECK(Folded(*reader) == std::vector<std::string>{"main;a 3", "main;b 1"});
+    CHECK(reader->Stats().summarized_hours == 0);
+  }
+  StoreOptions o;
+  o.summarize_in_background = false;
+  auto store = Store::Open(dir.path, Store::Mode::kReadWrite, o);
+  REQUIRE(store.ok());
+  CHECK(*(*store)->Summarize() == 1);
+  CHECK(Folded(**store) == std::vector<std::string>{"main;a 3", "main;b 1"});
+  CHECK((*store)->Stats().summary_hours_read == 1);
+  // A range that holds t0's hour but starts mid-hour does not use it.
+  CHECK(Folded(**store, {.from_ns = t0 - 1, .to_ns = t0 + 3'600'000'000'000}) ==
+        std::vector<std::string>{"main;a 3"});
+  CHECK((*store)->Stats().summary_hours_read == 1);
 }
 
 TEST_CASE("bad batches are rejected whole and change nothing") {
@@ -355,8 +403,11 @@ TEST_CASE("a schema 1 store (four fixed kinds) is upgraded in place and keeps ev
     // Rewrite it as schema 1 wrote it: block keys led by a kind byte (0
     // on-CPU, 1 off-CPU), four fixed counters, no sample type entries.
     rocksdb::DB* raw = nullptr;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-        {rocksdb::kDefaultColumnFamilyName, {}}, {"blocks", {}}, {"log", {}}, {"symbols", {}}};
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}},
+                                                        {"blocks", {}},
+                                                        {"log", {}},
+                                                        {"symbols", {}},
+                                                        {"summaries", {}}};
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path, cfs, &handles, &raw).ok());
     rocksdb::WriteBatch wb;

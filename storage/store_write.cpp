@@ -292,6 +292,9 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
       run.push_back(keyed[j].sample);
       ++j;
     }
+    // The hour's summary no longer holds all of it.
+    InvalidateSummaries(keyed[i].sample_type, FloorDiv(keyed[i].bucket, kBucketsPerSummary),
+                        FloorDiv(keyed[i].bucket, kBucketsPerSummary), &wb);
     std::string key = BlockKeyPrefix(keyed[i].sample_type, keyed[i].bucket);
     PutBigEndian64(&key, counters.next_block_seq++);
     wb.Put(blocks_cf(), key, EncodeSampleBlock(run));

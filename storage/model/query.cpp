@@ -91,6 +91,14 @@ void SliceAggregator::Add(uint32_t stack, uint32_t attribute_set, int64_t time_n
   if (keep_samples_) slice_.samples.push_back({e, time_ns, value});
 }
 
+void SliceAggregator::AddSummed(uint32_t stack, uint32_t attribute_set, int64_t weight, uint64_t events) {
+  StackWeight& w = slice_.weights[Entry(stack, attribute_set)];
+  w.weight += weight;
+  w.events += events;
+  slice_.total_weight += weight;
+  slice_.total_events += events;
+}
+
 void SliceAggregator::Merge(const ProfileSlice& part) {
   std::vector<uint32_t> entry_of(part.weights.size());  // part's entry -> this slice's
   for (size_t k = 0; k < part.weights.size(); ++k) {
@@ -129,14 +137,19 @@ Timeline EmptyTimeline(TimeSpan span, int bucket_count) {
   return t;
 }
 
-void AddToTimeline(Timeline* t, int64_t time_ns, int64_t value) {
-  if (t->weights.empty() || time_ns < t->start_ns) return;
+int64_t TimelineIndex(const Timeline& t, int64_t time_ns) {
+  if (t.weights.empty() || time_ns < t.start_ns) return -1;
   // Both are int64, time_ns >= start_ns: the offset fits in 64 unsigned
   // bits, and a 64-bit division is several times cheaper than a 128-bit
   // one (this runs for every sample a timeline or heat map scans).
-  const uint64_t offset = static_cast<uint64_t>(time_ns) - static_cast<uint64_t>(t->start_ns);
-  const uint64_t i = offset / static_cast<uint64_t>(t->bucket_ns);
-  if (i >= t->weights.size()) return;
+  const uint64_t offset = static_cast<uint64_t>(time_ns) - static_cast<uint64_t>(t.start_ns);
+  const uint64_t i = offset / static_cast<uint64_t>(t.bucket_ns);
+  return i >= t.weights.size() ? -1 : static_cast<int64_t>(i);
+}
+
+void AddToTimeline(Timeline* t, int64_t time_ns, int64_t value) {
+  const int64_t i = TimelineIndex(*t, time_ns);
+  if (i < 0) return;
   t->weights[static_cast<size_t>(i)] += value;
   t->events[static_cast<size_t>(i)] += 1;
 }

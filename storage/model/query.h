@@ -69,7 +69,12 @@ class SampleSelector {
   uint32_t sample_type() const { return sample_type_; }
   bool Selects(uint32_t sample_type, int64_t time_ns, uint32_t attribute_set) const {
     return sample_type == sample_type_ && time_ns >= from_ns_ && time_ns < to_ns_ &&
-           attribute_set < passes_.size() && passes_[attribute_set] != 0;
+           SelectsSet(attribute_set);
+  }
+  // The filters alone: for pre-aggregated samples already known to be of
+  // the type and in the range.
+  bool SelectsSet(uint32_t attribute_set) const {
+    return attribute_set < passes_.size() && passes_[attribute_set] != 0;
   }
 
  private:
@@ -88,13 +93,16 @@ class SliceAggregator {
   // `keep_samples`: also list each sample added (Query::keep_samples).
   SliceAggregator(ProfileSlice* slice, size_t stack_count, bool keep_samples = false);
   void Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value);
+  // Pre-aggregated samples (a store's summary): their sums, and the first
+  // and last time of the samples summed, given separately.
+  void AddSummed(uint32_t stack, uint32_t attribute_set, int64_t weight, uint64_t events);
+  void AddTimes(int64_t first_ns, int64_t last_ns);
   // Adds another aggregation of the same dictionary (a scan shard's):
   // its entries new here are appended in its order.
   void Merge(const ProfileSlice& part);
 
  private:
   uint32_t Entry(uint32_t stack, uint32_t attribute_set);  // index into weights
-  void AddTimes(int64_t first_ns, int64_t last_ns);
 
   ProfileSlice& slice_;
   size_t stack_count_;
@@ -119,6 +127,8 @@ TimeSpan TimelineSpan(const Query& query, int64_t source_first_ns, int64_t sourc
 // reaching its end), and adding a sample to one.
 Timeline EmptyTimeline(TimeSpan span, int bucket_count);
 void AddToTimeline(Timeline* timeline, int64_t time_ns, int64_t value);
+// The bucket AddToTimeline puts `time_ns` in, or -1 outside the timeline.
+int64_t TimelineIndex(const Timeline& timeline, int64_t time_ns);
 
 // --- In-memory batches: a capture file viewed or exported without a store.
 

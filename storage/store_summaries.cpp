@@ -1,0 +1,127 @@
+// RocksStore summaries (storage/stack_summary.h, storage/README.md "Long
+// ranges"): the index of which hours have one, building them, and keeping
+// them true when writes or retention touch their hour.
+#include <limits>
+
+#include "storage/store_internal.h"
+
+namespace kiln::storage::store_internal {
+
+absl::Status RocksStore::LoadSummaryIndex() {
+  if (summaries_cf() == nullptr) return absl::OkStatus();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), summaries_cf()));
+  std::lock_guard lock(summary_mutex_);
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    rocksdb::Slice key = it->key();
+    if (key.size() != kSummaryKeySize) continue;
+    const uint32_t type = GetBigEndian32(key.data());
+    const int64_t hour = static_cast<int64_t>(GetBigEndian64(key.data() + 4) ^ (uint64_t{1} << 63));
+    summaries_.insert({type, hour});
+  }
+  return FromRocks(it->status(), "listing summaries");
+}
+
+void RocksStore::InvalidateSummaries(uint32_t sample_type, int64_t first_hour, int64_t last_hour,
+                                     rocksdb::WriteBatch* wb) {
+  if (summaries_cf() == nullptr || first_hour > last_hour) return;
+  if (summary_target_.active && summary_target_.sample_type == sample_type &&
+      summary_target_.hour >= first_hour && summary_target_.hour <= last_hour) {
+    summary_target_.invalidated = true;
+  }
+  std::lock_guard lock(summary_mutex_);
+  if (first_hour == last_hour) {
+    // A write: one hour, and usually one with no summary yet (the hour
+    // still running), which costs no tombstone.
+    if (summaries_.erase({sample_type, first_hour}) > 0)
+      wb->Delete(summaries_cf(), SummaryKey(sample_type, first_hour));
+    return;
+  }
+  wb->DeleteRange(summaries_cf(), SummaryKey(sample_type, first_hour),
+                  SummaryKey(sample_type, last_hour + 1));
+  absl::erase_if(summaries_, [&](const std::pair<uint32_t, int64_t>& k) {
+    return k.first == sample_type && k.second >= first_hour && k.second <= last_hour;
+  });
+}
+
+absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
+  const rocksdb::Snapshot* snapshot = nullptr;
+  {
+    std::lock_guard lock(write_mutex_);
+    summary_target_ = {true, false, sample_type, hour};
+    snapshot = db_->GetSnapshot();
+  }
+  StackSummaryBuilder builder(hour);
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  const std::string upper = BlockKeyPrefix(sample_type, (hour + 1) * kBucketsPerSummary);
+  rocksdb::Slice upper_slice(upper);
+  ro.iterate_upper_bound = &upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, blocks_cf()));
+  std::vector<BlockSample> samples;
+  absl::Status status;
+  for (it->Seek(BlockKeyPrefix(sample_type, hour * kBucketsPerSummary)); it->Valid() && status.ok();
+       it->Next()) {
+    status = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
+    for (const BlockSample& s : samples) builder.Add(s);
+  }
+  if (status.ok()) status = FromRocks(it->status(), "summarizing: reading sample blocks");
+  it.reset();
+  const std::string value = status.ok() ? EncodeStackSummary(std::move(builder).Finish()) : std::string();
+  std::lock_guard lock(write_mutex_);
+  db_->ReleaseSnapshot(snapshot);
+  const bool stale = summary_target_.invalidated;
+  summary_target_ = {};
+  if (!status.ok() || stale) return status;
+  // Not a change of the data (no data_version bump): the same answers,
+  // sooner. Not through the disk guard either: a refused summary costs
+  // only speed, and is tried again after the next write.
+  if (absl::Status put =
+          FromRocks(db_->Put(rocksdb::WriteOptions(), summaries_cf(), SummaryKey(sample_type, hour), value),
+                    "storing a summary");
+      !put.ok()) {
+    return put;
+  }
+  std::lock_guard index_lock(summary_mutex_);
+  summaries_.insert({sample_type, hour});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> RocksStore::Summarize() {
+  if (read_only_ || summaries_cf() == nullptr) return 0;
+  std::lock_guard pass(summarize_mutex_);
+  summarized_version_ = data_version_.load();
+  Counters counters;
+  {
+    std::shared_lock lock(dict_mutex_);
+    counters = counters_;
+  }
+  if (counters.samples() == 0) return 0;
+  // The last hour that is over: ended kSummaryGraceNs before the newest sample.
+  const int64_t last_hour =
+      FloorDiv(FloorDiv(counters.last_sample_ns - kSummaryGraceNs, kBucketNs), kBucketsPerSummary) - 1;
+  uint64_t built = 0;
+  for (uint32_t type = 0; type < counters.samples_by_type.size(); ++type) {
+    if (counters.samples_by_type[type] == 0) continue;
+    // Walks the hours that hold samples: one seek each, so gaps of months
+    // between imported captures cost nothing.
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), blocks_cf()));
+    int64_t hour = FloorDiv(FloorDiv(counters.first_sample_ns, kBucketNs), kBucketsPerSummary);
+    while (hour <= last_hour && !stopping_) {
+      it->Seek(BlockKeyPrefix(type, hour * kBucketsPerSummary));
+      if (!it->Valid() || it->key().size() != kBlockKeySize || GetBigEndian32(it->key().data()) != type)
+        break;
+      const auto bucket = static_cast<int64_t>(GetBigEndian64(it->key().data() + 4) ^ (uint64_t{1} << 63));
+      hour = FloorDiv(bucket, kBucketsPerSummary);
+      if (hour > last_hour) break;
+      if (!HasSummary(type, hour)) {
+        if (absl::Status s = BuildSummary(type, hour); !s.ok()) return s;
+        ++built;
+      }
+      ++hour;
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "summarizing: listing sample blocks");
+  }
+  return built;
+}
+
+}  // namespace kiln::storage::store_internal
