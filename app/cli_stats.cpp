@@ -24,6 +24,8 @@ int RunStats(const StatsOptions& options) {
   std::printf("frames:         %llu\n", static_cast<unsigned long long>(st.frames));
   std::printf("attribute sets: %llu\n", static_cast<unsigned long long>(st.attribute_sets));
   std::printf("sample blocks:  %llu\n", static_cast<unsigned long long>(st.blocks));
+  // Hours (per sample type) that long-range queries read pre-aggregated.
+  std::printf("summarized:     %llu hours\n", static_cast<unsigned long long>(st.summarized_hours));
   if (st.samples > 0) {
     std::printf("time range:     %s .. %s\n", FormatTime(st.first_sample_ns).c_str(),
                 FormatTime(st.last_sample_ns).c_str());

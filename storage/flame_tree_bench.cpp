@@ -3,6 +3,12 @@
 // views need. Prints figures; asserts nothing (see README for the latest).
 //
 //   flame_tree_bench [samples] [stacks]
+//   flame_tree_bench --long-range [millions...]   (default 10 40 110)
+//
+// --long-range: a 64-CPU host sampled at 20 Hz written as it arrives (the
+// same stacks), and at each size (110 M = a day) the flamegraph of the
+// whole range as the window makes it (query + tree) in a reopened store,
+// with the hourly summaries and without them.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -86,9 +92,146 @@ ProfileDictionary MakeDictionary(int stacks, std::mt19937_64& rng) {
   return d;
 }
 
+// Agent-shaped samples: `cpus` CPUs ticking at 20 Hz with a few us of
+// jitter; every stack once first, then Zipf-like (a few hot stacks, a long
+// tail). A stack belongs to one process and thread, as real stacks do.
+class SampleSource {
+ public:
+  SampleSource(const ProfileDictionary& d, int stacks, int cpus)
+      : stacks_(stacks), cpus_(cpus), sets_(static_cast<uint32_t>(d.AttributeSetCount() - 1)) {
+    std::vector<double> w(stacks);
+    for (int i = 0; i < stacks; ++i) w[i] = 1.0 / (1 + i % 5000);
+    pick_ = std::discrete_distribution<uint32_t>(w.begin(), w.end());
+  }
+  void Fill(ProfileBatch* batch, int64_t n, std::mt19937_64& rng) {
+    batch->samples.clear();
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t s = next_stack_ < static_cast<uint32_t>(stacks_) ? next_stack_++ : pick_(rng);
+      if (++cpu_ == cpus_) {
+        cpu_ = 0;
+        tick_ += 50'000'000;
+      }
+      int64_t time = tick_ + cpu_ * (50'000'000 / cpus_) + static_cast<int64_t>(rng() % 4096);
+      uint32_t set = 1 + (s % 8) * 4 + (s / 8) % 4;
+      batch->samples.push_back({time, s + 1, std::min(set, sets_), 0, 0, 1});
+    }
+  }
+  int64_t now_ns() const { return tick_; }
+
+ private:
+  int stacks_, cpus_;
+  uint32_t sets_;
+  std::discrete_distribution<uint32_t> pick_;
+  int64_t tick_ = 1'700'000'000'000'000'000;
+  int cpu_ = 0;
+  uint32_t next_stack_ = 0;
+};
+
+std::unique_ptr<Store> OpenStore(const std::string& dir, bool use_summaries) {
+  StoreOptions o;
+  o.use_summaries = use_summaries;
+  o.summarize_in_background = false;  // the benchmark summarizes, and times it
+  auto store = Store::Open(dir, Store::Mode::kReadWrite, o);
+  if (!store.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(store.status().message()).c_str());
+    std::exit(1);
+  }
+  return *std::move(store);
+}
+
+// The whole range's flamegraph as the window makes it: the query, then
+// the tree grouped by thread. Fastest of `runs`; `first` gets the first.
+double FlameGraphMs(const Store& store, int runs, double* first, size_t* pairs) {
+  return BestOf(
+      runs,
+      [&] {
+        auto slice = store.Run({});
+        if (!slice.ok()) std::exit(1);
+        *pairs = (*slice)->weights.size();
+        FlameTree tree = BuildFlameTree(*slice, {.group_by = GroupBy::kThread});
+      },
+      first);
+}
+
+int LongRange(const std::vector<int64_t>& millions) {
+  std::string dir = (std::filesystem::temp_directory_path() / "kiln-long-range-XXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) return 1;
+  std::mt19937_64 rng(1);
+  const int kStacks = 100'000, kCpus = 64;
+  ProfileBatch batch;
+  batch.dict = MakeDictionary(kStacks, rng);
+  SampleSource source(batch.dict, kStacks, kCpus);
+  std::printf(
+      "a %d-CPU host at 20 Hz, %d distinct stacks over 32 threads, written in 200 k-sample batches;\n"
+      "flamegraph = Store::Run over the whole range + BuildFlameTree by thread, in the store reopened\n"
+      "(RocksDB's block cache empty, the OS page cache not)\n\n",
+      kCpus, kStacks);
+  int64_t written = 0;
+  for (int64_t m : millions) {
+    auto store = OpenStore(dir, true);
+    Timer write_timer;
+    while (written < m * 1'000'000) {
+      source.Fill(&batch, std::min<int64_t>(200'000, m * 1'000'000 - written), rng);
+      written += static_cast<int64_t>(batch.samples.size());
+      if (auto s = store->Write(batch); !s.ok()) {
+        std::fprintf(stderr, "write: %s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+    }
+    const double write_s = write_timer.WallMs() / 1e3;
+    Timer summarize_timer;
+    absl::StatusOr<uint64_t> built = store->Summarize();
+    const double summarize_s = summarize_timer.WallMs() / 1e3;
+    if (!built.ok() || !store->Flush().ok()) return 1;
+    const StoreStats st = store->Stats();
+    store.reset();
+    // Summaries live in blob files (the bench stores no symbols, the other
+    // user of blob files): their share of the disk.
+    uint64_t blob_bytes = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() == ".blob") blob_bytes += e.file_size();
+    }
+    const double hours = static_cast<double>(st.last_sample_ns - st.first_sample_ns) / 3.6e12;
+    std::printf(
+        "%lld M samples (%.1f h): written in %.0f s; %llu hours summarized in %.1f s (background work); "
+        "disk %.2f bytes/sample (summaries %.3f), flushed, not compacted\n",
+        static_cast<long long>(m), hours, write_s, static_cast<unsigned long long>(st.summarized_hours),
+        summarize_s, static_cast<double>(st.disk_bytes) / static_cast<double>(written),
+        static_cast<double>(blob_bytes) / static_cast<double>(written));
+    for (bool use : {true, false}) {
+      auto reopened = OpenStore(dir, use);
+      double first = 0;
+      size_t pairs = 0;
+      // Without summaries a run reads every sample: once is enough to see it.
+      const double best = FlameGraphMs(*reopened, use ? 3 : 1, &first, &pairs);
+      // The window's timeline: 300 buckets by default, up to 600 when wide.
+      double timeline_first = 0;
+      const double timeline = BestOf(
+          use ? 3 : 1, [&] { (void)reopened->RunTimeline({}, 300); }, &timeline_first);
+      const double timeline600 = BestOf(use ? 3 : 1, [&] { (void)reopened->RunTimeline({}, 600); });
+      std::printf(
+          "  %-18s flamegraph %5.0f ms (first %5.0f, %zu (stack, thread) pairs); timeline of 300 buckets "
+          "%4.0f ms (first %4.0f), of 600 %4.0f ms; window (both) %5.0f ms; %llu summary reads\n",
+          use ? "with summaries:" : "samples only:", best, first, pairs, timeline, timeline_first,
+          timeline600, best + timeline,
+          static_cast<unsigned long long>(reopened->Stats().summary_hours_read));
+    }
+    std::fflush(stdout);
+  }
+  std::printf("peak RSS:             %ld MiB\n", PeakRssMiB());
+  std::filesystem::remove_all(dir);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--long-range") {
+    std::vector<int64_t> millions;
+    for (int i = 2; i < argc; ++i) millions.push_back(std::atoll(argv[i]));
+    if (millions.empty()) millions = {10, 40, 110};
+    return LongRange(millions);
+  }
   const int64_t samples = argc > 1 ? std::atoll(argv[1]) : 10'000'000;
   const int stacks = argc > 2 ? std::atoi(argv[2]) : 100'000;
   // KILN_BENCH_STORE=DIR keeps the store in DIR and, when DIR already
@@ -108,31 +251,11 @@ int main(int argc, char** argv) {
   auto& store = *store_or;
   ProfileBatch batch;
   batch.dict = MakeDictionary(stacks, rng);
-  const uint32_t sets = static_cast<uint32_t>(batch.dict.AttributeSetCount() - 1);
-  // Zipf-like: a few hot stacks, a long tail; every stack appears.
-  std::vector<double> w(stacks);
-  for (int i = 0; i < stacks; ++i) w[i] = 1.0 / (1 + i % 5000);
-  std::discrete_distribution<uint32_t> pick(w.begin(), w.end());
-  int64_t tick = 1'700'000'000'000'000'000;
-  int cpu = 0;
+  SampleSource source(batch.dict, stacks, /*cpus=*/16);
   Timer write_timer;
   int64_t written = 0;
-  const int64_t kBatch = 200'000;
-  uint32_t next_stack = 0;
   while (!existing && written < samples) {
-    batch.samples.clear();
-    for (int64_t i = 0; i < kBatch && written + i < samples; ++i) {
-      uint32_t s = next_stack < static_cast<uint32_t>(stacks) ? next_stack++ : pick(rng);
-      // Agent-like timing: 16 CPUs ticking at 20 Hz with a few us of jitter.
-      if (++cpu == 16) {
-        cpu = 0;
-        tick += 50'000'000;
-      }
-      int64_t time = tick + cpu * 3'125'000 + static_cast<int64_t>(rng() % 4096);
-      // A stack belongs to one process and thread, as real stacks do.
-      uint32_t set = 1 + (s % 8) * 4 + (s / 8) % 4;
-      batch.samples.push_back({time, s + 1, std::min(set, sets), 0, 0, 1});
-    }
+    source.Fill(&batch, std::min<int64_t>(200'000, samples - written), rng);
     written += static_cast<int64_t>(batch.samples.size());
     if (auto s = store->Write(batch); !s.ok()) {
       std::fprintf(stderr, "write: %s\n", std::string(s.message()).c_str());

@@ -107,9 +107,12 @@ bool GetWeights(Reader* r, std::vector<StackSummary::Weight>* out, uint64_t key_
   uint64_t set = 0, key = 0;
   for (StackSummary::Weight& w : *out) {
     const uint64_t set_delta = r->Next();
+    const uint64_t key_delta = r->Next();
+    // Bounded before adding, so a damaged delta cannot wrap around.
+    if (set_delta > UINT32_MAX || key_delta > UINT32_MAX) return false;
     if (set_delta != 0) key = 0;
     set += set_delta;
-    key += r->Next();
+    key += key_delta;
     w.weight = UnZigZag(r->Next());
     w.events = r->Next();
     if (!r->ok || set > UINT32_MAX || key >= key_limit) return false;
@@ -157,12 +160,21 @@ absl::Status DecodeStackSummary(std::string_view bytes, int64_t hour, StackSumma
   out->sets.resize(n);
   const int64_t start = HourStartNs(hour);
   uint64_t set = 0;
+  constexpr int64_t kHourNs = kSummaryBucketNs * kBucketsPerSummary;
   for (StackSummary::Set& s : out->sets) {
-    set += r.Next();
-    s.first_ns = start + UnZigZag(r.Next());
-    s.last_ns = s.first_ns + static_cast<int64_t>(r.Next());
-    if (!r.ok || set > UINT32_MAX) return Corrupt("bad attribute set entry");
+    const uint64_t set_delta = r.Next();
+    const int64_t first = UnZigZag(r.Next());
+    const uint64_t length = r.Next();
+    // Every sample time lies in the hour: checked before any arithmetic.
+    if (!r.ok || set_delta > UINT32_MAX || first < 0 || first >= kHourNs ||
+        length >= static_cast<uint64_t>(kHourNs - first)) {
+      return Corrupt("bad attribute set entry");
+    }
+    set += set_delta;
+    if (set > UINT32_MAX) return Corrupt("bad attribute set entry");
     s.attribute_set = static_cast<uint32_t>(set);
+    s.first_ns = start + first;
+    s.last_ns = s.first_ns + static_cast<int64_t>(length);
   }
   if (out->has_stacks && !GetWeights(&r, &out->stacks, uint64_t{UINT32_MAX} + 1))
     return Corrupt("bad stack entry");

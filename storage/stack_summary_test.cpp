@@ -67,7 +67,7 @@ ProfileBatch SamplesLike(const ProfileBatch& base, int64_t from_ns, int n, uint6
   std::mt19937_64 rng(seed);
   for (int i = 0; i < n; ++i) {
     Sample s;
-    s.time_ns = from_ns + i * 100'000'000;
+    s.time_ns = from_ns + int64_t{i} * 100'000'000;
     s.stack = 1 + static_cast<uint32_t>(rng() % 150);
     s.attribute_set = 1 + static_cast<uint32_t>(rng() % 3);
     s.value = 1;

@@ -136,6 +136,13 @@ struct StoreOptions {
   // above what real agents send (pids and thread ids included).
   size_t max_values_per_attribute_key = 1'000'000;
   size_t max_attribute_keys = 4096;
+  // Distinct attribute sets (the product of values: pid x thread x ...),
+  // which the per-key caps do not bound. Past it, a new set keeps its keys
+  // with every value "other" (counted, one per set folded). 2 M sets are
+  // about 200 MB of dictionary in memory; a host starting a thousand
+  // processes an hour reaches it in months (the dictionary does not shrink
+  // with retention yet: storage/README.md).
+  size_t max_attribute_sets = 2'000'000;
   // Retention (0 = keep forever): samples older than the age, and the
   // oldest samples while the store's files exceed the size, are deleted a
   // whole 10 s bucket at a time, at open and then every minute

@@ -5,6 +5,7 @@
 #include <rocksdb/write_batch.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -843,6 +844,82 @@ TEST_CASE(
   REQUIRE(again.ok());
   REQUIRE((*again)->Write(testing::BatchFromFolded("main;w 1", {.process = "app", .thread = "t9"})).ok());
   CHECK((*again)->AttributeValues("thread.name", 100) == std::vector<std::string>{"other", "t0", "t1", "t2"});
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("attribute sets past their cap keep their keys with every value 'other', counted") {
+  TempDir dir;
+  StoreOptions o;
+  o.max_attribute_sets = 3;
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, o);
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  // Each thread of each process is a set: app/t0..t2 fill the cap.
+  for (int t = 0; t < 5; ++t) {
+    REQUIRE(store
+                .Write(testing::BatchFromFolded("main;w 1",
+                                                {.process = "app", .thread = "t" + std::to_string(t)}))
+                .ok());
+  }
+  // A known set is still stored as it is.
+  REQUIRE(store.Write(testing::BatchFromFolded("main;w 1", {.process = "app", .thread = "t1"})).ok());
+  CHECK(store.Stats().attribute_sets == 4);  // three, plus {other, other}
+  CHECK(store.DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)] == 2);
+  CHECK(store.Stats().samples == 6);  // no sample is dropped
+  CHECK(Folded(store, {}, GroupBy::kThread) == std::vector<std::string>{"app;t0;main;w 1", "app;t1;main;w 2",
+                                                                        "app;t2;main;w 1",
+                                                                        "other;other;main;w 2"});
+}
+
+TEST_CASE("retention passes during ingest delete only what is out of the window; the counters stay true") {
+  TempDir dir;
+  StoreOptions o;
+  o.retention_age = std::chrono::hours(1);
+  o.retention_interval = std::chrono::milliseconds(0);  // passes below, with a fixed clock
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, o);
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  const int64_t now = 1'700'000'000'000'000'000;
+  const int kWrites = 100;
+  // Each write: 20 samples from two hours ago (already too old when they
+  // arrive: stored, and gone at the next pass) and 20 recent ones.
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (int64_t i = 0; i < kWrites; ++i) {
+      ProfileBatch b = testing::BatchFromFolded("old;gone 20",
+                                                {.first_time_ns = now - 7'200'000'000'000 + i * 100'000'000});
+      testing::AppendBatch(&b, testing::BatchFromFolded(
+                                   "new;kept 20", {.first_time_ns = now - 60'000'000'000 + i * 100'000'000}));
+      REQUIRE(store.Write(b).ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));  // as requests arrive, not all at once
+    }
+    done = true;
+  });
+  uint64_t passes = 0, deleted = 0;
+  while (!done) {
+    auto r = store.ApplyRetention(now);
+    REQUIRE(r.ok());
+    ++passes;
+    deleted += r->samples_deleted;
+    // A pass that deletes also compacts what it deleted: a few dozen
+    // passes, not hundreds (kiln makes one a minute).
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  writer.join();
+  auto last = store.ApplyRetention(now);
+  REQUIRE(last.ok());
+  deleted += last->samples_deleted;
+  MESSAGE("retention during ingest: " << passes + 1 << " passes deleted " << deleted << " samples");
+  CHECK(passes >= 5);  // the passes really ran between the writes
+  CHECK(deleted == 20u * kWrites);
+  CHECK(Folded(store) == std::vector<std::string>{"new;kept " + std::to_string(20 * kWrites)});
+  const StoreStats st = store.Stats();
+  CHECK(st.samples == 20u * kWrites);
+  CHECK(st.samples_deleted_by_retention == 20u * kWrites);
+  CHECK(st.first_sample_ns == now - 60'000'000'000);
 }
 
 }  // namespace kiln::storage

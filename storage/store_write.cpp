@@ -98,13 +98,28 @@ class BatchInterner {
         Attribute g = a;
         if (!MapString(&g.key) || !MapString(&g.value))
           return Bad("attribute set", i, "string index out of range");
-        if (!ApplyCaps(&g)) continue;
         attrs.push_back(g);
       }
       // Global ids sort differently from the producer's strings; key order by
       // id keeps the encoding canonical so equal sets dedupe.
       std::sort(attrs.begin(), attrs.end(),
                 [](const Attribute& a, const Attribute& b) { return a.key < b.key; });
+      key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
+      if (auto known = g_.attribute_set_ids.find(key); known != g_.attribute_set_ids.end()) {
+        attribute_sets_[i] = known->second;
+        continue;
+      }
+      // A new set. Past the cap on sets, every value becomes "other": the
+      // combinations of real values (pid x thread x ...) grow without a
+      // bound the per-key caps would see; the keys' combinations do not.
+      const bool fold = d.AttributeSetCount() - 1 >= max_sets_;
+      if (fold) ++capped_;
+      size_t kept = 0;
+      for (Attribute& g : attrs) {
+        if (fold) g.value = InternString("other");
+        if (ApplyCaps(&g)) attrs[kept++] = g;
+      }
+      attrs.resize(kept);
       key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
       attribute_sets_[i] = InternKey(&g_.attribute_set_ids, key, static_cast<uint32_t>(d.AttributeSetCount()),
                                      kTagAttributeSet, &new_attribute_sets_);
@@ -163,9 +178,10 @@ class BatchInterner {
     d.sample_types = mark.sample_types;
   }
 
-  // Attribute values folded or keys left out by the caps in this batch.
+  // Attribute values folded, keys left out and sets folded by the caps in
+  // this batch.
   uint64_t capped_ = 0;
-  size_t max_values_per_key_ = SIZE_MAX, max_keys_ = SIZE_MAX;
+  size_t max_values_per_key_ = SIZE_MAX, max_keys_ = SIZE_MAX, max_sets_ = SIZE_MAX;
 
   // Batch-local to global id maps, valid after Intern().
   std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_, sample_types_;
@@ -259,6 +275,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   BatchInterner interner(&dict_, &wb, meta_cf());
   interner.max_values_per_key_ = options_.max_values_per_attribute_key;
   interner.max_keys_ = options_.max_attribute_keys;
+  interner.max_sets_ = options_.max_attribute_sets;
   if (auto s = interner.Intern(l); !s.ok()) {
     interner.Undo(mark);
     return s;

@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -153,26 +155,37 @@ TEST_CASE("a bad profile is rejected while the good one in the same request is s
   CHECK(unknown.err.find("no sample type \"off_cpu\" (it has: samples/count)") != std::string::npos);
 }
 
-TEST_CASE("kill -9 while a client sends loses no acknowledged sample") {
+TEST_CASE("kill -9 while a client sends loses no acknowledged sample, round after round") {
+  // KILN_KILL_ROUNDS=N for a longer run; the README gives the latest figures.
+  constexpr int kSamplesPerRequest = 1000;
+  const int rounds =
+      std::getenv("KILN_KILL_ROUNDS") ? std::max(1, std::atoi(std::getenv("KILN_KILL_ROUNDS"))) : 20;
   TempDir dir;
   std::set<int> acknowledged;
-  {
+  int next_request = 0;  // request ids go on across rounds: each is stored once or not at all
+  std::mt19937 rng(7);
+  const auto started = std::chrono::steady_clock::now();
+  for (int round = 0; round < rounds; ++round) {
     HeadlessKiln kiln(dir.path);
     std::atomic<bool> stop{false};
     std::mutex mu;
-    // Each request has its own leaf function name and 5 samples, so the
-    // export shows exactly which requests were stored.
+    size_t acknowledged_this_round = 0;
+    // Each request has its own leaf function name and 1,000 samples (an
+    // agent's few seconds of a busy host), so the export shows exactly
+    // which requests were stored, and whole.
     std::thread sender([&] {
       auto stub = otlp::ProfilesService::NewStub(
           grpc::CreateChannel(kiln.target(), grpc::InsecureChannelCredentials()));
-      for (int i = 0; !stop.load() && i < 100000; ++i) {
+      while (!stop.load()) {
+        const int i = next_request++;
         OtlpRequestBuilder b;
         auto* rp = b.Resource({{"process.executable.name", "crashy"}});
         auto* p = b.AddProfile(rp);
         int32_t leaf = b.Location(0, 0, {{"request_" + std::to_string(i)}});
         int32_t root = b.Location(0, 0, {{"main"}});
         std::vector<uint64_t> ts;
-        for (int k = 0; k < 5; ++k) ts.push_back(kT0 + static_cast<uint64_t>(i) * 1'000'000 + k);
+        for (int k = 0; k < kSamplesPerRequest; ++k)
+          ts.push_back(kT0 + static_cast<uint64_t>(i) * 10'000'000 + k);
         OtlpRequestBuilder::AddSample(p, b.Stack({leaf, root}), {}, ts);
         grpc::ClientContext ctx;
         ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -180,36 +193,51 @@ TEST_CASE("kill -9 while a client sends loses no acknowledged sample") {
         if (stub->Export(&ctx, b.request, &response).ok() && !response.has_partial_success()) {
           std::lock_guard lock(mu);
           acknowledged.insert(i);
+          ++acknowledged_this_round;
         }
       }
     });
-    // Let a few hundred requests through, then crash kiln mid-stream.
-    for (int waited = 0; waited < 200; ++waited) {
+    // A different moment each round: after 50-400 acknowledged requests,
+    // crash kiln mid-stream.
+    const size_t kill_after = 50 + rng() % 350;
+    for (int waited = 0; waited < 400; ++waited) {
       {
         std::lock_guard lock(mu);
-        if (acknowledged.size() >= 300) break;
+        if (acknowledged_this_round >= kill_after) break;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     CHECK(kiln.Stop(SIGKILL) == 128 + SIGKILL);
     stop = true;
     sender.join();
+    CHECK(acknowledged_this_round >= 50);
+    // Every request acknowledged so far, this round's and the earlier
+    // rounds', is in the store the crash left.
+    CommandResult exported = RunKiln({"export", "--data-dir", dir.path, "--group-by", "none"});
+    REQUIRE(exported.exit_code == 0);
+    std::set<int> stored;
+    for (const std::string& line : Lines(exported.out)) {
+      // "main;request_N 1000"
+      size_t at = line.find("request_");
+      REQUIRE(at != std::string::npos);
+      CHECK(line.substr(line.rfind(' ') + 1) == std::to_string(kSamplesPerRequest));
+      stored.insert(std::atoi(line.c_str() + at + 8));
+    }
+    size_t missing = 0;
+    for (int i : acknowledged) missing += stored.count(i) == 0 ? 1 : 0;
+    CHECK_MESSAGE(missing == 0,
+                  missing << " acknowledged requests are missing after kill -9 round " << round);
+    MESSAGE("kill -9 round " << round + 1 << "/" << rounds << ": " << acknowledged_this_round
+                             << " requests acknowledged this round, " << acknowledged.size() << " ("
+                             << acknowledged.size() * kSamplesPerRequest << " samples) in all, "
+                             << stored.size() << " stored, " << missing << " missing");
   }
-  REQUIRE(acknowledged.size() >= 50);
-  MESSAGE("acknowledged requests before kill -9: " << acknowledged.size());
-  CommandResult exported = RunKiln({"export", "--data-dir", dir.path, "--group-by", "none"});
-  REQUIRE(exported.exit_code == 0);
-  std::set<int> stored;
-  for (const std::string& line : Lines(exported.out)) {
-    // "main;request_N 5"
-    size_t at = line.find("request_");
-    REQUIRE(at != std::string::npos);
-    CHECK(line.substr(line.size() - 2) == " 5");
-    stored.insert(std::atoi(line.c_str() + at + 8));
-  }
-  for (int i : acknowledged) {
-    CHECK_MESSAGE(stored.count(i) == 1, "acknowledged request " << i << " is missing after kill -9");
-  }
+  MESSAGE(
+      "kill -9: "
+      << rounds << " rounds, " << acknowledged.size() * kSamplesPerRequest
+      << " acknowledged samples, none lost, in "
+      << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count()
+      << " s");
   // The crashed store opens again for writing.
   HeadlessKiln again(dir.path);
   CHECK(again.Stop(SIGTERM) == 0);
