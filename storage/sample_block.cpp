@@ -212,17 +212,19 @@ absl::Status DecodeSampleBlock(std::string_view block, std::vector<BlockSample>*
   if (!GetColumn(&p, end, n - groups, &remainders)) return fail("time remainder");
   if (p != end) return absl::DataLossError("sample block: trailing bytes");
   out->resize(n);
-  const int64_t base = UnZigZag(base_zigzag);
-  int64_t t = base;
+  // Times in unsigned arithmetic: a damaged block gives wrong times, never
+  // a signed overflow (undefined behaviour); real blocks never wrap.
+  const auto base = static_cast<uint64_t>(UnZigZag(base_zigzag));
+  uint64_t t = base;
   for (size_t i = 0, g = 0, d = 0; i < n; ++i) {
     if (i == 0 || sets[i] != sets[i - 1]) {
-      t = base + static_cast<int64_t>(starts[g++]);
+      t = base + starts[g++];
     } else {
-      t += static_cast<int64_t>(quotients[d] * period) + UnZigZag(remainders[d]);
+      t += quotients[d] * period + static_cast<uint64_t>(UnZigZag(remainders[d]));
       ++d;
     }
     if (stacks[i] > UINT32_MAX || sets[i] > UINT32_MAX || links[i] > UINT32_MAX) return fail("id");
-    (*out)[i] = {t, static_cast<uint32_t>(stacks[i]), static_cast<uint32_t>(sets[i]),
+    (*out)[i] = {static_cast<int64_t>(t), static_cast<uint32_t>(stacks[i]), static_cast<uint32_t>(sets[i]),
                  static_cast<uint32_t>(links[i]), UnZigZag(values[i])};
   }
   return absl::OkStatus();
