@@ -34,9 +34,6 @@ struct HeadlessOptions {
   SymbolFlags symbols;
 };
 
-// "90s", "30m", "12h", "14d", "2w" or "0" (off) as nanoseconds; an error
-// names the text.
-absl::StatusOr<std::chrono::nanoseconds> ParseRetentionAge(const std::string& text);
 // The store options these flags ask for.
 absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& options);
 // Runs the receiver and the store until SIGINT/SIGTERM.

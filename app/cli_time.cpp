@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "app/cli.h"
+#include "app/retention_limits.h"
 
 namespace kiln::app {
 
@@ -42,28 +43,9 @@ std::string FormatTime(int64_t unix_ns) {
 
 namespace kiln::app {
 
-absl::StatusOr<std::chrono::nanoseconds> ParseRetentionAge(const std::string& text) {
-  if (text == "0") return std::chrono::nanoseconds(0);
-  size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  int64_t n = 0;
-  const std::string unit = text.substr(digits);
-  static const std::pair<const char*, int64_t> kUnits[] = {
-      {"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {"w", 7 * 86400}};
-  for (const auto& [name, seconds] : kUnits) {
-    if (unit == name && digits > 0 && absl::SimpleAtoi(text.substr(0, digits), &n) && n > 0 &&
-        n <= std::numeric_limits<int64_t>::max() / 1'000'000'000 / seconds) {
-      return std::chrono::seconds(n * seconds);
-    }
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--retention-age wants a duration such as 90s, 30m, 12h, 14d or 2w ",
-                   "(0 keeps everything), got \"", text, "\""));
-}
-
 absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& options) {
   absl::StatusOr<std::chrono::nanoseconds> age = ParseRetentionAge(options.retention_age);
-  if (!age.ok()) return age.status();
+  if (!age.ok()) return absl::InvalidArgumentError("--retention-age " + std::string(age.status().message()));
   storage::StoreOptions store;
   store.disk_reserve_bytes = options.disk_reserve_bytes;
   store.retention_age = *age;

@@ -111,6 +111,10 @@ std::vector<std::string> ParseSettings(std::string_view text, std::string_view f
       } else {
         settings->listen = std::string(value);
       }
+    } else if (key == "retention_size" || key == "retention_age") {
+      // Checked where they are applied (app/retention_limits.h), which names
+      // the problem in the window.
+      (key == "retention_size" ? settings->retention_size : settings->retention_age) = std::string(value);
     } else if (key == "window_position") {
       const size_t comma = value.find(',');
       int x = 0, y = 0;
@@ -158,6 +162,8 @@ std::string PrintPreferences(const DesktopSettings& s) {
       << "show_inline = " << BoolText(s.show_inline) << "\n"
       << "demangle = " << BoolText(s.demangle) << "\n";
   if (!s.listen.empty()) out << "listen = " << s.listen << "\n";
+  if (!s.retention_size.empty()) out << "retention_size = " << s.retention_size << "\n";
+  if (!s.retention_age.empty()) out << "retention_age = " << s.retention_age << "\n";
   return out.str();
 }
 

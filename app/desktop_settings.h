@@ -43,6 +43,10 @@ struct DesktopSettings {
   // Where the window's receiver listens when --listen is not given ("" =
   // 0.0.0.0:11000); "Listen on loopback only" sets 127.0.0.1:PORT.
   std::string listen;
+  // Retention set in File > Store settings ("" = the command line's or
+  // the default), as written there: "4GiB", "14d", "0" (app/retention_limits.h).
+  std::string retention_size;
+  std::string retention_age;
   // State (state.ini). A window position of kUnset lets the desktop place it.
   static constexpr int kUnset = INT32_MIN;
   int window_x = kUnset, window_y = kUnset;

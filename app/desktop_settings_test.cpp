@@ -18,6 +18,8 @@ TEST_CASE("settings round-trip through their two files") {
   s.show_inline = false;
   s.demangle = false;
   s.listen = "127.0.0.1:11000";
+  s.retention_size = "1GiB";  // File > Store settings
+  s.retention_age = "14d";
   s.window_x = -1200;  // a monitor left of the primary one
   s.window_y = 40;
   s.window_width = 1700;
@@ -35,6 +37,7 @@ TEST_CASE("settings round-trip through their two files") {
   CHECK(only_state.theme == Theme::kDark);
   CHECK(only_state.tab == "top");
   CHECK(only_state.listen.empty());
+  CHECK(only_state.retention_size.empty());
   DesktopSettings bad;
   CHECK(ParseSettings("kiln-settings 1\nlisten = nowhere\n", "settings.ini", &bad) ==
         std::vector<std::string>{"settings.ini:2: listen: want HOST:PORT, got \"nowhere\""});

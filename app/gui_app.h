@@ -22,6 +22,9 @@ struct GuiOptions {
   bool size_given = false;  // --size: wins over the size remembered from the last run
   std::string screenshot_path;  // non-empty: wait until the view is drawn, write PNG, exit
   bool demo = false;            // the store was filled with the built-in synthetic profile
+  // --retention-age, --retention-size given: each wins over the limit
+  // saved by File > Store settings.
+  bool retention_age_given = false, retention_size_given = false;
   // Capture files opened at start (`kiln FILE...`, `--open FILE`), each as a
   // source of its own beside the store, selected as it finishes loading;
   // --screenshot waits for all of them.

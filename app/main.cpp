@@ -189,13 +189,16 @@ int main(int argc, char** argv) {
   cli.add_option("--auth-token-file", where.receiver.auth_token_file,
                  "Require senders to present the token in this file (authorization: Bearer); also "
                  "KILN_AUTH_TOKEN");
-  cli.add_option("--retention-age", where.retention_age,
-                 "Delete samples older than this: 90s, 30m, 12h, 14d, 2w; 0 keeps them")
-      ->capture_default_str();
-  cli.add_option("--retention-size", where.retention_size_bytes,
-                 "Delete the oldest samples while the store is larger than this (e.g. 4GiB); 0 = no limit")
-      ->transform(CLI::AsSizeValue(false))
-      ->capture_default_str();
+  CLI::Option* retention_age_option =
+      cli.add_option("--retention-age", where.retention_age,
+                     "Delete samples older than this: 90s, 30m, 12h, 14d, 2w; 0 keeps them")
+          ->capture_default_str();
+  CLI::Option* retention_size_option =
+      cli.add_option(
+             "--retention-size", where.retention_size_bytes,
+             "Delete the oldest samples while the store is larger than this (e.g. 4GiB); 0 = no limit")
+          ->transform(CLI::AsSizeValue(false))
+          ->capture_default_str();
   cli.add_option("--disk-reserve", where.disk_reserve_bytes,
                  "Refuse new data while less than this is free on the store's disk (e.g. 512MiB, 2GB)")
       ->transform(CLI::AsSizeValue(false))
@@ -320,6 +323,8 @@ int main(int argc, char** argv) {
   symbols_list_cmd->add_option("--data-dir", symbols_list.data_dir, "Store directory")->capture_default_str();
 
   CLI11_PARSE(cli, argc, argv);
+  gui.retention_age_given = retention_age_option->count() > 0;
+  gui.retention_size_given = retention_size_option->count() > 0;
 
   for (auto [command, flags, target] : {std::tuple{export_cmd, &export_transforms, &export_options.transforms},
                                         {diff_cmd, &diff_transforms, &diff_options.transforms}}) {

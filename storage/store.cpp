@@ -107,8 +107,8 @@ StoreStats RocksStore::Stats() const {
     if (it->is_regular_file(ec)) st.disk_bytes += it->file_size(ec);
   }
   st.data_version = data_version_.load();
-  st.retention_age_ns = options_.retention_age.count();
-  st.retention_size_bytes = options_.retention_size_bytes;
+  st.retention_age_ns = retention_age_ns_.load();
+  st.retention_size_bytes = retention_size_bytes_.load();
   st.samples_deleted_by_retention = retention_deleted_.load();
   {
     std::lock_guard lock(summary_mutex_);

@@ -252,6 +252,9 @@ class Store {
   // of a bucket or none of it), then compacts that range to free the disk.
   // The store also calls it at open and every minute.
   [[nodiscard]] virtual absl::StatusOr<RetentionReport> ApplyRetention(int64_t now_ns) = 0;
+  // New retention limits (as StoreOptions'; 0 = none), used from now on: a
+  // read-write store applies them within seconds, then every minute.
+  virtual void SetRetention(std::chrono::nanoseconds age, uint64_t size_bytes) = 0;
 
   // Builds the summary of every hour that is over (ended two minutes before
   // the newest sample) and has samples but no summary yet; returns how many

@@ -394,6 +394,7 @@ class RocksStore final : public Store {
   absl::Status Compact() override;
   absl::StatusOr<RetentionReport> ApplyRetention(int64_t now_ns) override;
   absl::StatusOr<uint64_t> Summarize() override;
+  void SetRetention(std::chrono::nanoseconds age, uint64_t size_bytes) override;
   absl::Status AddDataLoss(const DataLossCounts& counts) override;
   DataLossCounts DataLossTotals() const override {
     std::lock_guard lock(loss_mutex_);
@@ -490,6 +491,10 @@ class RocksStore final : public Store {
   std::atomic<int64_t> first_unflushed_ns_{0};
   std::atomic<uint64_t> data_version_{0};
   std::atomic<uint64_t> retention_deleted_{0};
+  // Retention limits: StoreOptions' at open, then SetRetention's.
+  std::atomic<int64_t> retention_age_ns_{options_.retention_age.count()};
+  std::atomic<uint64_t> retention_size_bytes_{options_.retention_size_bytes};
+  std::atomic<bool> retention_changed_{false};
   std::mutex retention_mutex_;  // one retention pass at a time
   mutable std::mutex loss_mutex_;
   std::vector<uint64_t> losses_;     // guarded by loss_mutex_; at least kDataLossCount

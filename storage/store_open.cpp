@@ -468,13 +468,15 @@ void RocksStore::SettleLoop() {
   // Looks often enough to act within a tenth of the shorter limit.
   const auto period = std::clamp<std::chrono::milliseconds>(
       std::min(idle, max_age) / 10, std::chrono::milliseconds(10), std::chrono::seconds(5));
-  const bool retention = (options_.retention_age.count() > 0 || options_.retention_size_bytes > 0) &&
-                         options_.retention_interval.count() > 0;
-  // Retention at open, then every minute.
+  // Retention at open, then every minute, and at the next look (within
+  // `period`) when its limits change (SetRetention).
   int64_t next_retention_ns = 0;
   std::unique_lock lock(settle_mu_);
   while (!settle_cv_.wait_for(lock, next_retention_ns == 0 ? std::chrono::milliseconds(0) : period,
                               [this] { return settle_stop_; })) {
+    if (retention_changed_.exchange(false)) next_retention_ns = 0;
+    const bool retention = (retention_age_ns_.load() > 0 || retention_size_bytes_.load() > 0) &&
+                           options_.retention_interval.count() > 0;
     if (retention && UnixNowNs() >= next_retention_ns) {
       lock.unlock();
       absl::StatusOr<RetentionReport> r = ApplyRetention(UnixNowNs());

@@ -30,14 +30,16 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   if (samples == 0) return report;
   // Buckets before `cut` go.
   int64_t cut = std::numeric_limits<int64_t>::min();
-  if (options_.retention_age.count() > 0) {
-    const int64_t age_cut = FloorDiv(now_ns - options_.retention_age.count(), kBucketNs);
+  const int64_t age_ns = retention_age_ns_.load();
+  const uint64_t size_limit = retention_size_bytes_.load();
+  if (age_ns > 0) {
+    const int64_t age_cut = FloorDiv(now_ns - age_ns, kBucketNs);
     if (age_cut > first_bucket) {
       cut = age_cut;
       report.reason = "age";
     }
   }
-  if (options_.retention_size_bytes > 0) {
+  if (size_limit > 0) {
     // The tables only: the memtables are flushed within minutes
     // (StoreOptions::settle_max_age), and their arenas would make a small
     // store look large. Only sample blocks can be deleted (the dictionary
@@ -48,12 +50,11 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
       if (db_->GetIntProperty(h, "rocksdb.total-sst-files-size", &v)) bytes += v;
       if (h == blocks_cf()) block_bytes = v;
     }
-    if (bytes > options_.retention_size_bytes && block_bytes > 0) {
+    if (bytes > size_limit && block_bytes > 0) {
       // The oldest share of the time span that brings the store to 90% of
       // the limit, assuming samples are spread evenly; the next pass (after
       // compaction freed the space) corrects the guess.
-      const double over =
-          static_cast<double>(bytes) - 0.9 * static_cast<double>(options_.retention_size_bytes);
+      const double over = static_cast<double>(bytes) - 0.9 * static_cast<double>(size_limit);
       const double excess = std::min(1.0, over / static_cast<double>(block_bytes));
       const int64_t span = last_bucket - first_bucket + 1;
       const int64_t size_cut =
@@ -146,6 +147,13 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     (void)db_->CompactRange(co, blocks_cf(), &b, &e);
   }
   return report;
+}
+
+void RocksStore::SetRetention(std::chrono::nanoseconds age, uint64_t size_bytes) {
+  retention_age_ns_ = age.count();
+  retention_size_bytes_ = size_bytes;
+  retention_changed_ = true;
+  settle_cv_.notify_all();
 }
 
 absl::Status RocksStore::Flush() {

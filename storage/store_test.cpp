@@ -923,3 +923,33 @@ TEST_CASE("retention passes during ingest delete only what is out of the window;
 }
 
 }  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("retention limits changed while the store is open apply from then on") {
+  TempDir dir;
+  StoreOptions o;
+  o.retention_interval = std::chrono::milliseconds(0);  // passes below, with a fixed clock
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, o);
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  const int64_t now = 1'700'000'000'000'000'000;
+  REQUIRE(store.Write(testing::BatchFromFolded("old 3", {.first_time_ns = now - 7'200'000'000'000})).ok());
+  REQUIRE(store.Write(testing::BatchFromFolded("new 2", {.first_time_ns = now - 60'000'000'000})).ok());
+  auto none = store.ApplyRetention(now);
+  REQUIRE(none.ok());
+  CHECK(none->samples_deleted == 0);  // no limits yet
+
+  store.SetRetention(std::chrono::hours(1), 0);
+  CHECK(store.Stats().retention_age_ns == 3'600'000'000'000);
+  auto r = store.ApplyRetention(now);
+  REQUIRE(r.ok());
+  CHECK(r->reason == "age");
+  CHECK(Folded(store) == std::vector<std::string>{"new 2"});
+
+  store.SetRetention(std::chrono::nanoseconds(0), 0);
+  CHECK(store.Stats().retention_age_ns == 0);
+  CHECK(store.Stats().retention_size_bytes == 0);
+}
+
+}  // namespace kiln::storage

@@ -197,14 +197,15 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
   }
   ImGui::Text("Store: %s samples, %s%s", FormatCount(st.samples).c_str(), FormatBytes(st.disk_bytes).c_str(),
               keeps.c_str());
+  if (ImGui::IsItemClicked()) actions.open_store_settings = true;
   if (ImGui::IsItemHovered() && !status->data_dir.empty()) {
     const bool retention = st.retention_age_ns > 0 || st.retention_size_bytes > 0;
     ImGui::SetTooltip(
         "%s\n%s stacks, %s frames\n%s%s", status->data_dir.c_str(), FormatCount(st.stacks).c_str(),
         FormatCount(st.frames).c_str(),
         retention ? "Retention deletes the oldest samples past these limits "
-                    "(--retention-age, --retention-size)"
-                  : "No retention: nothing is deleted",
+                    "(click, or File > Store settings, to change them)"
+                  : "No retention: nothing is deleted (click to set limits)",
         st.samples_deleted_by_retention > 0
             ? ("; " + FormatCount(st.samples_deleted_by_retention) + " deleted since kiln started").c_str()
             : "");

@@ -20,6 +20,7 @@ enum class ReceiverChange { kNone, kRequireToken, kLoopbackOnly };
 struct StatusLineActions {
   ReceiverChange receiver = ReceiverChange::kNone;
   bool open_data_quality = false;  // the data-loss badge was clicked
+  bool open_store_settings = false;  // the store's size and retention were clicked
 };
 StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* status,
                                  const AnalysisSnapshot* analysis, bool computing,
