@@ -203,6 +203,11 @@ int main(int argc, char** argv) {
                  "Refuse new data while less than this is free on the store's disk (e.g. 512MiB, 2GB)")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
+  cli.add_option("--max-sender-rate", where.receiver.max_sender_bytes_per_second,
+                 "Refuse (retryably) requests from a host sending more than this many bytes per second, "
+                 "averaged over 10 s (e.g. 20MiB); 0 = no limit")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   cli.add_option("--tls-cert", where.receiver.tls_cert_file,
                  "Serve OTLP over TLS with this certificate (PEM)");
   cli.add_option("--tls-key", where.receiver.tls_key_file, "The TLS certificate's private key (PEM)");

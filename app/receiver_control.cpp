@@ -32,6 +32,7 @@ absl::StatusOr<ResolvedReceiver> ResolveReceiverOptions(const ReceiverFlags& fla
     r.token_file = saved_token_file;
     r.token_source = saved_token_file + " (saved by the window)";
   }
+  r.options.max_sender_bytes_per_second = flags.max_sender_bytes_per_second;
   security.tls_cert_file = flags.tls_cert_file;
   security.tls_key_file = flags.tls_key_file;
   security.tls_client_ca_file = flags.tls_client_ca_file;

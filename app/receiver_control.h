@@ -26,6 +26,7 @@ struct ReceiverFlags {
   std::string listen_address;   // "" = the saved choice, else kDefaultListenAddress
   std::string auth_token_file;  // --auth-token-file
   std::string tls_cert_file, tls_key_file, tls_client_ca_file;
+  uint64_t max_sender_bytes_per_second = 0;  // --max-sender-rate (0 = no limit)
 };
 
 // Where the token comes from, for the status line and the agent commands.

@@ -13,6 +13,7 @@
 //   Export(ctx, bytes)                     pop job
 //     token wrong?    -> UNAUTHENTICATED     parse (arena)  -> INVALID_ARGUMENT
 //     size > limit?   -> RESOURCE_EXHAUSTED
+//     sender's rate?  -> UNAVAILABLE         (--max-sender-rate, optional)
 //     in-flight over? -> UNAVAILABLE         NormalizeExportRequest
 //     queue job ----------------------->     Store::Write   -> OK only after it
 //   return reactor                           response (partial_success)
@@ -42,6 +43,7 @@
 #include "ingest/message_decompression.h"
 #include "ingest/message_text.h"
 #include "ingest/otlp_normalizer.h"
+#include "ingest/sender_rate_limit.h"
 #include "ingest/wire_diagnostics.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "storage/disk_guard.h"
@@ -149,7 +151,11 @@ struct Job {
 class Receiver final : public OtlpReceiver {
  public:
   Receiver(storage::Store* store, const ReceiverOptions& options)
-      : store_(store), options_(options), service_(this) {}
+      : store_(store), options_(options), service_(this) {
+    if (options.max_sender_bytes_per_second > 0) {
+      rate_limit_ = std::make_unique<SenderRateLimit>(options.max_sender_bytes_per_second);
+    }
+  }
   ~Receiver() override { Stop(); }
 
   absl::Status Start();
@@ -193,6 +199,7 @@ class Receiver final : public OtlpReceiver {
 
   storage::Store* const store_;
   const ReceiverOptions options_;
+  std::unique_ptr<SenderRateLimit> rate_limit_;  // null without --max-sender-rate
   ExportService service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
@@ -336,6 +343,15 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
     Count(peer, true, 0, 0, 0, DataLoss::kRequestTooLarge);
     Log(LogLevel::kWarning, Cat("rejected request from ", peer, ": ", message));
     reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message));
+    return reactor;
+  }
+  if (rate_limit_ && !rate_limit_->Admit(PeerHost(peer), bytes, storage::UnixNowNs())) {
+    // Counted per sender and shown in Data quality, not logged per request.
+    Count(peer, true, 0, 0, 0, DataLoss::kRateLimited);
+    reactor->Finish(grpc::Status(
+        grpc::StatusCode::UNAVAILABLE,
+        Cat("this sender (", PeerHost(peer), ") is over kiln's limit of ", rate_limit_->bytes_per_second(),
+            " request bytes per second (--max-sender-rate); retry later")));
     return reactor;
   }
   const int64_t inflight =

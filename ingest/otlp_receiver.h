@@ -28,6 +28,10 @@ struct ReceiverOptions {
   int64_t max_inflight_bytes = 256 << 20;
   // Token and TLS (ingest/receiver_security.h); none by default.
   ReceiverSecurity security;
+  // Request bytes per second each sending host may average over 10 s
+  // (ingest/sender_rate_limit.h); past it, UNAVAILABLE (agents retry).
+  // 0 = no limit (the default: one busy agent is not a hostile one).
+  uint64_t max_sender_bytes_per_second = 0;
 };
 
 // The host part of a gRPC peer string ("ipv4:10.0.0.5:53412" ->

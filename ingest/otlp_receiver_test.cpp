@@ -327,6 +327,27 @@ TEST_CASE("writer overloaded: UNAVAILABLE, and only acknowledged data is stored"
   CHECK(server.Run()->total_events == acknowledged);
 }
 
+TEST_CASE(
+    "--max-sender-rate: a sender past its budget is refused UNAVAILABLE, counted, and nothing is stored") {
+  ReceiverOptions options;
+  const collector::ExportProfilesServiceRequest request = MakeRequest(2'000, false);
+  const size_t bytes = request.ByteSizeLong();
+  // Ten seconds of this rate hold three such requests, not four.
+  options.max_sender_bytes_per_second = (3 * bytes + bytes / 2) / 10;
+  Server server(options);
+  collector::ExportProfilesServiceResponse response;
+  for (int i = 0; i < 3; ++i) REQUIRE(server.Export(request, &response).ok());
+  grpc::Status refused = server.Export(request, &response);
+  CHECK(refused.error_code() == grpc::StatusCode::UNAVAILABLE);
+  CHECK(refused.error_message().find("--max-sender-rate") != std::string::npos);
+  CHECK(refused.error_message().find("(127.0.0.1)") != std::string::npos);
+  CHECK(server.Run()->total_events == 3 * 2'000u);
+  const ReceiverStats stats = server.receiver->stats();
+  CHECK(stats.losses[static_cast<size_t>(storage::DataLoss::kRateLimited)] == 1);
+  REQUIRE(stats.peers.size() == 1);
+  CHECK(stats.peers[0].losses[static_cast<size_t>(storage::DataLoss::kRateLimited)] == 1);
+}
+
 TEST_CASE("Stop answers in-flight requests and is idempotent") {
   Server server;
   std::vector<std::future<grpc::Status>> calls;

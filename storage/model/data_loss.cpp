@@ -26,6 +26,9 @@ const std::array<DataLossInfo, kDataLossCount>& DataLossTable() {
        "folded: a value of a key that already has 1,000,000 distinct values became \"other\", a key "
        "beyond 4,096 distinct keys was left out, or a set of attributes beyond 2,000,000 distinct sets had "
        "all its values made \"other\" (caps against a sender inventing values)"},
+      {DataLoss::kRateLimited, "rate_limited", LossSeverity::kWarning, "requests",
+       "refused for now: the sender sent more request bytes per second than --max-sender-rate allows; "
+       "senders retry"},
   }};
   return kTable;
 }

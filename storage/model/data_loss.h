@@ -25,8 +25,9 @@ enum class DataLoss : uint8_t {
   kStoreWriteFailed,  // RocksDB could not write (retryable)
   kRetentionDeleted,  // samples past the retention limits
   kAttributeCapped,   // a value past a key's distinct-value cap, or a key past the key cap
+  kRateLimited,       // a sender over --max-sender-rate (retryable)
 };
-inline constexpr size_t kDataLossCount = 10;
+inline constexpr size_t kDataLossCount = 11;
 
 enum class LossSeverity : uint8_t { kInfo, kWarning, kError };
 
