@@ -47,9 +47,35 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     uint64_t bytes = 0, block_bytes = 0;
     for (auto* h : handles_) {
       uint64_t v = 0;
-      if (db_->GetIntProperty(h, "rocksdb.total-sst-files-size", &v)) bytes += v;
-      if (h == blocks_cf()) block_bytes = v;
+      if (h != blocks_cf() && db_->GetIntProperty(h, "rocksdb.total-sst-files-size", &v)) bytes += v;
     }
+    // The blocks still kept, not the blocks' files: deleted buckets stay in
+    // the files until compaction drops them, and a snapshot held by a query
+    // or the summarizer keeps them there for a while; counting them would
+    // make the next pass delete again what is already gone.
+    {
+      std::vector<std::string> bounds;
+      {
+        std::shared_lock lock(dict_mutex_);
+        for (uint32_t t = 0; t < counters_.samples_by_type.size(); ++t) {
+          if (counters_.samples_by_type[t] == 0) continue;
+          bounds.push_back(BlockKeyPrefix(t, FloorDiv(counters_.first_sample_ns, kBucketNs)));
+          bounds.push_back(BlockKeyPrefix(t, std::numeric_limits<int64_t>::max()));
+        }
+      }
+      std::vector<rocksdb::Range> ranges;
+      for (size_t i = 0; i + 1 < bounds.size(); i += 2) ranges.emplace_back(bounds[i], bounds[i + 1]);
+      std::vector<uint64_t> sizes(ranges.size(), 0);
+      rocksdb::SizeApproximationOptions so;
+      so.include_files = true;
+      so.include_memtables = false;
+      if (!ranges.empty() && db_->GetApproximateSizes(so, blocks_cf(), ranges.data(),
+                                                      static_cast<int>(ranges.size()), sizes.data())
+                                 .ok()) {
+        for (uint64_t v : sizes) block_bytes += v;
+      }
+    }
+    bytes += block_bytes;
     if (bytes > size_limit && block_bytes > 0) {
       // The oldest share of the time span that brings the store to 90% of
       // the limit, assuming samples are spread evenly; the next pass (after
@@ -67,8 +93,9 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   }
   if (report.reason.empty()) return report;
 
-  // Under the write lock: no Write() changes the counters meanwhile.
-  std::lock_guard write_lock(write_mutex_);
+  // Under the write lock: no Write() changes the counters meanwhile (held
+  // until they are stored, not through the compaction below).
+  std::unique_lock write_lock(write_mutex_);
   Counters counters;
   std::vector<uint32_t> types;
   {
@@ -126,6 +153,7 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     std::unique_lock lock(dict_mutex_);
     counters_ = counters;
   }
+  write_lock.unlock();
   NoteWrite();
   retention_deleted_.fetch_add(report.samples_deleted);
   DataLossCounts deleted{};
@@ -137,7 +165,10 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
       absl::StrCat("retention (", report.reason, " limit): deleted ", report.samples_deleted, " samples in ",
                    report.blocks_deleted, " blocks from before ",
                    absl::FormatTime(absl::FromUnixNanos(report.deleted_before_ns), absl::UTCTimeZone())));
-  // Frees the disk now rather than at some later compaction.
+  // Frees the disk now rather than at some later compaction. Not while a
+  // summary is being built: its snapshot would make the compaction keep
+  // the deleted samples.
+  std::lock_guard no_summarizing(summarize_mutex_);
   rocksdb::CompactRangeOptions co;
   co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   for (uint32_t t : types) {
