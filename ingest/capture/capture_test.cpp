@@ -435,6 +435,31 @@ TEST_CASE("svg: tooltips, escaping, the caller's colours") {
   CHECK(mine->find("fill=\"#010203\"") != std::string::npos);
 }
 
+TEST_CASE("names that are not UTF-8 export as valid OTLP and pprof (U+FFFD), which import again") {
+  // Found by the perf script fuzzer: a Latin-1 byte in an event or
+  // function name made an OTLP file no protobuf reader accepts.
+  const std::string script =
+      "prog 10 19893: 1001001 cpu-c\x94\x95ck:\n"
+      "\t     643 caf\xe9 (/workdir/prog)\n"
+      "\t     6f3 main (/workdir/prog)\n\n";
+  std::string three;
+  for (int i = 0; i < 3; ++i) three += script;
+  auto c = ImportBytes(three + "prog 10 19893: 1001001 cpu-c\x94\x95ck:\n\t     6f3 main (/workdir/prog)\n\n",
+                       "t.perf");
+  REQUIRE(c.ok());
+  storage::Query q;
+  q.sample_type = c->default_sample_type;
+  for (ExportFormat f : {ExportFormat::kOtlp, ExportFormat::kPprof}) {
+    ExportOptions o;
+    o.format = f;
+    auto bytes = ExportSlice(storage::SliceFromBatch(c->batch, q), o);
+    REQUIRE(bytes.ok());
+    auto back = ImportBytes(*bytes, f == ExportFormat::kOtlp ? "t.otlp" : "t.pb");
+    REQUIRE_MESSAGE(back.ok(), back.status().ToString());
+    CHECK(Folded(*back, storage::GroupBy::kNone, false) == "main 1001001\nmain;caf\xef\xbf\xbd 3003003\n");
+  }
+}
+
 TEST_CASE("progress callback and cancellation") {
   std::string big;
   for (int i = 0; i < 300000; ++i) big += "main;work;leaf" + std::to_string(i % 100) + " 1\n";

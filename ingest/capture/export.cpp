@@ -179,8 +179,10 @@ class OtlpWriter {
     return it->second;
   }
   int32_t String(std::string_view s) {
+    // OTLP's strings are protobuf `string`s: valid UTF-8, or readers
+    // (kiln's own included) refuse the whole file.
     auto [it, added] = strings_.try_emplace(std::string(s), dict_->string_table_size());
-    if (added) dict_->add_string_table(std::string(s));
+    if (added) dict_->add_string_table(storage::ToValidUtf8(s));
     return it->second;
   }
   int32_t Attribute(std::string_view key, std::string_view value) {
@@ -316,8 +318,9 @@ class PprofWriter {
 
  private:
   int64_t String(std::string_view s) {
+    // pprof's string_table is a protobuf `string` too (see the OTLP writer).
     auto [it, added] = strings_.try_emplace(std::string(s), p_.string_table_size());
-    if (added) p_.add_string_table(std::string(s));
+    if (added) p_.add_string_table(storage::ToValidUtf8(s));
     return it->second;
   }
   uint64_t Mapping(uint32_t executable) {

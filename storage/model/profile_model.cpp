@@ -142,6 +142,63 @@ bool IsLoopbackAddress(std::string_view host) {
   return host.starts_with("127.") || host == "::1" || host.starts_with("::ffff:127.");
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at `p` (of `n` bytes), or 0.
+size_t Utf8SequenceLength(const unsigned char* p, size_t n) {
+  const unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  uint32_t cp = 0;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; ++i) {
+    if ((p[i] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (p[i] & 0x3F);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+}  // namespace
+
+std::string ToValidUtf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  std::string out;
+  size_t i = 0;
+  // Valid text (nearly always) is copied as it is.
+  while (i < text.size()) {
+    const size_t len = Utf8SequenceLength(p + i, text.size() - i);
+    if (len == 0) break;
+    i += len;
+  }
+  if (i == text.size()) return std::string(text);
+  out.assign(text.data(), i);
+  while (i < text.size()) {
+    const size_t len = Utf8SequenceLength(p + i, text.size() - i);
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(text.data() + i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
 int64_t UnixNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())

@@ -228,4 +228,10 @@ inline constexpr std::string_view kCpu = "cpu.logical_number";
 // host" for the receiver's log and the symbolizer's use of /proc.
 bool IsLoopbackAddress(std::string_view host);
 
+// `text` with every byte that is not part of a valid UTF-8 sequence
+// (overlong forms, surrogates and code points past U+10FFFF included)
+// replaced by U+FFFD: what formats whose strings must be UTF-8 (OTLP,
+// pprof: protobuf `string` fields) are given, whatever a text capture held.
+std::string ToValidUtf8(std::string_view text);
+
 }  // namespace kiln::storage

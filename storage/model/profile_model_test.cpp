@@ -118,3 +118,20 @@ TEST_CASE("frame labels: function name, else executable basename plus address") 
 }
 
 }  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("text made valid UTF-8: valid text is kept, every bad byte becomes U+FFFD") {
+  CHECK(ToValidUtf8("plain, caf\xc3\xa9, \xe2\x82\xac, \xf0\x9f\x94\xa5") ==
+        "plain, caf\xc3\xa9, \xe2\x82\xac, \xf0\x9f\x94\xa5");
+  const std::string r = "\xef\xbf\xbd";
+  CHECK(ToValidUtf8("caf\xe9") == "caf" + r);               // Latin-1
+  CHECK(ToValidUtf8("\xc0\xaf") == r + r);                  // overlong '/'
+  CHECK(ToValidUtf8("\xed\xa0\x80") == r + r + r);          // a surrogate
+  CHECK(ToValidUtf8("\xf4\x90\x80\x80") == r + r + r + r);  // past U+10FFFF
+  CHECK(ToValidUtf8("ab\xe2\x82") == "ab" + r + r);         // cut short
+  CHECK(ToValidUtf8(std::string("a\0b", 3)) == std::string("a\0b", 3));
+  CHECK(ToValidUtf8("").empty());
+}
+
+}  // namespace kiln::storage
