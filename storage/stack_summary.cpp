@@ -83,24 +83,7 @@ void PutWeights(std::string* v, const std::vector<StackSummary::Weight>& weights
   }
 }
 
-struct Reader {
-  const char* p;
-  const char* end;
-  bool ok = true;
-  uint64_t Next() {
-    uint64_t v = 0;
-    if (ok && !GetVarint(&p, end, &v)) ok = false;
-    return v;
-  }
-  // A count of entries of at least `min_bytes` each: more than the bytes
-  // left is corrupt (bounds what a damaged value can make us allocate).
-  bool Count(uint64_t* n, size_t min_bytes) {
-    *n = Next();
-    return ok && *n <= static_cast<uint64_t>(end - p) / min_bytes;
-  }
-};
-
-bool GetWeights(Reader* r, std::vector<StackSummary::Weight>* out, uint64_t key_limit) {
+bool GetWeights(VarintReader* r, std::vector<StackSummary::Weight>* out, uint64_t key_limit) {
   uint64_t n = 0;
   if (!r->Count(&n, 4)) return false;
   out->resize(n);
@@ -150,7 +133,7 @@ absl::Status DecodeStackSummary(std::string_view bytes, int64_t hour, StackSumma
   if (static_cast<uint8_t>(bytes[0]) != kStackSummaryVersion) {
     return Corrupt(absl::StrCat("unknown version ", static_cast<int>(static_cast<uint8_t>(bytes[0]))));
   }
-  Reader r{bytes.data() + 1, bytes.data() + bytes.size()};
+  VarintReader r{bytes.data() + 1, bytes.data() + bytes.size()};
   out->samples = r.Next();
   const uint64_t flags = r.Next();
   out->has_stacks = (flags & 1) != 0;

@@ -206,7 +206,7 @@ std::vector<LogEntry> RocksStore::ReadLog(size_t max) const {
     if (it->key().size() != 8) continue;
     LogEntry e;
     e.sequence = GetBigEndian64(it->key().data());
-    ValueReader r{it->value().data(), it->value().data() + it->value().size()};
+    VarintReader r{it->value().data(), it->value().data() + it->value().size()};
     e.time_ns = UnZigZag(r.Next());
     e.level = static_cast<LogLevel>(std::min<uint8_t>(r.Byte(), 3));
     if (!r.ok) continue;

@@ -179,26 +179,8 @@ inline std::string EncodeLink(const Link& l) {
   return v;
 }
 
-struct ValueReader {
-  const char* p;
-  const char* end;
-  bool ok = true;
-  uint64_t Next() {
-    uint64_t v = 0;
-    if (ok && !GetVarint(&p, end, &v)) ok = false;
-    return v;
-  }
-  uint8_t Byte() {
-    if (!ok || p >= end) {
-      ok = false;
-      return 0;
-    }
-    return static_cast<uint8_t>(*p++);
-  }
-};
-
 inline bool DecodeSampleType(std::string_view bytes, SampleTypeInfo* t) {
-  ValueReader r{bytes.data(), bytes.data() + bytes.size()};
+  VarintReader r{bytes.data(), bytes.data() + bytes.size()};
   for (std::string* field : {&t->type.type, &t->type.unit, &t->period_type, &t->period_unit}) {
     uint64_t n = r.Next();
     if (!r.ok || n > static_cast<uint64_t>(r.end - r.p)) return false;
@@ -240,7 +222,7 @@ inline std::string EncodeSymbolStatus(const SymbolStatus& st) {
 }
 
 inline bool DecodeSymbolStatus(std::string_view bytes, SymbolStatus* st) {
-  ValueReader r{bytes.data(), bytes.data() + bytes.size()};
+  VarintReader r{bytes.data(), bytes.data() + bytes.size()};
   uint64_t state = r.Next();
   st->functions = r.Next();
   st->updated_ns = UnZigZag(r.Next());
@@ -341,7 +323,7 @@ struct Counters {
   // `legacy_kinds`: schema 1 wrote exactly four fixed per-kind counts
   // without a length.
   bool Decode(std::string_view bytes, bool legacy_kinds = false) {
-    ValueReader r{bytes.data(), bytes.data() + bytes.size()};
+    VarintReader r{bytes.data(), bytes.data() + bytes.size()};
     const uint64_t n = legacy_kinds ? 4 : r.Next();
     if (!r.ok || n > bytes.size()) return false;
     samples_by_type.assign(n, 0);

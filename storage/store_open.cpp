@@ -272,7 +272,7 @@ absl::Status RocksStore::LoadMeta() {
   }
   losses_.assign(kDataLossCount, 0);
   if (db_->Get(rocksdb::ReadOptions(), meta_cf(), kLossKey, &v).ok()) {
-    ValueReader r{v.data(), v.data() + v.size()};
+    VarintReader r{v.data(), v.data() + v.size()};
     const uint64_t n = r.Next();
     if (r.ok && n <= v.size()) {
       losses_.resize(std::max<size_t>(n, kDataLossCount), 0);
@@ -316,7 +316,7 @@ absl::Status RocksStore::LoadDictionary() {
     char tag = key[0];
     uint32_t id = GetBigEndian32(key.data() + 1);
     rocksdb::Slice val = it->value();
-    ValueReader r{val.data(), val.data() + val.size()};
+    VarintReader r{val.data(), val.data() + val.size()};
     switch (tag) {
       case kTagString: {
         if (id != d.strings.size()) return Corrupt("string", id);

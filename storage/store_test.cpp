@@ -23,6 +23,25 @@ namespace {
 
 using ::kiln::testing::TempDir;
 
+// The store's RocksDB opened directly, with every family this kiln
+// writes, to make a store what an older kiln (or damage) left.
+struct RawStore {
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> cf;  // default (meta), blocks, log, symbols, summaries
+  explicit RawStore(const std::string& dir) {
+    const std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, {}},
+                                                                   {"blocks", {}},
+                                                                   {"log", {}},
+                                                                   {"symbols", {}},
+                                                                   {"summaries", {}}};
+    REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, families, &cf, &db).ok());
+  }
+  ~RawStore() {
+    for (auto* h : cf) db->DestroyColumnFamilyHandle(h);
+    delete db;
+  }
+};
+
 std::unique_ptr<Store> OpenOrDie(const std::string& dir, Store::Mode mode = Store::Mode::kReadWrite) {
   auto store = Store::Open(dir, mode);
   REQUIRE_MESSAGE(store.ok(), store.status().ToString());
@@ -132,17 +151,10 @@ TEST_CASE("schema version mismatch names both versions") {
   {
     // Patch the version key the way an older or newer kiln would have
     // written it.
-    rocksdb::DB* raw = nullptr;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}},
-                                                        {"blocks", {}},
-                                                        {"log", {}},
-                                                        {"symbols", {}},
-                                                        {"summaries", {}}};
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path, cfs, &handles, &raw).ok());
+    RawStore raw_store(dir.path);
+    rocksdb::DB* raw = raw_store.db;
+    const std::vector<rocksdb::ColumnFamilyHandle*>& handles = raw_store.cf;
     REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x07", 4)).ok());
-    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
-    delete raw;
   }
   auto store = Store::Open(dir.path, Store::Mode::kReadWrite);
   REQUIRE_FALSE(store.ok());
@@ -166,18 +178,11 @@ TEST_CASE(
   }
   {
     // Make it what kiln wrote before summaries: no such family, version 2.
-    rocksdb::DB* raw = nullptr;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}},
-                                                        {"blocks", {}},
-                                                        {"log", {}},
-                                                        {"symbols", {}},
-                                                        {"summaries", {}}};
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path, cfs, &handles, &raw).ok());
+    RawStore raw_store(dir.path);
+    rocksdb::DB* raw = raw_store.db;
+    const std::vector<rocksdb::ColumnFamilyHandle*>& handles = raw_store.cf;
     REQUIRE(raw->DropColumnFamily(handles[4]).ok());
     REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x02", 4)).ok());
-    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
-    delete raw;
   }
   {
     auto reader = OpenOrDie(dir.path, Store::Mode::kReadOnly);
@@ -403,14 +408,9 @@ TEST_CASE("a schema 1 store (four fixed kinds) is upgraded in place and keeps ev
   {
     // Rewrite it as schema 1 wrote it: block keys led by a kind byte (0
     // on-CPU, 1 off-CPU), four fixed counters, no sample type entries.
-    rocksdb::DB* raw = nullptr;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{rocksdb::kDefaultColumnFamilyName, {}},
-                                                        {"blocks", {}},
-                                                        {"log", {}},
-                                                        {"symbols", {}},
-                                                        {"summaries", {}}};
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir.path, cfs, &handles, &raw).ok());
+    RawStore raw_store(dir.path);
+    rocksdb::DB* raw = raw_store.db;
+    const std::vector<rocksdb::ColumnFamilyHandle*>& handles = raw_store.cf;
     rocksdb::WriteBatch wb;
     std::unique_ptr<rocksdb::Iterator> it(raw->NewIterator(rocksdb::ReadOptions(), handles[1]));
     int blocks = 0;
@@ -434,8 +434,6 @@ TEST_CASE("a schema 1 store (four fixed kinds) is upgraded in place and keeps ev
     wb.Put(handles[0], "meta:schema", std::string("\0\0\0\x01", 4));
     REQUIRE(raw->Write(rocksdb::WriteOptions(), &wb).ok());
     it.reset();
-    for (auto* h : handles) raw->DestroyColumnFamilyHandle(h);
-    delete raw;
   }
   {
     // Read-only cannot upgrade, and says how to.

@@ -2,6 +2,7 @@
 // the store. Header-only: the hot loops inline them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -37,6 +38,33 @@ inline bool GetVarint(const char** p, const char* end, uint64_t* v) {
   }
   return false;
 }
+
+// Reads a value's fields in order from [p, end): after the first failure
+// every read gives 0 and `ok` stays false, so a decoder checks once at the
+// end. Never reads past `end`.
+struct VarintReader {
+  const char* p;
+  const char* end;
+  bool ok = true;
+  uint64_t Next() {
+    uint64_t v = 0;
+    if (ok && !GetVarint(&p, end, &v)) ok = false;
+    return v;
+  }
+  uint8_t Byte() {
+    if (!ok || p >= end) {
+      ok = false;
+      return 0;
+    }
+    return static_cast<uint8_t>(*p++);
+  }
+  // A count of entries of at least `min_bytes` each: more than the bytes
+  // left is corrupt (bounds what a damaged value can make a reader allocate).
+  bool Count(uint64_t* n, size_t min_bytes) {
+    *n = Next();
+    return ok && *n <= static_cast<uint64_t>(end - p) / min_bytes;
+  }
+};
 
 // Big-endian fixed-width integers: keys sort bytewise in numeric order.
 inline void PutBigEndian64(std::string* out, uint64_t v) {
