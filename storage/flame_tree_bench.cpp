@@ -12,17 +12,19 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <thread>
 
-#include "storage/model/flame_tree.h"
-#include "storage/store.h"
 #include "storage/model/diff.h"
+#include "storage/model/flame_tree.h"
 #include "storage/model/top_functions.h"
 #include "storage/model/transforms.h"
+#include "storage/store.h"
 
 using namespace kiln::storage;
 
@@ -217,6 +219,48 @@ int LongRange(const std::vector<int64_t>& millions) {
           static_cast<unsigned long long>(reopened->Stats().summary_hours_read));
     }
     std::fflush(stdout);
+  }
+  // Retention's first pass on this store, as when a user lowers the size
+  // limit to half: how long it takes, and how long an agent's write waits
+  // meanwhile (retention holds the write lock while it counts what it
+  // deletes).
+  {
+    StoreOptions o;
+    o.summarize_in_background = false;
+    o.retention_interval = std::chrono::milliseconds(0);
+    auto opened = Store::Open(dir, Store::Mode::kReadWrite, o);
+    if (!opened.ok()) return 1;
+    Store& store = **opened;
+    const uint64_t disk = store.Stats().disk_bytes;
+    std::atomic<bool> done{false};
+    double worst_write_ms = 0;
+    int writes = 0;
+    ProfileBatch small;
+    small.dict = batch.dict;
+    std::thread writer([&] {
+      std::mt19937_64 wrng(2);
+      while (!done) {
+        source.Fill(&small, 1280, wrng);  // a second of the 64-CPU host
+        Timer t;
+        if (!store.Write(small).ok()) std::exit(1);
+        worst_write_ms = std::max(worst_write_ms, t.WallMs());
+        ++writes;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    store.SetRetention(std::chrono::nanoseconds(0), disk / 2);
+    Timer pass;
+    absl::StatusOr<RetentionReport> r = store.ApplyRetention(source.now_ns());
+    const double pass_s = pass.WallMs() / 1e3;
+    done = true;
+    writer.join();
+    if (!r.ok()) return 1;
+    std::printf(
+        "retention to half the size (%.2f GiB): one pass deleted %.1f M samples in %llu blocks in %.1f s "
+        "(compaction included); %d writes of 1,280 samples meanwhile, the slowest %.0f ms\n",
+        static_cast<double>(disk / 2) / (1 << 30), static_cast<double>(r->samples_deleted) / 1e6,
+        static_cast<unsigned long long>(r->blocks_deleted), pass_s, writes, worst_write_ms);
   }
   std::printf("peak RSS:             %ld MiB\n", PeakRssMiB());
   std::filesystem::remove_all(dir);
