@@ -2,6 +2,7 @@
 // a crash (the fuzz target in fuzz/ explores the rest).
 #include <doctest/doctest.h>
 #include <elf.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #ifndef KILN_SYMBOLS_BACKEND_LLVM
 #include <elfutils/version.h>
@@ -88,6 +89,22 @@ TEST_CASE("truncated at many offsets: an error naming the file, or fewer symbols
   CHECK(s.status().message() == dir / "t0" + ": empty file, not an ELF file");
   s = ReadElfIdentity((WriteFileBytes(dir / "t9000", full.substr(0, 9000)), dir / "t9000"));
   CHECK(s.status().message().find("past the end of the file (9000 bytes); truncated?") != std::string::npos);
+}
+
+TEST_CASE("a FIFO, a directory or a huge sparse file is refused at once, never waited on or read") {
+  TempDir dir;
+  const std::string fifo = dir / "fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  // Without a writer, a blocking open would wait here for ever.
+  auto s = ReadElfIdentity(fifo);
+  CHECK(s.status().message() == fifo + ": not a regular file");
+  CHECK(ReadElfIdentity(dir.path()).status().message() == dir.path() + ": not a regular file");
+  const std::string huge = dir / "huge";
+  WriteFileBytes(huge,
+                 "\x7f"
+                 "ELF");
+  REQUIRE(truncate(huge.c_str(), (int64_t{17} << 30)) == 0);  // sparse: no disk used
+  CHECK(ReadElfIdentity(huge).status().message().find("larger than 16 GiB") != std::string::npos);
 }
 
 TEST_CASE("not ELF, wrong class, wrong byte order") {

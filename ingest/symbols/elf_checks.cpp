@@ -36,7 +36,10 @@ absl::Status Invalid(const std::string& name, const std::string& what) {
 }
 
 absl::StatusOr<int> OpenForReading(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO (a path a sender named, say) opens at once instead
+  // of waiting for a writer, and CheckOpenedFile then refuses it. Reads of
+  // regular files ignore the flag.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd >= 0) return fd;
   int err = errno;
   std::string msg = absl::StrCat(path, ": ", std::strerror(err));
@@ -51,6 +54,12 @@ absl::StatusOr<uint64_t> CheckOpenedFile(const std::string& path, int fd) {
   if (!S_ISREG(st.st_mode)) return Invalid(path, "not a regular file");
   auto size = static_cast<uint64_t>(st.st_size);
   if (size == 0) return Invalid(path, "empty file, not an ELF file");
+  // Past any executable or debug file (the largest seen: a few GiB):
+  // nothing a sender names makes kiln map more.
+  constexpr uint64_t kMaxElfFileBytes = uint64_t{16} << 30;
+  if (size > kMaxElfFileBytes) {
+    return Invalid(path, absl::StrCat("larger than 16 GiB (", size, " bytes), not read"));
+  }
   char head[kElfIdentSize];
   ssize_t got = pread(fd, head, sizeof(head), 0);
   if (got < 0) return absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(errno)));
