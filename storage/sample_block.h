@@ -43,6 +43,20 @@
 namespace kiln::storage {
 
 inline constexpr uint8_t kSampleBlockVersion = 1;
+
+// Samples are grouped into blocks per sample type and per 10 s of time: wide
+// enough that an agent's 5 s batch makes one or two blocks, narrow enough
+// that a "last 15 minutes" query skips most of a long-lived store.
+inline constexpr int64_t kBucketNs = 10'000'000'000;
+
+// a / b rounded down (b > 0), so times before 1970 fall in the right bucket.
+inline int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+// The bucket holding `time_ns`.
+inline int64_t BucketOf(int64_t time_ns) { return FloorDiv(time_ns, kBucketNs); }
 // Writers split longer runs; readers reject larger counts as corrupt, which
 // bounds what a damaged block can make a reader allocate.
 inline constexpr uint64_t kMaxBlockSamples = uint64_t{1} << 20;

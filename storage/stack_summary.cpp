@@ -10,14 +10,6 @@ namespace kiln::storage {
 
 namespace {
 
-int64_t HourStartNs(int64_t hour) { return hour * kBucketsPerSummary * kSummaryBucketNs; }
-
-int64_t BucketOf(int64_t time_ns) {
-  int64_t q = time_ns / kSummaryBucketNs;
-  if (time_ns % kSummaryBucketNs != 0 && time_ns < 0) --q;
-  return q;
-}
-
 absl::Status Corrupt(std::string_view what) {
   return absl::DataLossError(absl::StrCat("stack summary: ", std::string(what)));
 }
@@ -113,7 +105,7 @@ std::string EncodeStackSummary(const StackSummary& summary) {
   PutVarint(&v, summary.samples);
   PutVarint(&v, (summary.has_stacks ? 1 : 0) | (summary.has_buckets ? 2 : 0));
   PutVarint(&v, summary.sets.size());
-  const int64_t start = HourStartNs(summary.hour);
+  const int64_t start = summary.hour * kSummaryNs;
   uint32_t set = 0;
   for (const StackSummary::Set& s : summary.sets) {
     PutVarint(&v, s.attribute_set - set);
@@ -141,16 +133,15 @@ absl::Status DecodeStackSummary(std::string_view bytes, int64_t hour, StackSumma
   uint64_t n = 0;
   if (!r.ok || flags > 3 || !r.Count(&n, 3)) return Corrupt("truncated header");
   out->sets.resize(n);
-  const int64_t start = HourStartNs(hour);
+  const int64_t start = hour * kSummaryNs;
   uint64_t set = 0;
-  constexpr int64_t kHourNs = kSummaryBucketNs * kBucketsPerSummary;
   for (StackSummary::Set& s : out->sets) {
     const uint64_t set_delta = r.Next();
     const int64_t first = UnZigZag(r.Next());
     const uint64_t length = r.Next();
     // Every sample time lies in the hour: checked before any arithmetic.
-    if (!r.ok || set_delta > UINT32_MAX || first < 0 || first >= kHourNs ||
-        length >= static_cast<uint64_t>(kHourNs - first)) {
+    if (!r.ok || set_delta > UINT32_MAX || first < 0 || first >= kSummaryNs ||
+        length >= static_cast<uint64_t>(kSummaryNs - first)) {
       return Corrupt("bad attribute set entry");
     }
     set += set_delta;

@@ -36,9 +36,11 @@
 namespace kiln::storage {
 
 inline constexpr uint8_t kStackSummaryVersion = 1;
-// Samples are grouped into blocks per 10 s bucket; a summary covers 360.
-inline constexpr int64_t kSummaryBucketNs = 10'000'000'000;
+// A summary covers an hour: 360 of the blocks' 10 s buckets.
 inline constexpr int64_t kBucketsPerSummary = 360;
+inline constexpr int64_t kSummaryNs = kBucketNs * kBucketsPerSummary;
+// The hour holding `time_ns`.
+inline int64_t HourOf(int64_t time_ns) { return FloorDiv(time_ns, kSummaryNs); }
 
 struct StackSummary {
   struct Set {

@@ -18,7 +18,7 @@ namespace {
 
 using ::kiln::testing::TempDir;
 
-constexpr int64_t kHourNs = kSummaryBucketNs * kBucketsPerSummary;
+constexpr int64_t kHourNs = kSummaryNs;
 // An hour boundary, so tests can name hours.
 constexpr int64_t kT0 = 472'222 * kHourNs;
 

@@ -74,10 +74,6 @@ namespace kiln::storage::store_internal {
 // [SECTION] Keys and value encodings
 // ============================================================================
 
-// Samples are grouped into blocks per sample type and per 10 s of time: wide
-// enough that an agent's 5 s batch makes one or two blocks, narrow enough
-// that a "last 15 minutes" query skips most of a long-lived store.
-constexpr int64_t kBucketNs = 10'000'000'000;
 constexpr char kSchemaKey[] = "meta:schema";
 constexpr char kStatsKey[] = "meta:stats";
 // Data-loss totals: varint count, then a varint per reason in enum order (a
@@ -87,12 +83,6 @@ constexpr char kTagString = 's', kTagExecutable = 'e', kTagFrame = 'f', kTagStac
                kTagAttributeSet = 'a', kTagLink = 'l', kTagSampleType = 'y';
 // Block keys: u32 sample type, u64 bucket, u64 sequence.
 constexpr size_t kBlockKeySize = 20;
-
-inline int64_t FloorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
 
 inline std::string DictKey(char tag, uint32_t id) {
   std::string key(1, tag);
@@ -108,10 +98,14 @@ inline std::string BlockKeyPrefix(uint32_t sample_type, int64_t bucket) {
   return key;
 }
 
-static_assert(kBucketNs == kSummaryBucketNs, "a summary covers whole sample buckets");
 // Summary keys: u32 sample type, u64 hour (flipped sign, as blocks).
 inline std::string SummaryKey(uint32_t sample_type, int64_t hour) {
   return BlockKeyPrefix(sample_type, hour);
+}
+// The bucket of a block key, or the hour of a summary key: the inverse of
+// BlockKeyPrefix after the sample type.
+inline int64_t KeyBucket(const char* key) {
+  return static_cast<int64_t>(GetBigEndian64(key + 4) ^ (uint64_t{1} << 63));
 }
 inline constexpr size_t kSummaryKeySize = 12;
 // An hour is summarized once the newest sample is this far past its end:

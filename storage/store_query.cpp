@@ -74,12 +74,12 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
     // Buckets [first, end) hold the range; lo..hi those that hold samples
     // (data may arrive past the last sample known here, and the snapshot
     // then decides, so the range's own ends are kept).
-    const int64_t first = FloorDiv(query.from_ns, kBucketNs);
+    const int64_t first = BucketOf(query.from_ns);
     const int64_t end = query.to_ns == std::numeric_limits<int64_t>::max()
                             ? std::numeric_limits<int64_t>::max()
-                            : FloorDiv(query.to_ns - 1, kBucketNs) + 1;
-    const int64_t lo = FloorDiv(counters_.first_sample_ns, kBucketNs);
-    const int64_t hi = FloorDiv(counters_.last_sample_ns, kBucketNs);
+                            : BucketOf(query.to_ns - 1) + 1;
+    const int64_t lo = BucketOf(counters_.first_sample_ns);
+    const int64_t hi = BucketOf(counters_.last_sample_ns);
     // Raw ranges are cut in pieces so that shards can share them out.
     auto add_raw = [&](int64_t a, int64_t b) {
       if (a >= b) return;
@@ -96,11 +96,10 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
     if (use_summaries && options_.use_summaries && hi >= lo) {
       // Hours wholly inside the range (clamped to the hours that hold
       // data first, so that the arithmetic stays far from int64's ends).
-      constexpr int64_t kHourNs = kBucketNs * kBucketsPerSummary;
-      const int64_t from = std::max(query.from_ns, FloorDiv(lo, kBucketsPerSummary) * kHourNs);
-      const int64_t to = std::min(query.to_ns, (FloorDiv(hi, kBucketsPerSummary) + 1) * kHourNs);
-      const int64_t first_hour = FloorDiv(from, kHourNs) + (FloorDiv(from, kHourNs) * kHourNs < from ? 1 : 0);
-      const int64_t end_hour = FloorDiv(to, kHourNs);
+      const int64_t from = std::max(query.from_ns, FloorDiv(lo, kBucketsPerSummary) * kSummaryNs);
+      const int64_t to = std::min(query.to_ns, (FloorDiv(hi, kBucketsPerSummary) + 1) * kSummaryNs);
+      const int64_t first_hour = FloorDiv(from, kSummaryNs) + (FloorDiv(from, kSummaryNs) * kSummaryNs < from ? 1 : 0);
+      const int64_t end_hour = FloorDiv(to, kSummaryNs);
       std::lock_guard index_lock(summary_mutex_);
       for (int64_t h = first_hour; h < end_hour; ++h) {
         if (!summaries_.contains({type_id, h})) continue;

@@ -24,8 +24,8 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   {
     std::shared_lock lock(dict_mutex_);
     samples = counters_.samples();
-    first_bucket = FloorDiv(counters_.first_sample_ns, kBucketNs);
-    last_bucket = FloorDiv(counters_.last_sample_ns, kBucketNs);
+    first_bucket = BucketOf(counters_.first_sample_ns);
+    last_bucket = BucketOf(counters_.last_sample_ns);
   }
   if (samples == 0) return report;
   // Buckets before `cut` go.
@@ -33,7 +33,7 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   const int64_t age_ns = retention_age_ns_.load();
   const uint64_t size_limit = retention_size_bytes_.load();
   if (age_ns > 0) {
-    const int64_t age_cut = FloorDiv(now_ns - age_ns, kBucketNs);
+    const int64_t age_cut = BucketOf(now_ns - age_ns);
     if (age_cut > first_bucket) {
       cut = age_cut;
       report.reason = "age";
@@ -59,7 +59,7 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
         std::shared_lock lock(dict_mutex_);
         for (uint32_t t = 0; t < counters_.samples_by_type.size(); ++t) {
           if (counters_.samples_by_type[t] == 0) continue;
-          bounds.push_back(BlockKeyPrefix(t, FloorDiv(counters_.first_sample_ns, kBucketNs)));
+          bounds.push_back(BlockKeyPrefix(t, BucketOf(counters_.first_sample_ns)));
           bounds.push_back(BlockKeyPrefix(t, std::numeric_limits<int64_t>::max()));
         }
       }

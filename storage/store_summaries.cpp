@@ -15,7 +15,7 @@ absl::Status RocksStore::LoadSummaryIndex() {
     rocksdb::Slice key = it->key();
     if (key.size() != kSummaryKeySize) continue;
     const uint32_t type = GetBigEndian32(key.data());
-    const int64_t hour = static_cast<int64_t>(GetBigEndian64(key.data() + 4) ^ (uint64_t{1} << 63));
+    const int64_t hour = KeyBucket(key.data());
     summaries_.insert({type, hour});
   }
   return FromRocks(it->status(), "listing summaries");
@@ -97,20 +97,19 @@ absl::StatusOr<uint64_t> RocksStore::Summarize() {
   }
   if (counters.samples() == 0) return 0;
   // The last hour that is over: ended kSummaryGraceNs before the newest sample.
-  const int64_t last_hour =
-      FloorDiv(FloorDiv(counters.last_sample_ns - kSummaryGraceNs, kBucketNs), kBucketsPerSummary) - 1;
+  const int64_t last_hour = HourOf(counters.last_sample_ns - kSummaryGraceNs) - 1;
   uint64_t built = 0;
   for (uint32_t type = 0; type < counters.samples_by_type.size(); ++type) {
     if (counters.samples_by_type[type] == 0) continue;
     // Walks the hours that hold samples: one seek each, so gaps of months
     // between imported captures cost nothing.
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), blocks_cf()));
-    int64_t hour = FloorDiv(FloorDiv(counters.first_sample_ns, kBucketNs), kBucketsPerSummary);
+    int64_t hour = HourOf(counters.first_sample_ns);
     while (hour <= last_hour && !stopping_) {
       it->Seek(BlockKeyPrefix(type, hour * kBucketsPerSummary));
       if (!it->Valid() || it->key().size() != kBlockKeySize || GetBigEndian32(it->key().data()) != type)
         break;
-      const auto bucket = static_cast<int64_t>(GetBigEndian64(it->key().data() + 4) ^ (uint64_t{1} << 63));
+      const auto bucket = KeyBucket(it->key().data());
       hour = FloorDiv(bucket, kBucketsPerSummary);
       if (hour > last_hour) break;
       if (!HasSummary(type, hour)) {

@@ -291,7 +291,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   keyed.reserve(batch.samples.size());
   for (const Sample& s : batch.samples) {
     keyed.push_back(
-        {interner.sample_types_[s.sample_type], FloorDiv(s.time_ns, kBucketNs),
+        {interner.sample_types_[s.sample_type], BucketOf(s.time_ns),
          BlockSample{s.time_ns, interner.stacks_[s.stack], interner.attribute_sets_[s.attribute_set],
                      interner.links_[s.link], s.value}});
   }
