@@ -60,6 +60,7 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
   size_t stack_count = 0;
   size_t set_count = 0;
   std::vector<ScanItem> items;
+  int64_t lo = 0, hi = 0;  // the buckets from the first to the last sample known
   // One snapshot for every shard: together they see one state of the store.
   std::shared_ptr<const rocksdb::Snapshot> snapshot;
   {
@@ -78,8 +79,8 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
     const int64_t end = query.to_ns == std::numeric_limits<int64_t>::max()
                             ? std::numeric_limits<int64_t>::max()
                             : BucketOf(query.to_ns - 1) + 1;
-    const int64_t lo = BucketOf(counters_.first_sample_ns);
-    const int64_t hi = BucketOf(counters_.last_sample_ns);
+    lo = BucketOf(counters_.first_sample_ns);
+    hi = BucketOf(counters_.last_sample_ns);
     // Raw ranges are cut in pieces so that shards can share them out.
     auto add_raw = [&](int64_t a, int64_t b) {
       if (a >= b) return;
@@ -98,7 +99,7 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
       // data first, so that the arithmetic stays far from int64's ends).
       const int64_t from = std::max(query.from_ns, FloorDiv(lo, kBucketsPerSummary) * kSummaryNs);
       const int64_t to = std::min(query.to_ns, (FloorDiv(hi, kBucketsPerSummary) + 1) * kSummaryNs);
-      const int64_t first_hour = FloorDiv(from, kSummaryNs) + (FloorDiv(from, kSummaryNs) * kSummaryNs < from ? 1 : 0);
+      const int64_t first_hour = -FloorDiv(-from, kSummaryNs);  // rounded up
       const int64_t end_hour = FloorDiv(to, kSummaryNs);
       std::lock_guard index_lock(summary_mutex_);
       for (int64_t h = first_hour; h < end_hour; ++h) {
@@ -111,12 +112,14 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
     add_raw(cur, end);
   }
 
-  // Contiguous runs of items per shard, of about equal cost: a bucket of
-  // samples counts 1, a summary 360 / 16 (a busy hour's summary holds
-  // about a sixteenth as many entries as samples: a guess that only
-  // balances the threads).
-  auto cost = [](const ScanItem& item) -> int64_t {
-    return item.summary ? kBucketsPerSummary / 16 : std::clamp<int64_t>(item.b1 - item.b0, 1, 1 << 20);
+  // Contiguous runs of items per shard, of about equal cost: a bucket that
+  // may hold samples counts 1 (an open end of the range counts only up to
+  // the data), a summary 360 / 16 (a busy hour's summary holds about a
+  // sixteenth as many entries as samples: a guess that only balances the
+  // threads).
+  auto cost = [lo, hi](const ScanItem& item) -> int64_t {
+    if (item.summary) return kBucketsPerSummary / 16;
+    return std::max<int64_t>(1, std::min(item.b1, hi + 1) - std::max(item.b0, lo));
   };
   int64_t total = 0;
   for (const ScanItem& item : items) total += cost(item);
