@@ -614,10 +614,13 @@ struct App {
       ImGui::End();
       return;
     }
-    const storage::StoreStats st = main_store->Stats();
     ImGui::TextWrapped("Store: %s", data_dir.c_str());
-    ImGui::Text("It holds %s samples in %s.", ui::FormatCount(st.samples).c_str(),
-                storage::FormatBytes(st.disk_bytes).c_str());
+    // The live store's status as the worker last read it: Stats() walks the
+    // data directory, too much to do every frame.
+    if (const ui::StatusSnapshot* status = sources.sources().front()->status.get()) {
+      ImGui::Text("It holds %s samples in %s.", ui::FormatCount(status->stats.samples).c_str(),
+                  storage::FormatBytes(status->stats.disk_bytes).c_str());
+    }
     ImGui::Separator();
     ImGui::TextWrapped(
         "Retention deletes the oldest samples, ten seconds of them at a time, while the store is past either "
