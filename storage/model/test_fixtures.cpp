@@ -68,6 +68,28 @@ ProfileBatch BatchFromFolded(std::string_view text, const FoldedFixtureOptions& 
   return batch;
 }
 
+ProfileBatch OneNativeSample(const ExecutableNames& executable, uint64_t address,
+                             const std::vector<std::pair<std::string, std::string>>& attributes) {
+  ProfileBatch b;
+  Executable e;
+  e.file_name = b.dict.AddString(executable.file_name);
+  e.htlhash = b.dict.AddString(executable.htlhash);
+  e.gnu_build_id = b.dict.AddString(executable.gnu_build_id);
+  b.dict.executables.push_back(e);
+  Frame frame;
+  frame.executable = static_cast<uint32_t>(b.dict.executables.size() - 1);
+  frame.address = address;
+  frame.type = FrameType::kNative;
+  b.dict.frames.push_back(frame);
+  const uint32_t stack = b.dict.AddStack({static_cast<uint32_t>(b.dict.frames.size() - 1)});
+  std::vector<Attribute> attrs;
+  for (const auto& [key, value] : attributes)
+    attrs.push_back({b.dict.AddString(key), b.dict.AddString(value)});
+  const uint32_t set = attrs.empty() ? 0 : b.dict.AddAttributeSet(attrs);
+  b.samples.push_back({1'760'000'000'000'000'000, stack, set, 0, 0, 1});
+  return b;
+}
+
 void AppendBatch(ProfileBatch* batch, const ProfileBatch& more) {
   ProfileDictionary& d = batch->dict;
   const ProfileDictionary& m = more.dict;

@@ -31,6 +31,19 @@ ProfileBatch BatchFromFolded(std::string_view text, const FoldedFixtureOptions& 
 // the sample type of its first sample): the slices tests build trees from.
 std::shared_ptr<const ProfileSlice> WholeSlice(const ProfileBatch& batch);
 
+// An executable as a producer names it; "" = not sent.
+struct ExecutableNames {
+  std::string file_name;
+  std::string htlhash;
+  std::string gnu_build_id;
+};
+// One sample (value 1, at 1'760'000'000'000'000'000) whose stack is one
+// unsymbolized native frame at `address` of `executable`, with the
+// attributes `attributes` (key, value): what symbolizer tests store and
+// then expect named.
+ProfileBatch OneNativeSample(const ExecutableNames& executable, uint64_t address = 0x1000,
+                             const std::vector<std::pair<std::string, std::string>>& attributes = {});
+
 // Appends `more` to `batch` (dictionaries concatenated, indices shifted).
 void AppendBatch(ProfileBatch* batch, const ProfileBatch& more);
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/model/test_fixtures.h"
 #include "storage/store.h"
 #include "tests/child_process.h"
 #include "tests/gui/test_display.h"
@@ -66,18 +67,7 @@ void StoreVictimFrame(const std::string& dir) {
   pclose(p);
   std::string build_id(id);
   while (!build_id.empty() && (build_id.back() == '\n' || build_id.back() == ' ')) build_id.pop_back();
-  storage::ProfileBatch b;
-  storage::Executable exe;
-  exe.file_name = b.dict.AddString("/nonexistent/victim");
-  exe.gnu_build_id = b.dict.AddString(build_id);
-  b.dict.executables.push_back(exe);
-  storage::Frame f;
-  f.executable = 1;
-  f.address = 0x1000;
-  f.type = storage::FrameType::kNative;
-  b.dict.frames.push_back(f);
-  const uint32_t stack = b.dict.AddStack({1});
-  b.samples.push_back({1'760'000'000'000'000'000, stack, 0, 0, 0, 1});
+  const storage::ProfileBatch b = storage::testing::OneNativeSample({"/nonexistent/victim", "", build_id});
   auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
   REQUIRE(store.ok());
   REQUIRE((*store)->Write(b).ok());

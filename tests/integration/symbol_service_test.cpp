@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "app/symbol_requests.h"
+#include "storage/model/test_fixtures.h"
 #include "storage/store.h"
 #include "tests/integration/elf_oracle.h"
 #include "tests/integration/kiln_process.h"
@@ -156,24 +157,11 @@ TEST_CASE("IsElfFile looks at the magic only") {
 }
 
 // One native sample of the executable at `path`, sent by base name (as
-// agents send it), with the attributes `attrs` makes.
-storage::ProfileBatch OneSampleOf(
-    const std::string& path,
-    const std::function<std::vector<storage::Attribute>(storage::ProfileDictionary&)>& attrs) {
-  storage::ProfileBatch b;
-  storage::Executable e;
-  e.file_name = b.dict.AddString(fs::path(path).filename().string());
-  e.htlhash = b.dict.AddString(HtlhashOf(path));
-  b.dict.executables.push_back(e);
-  storage::Frame frame;
-  frame.executable = 1;
-  frame.address = 0x1000;
-  frame.type = storage::FrameType::kNative;
-  b.dict.frames.push_back(frame);
-  const uint32_t s = b.dict.AddStack({1});
-  const uint32_t set = b.dict.AddAttributeSet(attrs(b.dict));
-  b.samples.push_back({1'760'000'000'000'000'000, s, set, 0, 0, 1});
-  return b;
+// agents send it) with its htlhash, and these attributes.
+storage::ProfileBatch OneSampleOf(const std::string& path,
+                                  const std::vector<std::pair<std::string, std::string>>& attributes) {
+  return storage::testing::OneNativeSample({fs::path(path).filename().string(), HtlhashOf(path), ""}, 0x1000,
+                                           attributes);
 }
 
 // Agents send a mapping's base name, not its path: the service finds the
@@ -201,30 +189,13 @@ TEST_CASE("SymbolService finds executables sent by base name, as agents send the
   // One executable per way of finding it, each named by base name only:
   // the victim through process.executable.path, this test binary through
   // its pid's mappings, libc through the system folders.
-  auto batch_for = [](const std::string& path, std::vector<storage::Attribute> (*attrs)(
-                                                   storage::ProfileDictionary&, const std::string&)) {
-    return OneSampleOf(path, [&](storage::ProfileDictionary& d) { return attrs(d, path); });
-  };
+  REQUIRE((*store)->Write(OneSampleOf(victim, {{"process.executable.path", victim}})).ok());
+  // As the receiver stores a local agent's sample.
   REQUIRE((*store)
-              ->Write(batch_for(victim,
-                                [](storage::ProfileDictionary& d, const std::string& p) {
-                                  return std::vector<storage::Attribute>{
-                                      {d.AddString("process.executable.path"), d.AddString(p)}};
-                                }))
+              ->Write(OneSampleOf(self,
+                                  {{"process.pid", std::to_string(getpid())}, {"kiln.sender", "127.0.0.1"}}))
               .ok());
-  REQUIRE((*store)
-              ->Write(batch_for(self,
-                                [](storage::ProfileDictionary& d, const std::string&) {
-                                  // As the receiver stores a local agent's sample.
-                                  return std::vector<storage::Attribute>{
-                                      {d.AddString("process.pid"), d.AddString(std::to_string(getpid()))},
-                                      {d.AddString("kiln.sender"), d.AddString("127.0.0.1")}};
-                                }))
-              .ok());
-  REQUIRE((*store)
-              ->Write(batch_for(libc, [](storage::ProfileDictionary&,
-                                         const std::string&) { return std::vector<storage::Attribute>{}; }))
-              .ok());
+  REQUIRE((*store)->Write(OneSampleOf(libc, {})).ok());
 
   app::SymbolService service(**store, {});
   REQUIRE(WaitIdle(service));
@@ -259,13 +230,10 @@ TEST_CASE(
     TempDir dir;
     auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
     REQUIRE(store.ok());
-    storage::ProfileBatch b = OneSampleOf(self, [&](storage::ProfileDictionary& d) {
-      std::vector<storage::Attribute> attrs = {
-          {d.AddString("process.pid"), d.AddString(std::to_string(getpid()))},
-          {d.AddString("kiln.sender"), d.AddString(c.sender)}};
-      if (!c.host_name.empty()) attrs.push_back({d.AddString("host.name"), d.AddString(c.host_name)});
-      return attrs;
-    });
+    std::vector<std::pair<std::string, std::string>> attrs = {{"process.pid", std::to_string(getpid())},
+                                                              {"kiln.sender", c.sender}};
+    if (!c.host_name.empty()) attrs.emplace_back("host.name", c.host_name);
+    storage::ProfileBatch b = OneSampleOf(self, attrs);
     REQUIRE((*store)->Write(b).ok());
     app::SymbolService service(**store, {});
     REQUIRE(WaitIdle(service));
