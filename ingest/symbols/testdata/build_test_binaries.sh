@@ -11,6 +11,8 @@
 #                  .dynsym, kept in an only-keep-debug copy, xz, add-section
 #   cpp_inline     C++, -O2 -g, always_inline helpers in namespaces, a template
 #   cpp_inline_nopie   the same, -no-pie
+#   c_deep_blocks  C, -O0 -g: one plain function, then 12 functions whose
+#                  blocks nest 300 deep (DWARF too deep to walk in full)
 #   c_zstd         c_g_pie with zstd-compressed debug sections, made by
 #                  LLVM_OBJCOPY (gcc and binutils here cannot write them);
 #                  when it cannot, c_zstd.why says why and c_zstd is absent
@@ -26,6 +28,21 @@ common="-Wl,--build-id -fno-omit-frame-pointer"
 "$cc" -O1 -g -gz=zlib $common "$src/sample.c" -o c_gz
 "$cxx" -O2 -g $common "$src/inline_sample.cpp" -o cpp_inline
 "$cxx" -O2 -g $common -fno-pie -no-pie "$src/inline_sample.cpp" -o cpp_inline_nopie
+
+# Deep nesting, generated: each block declares a variable, so each is a
+# DW_TAG_lexical_block one level below the last.
+{
+  echo 'int before_deep(int x) { return x * 3 + 1; }'
+  for f in 1 2 3 4 5 6 7 8 9 10 11 12; do
+    echo "int deep_$f(int x) {"
+    awk 'BEGIN { for (i = 1; i <= 300; i++) print "{ volatile int v" i " = x + " i ";";
+                 print "x += v300;"; for (i = 1; i <= 300; i++) print "}" }'
+    echo "return x; }"
+  done
+  echo 'int main(int argc, char** argv) { (void)argv; return before_deep(argc) + deep_1(argc) + deep_12(argc); }'
+} > deep_blocks.c
+"$cc" -O0 -g $common deep_blocks.c -o c_deep_blocks
+rm -f deep_blocks.c
 
 # Separate debug file, linked by name and CRC; found by build id too.
 "$objcopy" --only-keep-debug c_g_pie c_stripped.debug
