@@ -7,6 +7,15 @@ option(KILN_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer
 option(KILN_WERROR "Treat compiler warnings as errors" OFF)
 option(KILN_BUILD_FUZZERS "Build libFuzzer targets for the capture parsers (clang)" OFF)
 set(KILN_FUZZ_SECONDS 60 CACHE STRING "Seconds per fuzzer for the kiln_fuzz target")
+# The sanitizers beside libFuzzer's coverage: CI and short runs keep both. A
+# long campaign can build a second tree with "undefined" alone, for about
+# twice the executions, and replay its corpus in the ASan tree.
+set(KILN_FUZZ_SANITIZERS "address,undefined" CACHE STRING "Sanitizers of the fuzz targets, besides fuzzer")
+if(KILN_FUZZ_SANITIZERS)
+  set(kiln_fuzz_sanitize ",${KILN_FUZZ_SANITIZERS}")
+else()
+  set(kiln_fuzz_sanitize "")
+endif()
 # ingest/symbols reads ELF/DWARF with elfutils (libelf, libdw; Linux) or with
 # LLVM's libraries (LLVMObject, LLVMDebugInfoDWARF; macOS, where there is no
 # elfutils). auto: elfutils when found, else LLVM, else no ELF reading.
