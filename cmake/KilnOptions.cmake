@@ -11,11 +11,15 @@ set(KILN_FUZZ_SECONDS 60 CACHE STRING "Seconds per fuzzer for the kiln_fuzz targ
 # long campaign can build a second tree with "undefined" alone, for about
 # twice the executions, and replay its corpus in the ASan tree.
 set(KILN_FUZZ_SANITIZERS "address,undefined" CACHE STRING "Sanitizers of the fuzz targets, besides fuzzer")
+# A sanitizer report must stop the run, or libFuzzer does not count it: UBSan
+# by default prints and goes on (two campaigns missed signed overflows so).
 if(KILN_FUZZ_SANITIZERS)
   set(kiln_fuzz_sanitize ",${KILN_FUZZ_SANITIZERS}")
 else()
   set(kiln_fuzz_sanitize "")
 endif()
+set(kiln_fuzz_flags -fsanitize=fuzzer${kiln_fuzz_sanitize} -fno-sanitize-recover=all)
+set(kiln_fuzz_lib_flags -fsanitize=fuzzer-no-link${kiln_fuzz_sanitize} -fno-sanitize-recover=all)
 # ingest/symbols reads ELF/DWARF with elfutils (libelf, libdw; Linux) or with
 # LLVM's libraries (LLVMObject, LLVMDebugInfoDWARF; macOS, where there is no
 # elfutils). auto: elfutils when found, else LLVM, else no ELF reading.

@@ -349,6 +349,49 @@ TEST_CASE("perf script: -F comm,pid,tid,time,ip,sym,dso and -F ip,sym without ds
   CHECK(d->skipped_records == 1);
 }
 
+TEST_CASE("perf script: times past int64 nanoseconds are no times, not overflows") {
+  // The perf script fuzzer (with UBSan made fatal) found seconds * 1e9
+  // overflowing, in sample times and in the "captured on" header.
+  const char* script =
+      "# captured on: Fri Dec 31 23:59:59 9999\n"
+      "app 10/11 20326645517.000000: \n"
+      "\t  4005b1 main (/bin/app)\n"
+      "\n"
+      "app 10/12 6.000000: \n"
+      "\t  4005b1 main (/bin/app)\n"
+      "\n";
+  ImportOptions o;
+  o.anchor_time_ns = 0;  // keep perf's clock
+  auto c = ImportBytes(script, "f.txt", o);
+  REQUIRE(c.ok());
+  REQUIRE(c->batch.samples.size() == 2);
+  CHECK(c->batch.samples[0].time_ns == 0);  // no time: the anchor, here 0
+  CHECK(c->batch.samples[1].time_ns == 6000000000);
+}
+
+TEST_CASE("exports of samples far apart in time: the duration is exact, never an overflow") {
+  // OTLP times are unsigned, so imported times can be anywhere in int64;
+  // last - first overflowed int64 (found by the fuzzers with UBSan fatal).
+  auto c = ImportBytes("main;leaf 1\nmain 1\n", "t.folded");
+  REQUIRE(c.ok());
+  REQUIRE(c->batch.samples.size() == 2);
+  const int64_t first = -8746744073709551616, last = 1700000000000000001;
+  c->batch.samples[0].time_ns = first;
+  c->batch.samples[1].time_ns = last;
+  storage::Query q;
+  q.sample_type = c->default_sample_type;
+  auto slice = storage::SliceFromBatch(c->batch, q);
+  REQUIRE(slice->first_sample_ns == first);
+  REQUIRE(slice->last_sample_ns == last);
+  const uint64_t span = uint64_t{1700000000000000001} + uint64_t{8746744073709551616u};
+  auto otlp = BuildOtlpRequest(*slice);
+  REQUIRE(otlp.resource_profiles_size() == 1);
+  const auto& profile = otlp.resource_profiles(0).scope_profiles(0).profiles(0);
+  CHECK(profile.duration_nano() == span);
+  // pprof's duration is int64: the longest it can say.
+  CHECK(BuildPprofProfile(*slice).duration_nanos() == INT64_MAX);
+}
+
 TEST_CASE("SliceFromBatch and TimelineFromBatch filter by sample type, time and attributes") {
   const char* text =
       "a 1/1 1.0: 1 cpu-clock:\n\t 10 f (/bin/a)\n\n"

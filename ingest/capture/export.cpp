@@ -26,6 +26,12 @@
 namespace kiln::capture {
 namespace {
 
+// last - first, without signed overflow: imported times can lie anywhere in
+// int64 (OTLP's are unsigned), and two far apart overflowed (fuzz_capture).
+uint64_t DurationNs(int64_t first_ns, int64_t last_ns) {
+  return last_ns > first_ns ? static_cast<uint64_t>(last_ns) - static_cast<uint64_t>(first_ns) : 0;
+}
+
 namespace collector = opentelemetry::proto::collector::profiles::v1development;
 namespace otlp = opentelemetry::proto::profiles::v1development;
 using storage::Frame;
@@ -160,7 +166,7 @@ class OtlpWriter {
         }
         profile->set_period(sample_type_.period);
         profile->set_time_unix_nano(static_cast<uint64_t>(first_ns_));
-        profile->set_duration_nano(static_cast<uint64_t>(last_ns_ - first_ns_));
+        profile->set_duration_nano(DurationNs(first_ns_, last_ns_));
       }
       cached = profile_of_set_.emplace(attribute_set, std::make_pair(profile, sample_attrs)).first;
     }
@@ -294,7 +300,8 @@ class PprofWriter {
     }
     p_.set_period(t.period);
     p_.set_time_nanos(s_.first_sample_ns);
-    p_.set_duration_nanos(s_.last_sample_ns - s_.first_sample_ns);
+    p_.set_duration_nanos(static_cast<int64_t>(
+        std::min<uint64_t>(DurationNs(s_.first_sample_ns, s_.last_sample_ns), INT64_MAX)));
     std::vector<uint64_t> leaf_first;
     for (const storage::StackWeight& w : s_.weights) {
       auto* sample = p_.add_sample();

@@ -23,6 +23,9 @@ namespace {
 
 using storage::FrameType;
 
+// The largest whole seconds whose nanoseconds fit in int64.
+constexpr int64_t kMaxSeconds = INT64_MAX / 1000000000 - 1;
+
 bool IsWs(char c) { return c == ' ' || c == '\t'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLowerHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); }  // how perf prints addresses
@@ -90,6 +93,9 @@ bool ParseHeader(std::string_view line, Header* h) {
         int64_t f = 0;
         auto r2 = std::from_chars(frac.data(), frac.data() + frac.size(), f);
         if (r2.ec != std::errc() || r2.ptr != frac.data() + frac.size()) continue;
+        // perf's clock counts up from boot; nanoseconds must fit in int64
+        // (292 years), and so must the shift to the capture date below.
+        if (secs < 0 || secs > kMaxSeconds) continue;
         for (size_t k = frac.size(); k < 9; ++k) f *= 10;
         h->time_ns = secs * 1000000000 + f;
         h->has_time = true;
@@ -226,7 +232,7 @@ int64_t ParseCapturedOn(std::string_view line) {
   struct tm tm {};
   if (strptime(value.c_str(), " %a %b %e %H:%M:%S %Y", &tm) == nullptr) return 0;
   time_t t = timegm(&tm);
-  if (t <= 0) return 0;
+  if (t <= 0 || t > kMaxSeconds) return 0;  // past 2262 is not a capture date
   return int64_t{t} * 1000000000;
 }
 
