@@ -222,8 +222,8 @@ int LongRange(const std::vector<int64_t>& millions) {
   }
   // Retention's first pass on this store, as when a user lowers the size
   // limit to half: how long it takes, and how long an agent's write waits
-  // meanwhile (retention holds the write lock while it counts what it
-  // deletes).
+  // meanwhile (retention counts what it deletes from a snapshot, and holds
+  // the write lock only to delete and store the counters).
   {
     StoreOptions o;
     o.summarize_in_background = false;

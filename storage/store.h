@@ -166,6 +166,9 @@ struct RetentionReport {
   uint64_t blocks_deleted = 0;
   int64_t deleted_before_ns = 0;  // samples before this time are gone (0 = none deleted)
   std::string reason;             // "age", "size", or "" when nothing was due
+  // What went was counted twice, the second time under the write lock,
+  // because a write into a bucket before the cut came during the first.
+  bool recounted = false;
 };
 
 // True for Store::Open's error when another process has the store open for

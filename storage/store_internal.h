@@ -50,6 +50,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -472,6 +473,22 @@ class RocksStore final : public Store {
   std::atomic<uint64_t> retention_size_bytes_{options_.retention_size_bytes};
   std::atomic<bool> retention_changed_{false};
   std::mutex retention_mutex_;  // one retention pass at a time
+  // What a retention pass counts from its snapshot, without the write lock.
+  struct DeletableCount {
+    std::vector<uint64_t> samples_by_type;  // in buckets before the cut
+    uint64_t blocks = 0;
+    int64_t new_first_ns = std::numeric_limits<int64_t>::max();  // of the first blocks left
+  };
+  absl::Status CountDeletable(const std::vector<uint32_t>& types, int64_t cut,
+                              const rocksdb::Snapshot* snapshot, DeletableCount* out);
+  std::vector<uint32_t> TypesWithSamples() const;
+  // Writes during a retention pass's count, guarded by write_mutex_.
+  struct RetentionWatch {
+    bool active = false;
+    int64_t cut = 0;                  // bucket
+    bool old_bucket_written = false;  // into a bucket before `cut`: recount
+    int64_t min_time_written_ns = std::numeric_limits<int64_t>::max();
+  } retention_watch_;
   mutable std::mutex loss_mutex_;
   std::vector<uint64_t> losses_;     // guarded by loss_mutex_; at least kDataLossCount
   std::unique_ptr<DiskGuard> disk_;  // read-write stores

@@ -322,6 +322,10 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
       first = std::min(first, b.time_ns);
       last = std::max(last, b.time_ns);
     }
+    if (retention_watch_.active) {
+      if (keyed[i].bucket < retention_watch_.cut) retention_watch_.old_bucket_written = true;
+      retention_watch_.min_time_written_ns = std::min(retention_watch_.min_time_written_ns, first);
+    }
     if (counters.samples() == run.size() || first < counters.first_sample_ns)
       counters.first_sample_ns = first;
     if (counters.samples() == run.size() || last > counters.last_sample_ns) counters.last_sample_ns = last;
