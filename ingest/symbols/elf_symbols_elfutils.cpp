@@ -161,7 +161,8 @@ class DwarfReader {
   }
 
   // Units whose functions were not walked in full because the DIEs nest
-  // too deep (see WalkChildren): the one where the walk stopped and after.
+  // too deep or go round (see WalkChildren, ReadUnit): the one where the
+  // walk stopped and those after it.
   size_t units_cut_short() const { return units_cut_short_; }
 
  private:
@@ -173,6 +174,18 @@ class DwarfReader {
     size_t nfiles = 0;
     if (dwarf_getsrcfiles(cudie, &files_, &nfiles) != 0) files_ = nullptr;
     ReadLines(cudie);
+    // Every DIE takes at least a byte, so a walk that reaches more DIEs
+    // than its unit has bytes is going round (DW_AT_sibling can point
+    // back): fuzz_elf found one that went on for seconds at shallow depth,
+    // where each step is charged too little for the depth budget.
+    const Dwarf_Off unit_offset = dwarf_dieoffset(cudie) - dwarf_cuoffset(cudie);
+    Dwarf_Off next_unit = 0;
+    size_t header_size = 0;
+    walk_dies_limit_ = dwarf_next_unit(dbg_, unit_offset, &next_unit, &header_size, nullptr, nullptr, nullptr,
+                                       nullptr, nullptr, nullptr) == 0 &&
+                               next_unit > unit_offset
+                           ? walk_dies_ + (next_unit - unit_offset)
+                           : walk_dies_;  // no length: nothing below the unit DIE is walked
     WalkChildren(cudie, DwarfTableWriter::Parent{}, 0);
     if (walk_stopped_) ++units_cut_short_;
   }
@@ -260,7 +273,8 @@ class DwarfReader {
   static constexpr uint64_t kWalkSlack = 1 << 18;
   static constexpr uint64_t kWalkAverageDepth = 16;
   bool OverBudget() {
-    if (walk_work_ > kWalkSlack + kWalkAverageDepth * walk_dies_) walk_stopped_ = true;
+    if (walk_work_ > kWalkSlack + kWalkAverageDepth * walk_dies_ || walk_dies_ > walk_dies_limit_)
+      walk_stopped_ = true;
     return walk_stopped_;
   }
 
@@ -330,6 +344,7 @@ class DwarfReader {
   DwarfTableWriter& writer_;
   uint64_t walk_work_ = 0;  // DIEs x (depth + 1), all units so far
   uint64_t walk_dies_ = 0;
+  uint64_t walk_dies_limit_ = 0;  // walk_dies_ at the current unit's start + its bytes
   bool walk_stopped_ = false;
   size_t units_cut_short_ = 0;
   const char* comp_dir_ = nullptr;
@@ -424,7 +439,7 @@ class ElfutilsSymbolSource final : public SymbolSource {
       warnings->push_back(absl::StrCat(name(), ": DWARF read up to a broken unit: ", broken_message));
     if (size_t cut = reader.units_cut_short())
       warnings->push_back(absl::StrCat(name(), ": DWARF of ", cut,
-                                       " unit(s) not read in full: the DIEs nest too deep "
+                                       " unit(s) not read in full: the DIEs nest too deep or go round "
                                        "(damaged or crafted); their lines were read"));
     return absl::OkStatus();
   }
