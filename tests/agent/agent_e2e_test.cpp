@@ -34,8 +34,10 @@
 #include "otlp_inspect.h"
 #include "process_runner.h"
 #include "test_receiver.h"
+#include "tests/free_port.h"
 
 using namespace kiln::agent::testing;
+using kiln::testing::FreePort;
 
 namespace {
 
@@ -63,19 +65,6 @@ StackShare ShareOf(const std::map<std::string, std::int64_t>& folded, const std:
     if (stack.find(";main;run_workload;dispatch;leaf_light") != std::string::npos) s.full_chain_light = true;
   }
   return s;
-}
-
-// A port nothing listens on right now, for kiln --listen.
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 }  // namespace

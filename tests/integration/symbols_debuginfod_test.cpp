@@ -18,6 +18,7 @@
 #include <filesystem>
 
 #include "tests/child_process.h"
+#include "tests/free_port.h"
 #include "tests/integration/symbols_fixture.h"
 
 namespace kiln::testing {
@@ -30,18 +31,6 @@ std::string DebuginfodBinary() {
     if (access(p, X_OK) == 0) return p;
   }
   return "";
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // `debuginfod -F DIR -p PORT -d DB` on loopback, killed at scope exit.
