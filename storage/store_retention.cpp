@@ -126,9 +126,11 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     std::shared_lock lock(dict_mutex_);
     counters = counters_;
   }
-  // Writes since the snapshot all went to kept buckets; the earliest of
-  // them may come before the first block the count saw left.
-  const int64_t new_first = std::min(count.new_first_ns, watch.min_time_written_ns);
+  // Without a recount, writes since the snapshot all went to kept buckets,
+  // and the earliest of them may come before the first block the count saw
+  // left. A recount saw them all (and the old ones go now).
+  const int64_t new_first =
+      watch.old_bucket_written ? count.new_first_ns : std::min(count.new_first_ns, watch.min_time_written_ns);
   report.blocks_deleted = count.blocks;
   rocksdb::WriteBatch wb;
   for (uint32_t t : types) {
