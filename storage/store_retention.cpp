@@ -55,13 +55,9 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     // make the next pass delete again what is already gone.
     {
       std::vector<std::string> bounds;
-      {
-        std::shared_lock lock(dict_mutex_);
-        for (uint32_t t = 0; t < counters_.samples_by_type.size(); ++t) {
-          if (counters_.samples_by_type[t] == 0) continue;
-          bounds.push_back(BlockKeyPrefix(t, BucketOf(counters_.first_sample_ns)));
-          bounds.push_back(BlockKeyPrefix(t, std::numeric_limits<int64_t>::max()));
-        }
+      for (uint32_t t : TypesWithSamples()) {
+        bounds.push_back(BlockKeyPrefix(t, first_bucket));
+        bounds.push_back(BlockKeyPrefix(t, std::numeric_limits<int64_t>::max()));
       }
       std::vector<rocksdb::Range> ranges;
       for (size_t i = 0; i + 1 < bounds.size(); i += 2) ranges.emplace_back(bounds[i], bounds[i + 1]);
