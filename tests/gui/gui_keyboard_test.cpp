@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -22,37 +23,19 @@
 #include "tests/gui/screenshot_checks.h"
 // Xlib last (its macros break the headers above).
 #include "tests/gui/x11_window.h"
+// After both: Image and Xlib.
+#include "tests/gui/window_pixels.h"
 
 namespace kiln {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Xlib's default handler exits the process on any error. XGetImage of a
-// window that is not (or no longer) viewable is BadMatch, which happens
-// while kiln maps its window: counted as "no picture yet", not fatal.
-int IgnoreXError(Display*, XErrorEvent*) { return 0; }
-
 // Pixels of the window exactly `color` (frame fills are flat colours); 0
 // while the window is not viewable.
 size_t CountColor(Display* d, Window w, ui::Rgba color) {
-  XWindowAttributes a{};
-  if (!XGetWindowAttributes(d, w, &a) || a.map_state != IsViewable) return 0;
-  XErrorHandler previous = XSetErrorHandler(IgnoreXError);
-  XImage* image = XGetImage(d, w, 0, 0, a.width, a.height, AllPlanes, ZPixmap);
-  XSync(d, False);
-  XSetErrorHandler(previous);
-  if (image == nullptr) return 0;
-  size_t count = 0;
-  for (int y = 0; y < a.height; ++y) {
-    for (int x = 0; x < a.width; ++x) {
-      const unsigned long p = XGetPixel(image, x, y);
-      const ui::Rgba rgb = ui::PackRgba((p >> 16) & 0xff, (p >> 8) & 0xff, p & 0xff);
-      count += rgb == color;
-    }
-  }
-  XDestroyImage(image);
-  return count;
+  const Image image = testing::Grab(d, w);
+  return static_cast<size_t>(std::count(image.pixels.begin(), image.pixels.end(), color));
 }
 
 // Waits until `done(aaa pixels, bbb pixels)` holds for the window's
@@ -85,11 +68,7 @@ TEST_CASE("arrows select, Enter zooms into the selected frame and Esc zooms out,
                                                  "--size", "900x600", "--tab", "flamegraph", capture}));
   Display* d = XOpenDisplay(nullptr);
   REQUIRE(d != nullptr);
-  Window w = 0;
-  for (auto deadline = Clock::now() + std::chrono::seconds(60); !w && Clock::now() < deadline;) {
-    w = testing::FindWindow(d, DefaultRootWindow(d), "Kiln");
-    if (!w) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const Window w = testing::WaitForKilnWindow(d);
   REQUIRE_MESSAGE(w != 0, "no kiln window appeared");
 
   size_t aaa = 0, bbb = 0;
