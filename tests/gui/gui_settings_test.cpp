@@ -51,11 +51,7 @@ struct WindowFacts {
 WindowFacts WaitForWindow(Display* d) {
   WindowFacts f;
   const Atom net_wm_icon = XInternAtom(d, "_NET_WM_ICON", False);
-  for (auto deadline = Clock::now() + std::chrono::seconds(60); Clock::now() < deadline && !f.window;) {
-    XSync(d, False);
-    f.window = testing::FindWindow(d, DefaultRootWindow(d), "Kiln");
-    if (!f.window) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  f.window = testing::WaitForKilnWindow(d);
   if (!f.window) return f;
   // Class and icon are set right after the window is created; give kiln a
   // moment to get there.

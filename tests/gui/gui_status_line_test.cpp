@@ -173,7 +173,8 @@ TEST_CASE(
   CHECK_FALSE(fs::exists(window.dir + "/config/kiln/auth-token"));
 }
 
-// `samples` on-CPU samples of one stack, each at one of `times`.
+// One on-CPU sample of one stack at each of `times`; with a second,
+// broken profile when asked.
 collector::ExportProfilesServiceRequest Samples(const std::vector<uint64_t>& times, bool with_bad_profile) {
   ingest::OtlpRequestBuilder b;
   const int32_t exe = b.Mapping("/usr/bin/app");
@@ -189,12 +190,6 @@ collector::ExportProfilesServiceRequest Samples(const std::vector<uint64_t>& tim
   return std::move(b.request);
 }
 
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
-
 TEST_CASE("a refused profile turns the status line red; a click opens Data quality with its reason marked") {
   KilnWindow window("127.0.0.1");
   const Colors colors = ThemeColors();
@@ -208,7 +203,8 @@ TEST_CASE("a refused profile turns the status line red; a click opens Data quali
   CHECK(testing::FindIf(quiet, red_text).empty());
 
   collector::ExportProfilesServiceResponse response;
-  const grpc::Status sent = Send(window.port, "", Samples({NowNs()}, true), &response);
+  const grpc::Status sent =
+      Send(window.port, "", Samples({static_cast<uint64_t>(storage::UnixNowNs())}, true), &response);
   REQUIRE_MESSAGE(sent.ok(), sent.error_message());
   CHECK(response.partial_success().rejected_profiles() == 1);
 
@@ -226,8 +222,10 @@ TEST_CASE("a refused profile turns the status line red; a click opens Data quali
   const Box marked = WaitFor(
       window.d, window.w,
       [&](const Image& im) { return testing::FindIf(im, red_text, &before, 0, badge.y0 - 4); }, &panel);
-  REQUIRE_MESSAGE(!marked.empty(), "the click opened no Data quality panel with a reason marked; the window: "
-                                       << testing::SavePpm(panel, window.dir + "/../data-quality.ppm"));
+  REQUIRE_MESSAGE(
+      !marked.empty(),
+      "the click opened no Data quality panel with a reason marked; the window: " << testing::SavePpm(
+          panel, (fs::temp_directory_path() / "gui_status_line_test-data-quality.ppm").string()));
   CHECK(marked.y1 - marked.y0 <= badge.y1 - badge.y0);  // one line of text (the badge's), not several
 }
 
@@ -235,7 +233,7 @@ TEST_CASE("Store settings by keyboard: an age typed in deletes older samples at 
   KilnWindow window("127.0.0.1");
   // Ten samples from two hours ago and ten from now, in the store before
   // any limit is set (kiln keeps every age by default).
-  const uint64_t now = NowNs(), hours2 = 2 * 3'600'000'000'000ull;
+  const uint64_t now = static_cast<uint64_t>(storage::UnixNowNs()), hours2 = 2 * 3'600'000'000'000ull;
   std::vector<uint64_t> times;
   for (int i = 0; i < 10; ++i) times.push_back(now - hours2 + i * 1'000'000ull);
   for (int i = 0; i < 10; ++i) times.push_back(now + i * 1'000'000ull);

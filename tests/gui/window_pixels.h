@@ -23,18 +23,6 @@ namespace kiln::testing {
 // while kiln maps its window: "no picture yet", not fatal.
 inline int IgnoreXError(Display*, XErrorEvent*) { return 0; }
 
-// kiln's window once it is there (up to a minute: a cold start under a
-// sanitizer is slow), or 0.
-inline Window WaitForKilnWindow(Display* d) {
-  Window w = 0;
-  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-       !w && std::chrono::steady_clock::now() < deadline;) {
-    w = FindWindow(d, DefaultRootWindow(d), "Kiln");
-    if (!w) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return w;
-}
-
 // The window's pixels now; empty while it is not viewable.
 inline Image Grab(Display* d, Window w) {
   Image out;

@@ -40,6 +40,18 @@ inline Window FindWindow(Display* d, Window w, const char* name) {
   return found;
 }
 
+// kiln's window once it is there (up to a minute: a cold start under a
+// sanitizer is slow), or 0.
+inline Window WaitForKilnWindow(Display* d) {
+  Window w = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       !w && std::chrono::steady_clock::now() < deadline;) {
+    w = FindWindow(d, DefaultRootWindow(d), "Kiln");
+    if (!w) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return w;
+}
+
 #if __has_include(<X11/extensions/XTest.h>)
 // Types `key` (with `modifier` held, when given) into the focused window,
 // each held long enough for the window to draw a frame with it down.

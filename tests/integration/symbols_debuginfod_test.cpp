@@ -45,6 +45,7 @@ std::string ServeFolder(const std::string& work, const std::string& debug_file) 
 struct DebuginfodServer {
   DebuginfodServer(const std::string& binary, const std::string& serve_dir, const std::string& db) {
     port = FreePort();
+    REQUIRE(port != 0);
     pid = testing::SpawnChild({binary, "-F", serve_dir, "-p", std::to_string(port), "-d", db, "-t", "1"},
                               testing::ChildOutput::Null(), testing::ChildOutput::File(db + ".log"));
   }
@@ -167,7 +168,9 @@ TEST_CASE("a stripped binary from another host gets its names from a real debugi
   // needed, and the source says where the file came from.
   TempDir dir3;
   setenv("DEBUGINFOD_CACHE_PATH", cache.c_str(), 1);
-  HeadlessKiln cached(dir3.path, {"--debuginfod-urls", "http://127.0.0.1:" + std::to_string(FreePort())});
+  const int unused_port = FreePort();
+  REQUIRE(unused_port != 0);
+  HeadlessKiln cached(dir3.path, {"--debuginfod-urls", "http://127.0.0.1:" + std::to_string(unused_port)});
   unsetenv("DEBUGINFOD_CACHE_PATH");
   Send(cached.target(), VictimRequest("/nonexistent/kiln-test/victim", HtlhashOf(KILN_VICTIM_STRIPPED),
                                       build_id, KILN_VICTIM));
