@@ -255,6 +255,10 @@ TEST_CASE("Store settings by keyboard: an age typed in deletes older samples at 
   // fresh profile and skipped), then Store settings; Space chooses it.
   // The dialog opens with its first field (size) focused: Down to the age,
   // Enter to edit, select all, type 1h, Enter, Down to Apply, Space.
+  const ui::Rgba button = ThemeColors().button;
+  REQUIRE(!WaitFor(window.d, window.w, [&](const Image& im) {
+             return Find(im, button);
+           }).empty());  // drawn, so the keys reach a window that handles them
   XSetInputFocus(window.d, window.w, RevertToParent, CurrentTime);
   XSync(window.d, False);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -40,16 +40,19 @@ inline Window FindWindow(Display* d, Window w, const char* name) {
   return found;
 }
 
-// kiln's window once it is there (up to a minute: a cold start under a
-// sanitizer is slow), or 0.
+// kiln's window once it is mapped (up to a minute: a cold start under a
+// sanitizer is slow), or 0. Not before: XSetInputFocus on a window that
+// exists but is not yet viewable is BadMatch, which Xlib's default handler
+// answers by exiting the test (seen in a fresh-clone run).
 inline Window WaitForKilnWindow(Display* d) {
-  Window w = 0;
   for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-       !w && std::chrono::steady_clock::now() < deadline;) {
-    w = FindWindow(d, DefaultRootWindow(d), "Kiln");
-    if (!w) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+       std::chrono::steady_clock::now() < deadline;) {
+    const Window w = FindWindow(d, DefaultRootWindow(d), "Kiln");
+    XWindowAttributes a{};
+    if (w && XGetWindowAttributes(d, w, &a) && a.map_state == IsViewable) return w;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return w;
+  return 0;
 }
 
 #if __has_include(<X11/extensions/XTest.h>)
