@@ -57,9 +57,8 @@ pid_t StartKilnAndType(const std::string& store, KeySym key) {
   Display* d = XOpenDisplay(nullptr);
   if (!d) testing::KillChild(kiln);  // a failed REQUIRE leaves nothing running
   REQUIRE(d != nullptr);
-  Window w = 0;
-  WaitFor([&] { return (w = testing::FindWindow(d, DefaultRootWindow(d), "Kiln")) != 0; }, 60);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // mapped and drawing
+  const Window w = testing::WaitForKilnWindow(d);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // drawing
   if (w) {
     XSetInputFocus(d, w, RevertToParent, CurrentTime);
     XSync(d, False);
