@@ -142,16 +142,55 @@ void DrawDataQualityDialog(bool* open, const StatusSnapshot* status, SessionStat
   ImGui::End();
 }
 
+static void StatusSeparator() {
+  ImGui::SameLine();
+  ImGui::TextDisabled("|");
+  ImGui::SameLine();
+}
+
+// The red badges: new data refused by the disk guard, and data refused or
+// cut (the Data quality panel).
+static void DrawAlarms(const StatusSnapshot& status, SessionState& session, StatusLineActions& actions) {
+  const storage::StoreStats& st = status.stats;
+  if (!st.writes_refused.empty()) {
+    // New data is refused (the disk guard): red, and where to read why.
+    StatusSeparator();
+    const bool full = st.writes_refused == "disk nearly full";
+    const std::string badge =
+        full ? "disk full: " + FormatBytes(st.disk_free_bytes) + " free" : std::string("store cannot write");
+    ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
+    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
+    if (ImGui::SmallButton(badge.c_str())) session.requested_tab = "log";
+    ImGui::PopStyleColor(2);
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip(
+          "New data is refused (%s): %s free, kiln keeps %s free (--disk-reserve).\n"
+          "Agents keep their data and retry; kiln accepts again by itself once space is freed.\n"
+          "Click for the Log.",
+          st.writes_refused.c_str(), FormatBytes(st.disk_free_bytes).c_str(),
+          FormatBytes(st.disk_reserve_bytes).c_str());
+    }
+  }
+  const uint64_t lost = DataLossBadgeCount(status);
+  if (lost > 0) {
+    StatusSeparator();
+    ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
+    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
+    const std::string badge = FormatCount(lost) + " refused or cut";
+    if (ImGui::SmallButton(badge.c_str())) actions.open_data_quality = true;
+    ImGui::PopStyleColor(2);
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip(
+          "Requests, profiles or strings were refused or cut; click for the Data quality panel");
+    }
+  }
+}
+
 StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* status,
                                  const AnalysisSnapshot* analysis, bool computing,
                                  const SymbolActivity* symbols) {
   StatusLineActions actions;
   ReceiverChange& change = actions.receiver;
-  auto separator = [] {
-    ImGui::SameLine();
-    ImGui::TextDisabled("|");
-    ImGui::SameLine();
-  };
   if (!status) {
     ImGui::TextDisabled("Starting...");
     return actions;
@@ -161,7 +200,16 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
     ImGui::Text("Listening on %s", r.listen_address.c_str());
     ImGui::SameLine();
     change = DrawAccess(r);
-    separator();
+  } else {
+    ImGui::TextDisabled("Not listening (offline)");
+  }
+  // Alarms come before everything whose width changes as data arrives
+  // (rates, counts, "updating"), so a badge stays where the user is about
+  // to click it.
+  DrawAlarms(*status, session, actions);
+  if (status->receiver) {
+    const auto& r = *status->receiver;
+    StatusSeparator();
     double rate = 0;
     for (const auto& p : r.peers) rate += p.samples_per_second;
     if (r.peers.empty()) {
@@ -179,10 +227,8 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
         ImGui::EndTooltip();
       }
     }
-  } else {
-    ImGui::TextDisabled("Not listening (offline)");
   }
-  separator();
+  StatusSeparator();
   const storage::StoreStats& st = status->stats;
   // What retention keeps, beside what the store holds: "1.7 MiB of 4 GiB, 14 d".
   std::string keeps;
@@ -210,27 +256,8 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
             ? ("; " + FormatCount(st.samples_deleted_by_retention) + " deleted since kiln started").c_str()
             : "");
   }
-  if (!status->stats.writes_refused.empty()) {
-    // New data is refused (the disk guard): red, and where to read why.
-    separator();
-    const bool full = st.writes_refused == "disk nearly full";
-    const std::string badge =
-        full ? "disk full: " + FormatBytes(st.disk_free_bytes) + " free" : std::string("store cannot write");
-    ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
-    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
-    if (ImGui::SmallButton(badge.c_str())) session.requested_tab = "log";
-    ImGui::PopStyleColor(2);
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip(
-          "New data is refused (%s): %s free, kiln keeps %s free (--disk-reserve).\n"
-          "Agents keep their data and retry; kiln accepts again by itself once space is freed.\n"
-          "Click for the Log.",
-          st.writes_refused.c_str(), FormatBytes(st.disk_free_bytes).c_str(),
-          FormatBytes(st.disk_reserve_bytes).c_str());
-    }
-  }
   if (analysis && analysis->slice) {
-    separator();
+    StatusSeparator();
     const TimeRange range = session.QueryRange();
     if (session.untimed) {
       // The range is made up for a capture without sample times: its own
@@ -254,17 +281,17 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
     }
   }
   if (analysis && !analysis->error.empty()) {
-    separator();
+    StatusSeparator();
     ImGui::TextColored(CurrentPalette().error_text, "Query failed: %s", analysis->error.c_str());
   }
   if (computing) {
-    separator();
+    StatusSeparator();
     Spinner();
     ImGui::SameLine();
     ImGui::TextDisabled("updating");
   }
   if (symbols && symbols->busy) {
-    separator();
+    StatusSeparator();
     Spinner();
     ImGui::SameLine();
     const std::string queued = symbols->queued > 0 ? ", " + std::to_string(symbols->queued) + " queued" : "";
@@ -275,19 +302,6 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
       session.requested_tab = "executables";
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Reading symbols in the background; click for the Executables view");
-  }
-  const uint64_t lost = DataLossBadgeCount(*status);
-  if (lost > 0) {
-    separator();
-    ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
-    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
-    const std::string badge = FormatCount(lost) + " refused or cut";
-    if (ImGui::SmallButton(badge.c_str())) actions.open_data_quality = true;
-    ImGui::PopStyleColor(2);
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip(
-          "Requests, profiles or strings were refused or cut; click for the Data quality panel");
-    }
   }
   return actions;
 }

@@ -117,7 +117,7 @@ struct AccessWindow : KilnWindow {
     const Colors colors = ThemeColors();
     // The red "open to the network, no token" button, low in the window.
     Image before;
-    const Box alarm = WaitFor(
+    const Box alarm = testing::WaitForSteady(
         d, w, [&](const Image& im) { return Find(im, colors.alarm); }, &before);
     REQUIRE_MESSAGE(!alarm.empty(), "no red access button in the window");
     CHECK(alarm.y0 > before.height * 3 / 4);
@@ -210,7 +210,7 @@ TEST_CASE("a refused profile turns the status line red; a click opens Data quali
 
   // The badge: red, in the status line.
   Image before;
-  const Box badge = WaitFor(
+  const Box badge = testing::WaitForSteady(
       window.d, window.w, [&](const Image& im) { return Find(im, colors.alarm); }, &before);
   REQUIRE_MESSAGE(!badge.empty(), "no red badge after a refused profile");
   CHECK(badge.y0 > before.height * 3 / 4);

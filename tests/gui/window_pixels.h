@@ -63,6 +63,7 @@ inline std::string SavePpm(const Image& image, const std::string& path) {
 struct Box {
   int x0 = 1 << 30, y0 = 1 << 30, x1 = -1, y1 = -1;
   bool empty() const { return x1 < 0; }
+  bool operator==(const Box&) const = default;
   int cx() const { return (x0 + x1) / 2; }
   int cy() const { return (y0 + y1) / 2; }
   void Add(int x, int y) {
@@ -142,6 +143,22 @@ Box WaitFor(Display* d, Window w, F found, Image* picture = nullptr) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+// Like WaitFor, but only a box found at the same place in two pictures in
+// a row counts: a click aims at where a thing is, not where it was a frame
+// ago.
+template <typename F>
+Box WaitForSteady(Display* d, Window w, F found, Image* picture = nullptr) {
+  Box last;
+  return WaitFor(
+      d, w,
+      [&](const Image& im) {
+        const Box now = found(im), previous = last;
+        last = now;
+        return !now.empty() && now == previous ? now : Box{};
+      },
+      picture);
 }
 
 // A left click at window coordinates, slow enough for the window to see
