@@ -36,6 +36,17 @@ int RunStats(const StatsOptions& options) {
               static_cast<unsigned long long>(st.disk_bytes));
   if (st.samples > 0) std::printf(", %.2f bytes/sample", static_cast<double>(st.disk_bytes) / st.samples);
   std::printf(")\n");
+  // Where the disk goes; what is left is the write-ahead log (released
+  // once kiln settles or stops) and RocksDB's manifests and logs.
+  uint64_t in_parts = 0;
+  for (const storage::StoreStats::PartBytes& p : st.part_bytes) {
+    std::printf("  %-14s %10.1f MiB\n", p.part.c_str(), p.bytes / 1048576.0);
+    in_parts += p.bytes;
+  }
+  if (!st.part_bytes.empty()) {
+    std::printf("  %-14s %10.1f MiB\n", "other files",
+                (st.disk_bytes > in_parts ? st.disk_bytes - in_parts : 0) / 1048576.0);
+  }
   // Every reason data was refused, cut or deleted, kept across restarts
   // (storage/model/data_loss.h); zero rows too, so scripts can rely on them.
   const storage::DataLossCounts losses = (*store)->DataLossTotals();

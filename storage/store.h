@@ -52,6 +52,15 @@ struct StoreStats {
   int64_t first_sample_ns = 0;  // 0 when empty
   int64_t last_sample_ns = 0;
   uint64_t disk_bytes = 0;  // all files in the data directory
+  // The table and blob files of each part of the store (a RocksDB column
+  // family: "dictionary" holds the interned strings, frames, stacks and
+  // attribute sets with the counters), in the order the store opens them.
+  // The rest of disk_bytes is the write-ahead log and RocksDB's own files.
+  struct PartBytes {
+    std::string part;
+    uint64_t bytes = 0;
+  };
+  std::vector<PartBytes> part_bytes;
   // Bumps on every write and every deletion: "did anything change" for
   // views (the sample count can stay equal while retention deletes and
   // agents write).

@@ -75,6 +75,36 @@ TEST_CASE("written samples come back from a query, after a restart too") {
   CHECK(st.frames == 3);
 }
 
+TEST_CASE("Stats names where the disk goes: each part's files, within the directory's size") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  // Nothing flushed yet: the parts' files are empty, the WAL holds it all.
+  REQUIRE(store->Write(testing::BatchFromFolded("main;a 3\nmain;b 1", {.process = "app"})).ok());
+  StoreStats st = store->Stats();
+  std::vector<std::string> names;
+  for (const auto& p : st.part_bytes) names.push_back(p.part);
+  CHECK(names == std::vector<std::string>{"dictionary", "sample blocks", "log", "symbols", "summaries"});
+  const auto part = [](const StoreStats& s, std::string_view name) {
+    for (const auto& p : s.part_bytes) {
+      if (p.part == name) return p.bytes;
+    }
+    return uint64_t{0};
+  };
+  CHECK(part(st, "sample blocks") == 0);
+  // A thousand distinct stacks, flushed: both the dictionary and the
+  // blocks have files, and the parts never add up past the directory.
+  std::string folded;
+  for (int i = 0; i < 1000; ++i) folded += "main;function_" + std::to_string(i) + " 1\n";
+  REQUIRE(store->Write(testing::BatchFromFolded(folded, {.process = "app"})).ok());
+  REQUIRE(store->Flush().ok());
+  st = store->Stats();
+  CHECK(part(st, "dictionary") > 1000);
+  CHECK(part(st, "sample blocks") > 0);
+  uint64_t sum = 0;
+  for (const auto& p : st.part_bytes) sum += p.bytes;
+  CHECK(sum <= st.disk_bytes);
+}
+
 TEST_CASE("queries select sample type and half-open time range") {
   TempDir dir;
   auto store = OpenOrDie(dir.path);

@@ -482,12 +482,15 @@ TEST_CASE("names that are not UTF-8 export as valid OTLP and pprof (U+FFFD), whi
   // Found by the perf script fuzzer: a Latin-1 byte in an event or
   // function name made an OTLP file no protobuf reader accepts.
   const std::string script =
-      "prog 10 19893: 1001001 cpu-c\x94\x95ck:\n"
+      "prog 10 19893: 1001001 cpu-c\x94\x95"
+      "ck:\n"
       "\t     643 caf\xe9 (/workdir/prog)\n"
       "\t     6f3 main (/workdir/prog)\n\n";
   std::string three;
   for (int i = 0; i < 3; ++i) three += script;
-  auto c = ImportBytes(three + "prog 10 19893: 1001001 cpu-c\x94\x95ck:\n\t     6f3 main (/workdir/prog)\n\n",
+  auto c = ImportBytes(three +
+                           "prog 10 19893: 1001001 cpu-c\x94\x95"
+                           "ck:\n\t     6f3 main (/workdir/prog)\n\n",
                        "t.perf");
   REQUIRE(c.ok());
   storage::Query q;

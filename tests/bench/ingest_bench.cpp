@@ -517,6 +517,13 @@ int Main(int argc, char** argv) {
   std::printf("disk after Compact (%.1f s): %.2f MiB for %llu stored samples = %.2f bytes/sample\n", compact,
               stats.disk_bytes / 1048576.0, static_cast<unsigned long long>(stats.samples),
               stats.samples ? double(stats.disk_bytes) / stats.samples : 0.0);
+  std::printf("  by part:");
+  for (const storage::StoreStats::PartBytes& p : stats.part_bytes) {
+    std::printf(" %s %.2f MiB;", p.part.c_str(), p.bytes / 1048576.0);
+  }
+  std::printf(" (%llu stacks, %llu frames, %llu attribute sets)\n",
+              static_cast<unsigned long long>(stats.stacks), static_cast<unsigned long long>(stats.frames),
+              static_cast<unsigned long long>(stats.attribute_sets));
   std::printf(
       "peak RSS %.0f MiB (RSS before sending %.0f MiB, of which %.0f MiB are the "
       "pre-generated requests)\n",
