@@ -106,13 +106,19 @@ StoreStats RocksStore::Stats() const {
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file(ec)) st.disk_bytes += it->file_size(ec);
   }
-  // Why one name per family: users read "dictionary", not "default".
-  static constexpr const char* kPartNames[] = {"dictionary", "sample blocks", "log", "symbols", "summaries"};
-  for (size_t i = 0; i < handles_.size() && i < std::size(kPartNames); ++i) {
+  // Named for users ("dictionary", not RocksDB's "default"); a store
+  // opened read-only from before symbols or summaries lacks those parts.
+  const std::pair<const char*, rocksdb::ColumnFamilyHandle*> parts[] = {{"dictionary", meta_cf()},
+                                                                        {"sample blocks", blocks_cf()},
+                                                                        {"log", log_cf()},
+                                                                        {"symbols", symbols_cf()},
+                                                                        {"summaries", summaries_cf()}};
+  for (const auto& [part, family] : parts) {
+    if (family == nullptr) continue;
     uint64_t tables = 0, blobs = 0;
-    db_->GetIntProperty(handles_[i], "rocksdb.total-sst-files-size", &tables);
-    db_->GetIntProperty(handles_[i], "rocksdb.total-blob-file-size", &blobs);
-    st.part_bytes.push_back({kPartNames[i], tables + blobs});
+    db_->GetIntProperty(family, "rocksdb.total-sst-files-size", &tables);
+    db_->GetIntProperty(family, "rocksdb.total-blob-file-size", &blobs);
+    st.part_bytes.push_back({part, tables + blobs});
   }
   st.data_version = data_version_.load();
   st.retention_age_ns = retention_age_ns_.load();

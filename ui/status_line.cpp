@@ -21,6 +21,16 @@ ReceiverAccess AccessOf(const ingest::ReceiverStats& stats) {
 
 namespace {
 
+// A red status-line button: something needs the user (an open receiver,
+// a full disk, data refused). True when clicked.
+bool AlarmButton(const std::string& label) {
+  ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
+  ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
+  const bool clicked = ImGui::SmallButton(label.c_str());
+  ImGui::PopStyleColor(2);
+  return clicked;
+}
+
 // "open to the network, no token" and the one-click ways out of it.
 ReceiverChange DrawAccess(const ingest::ReceiverStats& r) {
   bool warn = false;
@@ -34,10 +44,7 @@ ReceiverChange DrawAccess(const ingest::ReceiverStats& r) {
     }
     return change;
   }
-  ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
-  ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
-  if (ImGui::SmallButton(summary.c_str())) ImGui::OpenPopup("##receiver-access");
-  ImGui::PopStyleColor(2);
+  if (AlarmButton(summary)) ImGui::OpenPopup("##receiver-access");
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("Any host that reaches this port can write into the store; click to choose");
   if (ImGui::BeginPopup("##receiver-access")) {
@@ -142,7 +149,9 @@ void DrawDataQualityDialog(bool* open, const StatusSnapshot* status, SessionStat
   ImGui::End();
 }
 
-static void StatusSeparator() {
+namespace {
+
+void StatusSeparator() {
   ImGui::SameLine();
   ImGui::TextDisabled("|");
   ImGui::SameLine();
@@ -150,7 +159,7 @@ static void StatusSeparator() {
 
 // The red badges: new data refused by the disk guard, and data refused or
 // cut (the Data quality panel).
-static void DrawAlarms(const StatusSnapshot& status, SessionState& session, StatusLineActions& actions) {
+void DrawAlarms(const StatusSnapshot& status, SessionState& session, StatusLineActions& actions) {
   const storage::StoreStats& st = status.stats;
   if (!st.writes_refused.empty()) {
     // New data is refused (the disk guard): red, and where to read why.
@@ -158,10 +167,7 @@ static void DrawAlarms(const StatusSnapshot& status, SessionState& session, Stat
     const bool full = st.writes_refused == "disk nearly full";
     const std::string badge =
         full ? "disk full: " + FormatBytes(st.disk_free_bytes) + " free" : std::string("store cannot write");
-    ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
-    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
-    if (ImGui::SmallButton(badge.c_str())) session.requested_tab = "log";
-    ImGui::PopStyleColor(2);
+    if (AlarmButton(badge)) session.requested_tab = "log";
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip(
           "New data is refused (%s): %s free, kiln keeps %s free (--disk-reserve).\n"
@@ -174,17 +180,15 @@ static void DrawAlarms(const StatusSnapshot& status, SessionState& session, Stat
   const uint64_t lost = DataLossBadgeCount(status);
   if (lost > 0) {
     StatusSeparator();
-    ImGui::PushStyleColor(ImGuiCol_Button, CurrentPalette().alarm_button);
-    ImGui::PushStyleColor(ImGuiCol_ButtonHovered, CurrentPalette().alarm_button_hovered);
-    const std::string badge = FormatCount(lost) + " refused or cut";
-    if (ImGui::SmallButton(badge.c_str())) actions.open_data_quality = true;
-    ImGui::PopStyleColor(2);
+    if (AlarmButton(FormatCount(lost) + " refused or cut")) actions.open_data_quality = true;
     if (ImGui::IsItemHovered()) {
       ImGui::SetTooltip(
           "Requests, profiles or strings were refused or cut; click for the Data quality panel");
     }
   }
 }
+
+}  // namespace
 
 StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* status,
                                  const AnalysisSnapshot* analysis, bool computing,
