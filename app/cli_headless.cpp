@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "app/cli.h"
 #include "app/desktop_settings.h"
@@ -91,11 +92,28 @@ int RunHeadless(const HeadlessOptions& options) {
 
   // A reporter prints a line every 5 s while data arrives, so a user sees
   // an agent is connected without opening the window.
+  // It also copies the Log's warnings and errors to stderr: what needs a
+  // person (retention at its limit, caps reached, refusals, connections
+  // closed, a token sent in clear) is logged once per change, so stderr
+  // carries what matters and not every request or symbol miss.
   std::atomic<bool> stop{false};
+  std::vector<storage::LogEntry> started_log = (*store)->ReadLog(1);
+  uint64_t echoed_log = started_log.empty() ? 0 : started_log.front().sequence;
+  auto echo_log = [&] {
+    std::vector<storage::LogEntry> entries = (*store)->ReadLog(200);  // newest first
+    for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+      if (it->sequence <= echoed_log) continue;
+      echoed_log = it->sequence;
+      if (it->level < storage::LogLevel::kWarning) continue;
+      std::fprintf(stderr, "kiln: %s: %s\n", std::string(storage::LogLevelName(it->level)).c_str(),
+                   it->message.c_str());
+    }
+  };
   std::thread reporter([&] {
     uint64_t last_samples = 0, last_rejected = 0;
     while (!stop.load()) {
       for (int i = 0; i < 50 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      echo_log();
       ingest::ReceiverStats st = (*receiver)->stats();
       if (st.samples_accepted != last_samples || st.profiles_rejected != last_rejected) {
         std::printf("kiln: %llu samples received (+%llu), %zu agent(s) active, %llu profiles rejected\n",
@@ -117,6 +135,7 @@ int RunHeadless(const HeadlessOptions& options) {
   reporter.join();
   (*receiver)->Stop();
   symbols.reset();  // cancels a read or download in progress
+  echo_log();
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "shut down");
   receiver->reset();
   store->reset();  // closes RocksDB

@@ -47,6 +47,7 @@ int RunStats(const StatsOptions& options) {
     std::printf("  %-14s %10.1f MiB\n", "other files",
                 (st.disk_bytes > in_parts ? st.disk_bytes - in_parts : 0) / 1048576.0);
   }
+  if (!st.retention_problem.empty()) std::printf("retention:      PROBLEM: %s\n", st.retention_problem.c_str());
   // Every reason data was refused, cut or deleted, kept across restarts
   // (storage/model/data_loss.h); zero rows too, so scripts can rely on them.
   const storage::DataLossCounts losses = (*store)->DataLossTotals();

@@ -42,6 +42,9 @@ absl::StatusOr<ResolvedReceiver> ResolveReceiverOptions(const ReceiverFlags& fla
                             {&security.tls_key_file, "TLS key"},
                             {&security.tls_client_ca_file, "TLS client CA"}}) {
     if (file->empty()) continue;
+    if (file == &security.tls_key_file) {
+      if (absl::Status secret = ingest::CheckSecretFile(*file, what); !secret.ok()) return secret;
+    }
     if (absl::StatusOr<std::string> pem = ingest::ReadPemFile(*file, what); !pem.ok()) return pem.status();
   }
   if (security.tls_cert_file.empty() != security.tls_key_file.empty() ||

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "ingest/receiver_security.h"
+#include "tests/secret_file.h"
 #include "tests/temp_dir.h"
 
 namespace kiln::app {
@@ -29,7 +30,7 @@ std::function<const char*(const char*)> Env(std::map<std::string, std::string> e
 TEST_CASE("the token: --auth-token-file, else KILN_AUTH_TOKEN, else the window's saved file") {
   TempDir dir;
   const std::string flag_file = dir.path + "/flag-token", saved = dir.path + "/kiln/auth-token";
-  std::ofstream(flag_file) << "from-flag\n";
+  kiln::testing::WriteSecretFile(flag_file, "from-flag\n");
   REQUIRE(ingest::WriteTokenFile(saved, "from-window").ok());
 
   auto both =

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_join.h"
 #include "app/symbol_requests.h"
 #include "ingest/debuginfod/debuginfod_client.h"
@@ -380,6 +381,29 @@ void SymbolService::Log(storage::LogLevel level, const std::string& text) {
   if (options_.echo) options_.echo(text);
 }
 
+void SymbolService::NoteMiss(const std::string& what, const std::string& text) {
+  (void)store_.AppendLog(storage::LogLevel::kInfo, text);
+  ++misses_unechoed_;
+  if (miss_examples_.size() < 3) miss_examples_.push_back(what);
+  EchoMisses(false);
+}
+
+void SymbolService::EchoMisses(bool now) {
+  constexpr auto kEchoInterval = std::chrono::minutes(1);
+  const auto t = std::chrono::steady_clock::now();
+  if (misses_unechoed_ == 0 || !options_.echo) return;
+  if (!now && last_miss_echo_ != std::chrono::steady_clock::time_point{} && t - last_miss_echo_ < kEchoInterval) {
+    return;
+  }
+  options_.echo(absl::StrCat("no symbols found for ", misses_unechoed_, misses_unechoed_ == 1 ? " executable" : " executables",
+                             last_miss_echo_ == std::chrono::steady_clock::time_point{} ? "" : " in the last minute",
+                             " (", absl::StrJoin(miss_examples_, ", "), misses_unechoed_ > miss_examples_.size() ? ", ..." : "",
+                             "); `kiln symbols list` names each"));
+  misses_unechoed_ = 0;
+  miss_examples_.clear();
+  last_miss_echo_ = t;
+}
+
 void SymbolService::Changed() {
   if (on_change_) on_change_();
 }
@@ -427,7 +451,11 @@ void SymbolService::Run() {
     {
       std::unique_lock lock(mutex_);
       wake_.wait_for(lock, kScanInterval, [this] { return stop_ || poked_ || !jobs_.empty(); });
-      if (stop_) return;
+      if (stop_) {
+        lock.unlock();
+        EchoMisses(true);
+        return;
+      }
       poked = std::exchange(poked_, false);
       if (!jobs_.empty()) {
         job = jobs_.front();
@@ -435,6 +463,7 @@ void SymbolService::Run() {
         progress_.busy = true;
       }
     }
+    EchoMisses(false);
     if (job && job->kind == Job::Kind::kAddFile) {
       AddFile(job->argument);
       continue;
@@ -461,11 +490,16 @@ void SymbolService::Run() {
     // yet, whose keys have no status, or "no symbols found": what found
     // nothing last time is tried once more per start, since debug packages
     // may have been installed or debuginfod configured since. A failure
-    // (a broken file) waits for the user's Retry. The dictionary only
-    // grows, so an unchanged count means nothing new (statuses are read
-    // only then).
+    // (a broken file) waits for the user's Retry. An unchanged list means
+    // nothing new (statuses are read only then).
     std::vector<storage::ExecutableInfo> executables = store_.Executables();
-    if (!poked && executables.size() == scanned_executables_) continue;
+    // The list, not its length: the dictionary forgets executables no kept
+    // sample uses, so new ones can bring it back to the same length.
+    size_t fingerprint = executables.size();
+    for (const storage::ExecutableInfo& e : executables) {
+      fingerprint = absl::HashOf(fingerprint, e.file_name, e.htlhash, e.gnu_build_id, e.go_build_id);
+    }
+    if (!poked && fingerprint == scanned_executables_) continue;
     std::set<std::string> have_status;
     for (auto& [key, status] : store_.SymbolStatuses()) {
       if (status.state != State::kNoSymbols) have_status.insert(key);
@@ -508,7 +542,7 @@ void SymbolService::Run() {
       progress_ = SymbolProgress{false, "", "", 0, 0, progress_.done};
       scanned_all_ = !interrupted && jobs_.empty();
     }
-    if (!interrupted) scanned_executables_ = executables.size();
+    if (!interrupted) scanned_executables_ = fingerprint;
     if (!todo.empty()) Changed();
   }
 }
@@ -673,9 +707,12 @@ void SymbolService::Symbolize(const storage::ExecutableInfo& exe, const LocalFil
         absl::StrCat("symbols for ", what, ": could not store the status: ", s.message()));
     return;
   }
-  Log(failure.empty() ? storage::LogLevel::kInfo : storage::LogLevel::kWarning,
-      failure.empty() ? absl::StrCat("no symbols found for ", what, " (", status.source, ")")
-                      : absl::StrCat("symbols for ", what, " failed: ", failure, " (", status.source, ")"));
+  if (failure.empty()) {
+    NoteMiss(what, absl::StrCat("no symbols found for ", what, " (", status.source, ")"));
+  } else {
+    Log(storage::LogLevel::kWarning,
+        absl::StrCat("symbols for ", what, " failed: ", failure, " (", status.source, ")"));
+  }
 }
 
 }  // namespace kiln::app

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -145,6 +146,10 @@ class SymbolService {
   void SetProgress(std::string executable, std::string source, double fraction);
   void Changed();
   void Log(storage::LogLevel level, const std::string& text);
+  // "No symbols found" for `what`: in the Log each, but echoed as one
+  // summary line a minute (a CI fleet's churn made thousands of lines).
+  void NoteMiss(const std::string& what, const std::string& text);
+  void EchoMisses(bool now);
 
   storage::Store& store_;
   const SymbolSourceOptions options_;
@@ -162,7 +167,11 @@ class SymbolService {
   // Service thread only: keys already attempted in this process, so an
   // executable whose outcome could not be stored is not tried in a loop.
   std::set<std::string> attempted_;
-  size_t scanned_executables_ = SIZE_MAX;  // Executables().size() at the last full scan
+  // Misses not echoed yet (service thread only), with a few names.
+  uint64_t misses_unechoed_ = 0;
+  std::vector<std::string> miss_examples_;
+  std::chrono::steady_clock::time_point last_miss_echo_{};
+  size_t scanned_executables_ = SIZE_MAX;  // a hash of Executables() at the last full scan
   bool requests_checked_ = false;          // AnswerRequests ran once (abandoned requests retaken)
   std::thread thread_;
 };

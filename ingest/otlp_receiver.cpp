@@ -37,6 +37,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "google/protobuf/arena.h"
 #include "google/protobuf/stubs/logging.h"
@@ -196,6 +197,9 @@ class Receiver final : public OtlpReceiver {
     (void)store_->AppendLog(level, Truncate(std::move(message)));
   }
   void FlushSummary();
+  // The guard closed a connection: counted, and logged the first time per
+  // reason, then summed up at most once a minute.
+  void NoteConnectionClosed(ConnectionClose reason, const std::string& host);
 
   storage::Store* const store_;
   const ReceiverOptions options_;
@@ -225,6 +229,14 @@ class Receiver final : public OtlpReceiver {
   storage::DataLossCounts unflushed_losses_{};  // not yet in the store's totals
   std::set<std::string> hosts_seen_;     // PeerHost of every sender so far
   std::set<std::string> hosts_refused_;  // hosts whose refusal was logged
+  std::set<std::string> hosts_token_in_clear_;  // hosts that sent the token without TLS
+  // Connections the guard closed since the last summary, by reason, with
+  // the hosts (a few); reasons already logged once.
+  ConnectionCloseCounts closes_window_{};
+  std::set<std::string> closes_window_hosts_;
+  std::array<bool, kConnectionCloseCount> close_reason_logged_{};
+  int64_t last_close_summary_ns_ = 0;
+  std::unique_ptr<ConnectionGuard> guard_;  // started after the server, stopped before it
 
   std::once_flag stop_once_;
 };
@@ -243,6 +255,7 @@ absl::Status Receiver::Start() {
     }
     absl::StatusOr<std::string> cert = ReadPemFile(security.tls_cert_file, "TLS certificate");
     if (!cert.ok()) return cert.status();
+    if (absl::Status secret = CheckSecretFile(security.tls_key_file, "TLS key"); !secret.ok()) return secret;
     absl::StatusOr<std::string> key = ReadPemFile(security.tls_key_file, "TLS key");
     if (!key.ok()) return key.status();
     grpc::SslServerCredentialsOptions ssl;
@@ -272,6 +285,18 @@ absl::Status Receiver::Start() {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // What strangers' connections may hold, gRPC's part (the guard below
+  // does the rest): the HTTP/2 preface within 10 s, 16 requests at once per
+  // connection (the Collector's exporter sends up to 10), a connection
+  // recycled after an hour (agents reconnect by themselves; this bounds
+  // what a trickle can buffer), and a memory quota for what is being read.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 16);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, 3'600'000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 300'000);
+  grpc::ResourceQuota quota("kiln OTLP receiver");
+  quota.Resize(options_.grpc_memory_bytes);
+  builder.SetResourceQuota(quota);
   builder.RegisterService(&service_);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
@@ -289,6 +314,10 @@ absl::Status Receiver::Start() {
   totals_.tls = security.tls();
   totals_.client_certificates = !security.tls_client_ca_file.empty();
 
+  guard_ = ConnectionGuard::Start(port_, options_.connections,
+                                  [this](ConnectionClose reason, const std::string& host) {
+                                    NoteConnectionClosed(reason, host);
+                                  });
   int workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 8u));
   for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   summary_thread_ = std::thread([this] { SummaryLoop(); });
@@ -332,6 +361,7 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
                                            const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::string peer = context->peer();
+  if (guard_) guard_->NoteAnswered(peer);
   // Listed (with its refusals) whether or not it may send: a misconfigured
   // agent shows up as a sender whose requests are refused.
   const bool new_host = NotePeer(peer);
@@ -521,7 +551,28 @@ bool Receiver::Authenticated(grpc::CallbackServerContext* context, const std::st
   std::string_view header;
   if (it != metadata.end()) header = std::string_view(it->second.data(), it->second.size());
   const TokenCheck check = CheckBearerToken(it != metadata.end() ? &header : nullptr, token);
-  if (check == TokenCheck::kOk) return true;
+  if (check == TokenCheck::kOk) {
+    // Accepted, but a token sent in clear text over a network can be read
+    // by anyone on the path: said once per host, on stderr too (the Log's
+    // warnings are echoed), and counted for the status line.
+    if (!options_.security.tls() && !IsLoopbackPeer(peer)) {
+      bool first = false;
+      {
+        std::lock_guard lock(stats_mu_);
+        if (hosts_token_in_clear_.size() < kMaxRememberedHosts) {
+          first = hosts_token_in_clear_.insert(PeerHost(peer)).second;
+          totals_.token_in_clear_hosts = hosts_token_in_clear_.size();
+        }
+      }
+      if (first) {
+        Log(LogLevel::kWarning,
+            Cat("the token from ", PeerHost(peer), " crossed the network in clear text (no TLS): anyone on ",
+                "the path can read it and send as that agent; start kiln with --tls-cert and --tls-key, or ",
+                "reach it through ssh -R"));
+      }
+    }
+    return true;
+  }
   const std::string message = UnauthenticatedMessage(check);
   bool log = false;
   {
@@ -593,6 +644,7 @@ void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int
 ReceiverStats Receiver::stats() const {
   std::lock_guard lock(stats_mu_);
   ReceiverStats out = totals_;
+  if (guard_) out.connections = guard_->stats();
   const int64_t now = storage::UnixNowNs();
   const int64_t second = now / 1'000'000'000;
   for (const auto& [peer, p] : peers_) {
@@ -628,8 +680,59 @@ void Receiver::SummaryLoop() {
   }
 }
 
+void Receiver::NoteConnectionClosed(ConnectionClose reason, const std::string& host) {
+  // An idle connection closed is housekeeping (its agent reconnects when
+  // it next sends): counted by the guard, neither logged nor a loss.
+  if (reason == ConnectionClose::kIdle) return;
+  bool first = false;
+  {
+    std::lock_guard lock(stats_mu_);
+    const size_t loss = static_cast<size_t>(DataLoss::kConnectionClosed);
+    ++totals_.losses[loss];
+    ++unflushed_losses_[loss];
+    ++closes_window_[static_cast<size_t>(reason)];
+    if (closes_window_hosts_.size() < 8) closes_window_hosts_.insert(host);
+    first = !std::exchange(close_reason_logged_[static_cast<size_t>(reason)], true);
+  }
+  if (first) {
+    Log(LogLevel::kWarning,
+        Cat("closed a connection from ", host, ": ", ConnectionCloseDescription(reason),
+            " (further closes are summed up once a minute)"));
+  }
+}
+
 void Receiver::FlushSummary() {
   FlushLosses();
+  {
+    ConnectionCloseCounts closes{};
+    std::set<std::string> hosts;
+    const int64_t now = storage::UnixNowNs();
+    {
+      std::lock_guard lock(stats_mu_);
+      if (now - last_close_summary_ns_ >= 60'000'000'000) {
+        std::swap(closes, closes_window_);
+        std::swap(hosts, closes_window_hosts_);
+      }
+    }
+    std::string parts;
+    uint64_t total = 0;
+    for (size_t i = 0; i < kConnectionCloseCount; ++i) {
+      if (closes[i] == 0) continue;
+      total += closes[i];
+      parts += Cat(parts.empty() ? "" : ", ", closes[i], " ",
+                   ConnectionCloseDescription(static_cast<ConnectionClose>(i)));
+    }
+    if (total > 0) {
+      {
+        std::lock_guard lock(stats_mu_);
+        last_close_summary_ns_ = now;
+      }
+      std::string from;
+      for (const std::string& h : hosts) from += Cat(from.empty() ? "" : ", ", h);
+      Log(LogLevel::kWarning, Cat("closed ", total, " connection", total == 1 ? "" : "s", " (", parts,
+                                  ") from ", from, hosts.size() >= 8 ? " and others" : ""));
+    }
+  }
   SummaryWindow w;
   {
     std::lock_guard lock(stats_mu_);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ingest/connection_guard.h"
 #include "ingest/receiver_security.h"
 #include "storage/store.h"
 
@@ -32,6 +33,13 @@ struct ReceiverOptions {
   // (ingest/sender_rate_limit.h); past it, UNAVAILABLE (agents retry).
   // 0 = no limit (the default: one busy agent is not a hostile one).
   uint64_t max_sender_bytes_per_second = 0;
+  // What TCP connections may hold (ingest/connection_guard.h): caps in all
+  // and per host, idle and stalled connections, requests being received.
+  ConnectionLimits connections;
+  // gRPC's own memory for the receiver (its resource quota: buffers of
+  // connections and requests being read); under pressure it slows
+  // senders' flow-control windows.
+  size_t grpc_memory_bytes = size_t{256} << 20;
 };
 
 // The host part of a gRPC peer string ("ipv4:10.0.0.5:53412" ->
@@ -64,7 +72,12 @@ struct ReceiverStats {
   bool token_required = false;
   bool tls = false;
   bool client_certificates = false;  // mutual TLS
+  // Hosts (not this machine) that sent the token without TLS, so anyone on
+  // the network path could read it.
+  uint64_t token_in_clear_hosts = 0;
   std::vector<PeerStats> peers;     // seen in the last 60 s, most recent first
+  // Connections as the guard last saw them, and what it closed, by reason.
+  ConnectionGuardStats connections;
 };
 
 class OtlpReceiver {

@@ -19,6 +19,7 @@
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "storage/model/flame_tree.h"
 #include "storage/model/folded.h"
+#include "tests/secret_file.h"
 #include "tests/temp_dir.h"
 
 namespace kiln::ingest {
@@ -468,9 +469,10 @@ TEST_CASE("token: the right one is accepted (scheme in any case), and refusals a
 }
 
 TEST_CASE("TLS: a client trusting kiln's CA is served; plain text and other CAs are not") {
+  TempDir keys;
   ReceiverOptions options;
   options.security.tls_cert_file = TlsFile("server.pem");
-  options.security.tls_key_file = TlsFile("server.key");
+  options.security.tls_key_file = kiln::testing::SecretCopy(TlsFile("server.key"), keys.path);
   collector::ExportProfilesServiceResponse response;
   {
     Server server(options, TlsClient("ca.pem"));
@@ -493,9 +495,10 @@ TEST_CASE("TLS: a client trusting kiln's CA is served; plain text and other CAs 
 }
 
 TEST_CASE("mutual TLS: only clients with a certificate from the client CA are served") {
+  TempDir keys;
   ReceiverOptions options;
   options.security.tls_cert_file = TlsFile("server.pem");
-  options.security.tls_key_file = TlsFile("server.key");
+  options.security.tls_key_file = kiln::testing::SecretCopy(TlsFile("server.key"), keys.path);
   options.security.tls_client_ca_file = TlsFile("ca.pem");
   collector::ExportProfilesServiceResponse response;
   {
@@ -523,11 +526,15 @@ TEST_CASE("TLS files that are missing, not PEM or half given are clear start err
   auto missing = OtlpReceiver::Start(store->get(), options);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().message() == Cat("TLS key file ", dir.path, "/missing.key does not exist"));
-  options.security.tls_key_file = TlsFile("README.md");
+  options.security.tls_key_file = kiln::testing::SecretCopy(TlsFile("README.md"), dir.path);
   auto not_pem = OtlpReceiver::Start(store->get(), options);
   REQUIRE_FALSE(not_pem.ok());
   CHECK(not_pem.status().message() ==
-        Cat("TLS key file ", TlsFile("README.md"), " is not PEM (no '-----BEGIN' line)"));
+        Cat("TLS key file ", dir.path, "/README.md is not PEM (no '-----BEGIN' line)"));
+  options.security.tls_key_file = TlsFile("server.key");  // as git leaves it: 0644
+  auto readable = OtlpReceiver::Start(store->get(), options);
+  REQUIRE_FALSE(readable.ok());
+  CHECK(readable.status().code() == absl::StatusCode::kPermissionDenied);
 }
 
 }  // namespace kiln::ingest

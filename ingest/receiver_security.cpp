@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,28 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path, std::string_v
 
 }  // namespace
 
+absl::Status CheckSecretFile(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return absl::OkStatus();  // reading it says what is wrong
+  if (S_ISLNK(st.st_mode)) {
+    return absl::PermissionDeniedError(
+        Cat(what, " file ", path, " is a symbolic link; name the file itself (whoever can change the link ",
+            "chooses what kiln trusts)"));
+  }
+  if (!S_ISREG(st.st_mode)) return absl::OkStatus();
+  if (st.st_uid != geteuid() && st.st_uid != 0) {
+    return absl::PermissionDeniedError(
+        Cat(what, " file ", path, " belongs to another user (uid ", st.st_uid, "); it must be yours"));
+  }
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return absl::PermissionDeniedError(Cat(what, " file ", path, " can be read or changed by others (mode ", mode,
+                                           "); make it yours alone: chmod 600 ", path));
+  }
+  return absl::OkStatus();
+}
+
 TokenCheck CheckBearerToken(const std::string_view* header, std::string_view token) {
   if (header == nullptr) return TokenCheck::kMissing;
   std::string_view value = *header;
@@ -98,6 +121,7 @@ absl::StatusOr<std::string> ParseToken(std::string_view text, std::string_view s
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  if (absl::Status secret = CheckSecretFile(path, "token"); !secret.ok()) return secret;
   absl::StatusOr<std::string> bytes = ReadSmallFile(path, "token", kMaxTokenBytes);
   if (!bytes.ok()) return bytes.status();
   return ParseToken(*bytes, Cat("token file ", path));

@@ -48,9 +48,15 @@ std::string UnauthenticatedMessage(TokenCheck check);
 // file PATH", "KILN_AUTH_TOKEN").
 [[nodiscard]] absl::StatusOr<std::string> ParseToken(std::string_view text, std::string_view source);
 
-// Reads a token file: surrounding white space is dropped; an empty file, one
-// over 4 KiB or a token with characters a header cannot carry is an error
-// naming the file.
+// A file holding a secret (a token, a TLS key) is refused, as ssh refuses
+// a private key, when it is a symbolic link, belongs to another user, or
+// others may read or change it; the error says how to mend it. OK for a
+// missing file (reading it then says so).
+[[nodiscard]] absl::Status CheckSecretFile(const std::string& path, std::string_view what);
+
+// Reads a token file (CheckSecretFile first): surrounding white space is
+// dropped; an empty file, one over 4 KiB or a token with characters a
+// header cannot carry is an error naming the file.
 [[nodiscard]] absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
 // A new token: 32 bytes from the system's random source, as 64 hex digits.

@@ -2,12 +2,14 @@
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "ingest/otlp_receiver.h"
+#include "tests/secret_file.h"
 #include "tests/temp_dir.h"
 
 namespace kiln::ingest {
@@ -56,15 +58,41 @@ TEST_CASE("token files: written 0600, read back trimmed; bad ones named") {
   CHECK(*read == *token);
 
   const std::string empty = dir.path + "/empty";
-  std::ofstream(empty) << "  \n";
+  kiln::testing::WriteSecretFile(empty, "  \n");
   CHECK(ReadTokenFile(empty).status().message() == "token file " + empty + " is empty");
   const std::string spaced = dir.path + "/spaced";
-  std::ofstream(spaced) << "two words\n";
+  kiln::testing::WriteSecretFile(spaced, "two words\n");
   CHECK(ReadTokenFile(spaced).status().message() ==
         "token file " + spaced + " holds a character a header cannot carry (use printable ASCII)");
   CHECK(ReadTokenFile(dir.path + "/none").status().message() ==
         "token file " + dir.path + "/none does not exist");
   CHECK(ReadTokenFile(dir.path).status().message() == "token file " + dir.path + " is not a regular file");
+}
+
+TEST_CASE("secrets others could read, or reached through a link, are refused as ssh refuses a key") {
+  TempDir dir;
+  const std::string open = dir.path + "/open-token";
+  std::ofstream(open) << "s3cret\n";
+  ::chmod(open.c_str(), 0644);
+  CHECK(ReadTokenFile(open).status().message() ==
+        "token file " + open + " can be read or changed by others (mode 0644); make it yours alone: chmod 600 " +
+            open);
+  ::chmod(open.c_str(), 0620);  // group-writable is as bad: someone else picks the token
+  CHECK(ReadTokenFile(open).status().code() == absl::StatusCode::kPermissionDenied);
+  ::chmod(open.c_str(), 0600);
+  CHECK(ReadTokenFile(open).ok());
+  const std::string link = dir.path + "/linked-token";
+  REQUIRE(::symlink(open.c_str(), link.c_str()) == 0);
+  CHECK(ReadTokenFile(link).status().message() ==
+        "token file " + link + " is a symbolic link; name the file itself (whoever can change the link chooses "
+        "what kiln trusts)");
+  const std::string key = dir.path + "/server.key";
+  std::ofstream(key) << "-----BEGIN PRIVATE KEY-----\n";
+  ::chmod(key.c_str(), 0640);
+  CHECK(CheckSecretFile(key, "TLS key").message() ==
+        "TLS key file " + key + " can be read or changed by others (mode 0640); make it yours alone: chmod 600 " +
+            key);
+  CHECK(CheckSecretFile(dir.path + "/missing", "TLS key").ok());  // reading it names what is wrong
 }
 
 TEST_CASE("PeerHost and IsLoopbackPeer read gRPC peer strings") {

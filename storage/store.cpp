@@ -101,11 +101,7 @@ StoreStats RocksStore::Stats() const {
     st.strings = dict_.dict.strings.size() - 1;
     st.attribute_sets = dict_.dict.AttributeSetCount() - 1;
   }
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir_, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file(ec)) st.disk_bytes += it->file_size(ec);
-  }
+  st.disk_bytes = MeasureDirectory().directory;
   // Named for users ("dictionary", not RocksDB's "default"); a store
   // opened read-only from before symbols or summaries lacks those parts.
   const std::pair<const char*, rocksdb::ColumnFamilyHandle*> parts[] = {{"dictionary", meta_cf()},
@@ -124,6 +120,11 @@ StoreStats RocksStore::Stats() const {
   st.retention_age_ns = retention_age_ns_.load();
   st.retention_size_bytes = retention_size_bytes_.load();
   st.samples_deleted_by_retention = retention_deleted_.load();
+  st.dictionary_entries_forgotten = forgotten_entries_.load();
+  {
+    std::lock_guard lock(retention_problem_mutex_);
+    st.retention_problem = retention_problem_;
+  }
   {
     std::lock_guard lock(summary_mutex_);
     st.summarized_hours = summaries_.size();

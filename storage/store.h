@@ -69,6 +69,13 @@ struct StoreStats {
   int64_t retention_age_ns = 0;
   uint64_t retention_size_bytes = 0;
   uint64_t samples_deleted_by_retention = 0;
+  // Dictionary entries forgotten since open (ForgetUnused).
+  uint64_t dictionary_entries_forgotten = 0;
+  // Why retention cannot keep the store within its size limit, with what
+  // to do ("" = it can): the parts it does not delete (the dictionary,
+  // symbols) leave the samples less than a quarter of the limit. The
+  // newest samples are then kept, over the limit, rather than none.
+  std::string retention_problem;
   // Hours with a summary (all sample types), and how many hours queries
   // read from a summary instead of their samples since open.
   uint64_t summarized_hours = 0;
@@ -153,8 +160,10 @@ struct StoreOptions {
   // with retention yet: storage/README.md).
   size_t max_attribute_sets = 2'000'000;
   // Retention (0 = keep forever): samples older than the age, and the
-  // oldest samples while the store's files exceed the size, are deleted a
-  // whole 10 s bucket at a time, at open and then every minute
+  // oldest samples while the store's directory (every file: tables, the
+  // write-ahead log, RocksDB's own) exceeds the size, are deleted a whole
+  // 10 s bucket at a time, at open, every minute, and whenever a twentieth
+  // of the size limit was written since the last pass
   // (Store::ApplyRetention). See "Retention" in storage/README.md.
   std::chrono::nanoseconds retention_age{0};
   uint64_t retention_size_bytes = 0;
@@ -178,6 +187,16 @@ struct RetentionReport {
   // What went was counted twice, the second time under the write lock,
   // because a write into a bucket before the cut came during the first.
   bool recounted = false;
+};
+
+// What one pass of Store::ForgetUnused did: dictionary entries (strings,
+// executables, frames, stacks, attribute sets, links) before and after.
+struct ForgetReport {
+  uint64_t entries_before = 0;
+  uint64_t entries_after = 0;
+  uint64_t stacks_before = 0, stacks_after = 0;
+  uint64_t attribute_sets_before = 0, attribute_sets_after = 0;
+  bool ran = false;  // false: nothing to forget, nothing written
 };
 
 // True for Store::Open's error when another process has the store open for
@@ -268,6 +287,15 @@ class Store {
   // read-write store applies them within seconds, then every minute.
   virtual void SetRetention(std::chrono::nanoseconds age, uint64_t size_bytes) = 0;
 
+  // Forgets the dictionary entries no kept sample uses any more (retention
+  // deleted the last samples that did): they go from disk and memory, and
+  // the remaining ids are renumbered densely, so the dictionary and kiln's
+  // memory follow the data kept, not the data ever seen. Sample blocks are
+  // not rewritten (storage/README.md, "Forgetting"). Writes wait only while
+  // the new dictionary is written; queries that straddle it run again.
+  // The store runs it by itself after retention deleted samples once the
+  // dictionary grew by half since the last pass.
+  [[nodiscard]] virtual absl::StatusOr<ForgetReport> ForgetUnused() = 0;
   // Builds the summary of every hour that is over (ended two minutes before
   // the newest sample) and has samples but no summary yet; returns how many
   // it built. The store does this by itself every few seconds; tests and

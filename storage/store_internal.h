@@ -19,6 +19,8 @@
 //
 //   default  "meta:schema"                 -> u32 schema version
 //            "meta:stats"                  -> varint counters (see EncodeStats)
+//            "meta:losses"                 -> data-loss totals (see kLossKey)
+//            "meta:retention_problem"      -> text (see kRetentionProblemKey)
 //            's' u32 id                    -> string bytes
 //            'e' u32 id                    -> executable (varints)
 //            'f' u32 id                    -> frame (varints, u8 type, u8 inlined)
@@ -48,6 +50,7 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <limits>
@@ -80,6 +83,9 @@ constexpr char kStatsKey[] = "meta:stats";
 // Data-loss totals: varint count, then a varint per reason in enum order (a
 // newer kiln's extra reasons are kept by an older one as they are).
 constexpr char kLossKey[] = "meta:losses";
+// Why retention cannot hold the size limit (StoreStats::retention_problem);
+// absent when it can.
+constexpr char kRetentionProblemKey[] = "meta:retention_problem";
 constexpr char kTagString = 's', kTagExecutable = 'e', kTagFrame = 'f', kTagStack = 'k',
                kTagAttributeSet = 'a', kTagLink = 'l', kTagSampleType = 'y';
 // Block keys: u32 sample type, u64 bucket, u64 sequence.
@@ -249,29 +255,175 @@ struct FrameHash {
   }
 };
 
+// RocksDB's max_total_wal_size for a store with this size limit (0 =
+// none): past it RocksDB flushes the families holding the oldest WAL
+// file. 64 MiB, or an eighth of a smaller store's limit, so the WAL (twice
+// the settled size of what it holds) never carries a small store past it.
+inline uint64_t MaxTotalWalSize(uint64_t retention_size_bytes) {
+  constexpr uint64_t kDefault = uint64_t{64} << 20, kSmallest = uint64_t{1} << 20;
+  if (retention_size_bytes == 0) return kDefault;
+  return std::clamp(retention_size_bytes / 8, kSmallest, kDefault);
+}
+
+// ============================================================================
+// [SECTION] Forgetting: ids of blocks written before a dictionary compaction
+// ============================================================================
+//
+// A compaction (RocksStore::ForgetUnused, store_forget.cpp) renumbers the
+// dictionary to the entries kept samples use, without rewriting a single
+// sample block: blocks are written once and only ever deleted, and a day of
+// them is gigabytes. Instead each compaction leaves a remap for the blocks
+// written before it, found by the block's sequence number (the last 8
+// bytes of its key, which only grows):
+//
+//   seq:   0 ......... B1 ......... B2 ............ next_block_seq
+//          | remap[0]   | remap[1]   | current ids
+//          (ids as of compaction 1,  (ids as of compaction 2)
+//           mapped to current ids)
+//
+// Each remap maps straight to the current ids (a compaction composes the
+// older ones with its own), so a reader translates a block with one array
+// lookup per id. A remap goes once retention has deleted every block
+// before its boundary. Forgotten ids map to 0 (the empty stack, set, link):
+// no kept block holds one.
+//
+// Stored in the default family as "meta:remap:" u64 before_seq -> varint
+// counts of stacks, sets, links, then each array as varints.
+constexpr char kRemapKeyPrefix[] = "meta:remap:";
+
+struct IdRemap {
+  uint64_t before_seq = 0;  // applies to blocks with seq < before_seq (and >= the previous one's)
+  std::vector<uint32_t> stacks, attribute_sets, links;  // old id -> current id
+
+  void Translate(BlockSample* s) const {
+    s->stack = s->stack < stacks.size() ? stacks[s->stack] : 0;
+    s->attribute_set = s->attribute_set < attribute_sets.size() ? attribute_sets[s->attribute_set] : 0;
+    s->link = s->link < links.size() ? links[s->link] : 0;
+  }
+  std::string Encode() const {
+    std::string v;
+    for (const auto* ids : {&stacks, &attribute_sets, &links}) PutVarint(&v, ids->size());
+    for (const auto* ids : {&stacks, &attribute_sets, &links}) {
+      for (uint32_t id : *ids) PutVarint(&v, id);
+    }
+    return v;
+  }
+  bool Decode(std::string_view bytes) {
+    VarintReader r{bytes.data(), bytes.data() + bytes.size()};
+    uint64_t n[3];
+    for (uint64_t& k : n) k = r.Next();
+    if (!r.ok || n[0] + n[1] + n[2] > bytes.size()) return false;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<uint32_t>& ids = i == 0 ? stacks : i == 1 ? attribute_sets : links;
+      ids.resize(n[i]);
+      for (uint32_t& id : ids) id = static_cast<uint32_t>(r.Next());
+    }
+    return r.ok;
+  }
+};
+
+// Every remap in force, ascending by boundary; immutable once published
+// (queries hold it for their whole scan).
+struct IdRemaps {
+  std::vector<IdRemap> generations;
+  // The remap for a block of sequence `seq`, or null: its ids are current.
+  const IdRemap* For(uint64_t seq) const {
+    auto it = std::upper_bound(generations.begin(), generations.end(), seq,
+                               [](uint64_t v, const IdRemap& r) { return v < r.before_seq; });
+    return it == generations.end() ? nullptr : &*it;
+  }
+  // Translates a decoded block's ids to the current ones.
+  void Translate(uint64_t seq, std::vector<BlockSample>* samples) const {
+    if (const IdRemap* r = For(seq)) {
+      for (BlockSample& s : *samples) r->Translate(&s);
+    }
+  }
+};
+
+// The sequence number of a block key.
+inline uint64_t KeySeq(const char* key) { return GetBigEndian64(key + 12); }
+
 // ============================================================================
 // [SECTION] In-memory dictionary
 // ============================================================================
 
+// Frame ids, hashed and compared by the frame they name: the index holds 4
+// bytes an entry instead of a second copy of the 40-byte frame (frames are
+// most of a churning fleet's dictionary: 2.5 M of them took 275 MB with
+// the copy). Finds by Frame or by id.
+struct FrameIdHash {
+  using is_transparent = void;
+  const std::vector<Frame>* frames;
+  size_t operator()(uint32_t id) const { return FrameHash{}((*frames)[id]); }
+  size_t operator()(const Frame& f) const { return FrameHash{}(f); }
+};
+struct FrameIdEq {
+  using is_transparent = void;
+  const std::vector<Frame>* frames;
+  bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+  bool operator()(uint32_t a, const Frame& b) const { return (*frames)[a] == b; }
+  bool operator()(const Frame& a, uint32_t b) const { return a == (*frames)[b]; }
+};
+using FrameIdSet = absl::flat_hash_set<uint32_t, FrameIdHash, FrameIdEq>;
+
 // The store-global dictionary plus the hash indexes that deduplicate new
-// entries. Guarded by RocksStore::dict_mutex_.
+// entries. Guarded by RocksStore::dict_mutex_. Not copied or moved: the
+// frame index points at its own `dict.frames` (ReplaceWith swaps contents).
 struct GlobalDictionary {
   ProfileDictionary dict;
   // Flat tables: interning is the hot part of Write(), and node-based maps
   // cost a cache miss per lookup.
   absl::flat_hash_map<std::string, uint32_t> string_ids;
   absl::flat_hash_map<Executable, uint32_t, ExecutableHash> executable_ids;
-  absl::flat_hash_map<Frame, uint32_t, FrameHash> frame_ids;
+  FrameIdSet frame_ids{0, FrameIdHash{&dict.frames}, FrameIdEq{&dict.frames}};
   absl::flat_hash_map<std::string, uint32_t> stack_ids;          // key: EncodeIds bytes
   absl::flat_hash_map<std::string, uint32_t> attribute_set_ids;  // key: EncodeAttributes bytes
   absl::flat_hash_map<std::string, uint32_t> link_ids;           // key: EncodeLink bytes
   // Distinct values per attribute key (string ids), for the caps.
   absl::flat_hash_map<uint32_t, absl::flat_hash_set<uint32_t>> values_by_key;
 
+  GlobalDictionary(const GlobalDictionary&) = delete;
+  GlobalDictionary& operator=(const GlobalDictionary&) = delete;
+  // Takes `other`'s entries and indexes (a forgetting pass's new
+  // dictionary); the frame index is built again over the frames' new home.
+  void ReplaceWith(GlobalDictionary&& other) {
+    dict = std::move(other.dict);
+    string_ids = std::move(other.string_ids);
+    executable_ids = std::move(other.executable_ids);
+    stack_ids = std::move(other.stack_ids);
+    attribute_set_ids = std::move(other.attribute_set_ids);
+    link_ids = std::move(other.link_ids);
+    values_by_key = std::move(other.values_by_key);
+    frame_ids = FrameIdSet(dict.frames.size(), FrameIdHash{&dict.frames}, FrameIdEq{&dict.frames});
+    for (uint32_t id = 0; id < dict.frames.size(); ++id) frame_ids.insert(id);
+  }
+  // The indexes only Write() uses (not string_ids: attribute listings read
+  // it): a forgetting pass frees them while it builds the new dictionary,
+  // and builds them again from the tables if it fails.
+  void DropWriteIndexes() {
+    executable_ids = {};
+    frame_ids = FrameIdSet(0, FrameIdHash{&dict.frames}, FrameIdEq{&dict.frames});
+    stack_ids = {};
+    attribute_set_ids = {};
+    link_ids = {};
+  }
+  void RebuildWriteIndexes() {
+    for (uint32_t i = 0; i < dict.executables.size(); ++i) executable_ids.emplace(dict.executables[i], i);
+    for (uint32_t i = 0; i < dict.frames.size(); ++i) frame_ids.insert(i);
+    for (uint32_t i = 0; i < dict.StackCount(); ++i) {
+      const auto s = dict.Stack(i);
+      stack_ids.emplace(EncodeIds(s.begin(), s.end()), i);
+    }
+    for (uint32_t i = 0; i < dict.AttributeSetCount(); ++i) {
+      const auto a = dict.AttributeSet(i);
+      attribute_set_ids.emplace(EncodeAttributes(a.begin(), a.end()), i);
+    }
+    for (uint32_t i = 0; i < dict.links.size(); ++i) link_ids.emplace(EncodeLink(dict.links[i]), i);
+  }
   GlobalDictionary() {
     string_ids.emplace("", 0);
     executable_ids.emplace(Executable{}, 0);
-    frame_ids.emplace(Frame{}, 0);
+    frame_ids.insert(0);  // dict.frames[0] is the empty frame
     stack_ids.emplace(EncodeIds(nullptr, nullptr), 0);
     attribute_set_ids.emplace(EncodeAttributes(nullptr, nullptr), 0);
     link_ids.emplace(EncodeLink(Link{}), 0);
@@ -371,6 +523,7 @@ class RocksStore final : public Store {
   absl::Status Compact() override;
   absl::StatusOr<RetentionReport> ApplyRetention(int64_t now_ns) override;
   absl::StatusOr<uint64_t> Summarize() override;
+  absl::StatusOr<ForgetReport> ForgetUnused() override;
   void SetRetention(std::chrono::nanoseconds age, uint64_t size_bytes) override;
   absl::Status AddDataLoss(const DataLossCounts& counts) override;
   DataLossCounts DataLossTotals() const override {
@@ -397,6 +550,10 @@ class RocksStore final : public Store {
   absl::Status UpgradeFromSchema1();
   absl::Status LoadSymbolStatuses();
   absl::Status LoadSummaryIndex();
+  absl::Status LoadRemaps();
+  // Run() with the dictionary of `epoch` (dict_epoch_ before the scan);
+  // Aborted when a forgetting pass renumbered it meanwhile.
+  absl::StatusOr<std::shared_ptr<const ProfileSlice>> RunOnce(const Query& query, uint64_t epoch) const;
   // Summarizes one hour of one sample type from a snapshot; stored unless
   // a write or retention touched the hour meanwhile.
   absl::Status BuildSummary(uint32_t sample_type, int64_t hour);
@@ -411,14 +568,15 @@ class RocksStore final : public Store {
   // Before a write of about `bytes`: the disk guard's answer, logged when
   // it changes.
   absl::Status AdmitWrite(uint64_t bytes);
-  // After every successful write: what the settling thread decides from.
-  void NoteWrite();
+  // After every successful write (of `bytes` into the WAL): what the
+  // settling thread decides from.
+  void NoteWrite(uint64_t bytes = 0);
   absl::Status WriteAndNote(rocksdb::WriteBatch* batch, std::string_view what) {
     if (absl::Status admitted = AdmitWrite(batch->GetDataSize()); !admitted.ok()) return admitted;
     rocksdb::Status written = db_->Write(rocksdb::WriteOptions(), batch);
     if (!written.ok() && disk_) disk_->NoteWriteError(written.ToString());
     absl::Status s = FromRocks(written, what);
-    if (s.ok()) NoteWrite();
+    if (s.ok()) NoteWrite(batch->GetDataSize());
     return s;
   }
   void SettleLoop();
@@ -471,8 +629,33 @@ class RocksStore final : public Store {
   // Retention limits: StoreOptions' at open, then SetRetention's.
   std::atomic<int64_t> retention_age_ns_{options_.retention_age.count()};
   std::atomic<uint64_t> retention_size_bytes_{options_.retention_size_bytes};
+  // Set to run a pass at the settling thread's next look: limits changed,
+  // or a twentieth of the size limit was written since the last pass.
   std::atomic<bool> retention_changed_{false};
+  std::atomic<uint64_t> bytes_since_retention_{0};
   std::mutex retention_mutex_;  // one retention pass at a time
+  // Why retention cannot hold the size limit ("" = it can), said once per
+  // change in the log; guarded by retention_mutex_ for writing.
+  mutable std::mutex retention_problem_mutex_;
+  std::string retention_problem_;
+  // Where the size-limited bytes are (RetentionSizes).
+  struct StoreSizes {
+    uint64_t directory = 0;     // every file: tables, blobs, WAL, RocksDB's own
+    uint64_t wal = 0;           // the write-ahead log files
+    uint64_t block_tables = 0;  // the blocks family's table files, deleted buckets included
+  };
+  StoreSizes MeasureDirectory() const;
+  // The blocks' bytes at and after bucket `cut` for `types` (RocksDB's
+  // approximate sizes of the table files: deleted buckets not counted).
+  uint64_t KeptBlockBytes(const std::vector<uint32_t>& types, int64_t cut) const;
+  void SetRetentionProblem(std::string problem);
+  // Keeps the newest kMaxLogEntries of the Log (retention's pass calls it).
+  static constexpr uint64_t kMaxLogEntries = 50'000;
+  void TrimLog();
+  uint64_t trimmed_log_before_ = 0;  // guarded by retention_mutex_
+  // The first bucket a size pass keeps (min() = none deleted), with the
+  // store's sizes as measured now (store_retention.cpp explains).
+  absl::StatusOr<int64_t> SizeCut(uint64_t limit, int64_t first_bucket, int64_t last_bucket);
   // What a retention pass counts from its snapshot, without the write lock.
   struct DeletableCount {
     std::vector<uint64_t> samples_by_type;  // in buckets before the cut
@@ -499,9 +682,38 @@ class RocksStore final : public Store {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 
   std::mutex write_mutex_;                // serializes Write()
-  mutable std::shared_mutex dict_mutex_;  // guards dict_ and counters_
+  mutable std::shared_mutex dict_mutex_;  // guards dict_, counters_ and remaps_
   GlobalDictionary dict_;
   Counters counters_;
+  // Forgetting (store_forget.cpp): the remaps of blocks written before the
+  // last compaction, and a count of compactions so a query that read ids
+  // of one dictionary does not name them from the next.
+  std::shared_ptr<const IdRemaps> remaps_ = std::make_shared<IdRemaps>();
+  std::atomic<uint64_t> dict_epoch_{0};
+  // Ids that writes used while a pass counted from its snapshot, guarded
+  // by write_mutex_: they are kept.
+  struct ForgetWatch {
+    bool active = false;
+    std::vector<uint8_t> stacks, attribute_sets, links;  // sized as the dictionary at the snapshot
+    void Note(const BlockSample& s) {
+      if (s.stack < stacks.size()) stacks[s.stack] = 1;
+      if (s.attribute_set < attribute_sets.size()) attribute_sets[s.attribute_set] = 1;
+      if (s.link < links.size()) links[s.link] = 1;
+    }
+  } forget_watch_;
+  // Dictionary entries after the last pass (or at open): the next pass is
+  // due once retention deleted samples and the dictionary grew by half.
+  std::atomic<uint64_t> entries_after_forget_{0};
+  std::atomic<bool> forget_due_{false};
+  // Retention cut samples to make room for the dictionary: forget at the
+  // next look, whatever its growth.
+  std::atomic<bool> forget_urgent_{false};
+  std::atomic<uint64_t> forgotten_entries_{0};  // since open
+  uint64_t DictionaryEntries() const {  // caller holds dict_mutex_
+    const ProfileDictionary& d = dict_.dict;
+    return d.strings.size() + d.executables.size() + d.frames.size() + d.StackCount() +
+           d.AttributeSetCount() + d.links.size();
+  }
   std::atomic<uint64_t> next_log_seq_{1};
   std::mutex log_mutex_;
 

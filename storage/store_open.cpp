@@ -78,7 +78,7 @@ absl::Status RocksStore::OpenDb() {
   // Column families that rarely write (the log, symbols) would otherwise
   // keep every WAL file since their last flush alive; past this total,
   // RocksDB flushes them so old WAL files can go.
-  db_options.max_total_wal_size = 64 << 20;
+  db_options.max_total_wal_size = MaxTotalWalSize(options_.retention_size_bytes);
 
   rocksdb::ColumnFamilyOptions meta_options;
   meta_options.compression = rocksdb::kLZ4Compression;
@@ -201,7 +201,10 @@ absl::Status RocksStore::OpenDb() {
   if (auto st = LoadMeta(); !st.ok()) return st;
   if (auto st = LoadSymbolStatuses(); !st.ok()) return st;
   if (auto st = LoadSummaryIndex(); !st.ok()) return st;
-  return LoadDictionary();
+  if (auto st = LoadRemaps(); !st.ok()) return st;
+  if (auto st = LoadDictionary(); !st.ok()) return st;
+  entries_after_forget_ = DictionaryEntries();
+  return absl::OkStatus();
 }
 
 absl::Status RocksStore::UpgradeFromSchema1() {
@@ -279,6 +282,8 @@ absl::Status RocksStore::LoadMeta() {
       for (uint64_t i = 0; i < n; ++i) losses_[i] = r.Next();
     }
   }
+  // As the last pass left it, so `kiln stats` (read-only) shows it too.
+  if (db_->Get(rocksdb::ReadOptions(), meta_cf(), kRetentionProblemKey, &v).ok()) retention_problem_ = v;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), log_cf()));
   it->SeekToLast();
   if (it->Valid() && it->key().size() == 8) next_log_seq_ = GetBigEndian64(it->key().data()) + 1;
@@ -348,7 +353,7 @@ absl::Status RocksStore::LoadDictionary() {
         f.inlined = r.Byte() != 0;
         if (!r.ok) return Corrupt("frame", id);
         d.frames.push_back(f);
-        g.frame_ids.emplace(f, id);
+        g.frame_ids.insert(id);
         break;
       }
       case kTagStack: {
@@ -434,8 +439,16 @@ absl::Status RocksStore::LoadDictionary() {
   return absl::OkStatus();
 }
 
-void RocksStore::NoteWrite() {
+void RocksStore::NoteWrite(uint64_t bytes) {
   data_version_.fetch_add(1);
+  // A size limit is held between the minute's passes too: once a
+  // twentieth of it was written since the last pass, the settling thread
+  // runs one at its next look (seconds), so a burst cannot outgrow it.
+  const uint64_t limit = retention_size_bytes_.load();
+  if (bytes > 0 && limit > 0 && bytes_since_retention_.fetch_add(bytes) + bytes > limit / 20 &&
+      !retention_changed_.exchange(true)) {
+    settle_cv_.notify_all();
+  }
   const int64_t now = UnixNowNs();
   last_write_ns_.store(now);
   int64_t none = 0;
@@ -472,8 +485,12 @@ void RocksStore::SettleLoop() {
   // `period`) when its limits change (SetRetention).
   int64_t next_retention_ns = 0;
   std::unique_lock lock(settle_mu_);
-  while (!settle_cv_.wait_for(lock, next_retention_ns == 0 ? std::chrono::milliseconds(0) : period,
-                              [this] { return settle_stop_; })) {
+  // Woken early by SetRetention and by writes past a twentieth of the size
+  // limit (NoteWrite): a fast writer must not outrun the limit by a period.
+  for (;;) {
+    settle_cv_.wait_for(lock, next_retention_ns == 0 ? std::chrono::milliseconds(0) : period,
+                        [this] { return settle_stop_ || retention_changed_.load(); });
+    if (settle_stop_) break;
     if (retention_changed_.exchange(false)) next_retention_ns = 0;
     const bool retention = (retention_age_ns_.load() > 0 || retention_size_bytes_.load() > 0) &&
                            options_.retention_interval.count() > 0;
@@ -482,6 +499,22 @@ void RocksStore::SettleLoop() {
       absl::StatusOr<RetentionReport> r = ApplyRetention(UnixNowNs());
       if (!r.ok())
         (void)AppendLog(LogLevel::kError, "retention failed: " + std::string(r.status().message()));
+      if (r.ok() && r->samples_deleted > 0) forget_due_ = true;
+      // Forgetting, once retention deleted samples and the dictionary grew
+      // by half since the last pass: each pass reads every kept block, so
+      // a store whose code and processes stay the same never pays for it.
+      uint64_t entries = 0;
+      {
+        std::shared_lock dict_lock(dict_mutex_);
+        entries = DictionaryEntries();
+      }
+      if (forget_due_ && (forget_urgent_.exchange(false) ||
+                          entries >= std::max<uint64_t>(4096, entries_after_forget_.load() * 3 / 2))) {
+        if (absl::StatusOr<ForgetReport> f = ForgetUnused(); !f.ok() && !stopping_) {
+          (void)AppendLog(LogLevel::kWarning, "forgetting unused dictionary entries failed (tried again later): " +
+                                                  std::string(f.status().message()));
+        }
+      }
       lock.lock();
       next_retention_ns = UnixNowNs() + std::chrono::nanoseconds(options_.retention_interval).count();
     } else if (next_retention_ns == 0) {

@@ -63,8 +63,12 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
   int64_t lo = 0, hi = 0;  // the buckets from the first to the last sample known
   // One snapshot for every shard: together they see one state of the store.
   std::shared_ptr<const rocksdb::Snapshot> snapshot;
+  // The ids of blocks written before the last forgetting pass, as of the
+  // same moment as the snapshot and the dictionary.
+  std::shared_ptr<const IdRemaps> remaps;
   {
     std::shared_lock lock(dict_mutex_);
+    remaps = remaps_;
     selector.emplace(dict_.dict, query);
     if (!selector->any_type()) return absl::OkStatus();  // never stored: nothing to see
     type_id = selector->sample_type();
@@ -158,6 +162,7 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
             !s.ok()) {
           return s;
         }
+        remaps->Translate(KeySeq(key.data()), &samples);
         for (const BlockSample& s : samples) {
           if (s.attribute_set >= set_count || s.stack >= stack_count) {
             return absl::DataLossError("sample block refers to a stack or attribute set that does not exist");
@@ -206,6 +211,16 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
 }
 
 absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query& query) const {
+  // A forgetting pass between the scan and the naming of its ids renumbers
+  // the dictionary under the query: it runs again (passes are minutes apart).
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<std::shared_ptr<const ProfileSlice>> slice = RunOnce(query, dict_epoch_.load());
+    if (slice.ok() || !absl::IsAborted(slice.status()) || attempt == 4) return slice;
+  }
+}
+
+absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::RunOnce(const Query& query,
+                                                                        uint64_t epoch) const {
   auto slice = std::make_shared<ProfileSlice>();
   slice->from_ns = query.from_ns;
   slice->to_ns = query.to_ns;
@@ -251,6 +266,7 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
 
   // Copy the referenced dictionary entries, renumbered densely.
   std::shared_lock lock(dict_mutex_);
+  if (dict_epoch_.load() != epoch) return absl::AbortedError("the dictionary was renumbered during the query");
   const ProfileDictionary& g = dict_.dict;
   const std::optional<uint32_t> type_id = g.SampleTypeIndex(query.sample_type);
   slice->sample_type = type_id ? g.sample_types[*type_id] : SampleTypeInfo{query.sample_type};

@@ -19,6 +19,7 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   RetentionReport report;
   if (read_only_) return report;
   std::lock_guard pass(retention_mutex_);
+  TrimLog();
   int64_t first_bucket = 0, last_bucket = 0;
   uint64_t samples = 0;
   {
@@ -40,51 +41,12 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     }
   }
   if (size_limit > 0) {
-    // The tables only: the memtables are flushed within minutes
-    // (StoreOptions::settle_max_age), and their arenas would make a small
-    // store look large. Only sample blocks can be deleted (the dictionary
-    // is kept whole), so the share to delete is of the blocks' bytes.
-    uint64_t bytes = 0, block_bytes = 0;
-    for (auto* h : handles_) {
-      uint64_t v = 0;
-      if (h != blocks_cf() && db_->GetIntProperty(h, "rocksdb.total-sst-files-size", &v)) bytes += v;
-    }
-    // The blocks still kept, not the blocks' files: deleted buckets stay in
-    // the files until compaction drops them, and a snapshot held by a query
-    // or the summarizer keeps them there for a while; counting them would
-    // make the next pass delete again what is already gone.
-    {
-      std::vector<std::string> bounds;
-      for (uint32_t t : TypesWithSamples()) {
-        bounds.push_back(BlockKeyPrefix(t, first_bucket));
-        bounds.push_back(BlockKeyPrefix(t, std::numeric_limits<int64_t>::max()));
-      }
-      std::vector<rocksdb::Range> ranges;
-      for (size_t i = 0; i + 1 < bounds.size(); i += 2) ranges.emplace_back(bounds[i], bounds[i + 1]);
-      std::vector<uint64_t> sizes(ranges.size(), 0);
-      rocksdb::SizeApproximationOptions so;
-      so.include_files = true;
-      so.include_memtables = false;
-      if (!ranges.empty() && db_->GetApproximateSizes(so, blocks_cf(), ranges.data(),
-                                                      static_cast<int>(ranges.size()), sizes.data())
-                                 .ok()) {
-        for (uint64_t v : sizes) block_bytes += v;
-      }
-    }
-    bytes += block_bytes;
-    if (bytes > size_limit && block_bytes > 0) {
-      // The oldest share of the time span that brings the store to 90% of
-      // the limit, assuming samples are spread evenly; the next pass (after
-      // compaction freed the space) corrects the guess.
-      const double over = static_cast<double>(bytes) - 0.9 * static_cast<double>(size_limit);
-      const double excess = std::min(1.0, over / static_cast<double>(block_bytes));
-      const int64_t span = last_bucket - first_bucket + 1;
-      const int64_t size_cut =
-          first_bucket + std::max<int64_t>(1, static_cast<int64_t>(std::ceil(excess * span)));
-      if (size_cut > cut) {
-        cut = size_cut;
-        report.reason = "size";
-      }
+    bytes_since_retention_ = 0;
+    if (absl::StatusOr<int64_t> size_cut = SizeCut(size_limit, first_bucket, last_bucket); !size_cut.ok()) {
+      return size_cut.status();
+    } else if (*size_cut > cut) {
+      cut = *size_cut;
+      report.reason = "size";
     }
   }
   if (report.reason.empty()) return report;
@@ -185,6 +147,174 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   return report;
 }
 
+// ============================================================================
+// [SECTION] What the size limit counts
+// ============================================================================
+//
+// Everything in the directory counts: the tables and blob files of every
+// part, the write-ahead log and RocksDB's own files, since that is what
+// the user's disk holds. Only sample blocks can be deleted; the rest (the
+// dictionary, symbols, summaries, the log) is "fixed" here. The blocks are
+// measured over the key range still kept, not by their files: deleted
+// buckets stay in the files until compaction drops them (later still
+// while a query's or the summarizer's snapshot holds them), and counting
+// them made the next pass delete again what was already gone.
+//
+//   limit ─────────────────────────────────────────────┐
+//   target (90 %) ─────────────────────────────┐       │
+//   | fixed: dictionary, symbols, WAL, ... | kept blocks | room |
+//                                          └ at least a quarter of the limit
+//
+// The cut is the oldest bucket whose deletion brings the kept blocks
+// under the target, found by bisection over the measured sizes (not by
+// assuming samples spread evenly over time: gaps between runs and a
+// replayed WAL made that delete far more than needed). When the fixed
+// part leaves the blocks less than a quarter of the limit, retention
+// keeps the newest quarter anyway and says so (StoreStats::
+// retention_problem): emptying the store would lose every sample and
+// still not bring it under the limit.
+
+RocksStore::StoreSizes RocksStore::MeasureDirectory() const {
+  StoreSizes sizes;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir_, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const uint64_t bytes = it->file_size(ec);
+    if (ec) continue;
+    sizes.directory += bytes;
+    // WAL files are <number>.log; RocksDB's diagnostic log is LOG.
+    if (it->path().extension() == ".log") sizes.wal += bytes;
+  }
+  db_->GetIntProperty(blocks_cf(), "rocksdb.total-sst-files-size", &sizes.block_tables);
+  return sizes;
+}
+
+uint64_t RocksStore::KeptBlockBytes(const std::vector<uint32_t>& types, int64_t cut) const {
+  std::vector<std::string> bounds;
+  for (uint32_t t : types) {
+    bounds.push_back(BlockKeyPrefix(t, cut));
+    bounds.push_back(BlockKeyPrefix(t, std::numeric_limits<int64_t>::max()));
+  }
+  std::vector<rocksdb::Range> ranges;
+  for (size_t i = 0; i + 1 < bounds.size(); i += 2) ranges.emplace_back(bounds[i], bounds[i + 1]);
+  std::vector<uint64_t> sizes(ranges.size(), 0);
+  rocksdb::SizeApproximationOptions so;
+  so.include_files = true;
+  so.include_memtables = false;
+  uint64_t bytes = 0;
+  if (!ranges.empty() &&
+      db_->GetApproximateSizes(so, blocks_cf(), ranges.data(), static_cast<int>(ranges.size()), sizes.data())
+          .ok()) {
+    for (uint64_t v : sizes) bytes += v;
+  }
+  return bytes;
+}
+
+absl::StatusOr<int64_t> RocksStore::SizeCut(uint64_t limit, int64_t first_bucket, int64_t last_bucket) {
+  StoreSizes sizes = MeasureDirectory();
+  // The WAL holds the newest data at about twice its settled size, and
+  // only a flush makes it tables that can be measured and deleted: when it
+  // is a noticeable share of the limit, flush first.
+  if (sizes.wal > limit / 16) {
+    if (absl::Status s = Flush(); !s.ok()) return s;
+    first_unflushed_ns_.store(0);
+    sizes = MeasureDirectory();
+  }
+  const std::vector<uint32_t> types = TypesWithSamples();
+  const uint64_t kept = KeptBlockBytes(types, first_bucket);
+  const uint64_t fixed = sizes.directory - std::min(sizes.directory, sizes.block_tables);
+  // The dictionary follows the samples kept (forgetting, after this pass),
+  // so it counts as a share of them; the rest (symbols, summaries, the
+  // log, the WAL, RocksDB's own files) retention cannot delete.
+  uint64_t dictionary = 0, blobs = 0;
+  db_->GetIntProperty(meta_cf(), "rocksdb.total-sst-files-size", &dictionary);
+  db_->GetIntProperty(meta_cf(), "rocksdb.total-blob-file-size", &blobs);
+  dictionary = std::min(dictionary + blobs, fixed);
+  const uint64_t other = fixed - dictionary;
+  const uint64_t target = limit / 10 * 9;
+  const uint64_t floor = limit / 4;
+  const uint64_t room = target > other ? std::max(target - other, floor) : floor;
+  // The WAL is there for the moment (a flush turns it into tables): what
+  // is said to be beyond retention is the rest.
+  const uint64_t stuck = other - std::min(other, sizes.wal);
+  if (target < stuck + floor) {
+    SetRetentionProblem(absl::StrCat(
+        "the store cannot keep to its size limit: ", stuck >> 20, " MiB of it is symbols, summaries, the log ",
+        "and RocksDB's own files, which retention does not delete, leaving samples ", room >> 20, " MiB of the ",
+        limit >> 20, " MiB limit; the newest samples are kept. Raise the limit (--retention-size, or File > "
+        "Store settings) or start a new store (--data-dir)"));
+  } else {
+    SetRetentionProblem("");
+  }
+  if (fixed + kept <= limit || kept + dictionary <= room) return std::numeric_limits<int64_t>::min();
+  // The kept blocks may fill the room in proportion to their share of
+  // what follows the samples.
+  uint64_t budget = static_cast<uint64_t>(static_cast<double>(kept) * static_cast<double>(room) /
+                                          static_cast<double>(kept + dictionary));
+  if (dictionary > kept) {
+    // Mostly dictionary: how much of it goes with the oldest samples is
+    // known only after forgetting (a churning fleet's is spread over time,
+    // a one-off burst of names sits in a few buckets). A quarter of the
+    // step, then forgetting, then another pass within seconds: the cut
+    // converges without deleting much more than it must.
+    budget = kept - (kept - std::min(kept, budget)) / 4;
+  }
+  // The next step, at the settling thread's next look (woken now), once
+  // this one deleted something.
+  const bool step = dictionary > kept;
+  // A pass that deletes while the dictionary is a large share: forget at
+  // the settling thread's next look rather than after it grew by half.
+  if (dictionary > limit / 4) forget_urgent_ = true;
+  // The smallest cut that keeps at most `budget` of blocks; the newest
+  // bucket always stays. Kept bytes only fall as the cut moves later.
+  int64_t lo = first_bucket + 1, hi = last_bucket;
+  if (KeptBlockBytes(types, hi) > budget) {
+    lo = hi;
+  } else {
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (KeptBlockBytes(types, mid) <= budget) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+  }
+  if (step && lo > first_bucket) retention_changed_ = true;
+  return lo;
+}
+
+void RocksStore::SetRetentionProblem(std::string problem) {
+  {
+    std::lock_guard lock(retention_problem_mutex_);
+    if (problem == retention_problem_) return;
+    retention_problem_ = problem;
+  }
+  rocksdb::Status kept = problem.empty() ? db_->Delete(rocksdb::WriteOptions(), meta_cf(), kRetentionProblemKey)
+                                         : db_->Put(rocksdb::WriteOptions(), meta_cf(), kRetentionProblemKey, problem);
+  (void)kept;  // only `kiln stats` (read-only) reads it back; the Log line below says it anyway
+  (void)AppendLog(problem.empty() ? LogLevel::kInfo : LogLevel::kError,
+                  problem.empty() ? "retention keeps the store within its size limit again" : problem);
+}
+
+void RocksStore::TrimLog() {
+  // The Log is for reading, not an archive: a churning fleet logs a line
+  // per new executable ("no symbols found"), and nothing else would bound
+  // it. Whole entries go, oldest first.
+  const uint64_t next = next_log_seq_.load();
+  // In steps of an eighth, not a line at a time.
+  if (next < kMaxLogEntries || next - kMaxLogEntries < trimmed_log_before_ + kMaxLogEntries / 8) return;
+  std::string begin, end;
+  PutBigEndian64(&begin, 0);
+  PutBigEndian64(&end, next - kMaxLogEntries);
+  if (db_->DeleteRange(rocksdb::WriteOptions(), log_cf(), begin, end).ok()) {
+    trimmed_log_before_ = next - kMaxLogEntries;
+    rocksdb::Slice b(begin), e(end);
+    (void)db_->CompactRange(rocksdb::CompactRangeOptions(), log_cf(), &b, &e);
+  }
+}
+
 std::vector<uint32_t> RocksStore::TypesWithSamples() const {
   std::shared_lock lock(dict_mutex_);
   std::vector<uint32_t> types;
@@ -224,6 +354,9 @@ absl::Status RocksStore::CountDeletable(const std::vector<uint32_t>& types, int6
 void RocksStore::SetRetention(std::chrono::nanoseconds age, uint64_t size_bytes) {
   retention_age_ns_ = age.count();
   retention_size_bytes_ = size_bytes;
+  if (!read_only_) {
+    (void)db_->SetDBOptions({{"max_total_wal_size", std::to_string(MaxTotalWalSize(size_bytes))}});
+  }
   retention_changed_ = true;
   settle_cv_.notify_all();
 }

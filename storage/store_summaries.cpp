@@ -45,10 +45,15 @@ void RocksStore::InvalidateSummaries(uint32_t sample_type, int64_t first_hour, i
 
 absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
   const rocksdb::Snapshot* snapshot = nullptr;
+  // Stable while summarize_mutex_ is held (the caller's): only a
+  // forgetting pass changes it, and it holds that mutex too.
+  std::shared_ptr<const IdRemaps> remaps;
   {
     std::lock_guard lock(write_mutex_);
     summary_target_ = {true, false, sample_type, hour};
     snapshot = db_->GetSnapshot();
+    std::shared_lock dict_lock(dict_mutex_);
+    remaps = remaps_;
   }
   StackSummaryBuilder builder(hour);
   rocksdb::ReadOptions ro;
@@ -62,6 +67,7 @@ absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
   for (it->Seek(BlockKeyPrefix(sample_type, hour * kBucketsPerSummary)); it->Valid() && status.ok();
        it->Next()) {
     status = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
+    if (it->key().size() == kBlockKeySize) remaps->Translate(KeySeq(it->key().data()), &samples);
     for (const BlockSample& s : samples) builder.Add(s);
   }
   if (status.ok()) status = FromRocks(it->status(), "summarizing: reading sample blocks");

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "storage/model/flame_tree.h"
 #include "storage/model/folded.h"
 #include "storage/model/test_fixtures.h"
@@ -980,6 +982,360 @@ TEST_CASE("retention limits changed while the store is open apply from then on")
   store.SetRetention(std::chrono::nanoseconds(0), 0);
   CHECK(store.Stats().retention_age_ns == 0);
   CHECK(store.Stats().retention_size_bytes == 0);
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+namespace {
+
+// `minutes` minutes of random samples over 20 stacks from `t0`, a batch a
+// minute (the blocks, not the dictionary, are the size).
+void WriteMinutes(Store* store, int64_t t0, int minutes, uint64_t seed) {
+  constexpr int64_t kMinute = 60'000'000'000;
+  std::mt19937_64 rng(seed);
+  for (int m = 0; m < minutes; ++m) {
+    std::string folded;
+    for (int k = 0; k < 20; ++k) folded += "main;work" + std::to_string(k) + " 500\n";
+    ProfileBatch batch = testing::BatchFromFolded(folded, {.first_time_ns = t0 + m * kMinute, .process = "app"});
+    for (Sample& sample : batch.samples) {
+      sample.time_ns += static_cast<int64_t>(rng() % 50'000'000);
+      sample.stack = 1 + static_cast<uint32_t>(rng() % (batch.dict.StackCount() - 1));
+    }
+    REQUIRE(store->Write(batch).ok());
+  }
+}
+
+uint64_t DirectoryBytes(const std::string& dir) {
+  uint64_t bytes = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) bytes += e.file_size();
+  }
+  return bytes;
+}
+
+StoreOptions SizeLimited(uint64_t bytes) {
+  return {.retention_size_bytes = bytes, .retention_interval = std::chrono::milliseconds(0)};
+}
+
+}  // namespace
+
+TEST_CASE("retention by size deletes no more than it must when the data has gaps (two runs a day apart)") {
+  TempDir dir;
+  constexpr int64_t kDay = 86'400'000'000'000;
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  {
+    auto store = OpenOrDie(dir.path);
+    WriteMinutes(store.get(), t0, 30, 1);
+    WriteMinutes(store.get(), t0 + kDay, 30, 2);
+    REQUIRE(store->Compact().ok());
+  }
+  const uint64_t full = DirectoryBytes(dir.path);
+  const uint64_t limit = full * 4 / 5;
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, SizeLimited(limit));
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  const uint64_t before = store->Stats().samples;
+  absl::StatusOr<RetentionReport> r = store->ApplyRetention(t0 + 2 * kDay);
+  REQUIRE(r.ok());
+  CHECK(r->reason == "size");
+  // A fifth over the limit, to 90 % of it: about 28 % of the samples go.
+  // Spreading the cut evenly over the 24-hour span took the whole first
+  // run (half of them).
+  CHECK(r->samples_deleted > before / 10);
+  CHECK(r->samples_deleted < before * 2 / 5);
+  CHECK(store->Stats().first_sample_ns < t0 + kDay);  // part of the first run stays
+  CHECK(DirectoryBytes(dir.path) <= limit);
+  CHECK(store->Stats().retention_problem.empty());
+}
+
+TEST_CASE("retention after a crash counts the write-ahead log and keeps as much as the limit allows") {
+  TempDir dir;
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  // A kiln killed while agents wrote: its samples are only in the WAL.
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto store = Store::Open(dir.path, Store::Mode::kReadWrite);
+    if (!store.ok()) _exit(1);
+    constexpr int64_t kMinute = 60'000'000'000;
+    std::mt19937_64 rng(3);
+    for (int m = 0; m < 40; ++m) {
+      std::string folded;
+      for (int k = 0; k < 20; ++k) folded += "main;work" + std::to_string(k) + " 500\n";
+      ProfileBatch batch =
+          testing::BatchFromFolded(folded, {.first_time_ns = t0 + m * kMinute, .process = "app"});
+      for (Sample& sample : batch.samples) {
+        sample.time_ns += static_cast<int64_t>(rng() % 50'000'000);
+        sample.stack = 1 + static_cast<uint32_t>(rng() % (batch.dict.StackCount() - 1));
+      }
+      if (!(*store)->Write(batch).ok()) _exit(2);
+    }
+    _exit(0);  // no destructor: nothing flushed, as after kill -9
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  uint64_t settled = 0;
+  {
+    // The same data settled, to size the limit: half of it.
+    TempDir copy;
+    auto store = OpenOrDie(copy.path);
+    WriteMinutes(store.get(), t0, 40, 3);
+    REQUIRE(store->Compact().ok());
+    store.reset();
+    settled = DirectoryBytes(copy.path);
+  }
+  const uint64_t limit = settled / 2;
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, SizeLimited(limit));
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  const uint64_t before = store->Stats().samples;
+  REQUIRE(before == 40 * 20 * 500);
+  for (int pass = 0; pass < 3; ++pass) REQUIRE(store->ApplyRetention(t0 + 3'600'000'000'000).ok());
+  REQUIRE(store->Compact().ok());
+  const uint64_t kept = store->Stats().samples;
+  // Kept about 90 % of half: the case kept 0.7 % of the samples.
+  CHECK(kept > before * 3 / 10);
+  CHECK(kept < before * 6 / 10);
+  CHECK(DirectoryBytes(dir.path) <= limit);
+}
+
+// A store whose dictionary is most of its size: 20,000 distinct random
+// function names (a churning fleet's code, which compresses no better than
+// real names) in its first seconds, then 30 minutes of ordinary samples.
+void WriteDictionaryHeavy(Store* store, int64_t t0) {
+  std::mt19937_64 rng(5);
+  for (int b = 0; b < 20; ++b) {
+    std::string folded;
+    for (int k = 0; k < 1000; ++k) {
+      folded += "main;f";
+      for (int w = 0; w < 4; ++w) folded += absl::StrCat(absl::Hex(rng(), absl::kZeroPad16));
+      folded += " 1\n";
+    }
+    REQUIRE(store->Write(testing::BatchFromFolded(folded, {.first_time_ns = t0, .process = "app"})).ok());
+  }
+  WriteMinutes(store, t0 + 60'000'000'000, 30, 4);
+}
+
+uint64_t PartBytes(const StoreStats& st, std::string_view part) {
+  for (const auto& p : st.part_bytes) {
+    if (p.part == part) return p.bytes;
+  }
+  return 0;
+}
+
+TEST_CASE("a dictionary that outgrows the limit goes with the oldest samples that use it") {
+  TempDir dir;
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  {
+    auto store = OpenOrDie(dir.path);
+    WriteDictionaryHeavy(store.get(), t0);
+    REQUIRE(store->Compact().ok());
+  }
+  const uint64_t full = DirectoryBytes(dir.path);
+  const uint64_t dictionary = PartBytes(OpenOrDie(dir.path, Store::Mode::kReadOnly)->Stats(), "dictionary");
+  REQUIRE(dictionary > full / 2);
+  // Over the limit by a quarter, mostly for the dictionary: before, a pass
+  // counted it as undeletable and cut only ordinary samples (and with the
+  // dictionary past 90 % of the limit, all of them).
+  const uint64_t limit = full * 3 / 4;
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, SizeLimited(limit));
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  const StoreStats before = store->Stats();
+  // As the settling thread runs them: retention, forgetting, and again
+  // while over the limit.
+  int passes = 0;
+  bool forgot = false;
+  for (; passes < 10; ++passes) {
+    absl::StatusOr<RetentionReport> r = store->ApplyRetention(t0 + 3'600'000'000'000);
+    REQUIRE(r.ok());
+    if (r->reason.empty()) break;
+    absl::StatusOr<ForgetReport> f = store->ForgetUnused();
+    REQUIRE(f.ok());
+    forgot |= f->ran;
+  }
+  REQUIRE(store->Compact().ok());
+  const StoreStats after = store->Stats();
+  MESSAGE("dictionary-heavy store over its limit: ", passes, " passes kept ", after.samples, " of ",
+          before.samples, " samples");
+  CHECK(forgot);
+  CHECK(after.samples >= 300'000 * 8 / 10);              // most ordinary samples stay
+  CHECK(after.last_sample_ns == before.last_sample_ns);  // the newest among them
+  CHECK(after.first_sample_ns > t0);                     // the first seconds' went
+  CHECK(after.stacks < 100);                             // their 20,000 stacks with them
+  CHECK(after.retention_problem.empty());
+  CHECK(DirectoryBytes(dir.path) <= limit);
+}
+
+TEST_CASE("when what retention cannot delete outgrows the limit, the newest samples stay and it says why") {
+  TempDir dir;
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  {
+    auto store = OpenOrDie(dir.path);
+    WriteMinutes(store.get(), t0, 30, 4);
+    // The log, which retention does not delete: 3 MiB of random text.
+    std::mt19937_64 rng(6);
+    for (int i = 0; i < 400; ++i) {
+      std::string line;
+      for (int w = 0; w < 512; ++w) line += absl::StrCat(absl::Hex(rng(), absl::kZeroPad16));
+      REQUIRE(store->AppendLog(LogLevel::kDebug, line).ok());
+    }
+    REQUIRE(store->Compact().ok());
+  }
+  const uint64_t log = PartBytes(OpenOrDie(dir.path, Store::Mode::kReadOnly)->Stats(), "log");
+  REQUIRE(log > (uint64_t{2} << 20));
+  const uint64_t limit = log;  // the log alone is over 90 % of it; the samples over a quarter
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, SizeLimited(limit));
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  const StoreStats before = store->Stats();
+  absl::StatusOr<RetentionReport> r = store->ApplyRetention(t0 + 3'600'000'000'000);
+  REQUIRE(r.ok());
+  const StoreStats after = store->Stats();
+  CHECK(after.samples > 0);                              // not emptied
+  CHECK(after.samples < before.samples);                 // but the oldest went
+  CHECK(after.last_sample_ns == before.last_sample_ns);  // the newest stayed
+  CHECK(after.retention_problem.find("cannot keep to its size limit") != std::string::npos);
+  CHECK(after.retention_problem.find("--retention-size") != std::string::npos);
+  bool logged = false;
+  for (const LogEntry& e : store->ReadLog(20)) {
+    logged |= e.level == LogLevel::kError && e.message == after.retention_problem;
+  }
+  CHECK(logged);
+  // `kiln stats` opens the store read-only beside kiln and shows it too.
+  CHECK(OpenOrDie(dir.path, Store::Mode::kReadOnly)->Stats().retention_problem == after.retention_problem);
+  // A second pass keeps what the first kept: the floor holds.
+  REQUIRE(store->ApplyRetention(t0 + 3'600'000'000'000).ok());
+  CHECK(store->Stats().samples == after.samples);
+  // With room, the problem clears (and says so once).
+  store->SetRetention(std::chrono::nanoseconds(0), limit * 20);
+  REQUIRE(store->ApplyRetention(t0 + 3'600'000'000'000).ok());
+  CHECK(store->Stats().retention_problem.empty());
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+namespace {
+
+constexpr int64_t kHourNs = 3'600'000'000'000;
+const int64_t kForgetT0 = 1'700'002'800'000'000'000 - 1'700'002'800'000'000'000 % kHourNs;
+
+// Hour `h` of a churning fleet: its own process (an attribute value no
+// other hour has), stacks of its own, and one every hour shares.
+ProfileBatch ChurnHour(int h) {
+  std::string folded = "main;common 40\n";
+  for (int k = 0; k < 30; ++k) folded += "main;h" + std::to_string(h) + "_f" + std::to_string(k) + " 3\n";
+  ProfileBatch batch = testing::BatchFromFolded(
+      folded, {.first_time_ns = kForgetT0 + h * kHourNs + 60'000'000'000, .process = "p" + std::to_string(h),
+               .thread = "t" + std::to_string(h)});
+  return batch;
+}
+
+std::vector<std::string> ByThread(const Store& store) { return Folded(store, {}, GroupBy::kThread); }
+
+// What a store holding only hours [first, last] answers: the oracle.
+std::vector<std::string> OnlyHours(int first, int last) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  for (int h = first; h <= last; ++h) REQUIRE(store->Write(ChurnHour(h)).ok());
+  return ByThread(*store);
+}
+
+StoreOptions AgeLimited() {
+  return {.retention_age = std::chrono::nanoseconds(kHourNs * 7 / 2),
+          .retention_interval = std::chrono::milliseconds(0),
+          .summarize_in_background = false};
+}
+
+}  // namespace
+
+TEST_CASE("the dictionary forgets what no kept sample uses; kept samples keep their names, after restarts too") {
+  TempDir dir;
+  {
+    auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, AgeLimited());
+    REQUIRE(opened.ok());
+    auto store = std::move(*opened);
+    for (int h = 0; h < 6; ++h) REQUIRE(store->Write(ChurnHour(h)).ok());
+    REQUIRE(store->Summarize().ok());  // hours 0-4 get summaries, in the old ids
+    const StoreStats full = store->Stats();
+    CHECK(full.stacks == 1 + 6 * 30);
+    CHECK(full.attribute_sets == 6);
+    // Retention keeps the last 3.5 hours: hours 3, 4 and 5.
+    absl::StatusOr<RetentionReport> r = store->ApplyRetention(kForgetT0 + 6 * kHourNs + 30 * 60'000'000'000LL);
+    REQUIRE(r.ok());
+    REQUIRE(r->samples_deleted > 0);
+    const std::vector<std::string> before = ByThread(*store);
+    CHECK(before == OnlyHours(3, 5));
+
+    absl::StatusOr<ForgetReport> f = store->ForgetUnused();
+    REQUIRE(f.ok());
+    CHECK(f->ran);
+    CHECK(f->stacks_before == 1 + 6 * 30);
+    CHECK(f->stacks_after == 1 + 3 * 30);
+    CHECK(f->attribute_sets_after == 3);
+    const StoreStats after = store->Stats();
+    CHECK(after.stacks == 1 + 3 * 30);
+    CHECK(after.attribute_sets == 3);
+    CHECK(after.dictionary_entries_forgotten == f->entries_before - f->entries_after);
+    // The same answers, from blocks and summaries written in the old ids
+    // (hour 3's summary, renumbered, is read).
+    const uint64_t summaries_read = store->Stats().summary_hours_read;
+    CHECK(ByThread(*store) == before);
+    CHECK(store->Stats().summary_hours_read > summaries_read);
+    CHECK(store->AttributeValues("process.executable.name", 100) == std::vector<std::string>{"p3", "p4", "p5"});
+    // Nothing more to forget: a second pass writes nothing.
+    absl::StatusOr<ForgetReport> again = store->ForgetUnused();
+    REQUIRE(again.ok());
+    CHECK_FALSE(again->ran);
+
+    // New data after the pass, then retention and forgetting again: the
+    // first pass's blocks go through composed remaps.
+    REQUIRE(store->Write(ChurnHour(6)).ok());
+    REQUIRE(store->Write(ChurnHour(3)).ok());  // an old process comes back: same names, new ids
+    CHECK(ByThread(*store) == [] {
+      TempDir d;
+      auto s = OpenOrDie(d.path);
+      for (int h : {3, 4, 5, 6, 3}) REQUIRE(s->Write(ChurnHour(h)).ok());
+      return ByThread(*s);
+    }());
+  }
+  // After a restart: the remaps and the renumbered dictionary load back.
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, AgeLimited());
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  CHECK(store->Stats().stacks == 1 + 4 * 30);
+  absl::StatusOr<RetentionReport> r = store->ApplyRetention(kForgetT0 + 8 * kHourNs);  // keeps 4.5h..8h
+  REQUIRE(r.ok());
+  REQUIRE(store->Summarize().ok());
+  absl::StatusOr<ForgetReport> f = store->ForgetUnused();
+  REQUIRE(f.ok());
+  CHECK(f->ran);
+  CHECK(store->Stats().stacks == 1 + 2 * 30);  // hours 5 and 6
+  CHECK(ByThread(*store) == OnlyHours(5, 6));
+  store.reset();
+  CHECK(ByThread(*OpenOrDie(dir.path, Store::Mode::kReadOnly)) == OnlyHours(5, 6));
+}
+
+TEST_CASE("caps count what is kept: after forgetting, new processes keep their own attribute values") {
+  TempDir dir;
+  StoreOptions o = AgeLimited();
+  o.max_attribute_sets = 4;
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, o);
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  for (int h = 0; h < 4; ++h) REQUIRE(store->Write(ChurnHour(h)).ok());
+  REQUIRE(store->Write(ChurnHour(4)).ok());  // the fifth set: past the cap, folded
+  CHECK(store->DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)] == 1);
+  REQUIRE(store->ApplyRetention(kForgetT0 + 6 * kHourNs + 30 * 60'000'000'000LL).ok());  // keeps 3 and 4
+  REQUIRE(store->ForgetUnused().ok());
+  REQUIRE(store->Write(ChurnHour(5)).ok());  // room again: its own values
+  CHECK(store->DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)] == 1);
+  const std::vector<std::string> values = store->AttributeValues("process.executable.name", 100);
+  CHECK(std::find(values.begin(), values.end(), "p5") != values.end());
 }
 
 }  // namespace kiln::storage

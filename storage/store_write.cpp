@@ -53,13 +53,16 @@ class BatchInterner {
       if (!MapString(&f.function) || !MapString(&f.file)) return Bad("frame", i, "string index out of range");
       if (f.executable >= executables_.size()) return Bad("frame", i, "executable index out of range");
       f.executable = executables_[f.executable];
-      auto [it, added] = g_.frame_ids.try_emplace(f, static_cast<uint32_t>(d.frames.size()));
-      if (added) {
-        d.frames.push_back(f);
-        new_frames_.push_back(f);
-        wb_.Put(cf_, DictKey(kTagFrame, it->second), EncodeFrame(f));
+      if (auto it = g_.frame_ids.find(f); it != g_.frame_ids.end()) {
+        frames_[i] = *it;
+        continue;
       }
-      frames_[i] = it->second;
+      const auto id = static_cast<uint32_t>(d.frames.size());
+      d.frames.push_back(f);
+      g_.frame_ids.insert(id);
+      new_frames_.push_back(f);
+      wb_.Put(cf_, DictKey(kTagFrame, id), EncodeFrame(f));
+      frames_[i] = id;
     }
 
     if (l.stack_offsets.size() < 2 || l.stack_offsets.back() != l.stack_frames.size()) {
@@ -294,6 +297,8 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
         {interner.sample_types_[s.sample_type], BucketOf(s.time_ns),
          BlockSample{s.time_ns, interner.stacks_[s.stack], interner.attribute_sets_[s.attribute_set],
                      interner.links_[s.link], s.value}});
+    // A forgetting pass is counting from a snapshot: these ids are in use.
+    if (forget_watch_.active) forget_watch_.Note(keyed.back().sample);
   }
   std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
     if (a.sample_type != b.sample_type) return a.sample_type < b.sample_type;
@@ -344,7 +349,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
     return FromRocks(s, "writing samples");
   }
   counters_ = counters;
-  NoteWrite();
+  NoteWrite(wb.GetDataSize());
   if (interner.capped_ > 0) {
     DataLossCounts capped{};
     capped[static_cast<size_t>(DataLoss::kAttributeCapped)] = interner.capped_;

@@ -177,6 +177,25 @@ void DrawAlarms(const StatusSnapshot& status, SessionState& session, StatusLineA
           FormatBytes(st.disk_reserve_bytes).c_str());
     }
   }
+  if (!st.retention_problem.empty()) {
+    // Retention cannot hold the size limit: the parts it does not delete
+    // outgrew it. The newest samples are kept; the user must choose.
+    StatusSeparator();
+    if (AlarmButton("store over its limit")) session.requested_tab = "log";
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s.\nClick for the Log.", st.retention_problem.c_str());
+  }
+  if (status.receiver && status.receiver->token_in_clear_hosts > 0) {
+    StatusSeparator();
+    const uint64_t hosts = status.receiver->token_in_clear_hosts;
+    if (AlarmButton("token sent without TLS")) session.requested_tab = "log";
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip(
+          "%s other host%s sent the token in clear text: anyone on the network path can read it.\n"
+          "Start kiln with --tls-cert and --tls-key (agents: -tls-ca-file), or reach it through ssh -R.\n"
+          "Click for the Log.",
+          FormatCount(hosts).c_str(), hosts == 1 ? "" : "s");
+    }
+  }
   const uint64_t lost = DataLossBadgeCount(status);
   if (lost > 0) {
     StatusSeparator();

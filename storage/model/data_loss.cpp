@@ -29,6 +29,10 @@ const std::array<DataLossInfo, kDataLossCount>& DataLossTable() {
       {DataLoss::kRateLimited, "rate_limited", LossSeverity::kWarning, "requests",
        "refused for now: the sender sent more request bytes per second than --max-sender-rate allows; "
        "senders retry"},
+      {DataLoss::kConnectionClosed, "connection_closed", LossSeverity::kWarning, "connections",
+       "closed by kiln: too many from one host or in all, silent, idle, stalled or too slow mid-request, or "
+       "over the memory budget for requests being received (the Log says which); an agent reconnects and "
+       "sends again, and a request not yet received whole is not lost, only resent"},
   }};
   return kTable;
 }

@@ -26,8 +26,9 @@ enum class DataLoss : uint8_t {
   kRetentionDeleted,  // samples past the retention limits
   kAttributeCapped,   // a value past a key's distinct-value cap, or a key past the key cap
   kRateLimited,       // a sender over --max-sender-rate (retryable)
+  kConnectionClosed,  // closed by the receiver's connection guard (its sender reconnects)
 };
-inline constexpr size_t kDataLossCount = 11;
+inline constexpr size_t kDataLossCount = 12;
 
 enum class LossSeverity : uint8_t { kInfo, kWarning, kError };
 

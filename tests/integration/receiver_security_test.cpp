@@ -11,6 +11,8 @@
 #include "agent_flags.h"
 #include "exporter.h"
 #include "ingest/otlp_receiver.h"
+#include "tests/secret_file.h"
+#include "tests/temp_dir.h"
 #include "ingest/otlp_request_builder.h"
 #include "storage/store.h"
 
@@ -119,7 +121,8 @@ TEST_CASE(
 TEST_CASE("kiln-agent with -tls-ca-file sends over TLS to a kiln with --tls-cert/--tls-key") {
   ReceiverOptions options;
   options.security.tls_cert_file = DataFile("server.pem");
-  options.security.tls_key_file = DataFile("server.key");
+  kiln::testing::TempDir keys;
+  options.security.tls_key_file = kiln::testing::SecretCopy(DataFile("server.key"), keys.path);
   Kiln kiln(options);
   {
     auto agent = Agent({"-tls-ca-file", DataFile("ca.pem")}, kiln.Target(true));

@@ -1,0 +1,385 @@
+// RocksStore::ForgetUnused: the dictionary forgets what no kept sample
+// uses (storage/README.md, "Forgetting"; the remaps in store_internal.h).
+//
+//   1. From a snapshot, without the write lock: every kept block (its ids
+//      translated to the current ones) and every summary marks the stacks,
+//      attribute sets and links it uses. Writes meanwhile mark theirs
+//      (ForgetWatch), and every id made after the snapshot is kept.
+//   2. Under the write lock: frames, executables and strings used by what
+//      is kept are marked too; the kept entries are renumbered in their old
+//      order, and one RocksDB batch replaces the dictionary's keys, rewrites
+//      the summaries in the new ids and stores the remaps (older ones
+//      composed with this one). Then the new dictionary is swapped in.
+//
+// The summarizer is held off for the whole pass (summarize_mutex_): a
+// summary built from the snapshot's blocks would be in the old ids.
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <memory>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "storage/store_internal.h"
+
+namespace kiln::storage::store_internal {
+
+namespace {
+
+constexpr uint32_t kGone = UINT32_MAX;
+
+// Old id -> new id for the marked entries, in their old order; unmarked
+// ones map to kGone. Entry 0 (the empty one) is always kept as 0.
+std::vector<uint32_t> Renumber(std::vector<uint8_t>* marks) {
+  std::vector<uint32_t> map(marks->size(), kGone);
+  uint32_t next = 0;
+  if (!marks->empty()) (*marks)[0] = 1;
+  for (size_t i = 0; i < marks->size(); ++i) {
+    if ((*marks)[i]) map[i] = next++;
+  }
+  return map;
+}
+
+uint32_t Kept(const std::vector<uint32_t>& map, uint32_t id) {
+  return id < map.size() && map[id] != kGone ? map[id] : 0;
+}
+
+void MarkSummary(const StackSummary& s, std::vector<uint8_t>* stacks, std::vector<uint8_t>* sets) {
+  auto mark = [](std::vector<uint8_t>* v, uint32_t id) {
+    if (id < v->size()) (*v)[id] = 1;
+  };
+  for (const StackSummary::Set& set : s.sets) mark(sets, set.attribute_set);
+  for (const StackSummary::Weight& w : s.stacks) {
+    mark(sets, w.attribute_set);
+    mark(stacks, w.key);
+  }
+  for (const StackSummary::Weight& w : s.buckets) mark(sets, w.attribute_set);
+}
+
+// A summary in the new ids: renumbering keeps the old order of ids, but a
+// forgotten-then-zero id could still reorder; sorting again is cheap.
+void RenumberSummary(StackSummary* s, const std::vector<uint32_t>& stacks, const std::vector<uint32_t>& sets) {
+  for (StackSummary::Set& set : s->sets) set.attribute_set = Kept(sets, set.attribute_set);
+  for (StackSummary::Weight& w : s->stacks) {
+    w.attribute_set = Kept(sets, w.attribute_set);
+    w.key = Kept(stacks, w.key);
+  }
+  for (StackSummary::Weight& w : s->buckets) w.attribute_set = Kept(sets, w.attribute_set);
+  std::sort(s->sets.begin(), s->sets.end(),
+            [](const StackSummary::Set& a, const StackSummary::Set& b) { return a.attribute_set < b.attribute_set; });
+  auto by_set_key = [](const StackSummary::Weight& a, const StackSummary::Weight& b) {
+    return a.attribute_set != b.attribute_set ? a.attribute_set < b.attribute_set : a.key < b.key;
+  };
+  std::sort(s->stacks.begin(), s->stacks.end(), by_set_key);
+  std::sort(s->buckets.begin(), s->buckets.end(), by_set_key);
+}
+
+std::string RemapKey(uint64_t before_seq) {
+  std::string key = kRemapKeyPrefix;
+  PutBigEndian64(&key, before_seq);
+  return key;
+}
+
+}  // namespace
+
+absl::Status RocksStore::LoadRemaps() {
+  auto remaps = std::make_shared<IdRemaps>();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_cf()));
+  const std::string prefix = kRemapKeyPrefix;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    if (it->key().size() != prefix.size() + 8) return absl::DataLossError("store: a remap key is corrupt");
+    IdRemap r;
+    r.before_seq = GetBigEndian64(it->key().data() + prefix.size());
+    if (!r.Decode(std::string_view(it->value().data(), it->value().size()))) {
+      return absl::DataLossError(absl::StrCat("store: the remap of blocks before ", r.before_seq, " is corrupt"));
+    }
+    remaps->generations.push_back(std::move(r));
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "loading remaps");
+  remaps_ = std::move(remaps);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
+  ForgetReport report;
+  if (read_only_) return report;
+  std::lock_guard pass(summarize_mutex_);
+  forget_due_ = false;
+
+  // --- 1. What kept samples use, from a snapshot ----------------------------
+  const rocksdb::Snapshot* snapshot = nullptr;
+  std::shared_ptr<const IdRemaps> remaps;
+  std::vector<uint8_t> live_stacks, live_sets, live_links;
+  {
+    std::lock_guard write_lock(write_mutex_);
+    std::shared_lock lock(dict_mutex_);
+    snapshot = db_->GetSnapshot();
+    remaps = remaps_;
+    live_stacks.assign(dict_.dict.StackCount(), 0);
+    live_sets.assign(dict_.dict.AttributeSetCount(), 0);
+    live_links.assign(dict_.dict.links.size(), 0);
+    forget_watch_ = ForgetWatch{.active = true, .stacks = live_stacks, .attribute_sets = live_sets,
+                                .links = live_links};
+  }
+  absl::Status counted;
+  uint64_t min_seq = std::numeric_limits<uint64_t>::max();
+  {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, blocks_cf()));
+    std::vector<BlockSample> samples;
+    for (it->SeekToFirst(); it->Valid() && counted.ok() && !stopping_; it->Next()) {
+      if (it->key().size() != kBlockKeySize) continue;
+      const uint64_t seq = KeySeq(it->key().data());
+      min_seq = std::min(min_seq, seq);
+      counted = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
+      remaps->Translate(seq, &samples);
+      for (const BlockSample& s : samples) {
+        if (s.stack < live_stacks.size()) live_stacks[s.stack] = 1;
+        if (s.attribute_set < live_sets.size()) live_sets[s.attribute_set] = 1;
+        if (s.link < live_links.size()) live_links[s.link] = 1;
+      }
+    }
+    if (counted.ok()) counted = FromRocks(it->status(), "forgetting: reading sample blocks");
+    if (counted.ok() && summaries_cf() != nullptr) {
+      std::unique_ptr<rocksdb::Iterator> sit(db_->NewIterator(ro, summaries_cf()));
+      StackSummary summary;
+      for (sit->SeekToFirst(); sit->Valid() && counted.ok(); sit->Next()) {
+        if (sit->key().size() != kSummaryKeySize) continue;
+        counted = DecodeStackSummary(std::string_view(sit->value().data(), sit->value().size()),
+                                     KeyBucket(sit->key().data()), &summary);
+        MarkSummary(summary, &live_stacks, &live_sets);
+      }
+      if (counted.ok()) counted = FromRocks(sit->status(), "forgetting: reading summaries");
+    }
+  }
+  db_->ReleaseSnapshot(snapshot);
+  if (stopping_ && counted.ok()) counted = absl::CancelledError("the store is closing");
+
+  // --- 2. Renumber and swap, under the write lock ----------------------------
+  std::unique_lock write_lock(write_mutex_);
+  const ForgetWatch watch = std::move(forget_watch_);
+  forget_watch_ = ForgetWatch{};
+  if (!counted.ok()) return counted;
+  for (size_t i = 0; i < watch.stacks.size(); ++i) live_stacks[i] |= watch.stacks[i];
+  for (size_t i = 0; i < watch.attribute_sets.size(); ++i) live_sets[i] |= watch.attribute_sets[i];
+  for (size_t i = 0; i < watch.links.size(); ++i) live_links[i] |= watch.links[i];
+  // Only Write() changes the dictionary, and it holds the write lock: what
+  // follows reads dict_ without dict_mutex_ until the swap.
+  const ProfileDictionary& d = dict_.dict;
+  // Entries made since the snapshot are all kept.
+  live_stacks.resize(d.StackCount(), 1);
+  live_sets.resize(d.AttributeSetCount(), 1);
+  live_links.resize(d.links.size(), 1);
+  std::vector<uint8_t> live_frames(d.frames.size(), 0), live_execs(d.executables.size(), 0),
+      live_strings(d.strings.size(), 0);
+  live_stacks[0] = live_sets[0] = live_links[0] = 1;
+  for (uint32_t s = 0; s < d.StackCount(); ++s) {
+    if (!live_stacks[s]) continue;
+    for (uint32_t f : d.Stack(s)) live_frames[f] = 1;
+  }
+  live_frames[0] = 1;
+  for (size_t f = 0; f < d.frames.size(); ++f) {
+    if (!live_frames[f]) continue;
+    const Frame& frame = d.frames[f];
+    live_execs[frame.executable] = 1;
+    live_strings[frame.function] = live_strings[frame.file] = 1;
+  }
+  live_execs[0] = 1;
+  for (size_t e = 0; e < d.executables.size(); ++e) {
+    if (!live_execs[e]) continue;
+    const Executable& x = d.executables[e];
+    live_strings[x.file_name] = live_strings[x.htlhash] = live_strings[x.gnu_build_id] =
+        live_strings[x.go_build_id] = 1;
+  }
+  for (uint32_t a = 0; a < d.AttributeSetCount(); ++a) {
+    if (!live_sets[a]) continue;
+    for (const Attribute& attr : d.AttributeSet(a)) live_strings[attr.key] = live_strings[attr.value] = 1;
+  }
+  report.entries_before = DictionaryEntries();
+  report.stacks_before = d.StackCount() - 1;
+  report.attribute_sets_before = d.AttributeSetCount() - 1;
+  const std::vector<uint32_t> string_map = Renumber(&live_strings), exec_map = Renumber(&live_execs),
+                              frame_map = Renumber(&live_frames), stack_map = Renumber(&live_stacks),
+                              set_map = Renumber(&live_sets), link_map = Renumber(&live_links);
+  auto count = [](const std::vector<uint8_t>& v) {
+    return static_cast<uint64_t>(std::count(v.begin(), v.end(), uint8_t{1}));
+  };
+  report.entries_after = count(live_strings) + count(live_execs) + count(live_frames) + count(live_stacks) +
+                         count(live_sets) + count(live_links);
+  report.stacks_after = count(live_stacks) - 1;
+  report.attribute_sets_after = count(live_sets) - 1;
+  if (report.entries_after == report.entries_before) {
+    entries_after_forget_ = report.entries_after;
+    return report;  // everything is used
+  }
+
+  // The old write indexes are half the dictionary's memory and only Write()
+  // uses them, which waits for this pass: freed while the new dictionary
+  // is built, and built again from the tables if the pass fails.
+  dict_.DropWriteIndexes();
+  struct RestoreIndexes {
+    GlobalDictionary* dict;
+    bool done = false;
+    ~RestoreIndexes() {
+      if (!done) dict->RebuildWriteIndexes();
+    }
+  } restore{&dict_};
+
+  // The new dictionary, its keys replacing the old ones in one batch.
+  auto batch = std::make_unique<rocksdb::WriteBatch>();
+  rocksdb::WriteBatch& wb = *batch;
+  for (char tag : {kTagString, kTagExecutable, kTagFrame, kTagStack, kTagAttributeSet, kTagLink}) {
+    wb.DeleteRange(meta_cf(), std::string(1, tag), std::string(1, static_cast<char>(tag + 1)));
+  }
+  GlobalDictionary nd;
+  ProfileDictionary& n = nd.dict;
+  n.sample_types = d.sample_types;  // few, never forgotten: their ids are in block keys
+  for (size_t i = 1; i < d.strings.size(); ++i) {
+    if (!live_strings[i]) continue;
+    const uint32_t id = static_cast<uint32_t>(n.strings.size());
+    n.strings.push_back(d.strings[i]);
+    nd.string_ids.emplace(n.strings.back(), id);
+    wb.Put(meta_cf(), DictKey(kTagString, id), n.strings.back());
+  }
+  for (size_t i = 1; i < d.executables.size(); ++i) {
+    if (!live_execs[i]) continue;
+    const Executable& o = d.executables[i];
+    const Executable e{.file_name = string_map[o.file_name], .htlhash = string_map[o.htlhash],
+                       .gnu_build_id = string_map[o.gnu_build_id], .go_build_id = string_map[o.go_build_id]};
+    const uint32_t id = static_cast<uint32_t>(n.executables.size());
+    n.executables.push_back(e);
+    nd.executable_ids.emplace(e, id);
+    wb.Put(meta_cf(), DictKey(kTagExecutable, id), EncodeExecutable(e));
+  }
+  for (size_t i = 1; i < d.frames.size(); ++i) {
+    if (!live_frames[i]) continue;
+    Frame f = d.frames[i];
+    f.function = string_map[f.function];
+    f.file = string_map[f.file];
+    f.executable = exec_map[f.executable];
+    const uint32_t id = static_cast<uint32_t>(n.frames.size());
+    n.frames.push_back(f);
+    nd.frame_ids.insert(id);
+    wb.Put(meta_cf(), DictKey(kTagFrame, id), EncodeFrame(f));
+  }
+  std::vector<uint32_t> ids;
+  for (uint32_t s = 1; s < d.StackCount(); ++s) {
+    if (!live_stacks[s]) continue;
+    ids.clear();
+    for (uint32_t f : d.Stack(s)) ids.push_back(frame_map[f]);
+    const uint32_t id = static_cast<uint32_t>(n.StackCount());
+    n.stack_frames.insert(n.stack_frames.end(), ids.begin(), ids.end());
+    n.stack_offsets.push_back(static_cast<uint32_t>(n.stack_frames.size()));
+    std::string key = EncodeIds(ids.data(), ids.data() + ids.size());
+    wb.Put(meta_cf(), DictKey(kTagStack, id), key);
+    nd.stack_ids.emplace(std::move(key), id);
+  }
+  std::vector<Attribute> attrs;
+  for (uint32_t a = 1; a < d.AttributeSetCount(); ++a) {
+    if (!live_sets[a]) continue;
+    attrs.clear();
+    // Keys stay in id order: renumbering keeps the strings' old order.
+    for (const Attribute& o : d.AttributeSet(a)) {
+      attrs.push_back({string_map[o.key], string_map[o.value]});
+      nd.values_by_key[attrs.back().key].insert(attrs.back().value);
+    }
+    const uint32_t id = static_cast<uint32_t>(n.AttributeSetCount());
+    n.attributes.insert(n.attributes.end(), attrs.begin(), attrs.end());
+    n.attribute_set_offsets.push_back(static_cast<uint32_t>(n.attributes.size()));
+    std::string key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
+    wb.Put(meta_cf(), DictKey(kTagAttributeSet, id), key);
+    nd.attribute_set_ids.emplace(std::move(key), id);
+  }
+  for (size_t i = 1; i < d.links.size(); ++i) {
+    if (!live_links[i]) continue;
+    const uint32_t id = static_cast<uint32_t>(n.links.size());
+    n.links.push_back(d.links[i]);
+    std::string key = EncodeLink(d.links[i]);
+    wb.Put(meta_cf(), DictKey(kTagLink, id), key);
+    nd.link_ids.emplace(std::move(key), id);
+  }
+
+  // The remaps: older generations that still have blocks, composed with
+  // this pass's map, and this pass's for every block written so far.
+  auto composed = std::make_shared<IdRemaps>();
+  auto compose = [](const std::vector<uint32_t>& older, const std::vector<uint32_t>& now) {
+    std::vector<uint32_t> out(older.size());
+    for (size_t i = 0; i < older.size(); ++i) out[i] = Kept(now, older[i]);
+    return out;
+  };
+  for (const IdRemap& g : remaps_->generations) {
+    if (g.before_seq <= min_seq) continue;  // retention deleted all its blocks
+    composed->generations.push_back({g.before_seq, compose(g.stacks, stack_map),
+                                     compose(g.attribute_sets, set_map), compose(g.links, link_map)});
+  }
+  IdRemap current{.before_seq = counters_.next_block_seq};
+  for (auto [map, out] : {std::pair{&stack_map, &current.stacks}, {&set_map, &current.attribute_sets},
+                          {&link_map, &current.links}}) {
+    out->resize(map->size());
+    for (size_t i = 0; i < map->size(); ++i) (*out)[i] = (*map)[i] == kGone ? 0 : (*map)[i];
+  }
+  composed->generations.push_back(std::move(current));
+  const std::string prefix = kRemapKeyPrefix;
+  std::string end = prefix;
+  end.back() = static_cast<char>(end.back() + 1);
+  wb.DeleteRange(meta_cf(), prefix, end);
+  for (const IdRemap& g : composed->generations) wb.Put(meta_cf(), RemapKey(g.before_seq), g.Encode());
+
+  // Summaries, as they are now (retention may have deleted some since the
+  // snapshot; none was built), in the new ids.
+  if (summaries_cf() != nullptr) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), summaries_cf()));
+    StackSummary summary;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      if (it->key().size() != kSummaryKeySize) continue;
+      if (!DecodeStackSummary(std::string_view(it->value().data(), it->value().size()),
+                              KeyBucket(it->key().data()), &summary)
+               .ok()) {
+        wb.Delete(summaries_cf(), it->key());  // damaged: its hour's samples answer instead
+        continue;
+      }
+      RenumberSummary(&summary, stack_map, set_map);
+      wb.Put(summaries_cf(), it->key(), EncodeStackSummary(summary));
+    }
+    if (!it->status().ok()) return FromRocks(it->status(), "forgetting: rewriting summaries");
+  }
+  if (rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &wb); !s.ok()) {
+    if (disk_) disk_->NoteWriteError(s.ToString());
+    return FromRocks(s, "forgetting: writing the new dictionary");
+  }
+  const uint64_t written = wb.GetDataSize();
+  batch.reset();
+  {
+    std::unique_lock lock(dict_mutex_);
+    dict_.ReplaceWith(std::move(nd));
+    remaps_ = std::move(composed);
+    dict_epoch_.fetch_add(1);
+  }
+  restore.done = true;
+  write_lock.unlock();
+  report.ran = true;
+  entries_after_forget_ = report.entries_after;
+  forgotten_entries_.fetch_add(report.entries_before - report.entries_after);
+  NoteWrite(written);
+  (void)AppendLog(LogLevel::kInfo,
+                  absl::StrCat("dictionary: forgot ", report.entries_before - report.entries_after, " of ",
+                               report.entries_before, " entries no kept sample uses (stacks ",
+                               report.stacks_before, " -> ", report.stacks_after, ", attribute sets ",
+                               report.attribute_sets_before, " -> ", report.attribute_sets_after, ")"));
+  // The deleted keys' space returns at the next compaction of the family;
+  // ask for it now, as retention does for its blocks.
+  rocksdb::CompactRangeOptions co;
+  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  (void)db_->CompactRange(co, meta_cf(), nullptr, nullptr);
+#if defined(__GLIBC__)
+  // The old dictionary's memory is free, but glibc keeps it in its arenas
+  // unless asked: kiln's size should follow what it holds.
+  malloc_trim(0);
+#endif
+  return report;
+}
+
+}  // namespace kiln::storage::store_internal
