@@ -155,11 +155,11 @@ std::vector<std::string> RocksStore::AttributeKeys() const {
 std::vector<std::string> RocksStore::AttributeValues(std::string_view key, size_t max) const {
   std::shared_lock lock(dict_mutex_);
   const ProfileDictionary& d = dict_.dict;
-  auto key_it = dict_.string_ids.find(AsAbsl(key));
+  auto key_it = dict_.string_ids.find(key);
   if (key_it == dict_.string_ids.end()) return {};
   std::vector<uint32_t> ids;
   for (const Attribute& a : d.attributes) {
-    if (a.key == key_it->second) ids.push_back(a.value);
+    if (a.key == *key_it) ids.push_back(a.value);
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -176,8 +176,8 @@ std::vector<std::vector<std::string>> RocksStore::AttributeCombinations(const st
   const ProfileDictionary& d = dict_.dict;
   std::vector<uint32_t> key_ids;
   for (const std::string& k : keys) {
-    auto it = dict_.string_ids.find(k);
-    key_ids.push_back(it == dict_.string_ids.end() ? UINT32_MAX : it->second);
+    auto it = dict_.string_ids.find(std::string_view(k));
+    key_ids.push_back(it == dict_.string_ids.end() ? UINT32_MAX : *it);
   }
   std::set<std::vector<uint32_t>> combos;
   std::vector<uint32_t> values(keys.size());

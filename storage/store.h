@@ -31,7 +31,10 @@ namespace kiln::storage {
 // Version 3 adds the hourly stack summaries (column family "summaries");
 // a version 2 store gains it when opened read-write (its summaries are then
 // built in the background) and is read as it is when opened read-only.
-inline constexpr uint32_t kSchemaVersion = 3;
+// Version 4 adds forgetting: a renumbered dictionary and the remaps of
+// blocks written before it ("meta:remap:" keys); a version 3 store has
+// none and is read as it is, and marked 4 when opened read-write.
+inline constexpr uint32_t kSchemaVersion = 4;
 
 struct SampleTypeCount {
   SampleTypeInfo info;
@@ -155,10 +158,13 @@ struct StoreOptions {
   // Distinct attribute sets (the product of values: pid x thread x ...),
   // which the per-key caps do not bound. Past it, a new set keeps its keys
   // with every value "other" (counted, one per set folded). 2 M sets are
-  // about 200 MB of dictionary in memory; a host starting a thousand
-  // processes an hour reaches it in months (the dictionary does not shrink
-  // with retention yet: storage/README.md).
+  // about 200 MB of dictionary in memory. The caps count the dictionary as
+  // kept: what retention deleted is forgotten (Store::ForgetUnused).
   size_t max_attribute_sets = 2'000'000;
+  // The bytes of a key's distinct values (held in memory once each); past
+  // it a new value is "other", counted as above. 64 MiB is 4,000 values at
+  // the 16 KiB string cap, and millions of real pids or thread names.
+  uint64_t max_attribute_value_bytes_per_key = uint64_t{64} << 20;
   // Retention (0 = keep forever): samples older than the age, and the
   // oldest samples while the store's directory (every file: tables, the
   // write-ahead log, RocksDB's own) exceeds the size, are deleted a whole

@@ -241,7 +241,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     if (!live_strings[i]) continue;
     const uint32_t id = static_cast<uint32_t>(n.strings.size());
     n.strings.push_back(d.strings[i]);
-    nd.string_ids.emplace(n.strings.back(), id);
+    nd.string_ids.insert(id);
     wb.Put(meta_cf(), DictKey(kTagString, id), n.strings.back());
   }
   for (size_t i = 1; i < d.executables.size(); ++i) {
@@ -284,7 +284,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     // Keys stay in id order: renumbering keeps the strings' old order.
     for (const Attribute& o : d.AttributeSet(a)) {
       attrs.push_back({string_map[o.key], string_map[o.value]});
-      nd.values_by_key[attrs.back().key].insert(attrs.back().value);
+      nd.NoteValue(attrs.back().key, attrs.back().value);  // n.strings holds it already
     }
     const uint32_t id = static_cast<uint32_t>(n.AttributeSetCount());
     n.attributes.insert(n.attributes.end(), attrs.begin(), attrs.end());

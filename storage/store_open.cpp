@@ -179,9 +179,12 @@ absl::Status RocksStore::OpenDb() {
     }
     // Schema 2 lacks only the summaries: opened read-write, the family is
     // created above and the summaries are built in the background; read
-    // only, queries read every sample as before.
-    if (found == 2 && read_only_) found = kSchemaVersion;
-    if (found == 2) {
+    // only, queries read every sample as before. Schema 3 lacks only the
+    // remaps of forgetting, and has none to apply: read as it is, and
+    // marked 4 when opened read-write (an older kiln must then refuse it,
+    // or it would read blocks written before a pass with the new ids).
+    if ((found == 2 || found == 3) && read_only_) found = kSchemaVersion;
+    if (found == 2 || found == 3) {
       std::string v;
       PutBigEndian32(&v, kSchemaVersion);
       rocksdb::WriteOptions wo;
@@ -326,7 +329,7 @@ absl::Status RocksStore::LoadDictionary() {
       case kTagString: {
         if (id != d.strings.size()) return Corrupt("string", id);
         d.strings.emplace_back(val.data(), val.size());
-        g.string_ids.emplace(d.strings.back(), id);
+        g.string_ids.insert(id);
         break;
       }
       case kTagExecutable: {
@@ -378,7 +381,7 @@ absl::Status RocksStore::LoadDictionary() {
         }
         if (!r.ok) return Corrupt("attribute set", id);
         for (size_t i = d.attribute_set_offsets.back(); i < d.attributes.size(); ++i) {
-          g.values_by_key[d.attributes[i].key].insert(d.attributes[i].value);
+          g.NoteValue(d.attributes[i].key, d.attributes[i].value);
         }
         d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
         g.attribute_set_ids.emplace(std::string(val.data(), val.size()), id);

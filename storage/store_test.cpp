@@ -56,6 +56,21 @@ std::vector<std::string> Folded(const Store& store, Query q = {}, GroupBy g = Gr
   return FoldedLines(BuildFlameTree(*slice, {.group_by = g}), {});
 }
 
+// Minute `m` from `t0` of a busy process: 10,000 samples over 20 stacks at
+// jittered times, so the blocks, not the dictionary or the tables' fixed
+// overhead, are the size (retention's tests).
+ProfileBatch MinuteBatch(int64_t t0, int m, std::mt19937_64* rng) {
+  constexpr int64_t kMinute = 60'000'000'000;
+  std::string folded;
+  for (int k = 0; k < 20; ++k) folded += "main;work" + std::to_string(k) + " 500\n";
+  ProfileBatch batch = testing::BatchFromFolded(folded, {.first_time_ns = t0 + m * kMinute, .process = "app"});
+  for (Sample& sample : batch.samples) {
+    sample.time_ns += static_cast<int64_t>((*rng)() % 50'000'000);
+    sample.stack = 1 + static_cast<uint32_t>((*rng)() % (batch.dict.StackCount() - 1));
+  }
+  return batch;
+}
+
 }  // namespace
 
 TEST_CASE("written samples come back from a query, after a restart too") {
@@ -195,6 +210,29 @@ TEST_CASE("schema version mismatch names both versions") {
   CHECK(store.status().message().find("schema version 7") != std::string_view::npos);
   CHECK(store.status().message().find("reads version " + std::to_string(kSchemaVersion)) !=
         std::string_view::npos);
+}
+
+TEST_CASE("a schema 3 store (before forgetting) is read as it is, and marked 4 when opened read-write") {
+  TempDir dir;
+  {
+    auto store = OpenOrDie(dir.path);
+    REQUIRE(store->Write(testing::BatchFromFolded("main;a 3")).ok());
+  }
+  auto version = [&] {
+    RawStore raw_store(dir.path);
+    std::string v;
+    REQUIRE(raw_store.db->Get(rocksdb::ReadOptions(), raw_store.cf[0], "meta:schema", &v).ok());
+    return v.size() == 4 ? static_cast<int>(v[3]) : -1;
+  };
+  {
+    RawStore raw_store(dir.path);
+    REQUIRE(raw_store.db->Put(rocksdb::WriteOptions(), raw_store.cf[0], "meta:schema", std::string("\0\0\0\x03", 4))
+                .ok());
+  }
+  CHECK(Folded(*OpenOrDie(dir.path, Store::Mode::kReadOnly)) == std::vector<std::string>{"main;a 3"});
+  CHECK(version() == 3);  // a reader leaves it as it is
+  CHECK(Folded(*OpenOrDie(dir.path)) == std::vector<std::string>{"main;a 3"});
+  CHECK(version() == 4);  // an older kiln now refuses it rather than misread remapped blocks
 }
 
 TEST_CASE(
@@ -786,20 +824,8 @@ TEST_CASE("retention by size deletes the oldest data until the store is under it
   std::mt19937_64 rng(7);
   {
     auto store = OpenOrDie(dir.path);
-    // 60 minutes of distinct stacks, one batch a minute.
-    for (int m = 0; m < 60; ++m) {
-      // Few stacks, many samples at jittered times: the blocks, not the
-      // dictionary or the tables' fixed overhead, are the size.
-      std::string folded;
-      for (int k = 0; k < 20; ++k) folded += "main;work" + std::to_string(k) + " 500\n";
-      ProfileBatch batch =
-          testing::BatchFromFolded(folded, {.first_time_ns = t0 + m * kMinute, .process = "app"});
-      for (Sample& sample : batch.samples) {
-        sample.time_ns += static_cast<int64_t>(rng() % 50'000'000);
-        sample.stack = 1 + static_cast<uint32_t>(rng() % (batch.dict.StackCount() - 1));
-      }
-      REQUIRE(store->Write(batch).ok());
-    }
+    // 60 minutes, one batch a minute.
+    for (int m = 0; m < 60; ++m) REQUIRE(store->Write(MinuteBatch(t0, m, &rng)).ok());
     REQUIRE(store->Compact().ok());
   }
   uint64_t full = 0;
@@ -992,18 +1018,8 @@ namespace {
 // `minutes` minutes of random samples over 20 stacks from `t0`, a batch a
 // minute (the blocks, not the dictionary, are the size).
 void WriteMinutes(Store* store, int64_t t0, int minutes, uint64_t seed) {
-  constexpr int64_t kMinute = 60'000'000'000;
   std::mt19937_64 rng(seed);
-  for (int m = 0; m < minutes; ++m) {
-    std::string folded;
-    for (int k = 0; k < 20; ++k) folded += "main;work" + std::to_string(k) + " 500\n";
-    ProfileBatch batch = testing::BatchFromFolded(folded, {.first_time_ns = t0 + m * kMinute, .process = "app"});
-    for (Sample& sample : batch.samples) {
-      sample.time_ns += static_cast<int64_t>(rng() % 50'000'000);
-      sample.stack = 1 + static_cast<uint32_t>(rng() % (batch.dict.StackCount() - 1));
-    }
-    REQUIRE(store->Write(batch).ok());
-  }
+  for (int m = 0; m < minutes; ++m) REQUIRE(store->Write(MinuteBatch(t0, m, &rng)).ok());
 }
 
 uint64_t DirectoryBytes(const std::string& dir) {
@@ -1058,18 +1074,9 @@ TEST_CASE("retention after a crash counts the write-ahead log and keeps as much 
   if (child == 0) {
     auto store = Store::Open(dir.path, Store::Mode::kReadWrite);
     if (!store.ok()) _exit(1);
-    constexpr int64_t kMinute = 60'000'000'000;
     std::mt19937_64 rng(3);
     for (int m = 0; m < 40; ++m) {
-      std::string folded;
-      for (int k = 0; k < 20; ++k) folded += "main;work" + std::to_string(k) + " 500\n";
-      ProfileBatch batch =
-          testing::BatchFromFolded(folded, {.first_time_ns = t0 + m * kMinute, .process = "app"});
-      for (Sample& sample : batch.samples) {
-        sample.time_ns += static_cast<int64_t>(rng() % 50'000'000);
-        sample.stack = 1 + static_cast<uint32_t>(rng() % (batch.dict.StackCount() - 1));
-      }
-      if (!(*store)->Write(batch).ok()) _exit(2);
+      if (!(*store)->Write(MinuteBatch(t0, m, &rng)).ok()) _exit(2);
     }
     _exit(0);  // no destructor: nothing flushed, as after kill -9
   }
@@ -1336,6 +1343,28 @@ TEST_CASE("caps count what is kept: after forgetting, new processes keep their o
   CHECK(store->DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)] == 1);
   const std::vector<std::string> values = store->AttributeValues("process.executable.name", 100);
   CHECK(std::find(values.begin(), values.end(), "p5") != values.end());
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("a key's distinct values are bounded in bytes: past the budget new values are 'other', counted") {
+  TempDir dir;
+  StoreOptions o;
+  o.max_attribute_value_bytes_per_key = 10;  // "t0".."t4" are 2 bytes each
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, o);
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  for (int t = 0; t < 7; ++t) {
+    REQUIRE(store->Write(testing::BatchFromFolded("main;w 1", {.process = "app", .thread = "t" + std::to_string(t)}))
+                .ok());
+  }
+  // t0..t4 fit (10 bytes); t5 and t6 became "other" (5 more bytes: "other" is let in once).
+  CHECK(store->AttributeValues("thread.name", 100) ==
+        std::vector<std::string>{"other", "t0", "t1", "t2", "t3", "t4"});
+  CHECK(store->DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)] == 2);
+  CHECK(store->Stats().samples == 7);
 }
 
 }  // namespace kiln::storage

@@ -161,10 +161,10 @@ class BatchInterner {
     for (auto [key, value] : new_key_values_) {
       auto it = g_.values_by_key.find(key);
       if (it == g_.values_by_key.end()) continue;
-      it->second.erase(value);
+      if (it->second.erase(value) > 0) g_.value_bytes_by_key[key] -= g_.dict.strings[value].size();
       if (it->second.empty()) g_.values_by_key.erase(it);
     }
-    for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_ids.erase(d.strings[i]);
+    for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_ids.erase(static_cast<uint32_t>(i));
     for (const Executable& e : new_executables_) g_.executable_ids.erase(e);
     for (const Frame& f : new_frames_) g_.frame_ids.erase(f);
     for (const std::string& k : new_stacks_) g_.stack_ids.erase(k);
@@ -185,6 +185,7 @@ class BatchInterner {
   // this batch.
   uint64_t capped_ = 0;
   size_t max_values_per_key_ = SIZE_MAX, max_keys_ = SIZE_MAX, max_sets_ = SIZE_MAX;
+  uint64_t max_value_bytes_per_key_ = UINT64_MAX;
 
   // Batch-local to global id maps, valid after Intern().
   std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_, sample_types_;
@@ -213,23 +214,28 @@ class BatchInterner {
       it = g_.values_by_key.try_emplace(a->key).first;
     }
     if (it->second.contains(a->value)) return true;
-    if (it->second.size() >= max_values_per_key_) {
+    // A key's distinct values are bounded in number and in bytes (a sender
+    // inventing 16 KiB values would otherwise hold memory at will).
+    uint64_t& bytes = g_.value_bytes_by_key[a->key];
+    if (it->second.size() >= max_values_per_key_ ||
+        bytes + g_.dict.strings[a->value].size() > max_value_bytes_per_key_) {
       ++capped_;
       a->value = InternString("other");
       if (it->second.contains(a->value)) return true;
     }
     it->second.insert(a->value);
+    bytes += g_.dict.strings[a->value].size();
     new_key_values_.emplace_back(a->key, a->value);
     return true;
   }
   std::vector<std::pair<uint32_t, uint32_t>> new_key_values_;  // for Undo
 
   uint32_t InternString(const std::string& s) {
-    auto it = g_.string_ids.find(s);
-    if (it != g_.string_ids.end()) return it->second;
+    auto it = g_.string_ids.find(std::string_view(s));
+    if (it != g_.string_ids.end()) return *it;
     auto id = static_cast<uint32_t>(g_.dict.strings.size());
     g_.dict.strings.push_back(s);
-    g_.string_ids.emplace(s, id);
+    g_.string_ids.insert(id);
     wb_.Put(cf_, DictKey(kTagString, id), s);
     return id;
   }
@@ -279,6 +285,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   interner.max_values_per_key_ = options_.max_values_per_attribute_key;
   interner.max_keys_ = options_.max_attribute_keys;
   interner.max_sets_ = options_.max_attribute_sets;
+  interner.max_value_bytes_per_key_ = options_.max_attribute_value_bytes_per_key;
   if (auto s = interner.Intern(l); !s.ok()) {
     interner.Undo(mark);
     return s;
