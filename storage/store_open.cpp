@@ -380,9 +380,6 @@ absl::Status RocksStore::LoadDictionary() {
           d.attributes.push_back(a);
         }
         if (!r.ok) return Corrupt("attribute set", id);
-        for (size_t i = d.attribute_set_offsets.back(); i < d.attributes.size(); ++i) {
-          g.NoteValue(d.attributes[i].key, d.attributes[i].value);
-        }
         d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
         g.attribute_set_ids.emplace(std::string(val.data(), val.size()), id);
         break;
@@ -433,6 +430,9 @@ absl::Status RocksStore::LoadDictionary() {
       return absl::DataLossError("store dictionary: attribute refers to a missing string");
     }
   }
+  // The caps' counts, once the strings are loaded (their keys sort after
+  // the attribute sets').
+  for (const Attribute& a : d.attributes) g.NoteValue(a.key, a.value);
   for (const Executable& e : d.executables) {
     uint32_t n = static_cast<uint32_t>(d.strings.size());
     if (e.file_name >= n || e.htlhash >= n || e.gnu_build_id >= n || e.go_build_id >= n) {

@@ -1365,6 +1365,13 @@ TEST_CASE("a key's distinct values are bounded in bytes: past the budget new val
         std::vector<std::string>{"other", "t0", "t1", "t2", "t3", "t4"});
   CHECK(store->DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)] == 2);
   CHECK(store->Stats().samples == 7);
+  // The budget holds across a restart (the bytes are counted again at open).
+  store.reset();
+  auto again = Store::Open(dir.path, Store::Mode::kReadWrite, o);
+  REQUIRE(again.ok());
+  REQUIRE((*again)->Write(testing::BatchFromFolded("main;w 1", {.process = "app", .thread = "t9"})).ok());
+  CHECK((*again)->AttributeValues("thread.name", 100) ==
+        std::vector<std::string>{"other", "t0", "t1", "t2", "t3", "t4"});
 }
 
 }  // namespace kiln::storage
