@@ -268,22 +268,26 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   // store grew past 3x the limit in this run, and on without end.
   CHECK(disk_end <= limit + limit / 4);
   CHECK(disk_peak <= limit * 4);
-  // Memory follows the kept data: the last third of the run holds no more
-  // than the middle third (without forgetting it grew by half again, and
-  // on), and stays under a stated ceiling (DESIGN.md's 400 MiB aim is not
-  // met at this churn rate: the README says where it stands).
+  // Memory follows the kept data: it comes back down after each forgetting
+  // pass, so the last third of the run dips to what the middle third
+  // already reached (without forgetting it only grows: every second of the
+  // last third above every second of the middle), and it stays under a
+  // stated ceiling (DESIGN.md's 400 MiB aim is not met at this churn rate:
+  // the README says where it stands).
   const size_t third = rss_by_second.size() / 3;
   auto median = [](std::vector<long> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0L : v[v.size() / 2];
   };
-  const long middle = median({rss_by_second.begin() + third, rss_by_second.begin() + 2 * third});
-  const long last = median({rss_by_second.begin() + 2 * third, rss_by_second.end()});
-  MESSAGE("kiln RSS median: ", middle, " MiB in the middle third, ", last, " MiB in the last");
+  const std::vector<long> middle(rss_by_second.begin() + third, rss_by_second.begin() + 2 * third);
+  const std::vector<long> last(rss_by_second.begin() + 2 * third, rss_by_second.end());
+  MESSAGE("kiln RSS median: ", median(middle), " MiB in the middle third, ", median(last), " MiB in the last");
   if (kSanitized) {
     MESSAGE("RSS bounds not checked under AddressSanitizer");
   } else {
-    CHECK(last <= middle * 13 / 10 + 64);
+    REQUIRE(!middle.empty());
+    REQUIRE(!last.empty());
+    CHECK(*std::min_element(last.begin(), last.end()) <= *std::max_element(middle.begin(), middle.end()));
     CHECK(rss_peak_after_third <= 1024);
   }
   CHECK(stats.exit_code == 0);
