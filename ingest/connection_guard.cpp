@@ -147,12 +147,14 @@ int64_t SteadyMs() {
 
 class LinuxGuard final : public ConnectionGuard {
  public:
-  LinuxGuard(int port, ConnectionLimits limits, OnClose on_close)
-      : port_(port), limits_(limits), on_close_(std::move(on_close)) {
+  LinuxGuard(ConnectionLimits limits, OnClose on_close) : limits_(limits), on_close_(std::move(on_close)) {
     if (limits_.max_connections == 0) {
       const uint64_t files = RaiseOpenFileLimit();
       limits_.max_connections = static_cast<size_t>(std::clamp<uint64_t>(files / 2, 64, 4096));
     }
+  }
+  void Watch(int port) override {
+    port_ = port;
     if (limits_.period.count() > 0) thread_ = std::thread([this] { Loop(); });
   }
   ~LinuxGuard() override {
@@ -165,11 +167,7 @@ class LinuxGuard final : public ConnectionGuard {
   }
 
   void NoteAnswered(const std::string& grpc_peer) override {
-    // gRPC escapes IPv6 brackets in peer URIs ("ipv6:%5B::1%5D:5000").
-    std::string peer = grpc_peer;
-    for (auto [from, to] : {std::pair<std::string_view, char>{"%5B", '['}, {"%5D", ']'}}) {
-      for (size_t at; (at = peer.find(from)) != std::string::npos;) peer.replace(at, from.size(), 1, to);
-    }
+    std::string peer = UnescapeGrpcPeer(grpc_peer);
     std::lock_guard lock(mu_);
     if (answered_.size() < 65536) answered_.insert(std::move(peer));
   }
@@ -210,7 +208,7 @@ class LinuxGuard final : public ConnectionGuard {
     }
   }
 
-  const int port_;
+  int port_ = -1;  // set by Watch() before the thread starts
   ConnectionLimits limits_;
   const OnClose on_close_;
   mutable std::mutex mu_;
@@ -362,8 +360,16 @@ void LinuxGuard::LookOnce() {}
 
 }  // namespace
 
-std::unique_ptr<ConnectionGuard> ConnectionGuard::Start(int port, ConnectionLimits limits, OnClose on_close) {
-  return std::make_unique<LinuxGuard>(port, limits, std::move(on_close));
+std::unique_ptr<ConnectionGuard> ConnectionGuard::Create(ConnectionLimits limits, OnClose on_close) {
+  return std::make_unique<LinuxGuard>(limits, std::move(on_close));
+}
+
+std::string UnescapeGrpcPeer(std::string_view grpc_peer) {
+  std::string peer(grpc_peer);
+  for (auto [from, to] : {std::pair<std::string_view, char>{"%5B", '['}, {"%5D", ']'}}) {
+    for (size_t at; (at = peer.find(from)) != std::string::npos;) peer.replace(at, from.size(), 1, to);
+  }
+  return peer;
 }
 
 }  // namespace kiln::ingest

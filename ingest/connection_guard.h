@@ -96,15 +96,22 @@ struct ConnectionGuardStats {
   ConnectionCloseCounts closed{};  // since start
 };
 
+// gRPC's peer string with its IPv6 brackets unescaped ("ipv6:%5B::1%5D:5"
+// -> "ipv6:[::1]:5"), as the guard names sockets.
+std::string UnescapeGrpcPeer(std::string_view grpc_peer);
+
 class ConnectionGuard {
  public:
   // Called on the guard's thread for every connection it closes.
   using OnClose = std::function<void(ConnectionClose reason, const std::string& host)>;
-  // Guards the connections accepted on `port` (this process's sockets
-  // whose local port it is). Starts its thread unless `limits.period` is 0
-  // (tests then call LookOnce).
-  static std::unique_ptr<ConnectionGuard> Start(int port, ConnectionLimits limits, OnClose on_close);
+  // A guard that looks at nothing until Watch(): it exists before the
+  // server accepts its first connection, so NoteAnswered() always has one.
+  static std::unique_ptr<ConnectionGuard> Create(ConnectionLimits limits, OnClose on_close);
   virtual ~ConnectionGuard() = default;
+  // Guards the connections accepted on `port` (this process's sockets
+  // whose local port it is) from now on. Starts its thread unless
+  // `limits.period` is 0 (tests then call LookOnce). Call once.
+  virtual void Watch(int port) = 0;
   // A request from `grpc_peer` ("ipv4:10.0.0.5:53412") arrived whole: what
   // its connection received so far is no longer a partial request.
   virtual void NoteAnswered(const std::string& grpc_peer) = 0;

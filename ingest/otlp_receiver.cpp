@@ -200,6 +200,8 @@ class Receiver final : public OtlpReceiver {
   // The guard closed a connection: counted, and logged the first time per
   // reason, then summed up at most once a minute.
   void NoteConnectionClosed(ConnectionClose reason, const std::string& host);
+  // The guard's closes since the last such line, at most once a minute.
+  void FlushCloseSummary();
 
   storage::Store* const store_;
   const ReceiverOptions options_;
@@ -236,7 +238,7 @@ class Receiver final : public OtlpReceiver {
   std::set<std::string> closes_window_hosts_;
   std::array<bool, kConnectionCloseCount> close_reason_logged_{};
   int64_t last_close_summary_ns_ = 0;
-  std::unique_ptr<ConnectionGuard> guard_;  // started after the server, stopped before it
+  std::unique_ptr<ConnectionGuard> guard_;  // made before the server, watching once it listens
 
   std::once_flag stop_once_;
 };
@@ -268,6 +270,10 @@ absl::Status Receiver::Start() {
     }
     credentials = grpc::SslServerCredentials(ssl);
   }
+  // Before the server: Accept() tells the guard of every whole request.
+  guard_ = ConnectionGuard::Create(options_.connections, [this](ConnectionClose reason, const std::string& host) {
+    NoteConnectionClosed(reason, host);
+  });
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options_.listen_address, credentials, &port_);
   // gRPC checks this on the bytes as received. It would also check the
@@ -314,10 +320,7 @@ absl::Status Receiver::Start() {
   totals_.tls = security.tls();
   totals_.client_certificates = !security.tls_client_ca_file.empty();
 
-  guard_ = ConnectionGuard::Start(port_, options_.connections,
-                                  [this](ConnectionClose reason, const std::string& host) {
-                                    NoteConnectionClosed(reason, host);
-                                  });
+  guard_->Watch(port_);
   int workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 2u, 8u));
   for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   summary_thread_ = std::thread([this] { SummaryLoop(); });
@@ -361,7 +364,7 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
                                            const grpc::ByteBuffer* request, grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   std::string peer = context->peer();
-  if (guard_) guard_->NoteAnswered(peer);
+  guard_->NoteAnswered(peer);
   // Listed (with its refusals) whether or not it may send: a misconfigured
   // agent shows up as a sender whose requests are refused.
   const bool new_host = NotePeer(peer);
@@ -701,38 +704,37 @@ void Receiver::NoteConnectionClosed(ConnectionClose reason, const std::string& h
   }
 }
 
+void Receiver::FlushCloseSummary() {
+  ConnectionCloseCounts closes{};
+  std::set<std::string> hosts;
+  const int64_t now = storage::UnixNowNs();
+  {
+    std::lock_guard lock(stats_mu_);
+    if (now - last_close_summary_ns_ < 60'000'000'000) return;  // the window keeps adding up
+    std::swap(closes, closes_window_);
+    std::swap(hosts, closes_window_hosts_);
+  }
+  std::string parts;
+  uint64_t total = 0;
+  for (size_t i = 0; i < kConnectionCloseCount; ++i) {
+    if (closes[i] == 0) continue;
+    total += closes[i];
+    parts += Cat(parts.empty() ? "" : ", ", closes[i], " ", ConnectionCloseDescription(static_cast<ConnectionClose>(i)));
+  }
+  if (total == 0) return;
+  {
+    std::lock_guard lock(stats_mu_);
+    last_close_summary_ns_ = now;
+  }
+  std::string from;
+  for (const std::string& h : hosts) from += Cat(from.empty() ? "" : ", ", h);
+  Log(LogLevel::kWarning, Cat("closed ", total, " connection", total == 1 ? "" : "s", " (", parts, ") from ", from,
+                              hosts.size() >= 8 ? " and others" : ""));
+}
+
 void Receiver::FlushSummary() {
   FlushLosses();
-  {
-    ConnectionCloseCounts closes{};
-    std::set<std::string> hosts;
-    const int64_t now = storage::UnixNowNs();
-    {
-      std::lock_guard lock(stats_mu_);
-      if (now - last_close_summary_ns_ >= 60'000'000'000) {
-        std::swap(closes, closes_window_);
-        std::swap(hosts, closes_window_hosts_);
-      }
-    }
-    std::string parts;
-    uint64_t total = 0;
-    for (size_t i = 0; i < kConnectionCloseCount; ++i) {
-      if (closes[i] == 0) continue;
-      total += closes[i];
-      parts += Cat(parts.empty() ? "" : ", ", closes[i], " ",
-                   ConnectionCloseDescription(static_cast<ConnectionClose>(i)));
-    }
-    if (total > 0) {
-      {
-        std::lock_guard lock(stats_mu_);
-        last_close_summary_ns_ = now;
-      }
-      std::string from;
-      for (const std::string& h : hosts) from += Cat(from.empty() ? "" : ", ", h);
-      Log(LogLevel::kWarning, Cat("closed ", total, " connection", total == 1 ? "" : "s", " (", parts,
-                                  ") from ", from, hosts.size() >= 8 ? " and others" : ""));
-    }
-  }
+  FlushCloseSummary();
   SummaryWindow w;
   {
     std::lock_guard lock(stats_mu_);
@@ -755,11 +757,7 @@ std::string PeerHost(const std::string& peer) {
   std::string host = peer;
   const size_t scheme = host.find(':');
   if (scheme != std::string::npos && (host.starts_with("ipv4:") || host.starts_with("ipv6:"))) {
-    host = host.substr(scheme + 1);
-    // gRPC escapes IPv6 brackets in peer URIs ("ipv6:%5B::1%5D:5000").
-    for (auto [from, to] : {std::pair<std::string_view, char>{"%5B", '['}, {"%5D", ']'}}) {
-      for (size_t at; (at = host.find(from)) != std::string::npos;) host.replace(at, from.size(), 1, to);
-    }
+    host = UnescapeGrpcPeer(host.substr(scheme + 1));
     const size_t colon = host.rfind(':');
     if (colon != std::string::npos && (host.front() != '[' || (colon > 0 && host[colon - 1] == ']'))) {
       host.resize(colon);

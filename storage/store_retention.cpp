@@ -153,26 +153,28 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
 //
 // Everything in the directory counts: the tables and blob files of every
 // part, the write-ahead log and RocksDB's own files, since that is what
-// the user's disk holds. Only sample blocks can be deleted; the rest (the
-// dictionary, symbols, summaries, the log) is "fixed" here. The blocks are
-// measured over the key range still kept, not by their files: deleted
-// buckets stay in the files until compaction drops them (later still
-// while a query's or the summarizer's snapshot holds them), and counting
-// them made the next pass delete again what was already gone.
+// the user's disk holds. Only sample blocks are deleted; the dictionary
+// goes with them (forgetting, after the pass), so it counts as a share of
+// them; the rest (symbols, summaries, the log, RocksDB's own files) is
+// "other". The blocks are measured over the key range still kept, not by
+// their files: deleted buckets stay in the files until compaction drops
+// them (later still while a query's or the summarizer's snapshot holds
+// them), and counting them made the next pass delete again what was
+// already gone.
 //
-//   limit ─────────────────────────────────────────────┐
-//   target (90 %) ─────────────────────────────┐       │
-//   | fixed: dictionary, symbols, WAL, ... | kept blocks | room |
-//                                          └ at least a quarter of the limit
+//   limit ─────────────────────────────────────────────────┐
+//   target (90 %) ─────────────────────────────────┐       │
+//   | other: symbols, log, WAL, ... | kept blocks + dictionary |
+//                                   └ room: at least a quarter of the limit
 //
 // The cut is the oldest bucket whose deletion brings the kept blocks
-// under the target, found by bisection over the measured sizes (not by
-// assuming samples spread evenly over time: gaps between runs and a
-// replayed WAL made that delete far more than needed). When the fixed
-// part leaves the blocks less than a quarter of the limit, retention
-// keeps the newest quarter anyway and says so (StoreStats::
-// retention_problem): emptying the store would lose every sample and
-// still not bring it under the limit.
+// under their share of the room, found by bisection over the measured
+// sizes (not by assuming samples spread evenly over time: gaps between
+// runs and a replayed WAL made that delete far more than needed). When
+// "other" leaves less than a quarter of the limit, retention keeps the
+// newest quarter anyway and says so (StoreStats::retention_problem):
+// emptying the store would lose every sample and still not bring it under
+// the limit.
 
 RocksStore::StoreSizes RocksStore::MeasureDirectory() const {
   StoreSizes sizes;
@@ -252,17 +254,14 @@ absl::StatusOr<int64_t> RocksStore::SizeCut(uint64_t limit, int64_t first_bucket
   // what follows the samples.
   uint64_t budget = static_cast<uint64_t>(static_cast<double>(kept) * static_cast<double>(room) /
                                           static_cast<double>(kept + dictionary));
-  if (dictionary > kept) {
-    // Mostly dictionary: how much of it goes with the oldest samples is
-    // known only after forgetting (a churning fleet's is spread over time,
-    // a one-off burst of names sits in a few buckets). A quarter of the
-    // step, then forgetting, then another pass within seconds: the cut
-    // converges without deleting much more than it must.
-    budget = kept - (kept - std::min(kept, budget)) / 4;
-  }
-  // The next step, at the settling thread's next look (woken now), once
-  // this one deleted something.
+  // Mostly dictionary: how much of it goes with the oldest samples is known
+  // only after forgetting (a churning fleet's is spread over time, a one-off
+  // burst of names sits in a few buckets). A quarter of the step, then
+  // forgetting, then another pass at the settling thread's next look (woken
+  // below once this one deletes): the cut converges without deleting much
+  // more than it must.
   const bool step = dictionary > kept;
+  if (step) budget = kept - (kept - std::min(kept, budget)) / 4;
   // A pass that deletes while the dictionary is a large share: forget at
   // the settling thread's next look rather than after it grew by half.
   if (dictionary > limit / 4) forget_urgent_ = true;

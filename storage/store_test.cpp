@@ -23,6 +23,7 @@
 namespace kiln::storage {
 namespace {
 
+using ::kiln::testing::DirectoryBytes;
 using ::kiln::testing::TempDir;
 
 // The store's RocksDB opened directly, with every family this kiln
@@ -1020,14 +1021,6 @@ namespace {
 void WriteMinutes(Store* store, int64_t t0, int minutes, uint64_t seed) {
   std::mt19937_64 rng(seed);
   for (int m = 0; m < minutes; ++m) REQUIRE(store->Write(MinuteBatch(t0, m, &rng)).ok());
-}
-
-uint64_t DirectoryBytes(const std::string& dir) {
-  uint64_t bytes = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) bytes += e.file_size();
-  }
-  return bytes;
 }
 
 StoreOptions SizeLimited(uint64_t bytes) {

@@ -60,7 +60,6 @@ class BatchInterner {
       const auto id = static_cast<uint32_t>(d.frames.size());
       d.frames.push_back(f);
       g_.frame_ids.insert(id);
-      new_frames_.push_back(f);
       wb_.Put(cf_, DictKey(kTagFrame, id), EncodeFrame(f));
       frames_[i] = id;
     }
@@ -166,7 +165,7 @@ class BatchInterner {
     }
     for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_ids.erase(static_cast<uint32_t>(i));
     for (const Executable& e : new_executables_) g_.executable_ids.erase(e);
-    for (const Frame& f : new_frames_) g_.frame_ids.erase(f);
+    for (size_t i = mark.frames; i < d.frames.size(); ++i) g_.frame_ids.erase(static_cast<uint32_t>(i));
     for (const std::string& k : new_stacks_) g_.stack_ids.erase(k);
     for (const std::string& k : new_attribute_sets_) g_.attribute_set_ids.erase(k);
     for (const std::string& k : new_links_) g_.link_ids.erase(k);
@@ -253,7 +252,6 @@ class BatchInterner {
   rocksdb::WriteBatch& wb_;
   rocksdb::ColumnFamilyHandle* cf_;
   std::vector<Executable> new_executables_;
-  std::vector<Frame> new_frames_;
   std::vector<std::string> new_stacks_, new_attribute_sets_, new_links_;
 };
 

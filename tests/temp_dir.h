@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -25,5 +26,18 @@ struct TempDir {
   operator std::string() const { return path; }  // where a path is wanted
   std::string path;
 };
+
+// Bytes of every regular file under `dir`: what a store takes on disk
+// (files vanishing meanwhile, as RocksDB's do, are skipped).
+inline uint64_t DirectoryBytes(const std::string& dir) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) bytes += it->file_size(size_ec);
+  }
+  return bytes;
+}
 
 }  // namespace kiln::testing

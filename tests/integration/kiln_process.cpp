@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
 namespace kiln::testing {
@@ -37,6 +38,13 @@ void ReadAll(int fd, std::string* into) {
 }
 
 }  // namespace
+
+long ResidentMiB(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/statm");
+  long size = 0, resident = 0;
+  in >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE) / (1 << 20);
+}
 
 std::string KilnBinary() {
   // Made absolute once, so a test may change the current folder (to give

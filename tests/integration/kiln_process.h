@@ -21,6 +21,9 @@ struct CommandResult {
 // Runs kiln with `args` to completion.
 CommandResult RunKiln(const std::vector<std::string>& args);
 
+// Resident memory of process `pid` in MiB (0 once it is gone).
+long ResidentMiB(int pid);
+
 class HeadlessKiln {
  public:
   // Starts `kiln --headless --listen 127.0.0.1:0 --data-dir DIR` and waits

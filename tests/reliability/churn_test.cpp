@@ -63,24 +63,6 @@ int EnvInt(const char* name, int fallback) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
 
-long RssMiB(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/statm");
-  long size = 0, resident = 0;
-  in >> size >> resident;
-  return resident * sysconf(_SC_PAGESIZE) / (1 << 20);
-}
-
-uint64_t DirectoryBytes(const std::string& dir) {
-  uint64_t bytes = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    std::error_code size_ec;
-    if (it->is_regular_file(size_ec)) bytes += it->file_size(size_ec);
-  }
-  return bytes;
-}
-
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -179,8 +161,8 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   std::vector<long> rss_by_second;
   while (Clock::now() - start < std::chrono::seconds(seconds)) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    const uint64_t disk = DirectoryBytes(dir.path);
-    const long rss = RssMiB(kiln.pid());
+    const uint64_t disk = kiln::testing::DirectoryBytes(dir.path);
+    const long rss = kiln::testing::ResidentMiB(kiln.pid());
     disk_peak = std::max(disk_peak, disk);
     rss_by_second.push_back(rss);
     const auto elapsed = Clock::now() - start;
@@ -195,8 +177,8 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   // Settle: the last retention pass and forgetting run within seconds of
   // the last writes (a twentieth of the limit written starts a pass).
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  const long rss_end = RssMiB(kiln.pid());
-  const uint64_t disk_end = DirectoryBytes(dir.path);
+  const long rss_end = kiln::testing::ResidentMiB(kiln.pid());
+  const uint64_t disk_end = kiln::testing::DirectoryBytes(dir.path);
 
   // The store as kiln has it, read beside it.
   auto opened = kiln::storage::Store::Open(dir.path, kiln::storage::Store::Mode::kReadOnly);

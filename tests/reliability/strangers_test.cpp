@@ -82,13 +82,6 @@ bool AgentExport(const std::string& target, int index) {
   return false;
 }
 
-long RssMiB(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/statm");
-  long size = 0, resident = 0;
-  in >> size >> resident;
-  return resident * sysconf(_SC_PAGESIZE) / (1 << 20);
-}
-
 size_t OpenFiles(int pid) {
   size_t n = 0;
   std::error_code ec;
@@ -307,12 +300,12 @@ TEST_CASE("partial requests from 10 connections x 20 streams stay within the rec
   signal(SIGPIPE, SIG_IGN);
   kiln::testing::TempDir dir("kiln-partial");
   kiln::testing::HeadlessKiln kiln(dir.path);
-  const long rss_start = RssMiB(kiln.pid());
+  const long rss_start = kiln::testing::ResidentMiB(kiln.pid());
   std::atomic<bool> done{false};
   std::atomic<long> rss_peak{rss_start};
   std::thread watcher([&] {
     while (!done) {
-      rss_peak = std::max(rss_peak.load(), RssMiB(kiln.pid()));
+      rss_peak = std::max(rss_peak.load(), kiln::testing::ResidentMiB(kiln.pid()));
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
@@ -327,7 +320,7 @@ TEST_CASE("partial requests from 10 connections x 20 streams stay within the rec
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const bool served_during = AgentExport(kiln.target(), 0);
   for (std::thread& t : attackers) t.join();
-  const long rss_after_attack = RssMiB(kiln.pid());
+  const long rss_after_attack = kiln::testing::ResidentMiB(kiln.pid());
   const bool served_after = AgentExport(kiln.target(), 1);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   done = true;
