@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "storage/store_internal.h"
 
 namespace kiln::storage {
@@ -71,10 +72,21 @@ bool IsStoreInUse(const absl::Status& status) { return absl::IsUnavailable(statu
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& dir, Mode mode,
                                                    const StoreOptions& options) {
-  auto store = std::make_unique<store_internal::RocksStore>(dir, mode == Mode::kReadOnly, options);
-  if (auto s = store->OpenDb(); !s.ok()) return s;
-  if (mode == Mode::kReadWrite) store->StartSettling();
-  return std::unique_ptr<Store>(std::move(store));
+  // A read-only open beside a running kiln races its compactions: a table
+  // file the MANIFEST names can be deleted before it is opened. A new try
+  // reads the newer MANIFEST; a read-write open owns the files, so it never
+  // races and is not tried again.
+  for (int attempt = 0;; ++attempt) {
+    auto store = std::make_unique<store_internal::RocksStore>(dir, mode == Mode::kReadOnly, options);
+    absl::Status s = store->OpenDb();
+    if (s.ok()) {
+      if (mode == Mode::kReadWrite) store->StartSettling();
+      return std::unique_ptr<Store>(std::move(store));
+    }
+    const bool vanished = absl::StrContains(s.message(), "No such file");
+    if (mode != Mode::kReadOnly || !vanished || attempt == 5) return s;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 << attempt));
+  }
 }
 
 namespace store_internal {

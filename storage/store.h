@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -182,6 +183,10 @@ struct StoreOptions {
   // tests compare the two).
   bool summarize_in_background = true;
   bool use_summaries = true;
+  // Tests only: called at the named steps of retention and forgetting
+  // ("retention: deleted", "forgetting: written", ...: see the calls), so
+  // a crash test can kill the process at exactly that point.
+  std::function<void(std::string_view step)> test_step;
 };
 
 // What one retention pass deleted.
@@ -203,6 +208,9 @@ struct ForgetReport {
   uint64_t stacks_before = 0, stacks_after = 0;
   uint64_t attribute_sets_before = 0, attribute_sets_after = 0;
   bool ran = false;  // false: nothing to forget, nothing written
+  // The whole pass, and the part that held writes off (renumbering and
+  // the batch): what a sender's requests waited for.
+  double seconds = 0, write_lock_seconds = 0;
 };
 
 // True for Store::Open's error when another process has the store open for

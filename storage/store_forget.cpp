@@ -22,6 +22,7 @@
 #include <malloc.h>
 #endif
 
+#include "absl/strings/str_format.h"
 #include "storage/store_internal.h"
 
 namespace kiln::storage::store_internal {
@@ -105,6 +106,9 @@ absl::Status RocksStore::LoadRemaps() {
 absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   ForgetReport report;
   if (read_only_) return report;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   std::lock_guard pass(summarize_mutex_);
   forget_due_ = false;
 
@@ -158,8 +162,11 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   db_->ReleaseSnapshot(snapshot);
   if (stopping_ && counted.ok()) counted = absl::CancelledError("the store is closing");
 
+  TestStep("forgetting: counted");
+
   // --- 2. Renumber and swap, under the write lock ----------------------------
   std::unique_lock write_lock(write_mutex_);
+  const Clock::time_point locked = Clock::now();
   const ForgetWatch watch = std::move(forget_watch_);
   forget_watch_ = ForgetWatch{};
   if (!counted.ok()) return counted;
@@ -234,6 +241,8 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   for (char tag : {kTagString, kTagExecutable, kTagFrame, kTagStack, kTagAttributeSet, kTagLink}) {
     wb.DeleteRange(meta_cf(), std::string(1, tag), std::string(1, static_cast<char>(tag + 1)));
   }
+  // Only the tables (and the value counts) are built here: ReplaceWith
+  // builds the indexes over them once they are in their home.
   GlobalDictionary nd;
   ProfileDictionary& n = nd.dict;
   n.sample_types = d.sample_types;  // few, never forgotten: their ids are in block keys
@@ -241,7 +250,6 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     if (!live_strings[i]) continue;
     const uint32_t id = static_cast<uint32_t>(n.strings.size());
     n.strings.push_back(d.strings[i]);
-    nd.string_ids.insert(id);
     wb.Put(meta_cf(), DictKey(kTagString, id), n.strings.back());
   }
   for (size_t i = 1; i < d.executables.size(); ++i) {
@@ -251,7 +259,6 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
                        .gnu_build_id = string_map[o.gnu_build_id], .go_build_id = string_map[o.go_build_id]};
     const uint32_t id = static_cast<uint32_t>(n.executables.size());
     n.executables.push_back(e);
-    nd.executable_ids.emplace(e, id);
     wb.Put(meta_cf(), DictKey(kTagExecutable, id), EncodeExecutable(e));
   }
   for (size_t i = 1; i < d.frames.size(); ++i) {
@@ -262,7 +269,6 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     f.executable = exec_map[f.executable];
     const uint32_t id = static_cast<uint32_t>(n.frames.size());
     n.frames.push_back(f);
-    nd.frame_ids.insert(id);
     wb.Put(meta_cf(), DictKey(kTagFrame, id), EncodeFrame(f));
   }
   std::vector<uint32_t> ids;
@@ -273,9 +279,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     const uint32_t id = static_cast<uint32_t>(n.StackCount());
     n.stack_frames.insert(n.stack_frames.end(), ids.begin(), ids.end());
     n.stack_offsets.push_back(static_cast<uint32_t>(n.stack_frames.size()));
-    std::string key = EncodeIds(ids.data(), ids.data() + ids.size());
-    wb.Put(meta_cf(), DictKey(kTagStack, id), key);
-    nd.stack_ids.emplace(std::move(key), id);
+    wb.Put(meta_cf(), DictKey(kTagStack, id), EncodeIds(ids.data(), ids.data() + ids.size()));
   }
   std::vector<Attribute> attrs;
   for (uint32_t a = 1; a < d.AttributeSetCount(); ++a) {
@@ -289,17 +293,13 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     const uint32_t id = static_cast<uint32_t>(n.AttributeSetCount());
     n.attributes.insert(n.attributes.end(), attrs.begin(), attrs.end());
     n.attribute_set_offsets.push_back(static_cast<uint32_t>(n.attributes.size()));
-    std::string key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
-    wb.Put(meta_cf(), DictKey(kTagAttributeSet, id), key);
-    nd.attribute_set_ids.emplace(std::move(key), id);
+    wb.Put(meta_cf(), DictKey(kTagAttributeSet, id), EncodeAttributes(attrs.data(), attrs.data() + attrs.size()));
   }
   for (size_t i = 1; i < d.links.size(); ++i) {
     if (!live_links[i]) continue;
     const uint32_t id = static_cast<uint32_t>(n.links.size());
     n.links.push_back(d.links[i]);
-    std::string key = EncodeLink(d.links[i]);
-    wb.Put(meta_cf(), DictKey(kTagLink, id), key);
-    nd.link_ids.emplace(std::move(key), id);
+    wb.Put(meta_cf(), DictKey(kTagLink, id), EncodeLink(d.links[i]));
   }
 
   // The remaps: older generations that still have blocks, composed with
@@ -350,6 +350,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     if (disk_) disk_->NoteWriteError(s.ToString());
     return FromRocks(s, "forgetting: writing the new dictionary");
   }
+  TestStep("forgetting: written");
   const uint64_t written = wb.GetDataSize();
   batch.reset();
   {
@@ -360,25 +361,30 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   }
   restore.done = true;
   write_lock.unlock();
+  report.write_lock_seconds = since(locked);
   report.ran = true;
   entries_after_forget_ = report.entries_after;
   forgotten_entries_.fetch_add(report.entries_before - report.entries_after);
   NoteWrite(written);
-  (void)AppendLog(LogLevel::kInfo,
-                  absl::StrCat("dictionary: forgot ", report.entries_before - report.entries_after, " of ",
-                               report.entries_before, " entries no kept sample uses (stacks ",
-                               report.stacks_before, " -> ", report.stacks_after, ", attribute sets ",
-                               report.attribute_sets_before, " -> ", report.attribute_sets_after, ")"));
   // The deleted keys' space returns at the next compaction of the family;
   // ask for it now, as retention does for its blocks.
   rocksdb::CompactRangeOptions co;
   co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   (void)db_->CompactRange(co, meta_cf(), nullptr, nullptr);
+  TestStep("forgetting: compacted");
 #if defined(__GLIBC__)
   // The old dictionary's memory is free, but glibc keeps it in its arenas
   // unless asked: kiln's size should follow what it holds.
   malloc_trim(0);
 #endif
+  report.seconds = since(start);
+  (void)AppendLog(LogLevel::kInfo,
+                  absl::StrCat("dictionary: forgot ", report.entries_before - report.entries_after, " of ",
+                               report.entries_before, " entries no kept sample uses (stacks ",
+                               report.stacks_before, " -> ", report.stacks_after, ", attribute sets ",
+                               report.attribute_sets_before, " -> ", report.attribute_sets_after, ") in ",
+                               absl::StrFormat("%.1f", report.seconds), " s, writes held ",
+                               absl::StrFormat("%.1f", report.write_lock_seconds), " s"));
   return report;
 }
 

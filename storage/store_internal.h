@@ -65,7 +65,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "storage/disk_guard.h"
 #include "storage/sample_block.h"
 #include "storage/stack_summary.h"
@@ -383,6 +385,55 @@ struct StringIdEq {
 };
 using StringIdSet = absl::flat_hash_set<uint32_t, StringIdHash, StringIdEq>;
 
+// Stacks and attribute sets the same way, hashed over their spans in the
+// flat tables (an encoded-bytes key per entry was ~100 bytes each: 280 MB
+// for a churning fleet's 2.8 M stacks). Finds by span or by id.
+using StackSpan = absl::Span<const uint32_t>;
+using AttributesSpan = absl::Span<const Attribute>;
+inline size_t HashAttributes(AttributesSpan attrs) {
+  size_t h = absl::HashOf(attrs.size());
+  for (const Attribute& a : attrs) h = absl::HashOf(h, a.key, a.value);
+  return h;
+}
+struct StackIdHash {
+  using is_transparent = void;
+  const ProfileDictionary* dict;
+  size_t operator()(StackSpan s) const { return absl::Hash<StackSpan>{}(s); }
+  size_t operator()(uint32_t id) const { return (*this)(Of(id)); }
+  StackSpan Of(uint32_t id) const {
+    const auto s = dict->Stack(id);
+    return StackSpan(s.begin(), s.size());
+  }
+};
+struct StackIdEq {
+  using is_transparent = void;
+  const ProfileDictionary* dict;
+  StackSpan Of(uint32_t id) const { return StackIdHash{dict}.Of(id); }
+  bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+  bool operator()(uint32_t a, StackSpan b) const { return Of(a) == b; }
+  bool operator()(StackSpan a, uint32_t b) const { return a == Of(b); }
+};
+using StackIdSet = absl::flat_hash_set<uint32_t, StackIdHash, StackIdEq>;
+struct AttributeSetIdHash {
+  using is_transparent = void;
+  const ProfileDictionary* dict;
+  size_t operator()(AttributesSpan s) const { return HashAttributes(s); }
+  size_t operator()(uint32_t id) const { return HashAttributes(Of(id)); }
+  AttributesSpan Of(uint32_t id) const {
+    const auto a = dict->AttributeSet(id);
+    return AttributesSpan(a.begin(), a.size());
+  }
+};
+struct AttributeSetIdEq {
+  using is_transparent = void;
+  const ProfileDictionary* dict;
+  AttributesSpan Of(uint32_t id) const { return AttributeSetIdHash{dict}.Of(id); }
+  bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+  bool operator()(uint32_t a, AttributesSpan b) const { return Of(a) == b; }
+  bool operator()(AttributesSpan a, uint32_t b) const { return a == Of(b); }
+};
+using AttributeSetIdSet = absl::flat_hash_set<uint32_t, AttributeSetIdHash, AttributeSetIdEq>;
+
 // The store-global dictionary plus the hash indexes that deduplicate new
 // entries. Guarded by RocksStore::dict_mutex_. Not copied or moved: the
 // string and frame indexes point at its own tables (ReplaceWith swaps
@@ -394,9 +445,9 @@ struct GlobalDictionary {
   StringIdSet string_ids{0, StringIdHash{&dict.strings}, StringIdEq{&dict.strings}};
   absl::flat_hash_map<Executable, uint32_t, ExecutableHash> executable_ids;
   FrameIdSet frame_ids{0, FrameIdHash{&dict.frames}, FrameIdEq{&dict.frames}};
-  absl::flat_hash_map<std::string, uint32_t> stack_ids;          // key: EncodeIds bytes
-  absl::flat_hash_map<std::string, uint32_t> attribute_set_ids;  // key: EncodeAttributes bytes
-  absl::flat_hash_map<std::string, uint32_t> link_ids;           // key: EncodeLink bytes
+  StackIdSet stack_ids{0, StackIdHash{&dict}, StackIdEq{&dict}};
+  AttributeSetIdSet attribute_set_ids{0, AttributeSetIdHash{&dict}, AttributeSetIdEq{&dict}};
+  absl::flat_hash_map<std::string, uint32_t> link_ids;  // key: EncodeLink bytes (links are few)
   // Distinct values per attribute key (string ids), and their bytes, for
   // the caps.
   absl::flat_hash_map<uint32_t, absl::flat_hash_set<uint32_t>> values_by_key;
@@ -407,21 +458,17 @@ struct GlobalDictionary {
 
   GlobalDictionary(const GlobalDictionary&) = delete;
   GlobalDictionary& operator=(const GlobalDictionary&) = delete;
-  // Takes `other`'s entries and indexes (a forgetting pass's new
-  // dictionary); the string and frame indexes are built again over their
-  // tables' new home.
+  // Takes `other`'s tables and value counts (a forgetting pass's new
+  // dictionary) and builds every index again over them: the id-keyed ones
+  // point at this dictionary's own tables.
   void ReplaceWith(GlobalDictionary&& other) {
     dict = std::move(other.dict);
-    string_ids = StringIdSet(dict.strings.size(), StringIdHash{&dict.strings}, StringIdEq{&dict.strings});
-    for (uint32_t id = 0; id < dict.strings.size(); ++id) string_ids.insert(id);
-    executable_ids = std::move(other.executable_ids);
-    stack_ids = std::move(other.stack_ids);
-    attribute_set_ids = std::move(other.attribute_set_ids);
-    link_ids = std::move(other.link_ids);
     values_by_key = std::move(other.values_by_key);
     value_bytes_by_key = std::move(other.value_bytes_by_key);
-    frame_ids = FrameIdSet(dict.frames.size(), FrameIdHash{&dict.frames}, FrameIdEq{&dict.frames});
-    for (uint32_t id = 0; id < dict.frames.size(); ++id) frame_ids.insert(id);
+    string_ids = StringIdSet(dict.strings.size(), StringIdHash{&dict.strings}, StringIdEq{&dict.strings});
+    for (uint32_t id = 0; id < dict.strings.size(); ++id) string_ids.insert(id);
+    DropWriteIndexes();
+    RebuildWriteIndexes();
   }
   // The indexes only Write() uses (not string_ids: attribute listings read
   // it): a forgetting pass frees them while it builds the new dictionary,
@@ -429,29 +476,27 @@ struct GlobalDictionary {
   void DropWriteIndexes() {
     executable_ids = {};
     frame_ids = FrameIdSet(0, FrameIdHash{&dict.frames}, FrameIdEq{&dict.frames});
-    stack_ids = {};
-    attribute_set_ids = {};
+    stack_ids = StackIdSet(0, StackIdHash{&dict}, StackIdEq{&dict});
+    attribute_set_ids = AttributeSetIdSet(0, AttributeSetIdHash{&dict}, AttributeSetIdEq{&dict});
     link_ids = {};
   }
   void RebuildWriteIndexes() {
+    executable_ids.reserve(dict.executables.size());
     for (uint32_t i = 0; i < dict.executables.size(); ++i) executable_ids.emplace(dict.executables[i], i);
+    frame_ids.reserve(dict.frames.size());
     for (uint32_t i = 0; i < dict.frames.size(); ++i) frame_ids.insert(i);
-    for (uint32_t i = 0; i < dict.StackCount(); ++i) {
-      const auto s = dict.Stack(i);
-      stack_ids.emplace(EncodeIds(s.begin(), s.end()), i);
-    }
-    for (uint32_t i = 0; i < dict.AttributeSetCount(); ++i) {
-      const auto a = dict.AttributeSet(i);
-      attribute_set_ids.emplace(EncodeAttributes(a.begin(), a.end()), i);
-    }
+    stack_ids.reserve(dict.StackCount());
+    for (uint32_t i = 0; i < dict.StackCount(); ++i) stack_ids.insert(i);
+    attribute_set_ids.reserve(dict.AttributeSetCount());
+    for (uint32_t i = 0; i < dict.AttributeSetCount(); ++i) attribute_set_ids.insert(i);
     for (uint32_t i = 0; i < dict.links.size(); ++i) link_ids.emplace(EncodeLink(dict.links[i]), i);
   }
   GlobalDictionary() {
     string_ids.insert(0);  // dict.strings[0] is the empty string
     executable_ids.emplace(Executable{}, 0);
-    frame_ids.insert(0);  // dict.frames[0] is the empty frame
-    stack_ids.emplace(EncodeIds(nullptr, nullptr), 0);
-    attribute_set_ids.emplace(EncodeAttributes(nullptr, nullptr), 0);
+    frame_ids.insert(0);          // dict.frames[0] is the empty frame
+    stack_ids.insert(0);          // stack 0 has no frames
+    attribute_set_ids.insert(0);  // attribute set 0 has no attributes
     link_ids.emplace(EncodeLink(Link{}), 0);
   }
 
@@ -644,6 +689,9 @@ class RocksStore final : public Store {
   const std::string dir_;
   const bool read_only_;
   const StoreOptions options_;
+  void TestStep(std::string_view step) const {
+    if (options_.test_step) options_.test_step(step);
+  }
   rocksdb::DB* db_ = nullptr;
 
   // Settling (StoreOptions): Unix ns of the last write and of the first

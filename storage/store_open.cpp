@@ -366,7 +366,7 @@ absl::Status RocksStore::LoadDictionary() {
         for (uint64_t i = 0; i < n; ++i) d.stack_frames.push_back(static_cast<uint32_t>(r.Next()));
         if (!r.ok) return Corrupt("stack", id);
         d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
-        g.stack_ids.emplace(std::string(val.data(), val.size()), id);
+        g.stack_ids.insert(id);
         break;
       }
       case kTagAttributeSet: {
@@ -381,7 +381,7 @@ absl::Status RocksStore::LoadDictionary() {
         }
         if (!r.ok) return Corrupt("attribute set", id);
         d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
-        g.attribute_set_ids.emplace(std::string(val.data(), val.size()), id);
+        g.attribute_set_ids.insert(id);
         break;
       }
       case kTagSampleType: {

@@ -121,6 +121,7 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     counters_ = counters;
   }
   write_lock.unlock();
+  TestStep("retention: deleted");
   NoteWrite();
   retention_deleted_.fetch_add(report.samples_deleted);
   DataLossCounts deleted{};
@@ -144,6 +145,7 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     rocksdb::Slice b(begin), e(end);
     (void)db_->CompactRange(co, blocks_cf(), &b, &e);
   }
+  TestStep("retention: compacted");
   return report;
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -18,6 +19,7 @@
 #include "storage/model/test_fixtures.h"
 #include "storage/symbol_table_fixture.h"
 #include "storage/varint.h"
+#include "tests/child_process.h"
 #include "tests/temp_dir.h"
 
 namespace kiln::storage {
@@ -1365,6 +1367,93 @@ TEST_CASE("a key's distinct values are bounded in bytes: past the budget new val
   REQUIRE((*again)->Write(testing::BatchFromFolded("main;w 1", {.process = "app", .thread = "t9"})).ok());
   CHECK((*again)->AttributeValues("thread.name", 100) ==
         std::vector<std::string>{"other", "t0", "t1", "t2", "t3", "t4"});
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+namespace {
+
+constexpr int64_t kBucket = 10'000'000'000;  // retention's unit
+constexpr int kCrashBuckets = 360;           // an hour of them
+
+// Bucket `b`'s samples: 5 stacks no other bucket has (so forgetting has
+// their frames and strings to forget), weights 1..5, 1 ms apart.
+std::vector<std::string> BucketLines(int b) {
+  std::vector<std::string> lines;
+  for (int k = 0; k < 5; ++k) lines.push_back(absl::StrCat("main;b", b, ";f", k, " ", k + 1));
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+ProfileBatch BucketBatch(int64_t t0, int b) {
+  std::string folded;
+  for (const std::string& line : BucketLines(b)) folded += line + "\n";
+  return testing::BatchFromFolded(folded, {.first_time_ns = t0 + b * kBucket, .process = "app"});
+}
+
+// The store as a crash left it, checked bucket by bucket: every bucket
+// from `first_kept` on is there whole, with its names, and none before it;
+// the counters agree.
+void CheckBuckets(const Store& store, int64_t t0, int first_kept) {
+  uint64_t samples = 0;
+  for (int b = 0; b < kCrashBuckets; ++b) {
+    std::vector<std::string> got =
+        Folded(store, {.from_ns = t0 + b * kBucket, .to_ns = t0 + (b + 1) * kBucket}, GroupBy::kNone);
+    std::sort(got.begin(), got.end());
+    INFO("bucket ", b);
+    if (b < first_kept) {
+      CHECK(got.empty());
+    } else {
+      CHECK(got == BucketLines(b));
+      samples += 15;
+    }
+  }
+  CHECK(store.Stats().samples == samples);
+  // The whole range at once (hours' summaries answer for the hours they cover).
+  std::vector<std::string> all = Folded(store);
+  CHECK(all.size() == static_cast<size_t>(kCrashBuckets - first_kept) * 5);
+}
+
+}  // namespace
+
+TEST_CASE("kill -9 at any step of a deleting retention pass, or the forgetting after it, loses no kept bucket") {
+  const int64_t t0 = 1'700'000'000'000'000'000;  // on a bucket boundary
+  const int64_t now = t0 + kCrashBuckets * kBucket;
+  constexpr int kCut = kCrashBuckets / 2;  // a 30-minute age limit keeps the newest half
+  const StoreOptions limited{.retention_age = std::chrono::minutes(30),
+                             .retention_interval = std::chrono::milliseconds(0),
+                             .summarize_in_background = false};
+  for (const char* step : {"retention: deleted", "retention: compacted", "forgetting: counted",
+                           "forgetting: written", "forgetting: compacted"}) {
+    CAPTURE(step);
+    TempDir dir;
+    {
+      auto store = OpenOrDie(dir.path);
+      for (int b = 0; b < kCrashBuckets; ++b) REQUIRE(store->Write(BucketBatch(t0, b)).ok());
+      REQUIRE(store->Summarize().ok());  // so forgetting rewrites a summary too
+      REQUIRE(store->Flush().ok());
+    }
+    // The step kills the child (kill -9 there); any exit is a failure.
+    const int code = kiln::testing::WaitChild(kiln::testing::SpawnChild(
+        {KILN_STORE_CRASH_CHILD, dir.path, step, std::to_string(now), "1800"}));
+    REQUIRE_MESSAGE(code == 128 + SIGKILL, "the child exited with ", code, " before the step");
+
+    // Every step comes after the deleting batch: the cut is all there is.
+    {
+      auto store = OpenOrDie(dir.path);
+      CheckBuckets(*store, t0, kCut);
+    }
+    // kiln as it starts again: the pass finishes, forgetting with it.
+    auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, limited);
+    REQUIRE(opened.ok());
+    auto store = std::move(*opened);
+    REQUIRE(store->ApplyRetention(now).ok());
+    absl::StatusOr<ForgetReport> forgot = store->ForgetUnused();
+    REQUIRE(forgot.ok());
+    CheckBuckets(*store, t0, kCut);
+    CHECK(store->Stats().stacks == static_cast<uint64_t>(kCrashBuckets - kCut) * 5);
+  }
 }
 
 }  // namespace kiln::storage

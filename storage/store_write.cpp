@@ -77,13 +77,16 @@ class BatchInterner {
         if (f >= frames_.size()) return Bad("stack", i, "frame index out of range");
         ids.push_back(frames_[f]);
       }
-      key = EncodeIds(ids.data(), ids.data() + ids.size());
-      stacks_[i] =
-          InternKey(&g_.stack_ids, key, static_cast<uint32_t>(d.StackCount()), kTagStack, &new_stacks_);
-      if (stacks_[i] == d.StackCount()) {
-        d.stack_frames.insert(d.stack_frames.end(), ids.begin(), ids.end());
-        d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
+      if (auto known = g_.stack_ids.find(StackSpan(ids)); known != g_.stack_ids.end()) {
+        stacks_[i] = *known;
+        continue;
       }
+      const auto id = static_cast<uint32_t>(d.StackCount());
+      d.stack_frames.insert(d.stack_frames.end(), ids.begin(), ids.end());
+      d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
+      g_.stack_ids.insert(id);  // hashed over the table, so after the push
+      wb_.Put(cf_, DictKey(kTagStack, id), EncodeIds(ids.data(), ids.data() + ids.size()));
+      stacks_[i] = id;
     }
 
     if (l.attribute_set_offsets.size() < 2 || l.attribute_set_offsets.back() != l.attributes.size()) {
@@ -106,9 +109,8 @@ class BatchInterner {
       // id keeps the encoding canonical so equal sets dedupe.
       std::sort(attrs.begin(), attrs.end(),
                 [](const Attribute& a, const Attribute& b) { return a.key < b.key; });
-      key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
-      if (auto known = g_.attribute_set_ids.find(key); known != g_.attribute_set_ids.end()) {
-        attribute_sets_[i] = known->second;
+      if (auto known = g_.attribute_set_ids.find(AttributesSpan(attrs)); known != g_.attribute_set_ids.end()) {
+        attribute_sets_[i] = *known;
         continue;
       }
       // A new set. Past the cap on sets, every value becomes "other": the
@@ -122,13 +124,17 @@ class BatchInterner {
         if (ApplyCaps(&g)) attrs[kept++] = g;
       }
       attrs.resize(kept);
-      key = EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
-      attribute_sets_[i] = InternKey(&g_.attribute_set_ids, key, static_cast<uint32_t>(d.AttributeSetCount()),
-                                     kTagAttributeSet, &new_attribute_sets_);
-      if (attribute_sets_[i] == d.AttributeSetCount()) {
-        d.attributes.insert(d.attributes.end(), attrs.begin(), attrs.end());
-        d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
+      // Folding can make it equal to a known set.
+      if (auto known = g_.attribute_set_ids.find(AttributesSpan(attrs)); known != g_.attribute_set_ids.end()) {
+        attribute_sets_[i] = *known;
+        continue;
       }
+      const auto id = static_cast<uint32_t>(d.AttributeSetCount());
+      d.attributes.insert(d.attributes.end(), attrs.begin(), attrs.end());
+      d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
+      g_.attribute_set_ids.insert(id);
+      wb_.Put(cf_, DictKey(kTagAttributeSet, id), EncodeAttributes(attrs.data(), attrs.data() + attrs.size()));
+      attribute_sets_[i] = id;
     }
 
     sample_types_.resize(l.sample_types.size());
@@ -166,8 +172,11 @@ class BatchInterner {
     for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_ids.erase(static_cast<uint32_t>(i));
     for (const Executable& e : new_executables_) g_.executable_ids.erase(e);
     for (size_t i = mark.frames; i < d.frames.size(); ++i) g_.frame_ids.erase(static_cast<uint32_t>(i));
-    for (const std::string& k : new_stacks_) g_.stack_ids.erase(k);
-    for (const std::string& k : new_attribute_sets_) g_.attribute_set_ids.erase(k);
+    // By id, before the tables shrink: the id-keyed sets hash over them.
+    for (size_t i = mark.stacks - 1; i < d.StackCount(); ++i) g_.stack_ids.erase(static_cast<uint32_t>(i));
+    for (size_t i = mark.attribute_sets - 1; i < d.AttributeSetCount(); ++i) {
+      g_.attribute_set_ids.erase(static_cast<uint32_t>(i));
+    }
     for (const std::string& k : new_links_) g_.link_ids.erase(k);
     d.strings.resize(mark.strings);
     d.executables.resize(mark.executables);
@@ -252,7 +261,7 @@ class BatchInterner {
   rocksdb::WriteBatch& wb_;
   rocksdb::ColumnFamilyHandle* cf_;
   std::vector<Executable> new_executables_;
-  std::vector<std::string> new_stacks_, new_attribute_sets_, new_links_;
+  std::vector<std::string> new_links_;
 };
 
 }  // namespace

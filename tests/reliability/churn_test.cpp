@@ -182,7 +182,7 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
 
   // The store as kiln has it, read beside it.
   auto opened = kiln::storage::Store::Open(dir.path, kiln::storage::Store::Mode::kReadOnly);
-  REQUIRE(opened.ok());
+  REQUIRE_MESSAGE(opened.ok(), opened.status().ToString());
   auto store = std::move(*opened);
   const kiln::storage::StoreStats st = store->Stats();
   // The newest 5 s of acknowledged samples are all there.
