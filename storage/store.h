@@ -35,7 +35,11 @@ namespace kiln::storage {
 // Version 4 adds forgetting: a renumbered dictionary and the remaps of
 // blocks written before it ("meta:remap:" keys); a version 3 store has
 // none and is read as it is, and marked 4 when opened read-write.
-inline constexpr uint32_t kSchemaVersion = 4;
+// Version 5 keys dictionary entries by disk ids that forgetting leaves
+// with gaps (values refer to entries by disk id); a version 3 or 4 store
+// has no gaps, its disk ids are its ids, so it is read as it is, and
+// marked 5 when opened read-write.
+inline constexpr uint32_t kSchemaVersion = 5;
 
 struct SampleTypeCount {
   SampleTypeInfo info;
@@ -183,6 +187,12 @@ struct StoreOptions {
   // tests compare the two).
   bool summarize_in_background = true;
   bool use_summaries = true;
+  // Forgetting deletes what it forgets and leaves the kept entries' keys
+  // (disk ids) as they are, so new entries take ever larger disk ids; a
+  // pass once any table's reach this writes every kept entry again with
+  // disk ids from 1. 2^31: a day or more of a busy fleet's churn per
+  // rewrite. Tests lower it to run the rewrite.
+  uint32_t forget_rewrite_at_disk_id = uint32_t{1} << 31;
   // Tests only: called at the named steps of retention and forgetting
   // ("retention: deleted", "forgetting: written", ...: see the calls), so
   // a crash test can kill the process at exactly that point.
@@ -208,6 +218,10 @@ struct ForgetReport {
   uint64_t stacks_before = 0, stacks_after = 0;
   uint64_t attribute_sets_before = 0, attribute_sets_after = 0;
   bool ran = false;  // false: nothing to forget, nothing written
+  // Every kept entry written again under new disk ids (once a table's disk
+  // ids near their end, StoreOptions::forget_rewrite_at_disk_id); else only
+  // the forgotten keys were deleted.
+  bool rewrote = false;
   // The whole pass, and the part that held writes off (renumbering and
   // the batch): what a sender's requests waited for.
   double seconds = 0, write_lock_seconds = 0;

@@ -235,12 +235,48 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     }
   } restore{&dict_};
 
-  // The new dictionary, its keys replacing the old ones in one batch.
+  // One batch: the forgotten entries' keys deleted (kept ones keep their
+  // disk ids and values), or, once disk ids near their end, every key
+  // written again with disk ids equal to the new ids.
   auto batch = std::make_unique<rocksdb::WriteBatch>();
   rocksdb::WriteBatch& wb = *batch;
-  for (char tag : {kTagString, kTagExecutable, kTagFrame, kTagStack, kTagAttributeSet, kTagLink}) {
-    wb.DeleteRange(meta_cf(), std::string(1, tag), std::string(1, static_cast<char>(tag + 1)));
+  const GlobalDictionary::DiskIds& od = dict_.disk;
+  const bool rewrite = std::max({od.strings.back(), od.executables.back(), od.frames.back(), od.stacks.back(),
+                                 od.attribute_sets.back(), od.links.back()}) >= options_.forget_rewrite_at_disk_id;
+  report.rewrote = rewrite;
+  if (rewrite) {
+    for (char tag : {kTagString, kTagExecutable, kTagFrame, kTagStack, kTagAttributeSet, kTagLink}) {
+      wb.DeleteRange(meta_cf(), std::string(1, tag), std::string(1, static_cast<char>(tag + 1)));
+    }
+  } else {
+    // A run of forgotten entries is a run of keys (no kept key between).
+    auto forget = [&](char tag, const std::vector<uint8_t>& live, const std::vector<uint32_t>& disk) {
+      for (size_t i = 1; i < live.size();) {
+        if (live[i]) {
+          ++i;
+          continue;
+        }
+        size_t end = i;
+        while (end < live.size() && !live[end]) ++end;
+        const uint32_t last = disk[end - 1];
+        wb.DeleteRange(meta_cf(), DictKey(tag, disk[i]),
+                       last == UINT32_MAX ? std::string(1, static_cast<char>(tag + 1)) : DictKey(tag, last + 1));
+        i = end;
+      }
+    };
+    forget(kTagString, live_strings, od.strings);
+    forget(kTagExecutable, live_execs, od.executables);
+    forget(kTagFrame, live_frames, od.frames);
+    forget(kTagStack, live_stacks, od.stacks);
+    forget(kTagAttributeSet, live_sets, od.attribute_sets);
+    forget(kTagLink, live_links, od.links);
   }
+  // `put` writes an entry again (rewrite only) and returns its disk id.
+  auto put = [&](char tag, uint32_t old_disk_id, uint32_t id, auto&& value) {
+    if (!rewrite) return old_disk_id;
+    wb.Put(meta_cf(), DictKey(tag, id), value());
+    return id;
+  };
   // Only the tables (and the value counts) are built here: ReplaceWith
   // builds the indexes over them once they are in their home.
   GlobalDictionary nd;
@@ -250,7 +286,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     if (!live_strings[i]) continue;
     const uint32_t id = static_cast<uint32_t>(n.strings.size());
     n.strings.push_back(d.strings[i]);
-    wb.Put(meta_cf(), DictKey(kTagString, id), n.strings.back());
+    nd.disk.strings.push_back(put(kTagString, od.strings[i], id, [&] { return n.strings.back(); }));
   }
   for (size_t i = 1; i < d.executables.size(); ++i) {
     if (!live_execs[i]) continue;
@@ -259,7 +295,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
                        .gnu_build_id = string_map[o.gnu_build_id], .go_build_id = string_map[o.go_build_id]};
     const uint32_t id = static_cast<uint32_t>(n.executables.size());
     n.executables.push_back(e);
-    wb.Put(meta_cf(), DictKey(kTagExecutable, id), EncodeExecutable(e));
+    nd.disk.executables.push_back(put(kTagExecutable, od.executables[i], id, [&] { return EncodeExecutable(e); }));
   }
   for (size_t i = 1; i < d.frames.size(); ++i) {
     if (!live_frames[i]) continue;
@@ -269,7 +305,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     f.executable = exec_map[f.executable];
     const uint32_t id = static_cast<uint32_t>(n.frames.size());
     n.frames.push_back(f);
-    wb.Put(meta_cf(), DictKey(kTagFrame, id), EncodeFrame(f));
+    nd.disk.frames.push_back(put(kTagFrame, od.frames[i], id, [&] { return EncodeFrame(f); }));
   }
   std::vector<uint32_t> ids;
   for (uint32_t s = 1; s < d.StackCount(); ++s) {
@@ -279,7 +315,8 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     const uint32_t id = static_cast<uint32_t>(n.StackCount());
     n.stack_frames.insert(n.stack_frames.end(), ids.begin(), ids.end());
     n.stack_offsets.push_back(static_cast<uint32_t>(n.stack_frames.size()));
-    wb.Put(meta_cf(), DictKey(kTagStack, id), EncodeIds(ids.data(), ids.data() + ids.size()));
+    nd.disk.stacks.push_back(
+        put(kTagStack, od.stacks[s], id, [&] { return EncodeIds(ids.data(), ids.data() + ids.size()); }));
   }
   std::vector<Attribute> attrs;
   for (uint32_t a = 1; a < d.AttributeSetCount(); ++a) {
@@ -293,13 +330,15 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     const uint32_t id = static_cast<uint32_t>(n.AttributeSetCount());
     n.attributes.insert(n.attributes.end(), attrs.begin(), attrs.end());
     n.attribute_set_offsets.push_back(static_cast<uint32_t>(n.attributes.size()));
-    wb.Put(meta_cf(), DictKey(kTagAttributeSet, id), EncodeAttributes(attrs.data(), attrs.data() + attrs.size()));
+    nd.disk.attribute_sets.push_back(put(kTagAttributeSet, od.attribute_sets[a], id, [&] {
+      return EncodeAttributes(attrs.data(), attrs.data() + attrs.size());
+    }));
   }
   for (size_t i = 1; i < d.links.size(); ++i) {
     if (!live_links[i]) continue;
     const uint32_t id = static_cast<uint32_t>(n.links.size());
     n.links.push_back(d.links[i]);
-    wb.Put(meta_cf(), DictKey(kTagLink, id), EncodeLink(d.links[i]));
+    nd.disk.links.push_back(put(kTagLink, od.links[i], id, [&] { return EncodeLink(d.links[i]); }));
   }
 
   // The remaps: older generations that still have blocks, composed with
@@ -384,7 +423,8 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
                                report.stacks_before, " -> ", report.stacks_after, ", attribute sets ",
                                report.attribute_sets_before, " -> ", report.attribute_sets_after, ") in ",
                                absl::StrFormat("%.1f", report.seconds), " s, writes held ",
-                               absl::StrFormat("%.1f", report.write_lock_seconds), " s"));
+                               absl::StrFormat("%.1f", report.write_lock_seconds), " s",
+                               report.rewrote ? " (every kept entry written again under new disk ids)" : ""));
   return report;
 }
 

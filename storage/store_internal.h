@@ -448,6 +448,44 @@ struct GlobalDictionary {
   StackIdSet stack_ids{0, StackIdHash{&dict}, StackIdEq{&dict}};
   AttributeSetIdSet attribute_set_ids{0, AttributeSetIdHash{&dict}, AttributeSetIdEq{&dict}};
   absl::flat_hash_map<std::string, uint32_t> link_ids;  // key: EncodeLink bytes (links are few)
+  // Each entry's key on disk, its disk id, by (dense) id. Disk ids never
+  // change, so forgetting deletes the keys of what it forgets and rewrites
+  // nothing it keeps (rewriting 8 M kept entries per pass held writes for
+  // 11 s and took a GB of memory); values on disk refer to other entries by
+  // disk id. Both numberings keep the entries' order, so loading in key
+  // order gives back the ids, and a disk id is found by binary search.
+  // Entry 0 (the empty one) is never on disk.
+  struct DiskIds {
+    std::vector<uint32_t> strings{0}, executables{0}, frames{0}, stacks{0}, attribute_sets{0}, links{0};
+  } disk;
+  static uint32_t NextDiskId(std::vector<uint32_t>* ids) {
+    ids->push_back(ids->back() + 1);
+    return ids->back();
+  }
+  // An entry as it is written: its references in disk ids.
+  Executable OnDisk(Executable e) const {
+    e.file_name = disk.strings[e.file_name];
+    e.htlhash = disk.strings[e.htlhash];
+    e.gnu_build_id = disk.strings[e.gnu_build_id];
+    e.go_build_id = disk.strings[e.go_build_id];
+    return e;
+  }
+  Frame OnDisk(Frame f) const {
+    f.function = disk.strings[f.function];
+    f.file = disk.strings[f.file];
+    f.executable = disk.executables[f.executable];
+    return f;
+  }
+  std::string StackOnDisk(StackSpan frames) const {
+    std::vector<uint32_t> ids(frames.begin(), frames.end());
+    for (uint32_t& f : ids) f = disk.frames[f];
+    return EncodeIds(ids.data(), ids.data() + ids.size());
+  }
+  std::string AttributesOnDisk(AttributesSpan attrs) const {
+    std::vector<Attribute> out(attrs.begin(), attrs.end());
+    for (Attribute& a : out) a = {disk.strings[a.key], disk.strings[a.value]};
+    return EncodeAttributes(out.data(), out.data() + out.size());
+  }
   // Distinct values per attribute key (string ids), and their bytes, for
   // the caps.
   absl::flat_hash_map<uint32_t, absl::flat_hash_set<uint32_t>> values_by_key;
@@ -463,6 +501,7 @@ struct GlobalDictionary {
   // point at this dictionary's own tables.
   void ReplaceWith(GlobalDictionary&& other) {
     dict = std::move(other.dict);
+    disk = std::move(other.disk);
     values_by_key = std::move(other.values_by_key);
     value_bytes_by_key = std::move(other.value_bytes_by_key);
     string_ids = StringIdSet(dict.strings.size(), StringIdHash{&dict.strings}, StringIdEq{&dict.strings});

@@ -180,11 +180,12 @@ absl::Status RocksStore::OpenDb() {
     // Schema 2 lacks only the summaries: opened read-write, the family is
     // created above and the summaries are built in the background; read
     // only, queries read every sample as before. Schema 3 lacks only the
-    // remaps of forgetting, and has none to apply: read as it is, and
-    // marked 4 when opened read-write (an older kiln must then refuse it,
-    // or it would read blocks written before a pass with the new ids).
-    if ((found == 2 || found == 3) && read_only_) found = kSchemaVersion;
-    if (found == 2 || found == 3) {
+    // remaps of forgetting, and has none to apply; schema 4's dictionary
+    // has no gaps, so its disk ids are its ids. Both are read as they are,
+    // and marked 5 when opened read-write (an older kiln must then refuse
+    // it: it would misread remapped blocks, or gaps as damage).
+    const bool compatible = found == 2 || found == 3 || found == 4;
+    if (compatible && !read_only_) {
       std::string v;
       PutBigEndian32(&v, kSchemaVersion);
       rocksdb::WriteOptions wo;
@@ -193,8 +194,8 @@ absl::Status RocksStore::OpenDb() {
           !st.ok()) {
         return st;
       }
-      found = kSchemaVersion;
     }
+    if (compatible) found = kSchemaVersion;
     if (found != kSchemaVersion) {
       return absl::FailedPreconditionError(absl::StrCat("kiln store in ", dir_, " has schema version ", found,
                                                         "; this kiln reads version ", kSchemaVersion,
@@ -315,9 +316,16 @@ absl::Status RocksStore::AddDataLoss(const DataLossCounts& counts) {
 absl::Status RocksStore::LoadDictionary() {
   GlobalDictionary& g = dict_;
   ProfileDictionary& d = g.dict;
+  GlobalDictionary::DiskIds& disk = g.disk;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_cf()));
-  // Entries of each table are written with consecutive ids, so they load in
-  // id order; a gap means a damaged store.
+  // Keys load in disk-id order, which is the entries' order: each gets the
+  // next id. References are read as disk ids and translated once every
+  // table is loaded (the strings' keys sort last).
+  auto next = [](std::vector<uint32_t>* ids, uint32_t disk_id) {
+    if (disk_id == 0) return false;  // entry 0 is never on disk
+    ids->push_back(disk_id);         // ascending: RocksDB's key order
+    return true;
+  };
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     rocksdb::Slice key = it->key();
     if (key.size() != 5) continue;  // meta:* keys
@@ -327,13 +335,12 @@ absl::Status RocksStore::LoadDictionary() {
     VarintReader r{val.data(), val.data() + val.size()};
     switch (tag) {
       case kTagString: {
-        if (id != d.strings.size()) return Corrupt("string", id);
+        if (!next(&disk.strings, id)) return Corrupt("string", id);
         d.strings.emplace_back(val.data(), val.size());
-        g.string_ids.insert(id);
         break;
       }
       case kTagExecutable: {
-        if (id != d.executables.size()) return Corrupt("executable", id);
+        if (!next(&disk.executables, id)) return Corrupt("executable", id);
         Executable e;
         e.file_name = static_cast<uint32_t>(r.Next());
         e.htlhash = static_cast<uint32_t>(r.Next());
@@ -341,11 +348,10 @@ absl::Status RocksStore::LoadDictionary() {
         e.go_build_id = static_cast<uint32_t>(r.Next());
         if (!r.ok) return Corrupt("executable", id);
         d.executables.push_back(e);
-        g.executable_ids.emplace(e, id);
         break;
       }
       case kTagFrame: {
-        if (id != d.frames.size()) return Corrupt("frame", id);
+        if (!next(&disk.frames, id)) return Corrupt("frame", id);
         Frame f;
         f.function = static_cast<uint32_t>(r.Next());
         f.file = static_cast<uint32_t>(r.Next());
@@ -356,21 +362,19 @@ absl::Status RocksStore::LoadDictionary() {
         f.inlined = r.Byte() != 0;
         if (!r.ok) return Corrupt("frame", id);
         d.frames.push_back(f);
-        g.frame_ids.insert(id);
         break;
       }
       case kTagStack: {
-        if (id != d.StackCount()) return Corrupt("stack", id);
+        if (!next(&disk.stacks, id)) return Corrupt("stack", id);
         uint64_t n = r.Next();
         if (n > val.size()) return Corrupt("stack", id);
         for (uint64_t i = 0; i < n; ++i) d.stack_frames.push_back(static_cast<uint32_t>(r.Next()));
         if (!r.ok) return Corrupt("stack", id);
         d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
-        g.stack_ids.insert(id);
         break;
       }
       case kTagAttributeSet: {
-        if (id != d.AttributeSetCount()) return Corrupt("attribute set", id);
+        if (!next(&disk.attribute_sets, id)) return Corrupt("attribute set", id);
         uint64_t n = r.Next();
         if (n > val.size()) return Corrupt("attribute set", id);
         for (uint64_t i = 0; i < n; ++i) {
@@ -381,12 +385,12 @@ absl::Status RocksStore::LoadDictionary() {
         }
         if (!r.ok) return Corrupt("attribute set", id);
         d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
-        g.attribute_set_ids.insert(id);
         break;
       }
       case kTagSampleType: {
         // Id 0 (on-CPU samples) exists before anything is stored; its entry
-        // only carries a period.
+        // only carries a period. Sample types are never forgotten (their ids
+        // are in block keys): the key is the id.
         if (id > d.sample_types.size()) return Corrupt("sample type", id);
         SampleTypeInfo t;
         if (!DecodeSampleType(std::string_view(val.data(), val.size()), &t))
@@ -399,14 +403,13 @@ absl::Status RocksStore::LoadDictionary() {
         break;
       }
       case kTagLink: {
-        if (id != d.links.size()) return Corrupt("link", id);
+        if (!next(&disk.links, id)) return Corrupt("link", id);
         uint64_t n = r.Next();
         if (!r.ok || n > static_cast<uint64_t>(r.end - r.p)) return Corrupt("link", id);
         Link l;
         l.trace_id.assign(r.p, n);
         l.span_id.assign(r.p + n, r.end);
         d.links.push_back(l);
-        g.link_ids.emplace(std::string(val.data(), val.size()), id);
         break;
       }
       default:
@@ -414,31 +417,40 @@ absl::Status RocksStore::LoadDictionary() {
     }
   }
   if (!it->status().ok()) return FromRocks(it->status(), "loading dictionary");
-  // Every reference must point at an entry that exists.
+  // Disk ids to ids; every reference must point at an entry that exists.
+  auto dense = [](const std::vector<uint32_t>& ids, uint32_t* ref) {
+    auto found = std::lower_bound(ids.begin(), ids.end(), *ref);
+    if (found == ids.end() || *found != *ref) return false;
+    *ref = static_cast<uint32_t>(found - ids.begin());
+    return true;
+  };
   for (size_t i = 0; i < d.frames.size(); ++i) {
-    const Frame& f = d.frames[i];
-    if (f.function >= d.strings.size() || f.file >= d.strings.size() ||
-        f.executable >= d.executables.size()) {
-      return Corrupt("frame", static_cast<uint32_t>(i));
+    Frame& f = d.frames[i];
+    if (!dense(disk.strings, &f.function) || !dense(disk.strings, &f.file) ||
+        !dense(disk.executables, &f.executable)) {
+      return Corrupt("frame", disk.frames[i]);
     }
   }
-  for (uint32_t f : d.stack_frames) {
-    if (f >= d.frames.size()) return absl::DataLossError("store dictionary: stack refers to a missing frame");
+  for (uint32_t& f : d.stack_frames) {
+    if (!dense(disk.frames, &f)) return absl::DataLossError("store dictionary: stack refers to a missing frame");
   }
-  for (const Attribute& a : d.attributes) {
-    if (a.key >= d.strings.size() || a.value >= d.strings.size()) {
+  for (Attribute& a : d.attributes) {
+    if (!dense(disk.strings, &a.key) || !dense(disk.strings, &a.value)) {
       return absl::DataLossError("store dictionary: attribute refers to a missing string");
     }
   }
-  // The caps' counts, once the strings are loaded (their keys sort after
-  // the attribute sets').
-  for (const Attribute& a : d.attributes) g.NoteValue(a.key, a.value);
-  for (const Executable& e : d.executables) {
-    uint32_t n = static_cast<uint32_t>(d.strings.size());
-    if (e.file_name >= n || e.htlhash >= n || e.gnu_build_id >= n || e.go_build_id >= n) {
+  for (Executable& e : d.executables) {
+    if (!dense(disk.strings, &e.file_name) || !dense(disk.strings, &e.htlhash) ||
+        !dense(disk.strings, &e.gnu_build_id) || !dense(disk.strings, &e.go_build_id)) {
       return absl::DataLossError("store dictionary: executable refers to a missing string");
     }
   }
+  // The indexes, over the translated tables; the caps' counts.
+  g.string_ids.reserve(d.strings.size());
+  for (uint32_t id = 0; id < d.strings.size(); ++id) g.string_ids.insert(id);
+  g.DropWriteIndexes();
+  g.RebuildWriteIndexes();
+  for (const Attribute& a : d.attributes) g.NoteValue(a.key, a.value);
   return absl::OkStatus();
 }
 

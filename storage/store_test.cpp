@@ -215,7 +215,10 @@ TEST_CASE("schema version mismatch names both versions") {
         std::string_view::npos);
 }
 
-TEST_CASE("a schema 3 store (before forgetting) is read as it is, and marked 4 when opened read-write") {
+TEST_CASE("schema 3 and 4 stores (no gaps in their dictionary) are read as they are, and marked 5 when written") {
+  std::string old_version;
+  SUBCASE("3: before forgetting") { old_version = std::string("\0\0\0\x03", 4); }
+  SUBCASE("4: forgetting rewrote every key") { old_version = std::string("\0\0\0\x04", 4); }
   TempDir dir;
   {
     auto store = OpenOrDie(dir.path);
@@ -229,13 +232,12 @@ TEST_CASE("a schema 3 store (before forgetting) is read as it is, and marked 4 w
   };
   {
     RawStore raw_store(dir.path);
-    REQUIRE(raw_store.db->Put(rocksdb::WriteOptions(), raw_store.cf[0], "meta:schema", std::string("\0\0\0\x03", 4))
-                .ok());
+    REQUIRE(raw_store.db->Put(rocksdb::WriteOptions(), raw_store.cf[0], "meta:schema", old_version).ok());
   }
   CHECK(Folded(*OpenOrDie(dir.path, Store::Mode::kReadOnly)) == std::vector<std::string>{"main;a 3"});
-  CHECK(version() == 3);  // a reader leaves it as it is
+  CHECK(version() == old_version[3]);  // a reader leaves it as it is
   CHECK(Folded(*OpenOrDie(dir.path)) == std::vector<std::string>{"main;a 3"});
-  CHECK(version() == 4);  // an older kiln now refuses it rather than misread remapped blocks
+  CHECK(version() == 5);  // an older kiln now refuses it rather than misread it
 }
 
 TEST_CASE(
@@ -1247,18 +1249,22 @@ std::vector<std::string> OnlyHours(int first, int last) {
   return ByThread(*store);
 }
 
-StoreOptions AgeLimited() {
+StoreOptions AgeLimited(uint32_t rewrite_at_disk_id = uint32_t{1} << 31) {
   return {.retention_age = std::chrono::nanoseconds(kHourNs * 7 / 2),
           .retention_interval = std::chrono::milliseconds(0),
-          .summarize_in_background = false};
+          .summarize_in_background = false,
+          .forget_rewrite_at_disk_id = rewrite_at_disk_id};
 }
 
 }  // namespace
 
 TEST_CASE("the dictionary forgets what no kept sample uses; kept samples keep their names, after restarts too") {
+  uint32_t rewrite_at = uint32_t{1} << 31;
+  SUBCASE("forgotten keys deleted, kept entries left as they are on disk") {}
+  SUBCASE("every kept entry written again (as when disk ids near their end)") { rewrite_at = 1; }
   TempDir dir;
   {
-    auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, AgeLimited());
+    auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, AgeLimited(rewrite_at));
     REQUIRE(opened.ok());
     auto store = std::move(*opened);
     for (int h = 0; h < 6; ++h) REQUIRE(store->Write(ChurnHour(h)).ok());
@@ -1276,6 +1282,7 @@ TEST_CASE("the dictionary forgets what no kept sample uses; kept samples keep th
     absl::StatusOr<ForgetReport> f = store->ForgetUnused();
     REQUIRE(f.ok());
     CHECK(f->ran);
+    CHECK(f->rewrote == (rewrite_at == 1));
     CHECK(f->stacks_before == 1 + 6 * 30);
     CHECK(f->stacks_after == 1 + 3 * 30);
     CHECK(f->attribute_sets_after == 3);
@@ -1306,7 +1313,7 @@ TEST_CASE("the dictionary forgets what no kept sample uses; kept samples keep th
     }());
   }
   // After a restart: the remaps and the renumbered dictionary load back.
-  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, AgeLimited());
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, AgeLimited(rewrite_at));
   REQUIRE(opened.ok());
   auto store = std::move(*opened);
   CHECK(store->Stats().stacks == 1 + 4 * 30);
@@ -1320,6 +1327,20 @@ TEST_CASE("the dictionary forgets what no kept sample uses; kept samples keep th
   CHECK(ByThread(*store) == OnlyHours(5, 6));
   store.reset();
   CHECK(ByThread(*OpenOrDie(dir.path, Store::Mode::kReadOnly)) == OnlyHours(5, 6));
+  // On disk: one key per kept stack; left where they were (hour 6's stacks
+  // were written after hours 0-5's 181), or written again from 1.
+  RawStore raw(dir.path);
+  std::unique_ptr<rocksdb::Iterator> it(raw.db->NewIterator(rocksdb::ReadOptions(), raw.cf[0]));
+  std::vector<uint32_t> stack_keys;
+  for (it->Seek("k"); it->Valid() && it->key().starts_with("k"); it->Next()) {
+    if (it->key().size() == 5) stack_keys.push_back(GetBigEndian32(it->key().data() + 1));
+  }
+  REQUIRE(stack_keys.size() == 1 + 2 * 30);
+  if (rewrite_at == 1) {
+    CHECK(stack_keys.back() == 1 + 2 * 30);
+  } else {
+    CHECK(stack_keys.back() > 1 + 6 * 30);
+  }
 }
 
 TEST_CASE("caps count what is kept: after forgetting, new processes keep their own attribute values") {
@@ -1360,6 +1381,11 @@ TEST_CASE("a key's distinct values are bounded in bytes: past the budget new val
         std::vector<std::string>{"other", "t0", "t1", "t2", "t3", "t4"});
   CHECK(store->DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)] == 2);
   CHECK(store->Stats().samples == 7);
+  // What became "other" is not held either: one more thread name costs no
+  // string (a sender's 40,000 16 KB values were all held before).
+  const uint64_t strings = store->Stats().strings;
+  REQUIRE(store->Write(testing::BatchFromFolded("main;w 1", {.process = "app", .thread = "t7"})).ok());
+  CHECK(store->Stats().strings == strings);
   // The budget holds across a restart (the bytes are counted again at open).
   store.reset();
   auto again = Store::Open(dir.path, Store::Mode::kReadWrite, o);

@@ -7,6 +7,9 @@
 //   sending 8 MiB of it, spoken in raw HTTP/2 (as a hostile peer would):
 //   kiln's memory stays within its budget and an agent is served during
 //   and after (RSS grew to 1.7 GB before).
+// - 40,000 distinct 16,000-byte values of one attribute key (614 MiB): the
+//   key's byte budget holds them, the rest is stored as "other" and
+//   counted (RSS grew to 1.7 GB and stayed before).
 // Prints its figures. Every address is on this machine's loopback.
 #include <arpa/inet.h>
 #include <doctest/doctest.h>
@@ -19,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +36,7 @@
 
 #include "ingest/otlp_request_builder.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "storage/store.h"
 #include "tests/integration/kiln_process.h"
 #include "tests/temp_dir.h"
 
@@ -344,4 +349,84 @@ TEST_CASE("partial requests from 10 connections x 20 streams stay within the rec
   CHECK(rss_peak.load() <= 400);  // the budget (DESIGN.md: receiver memory under attack)
 #endif
   CHECK(kiln.Stop(SIGTERM) == 0);
+}
+
+TEST_CASE("40,000 distinct 16,000-byte attribute values cost one key's byte budget, counted past it") {
+  kiln::testing::TempDir dir("kiln-values");
+  kiln::testing::HeadlessKiln kiln(dir.path);
+#if defined(__SANITIZE_ADDRESS__)
+  const int kValues = 8'000;  // past the budget (4,194 values) in a sanitized build's time
+#else
+  const int kValues = 40'000;
+#endif
+  constexpr int kPerRequest = 100;
+  constexpr size_t kValueBytes = 16'000;
+  const long rss_start = kiln::testing::ResidentMiB(kiln.pid());
+  std::atomic<bool> done{false};
+  std::atomic<long> rss_peak{rss_start};
+  std::thread watcher([&] {
+    while (!done) {
+      rss_peak = std::max(rss_peak.load(), kiln::testing::ResidentMiB(kiln.pid()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  auto channel = grpc::CreateChannel(kiln.target(), grpc::InsecureChannelCredentials());
+  auto stub = collector::ProfilesService::NewStub(channel);
+  int acknowledged = 0;
+  const auto start = Clock::now();
+  for (int r = 0; r < kValues / kPerRequest; ++r) {
+    kiln::ingest::OtlpRequestBuilder b;
+    int32_t exe = b.Mapping("/usr/bin/annotated", "00112233445566778899aabbccddeeff");
+    int32_t stack = b.Stack({b.Location(exe, 0x10, {{"main", "app.c", 3}})});
+    for (int i = 0; i < kPerRequest; ++i) {
+      std::string value = std::to_string(r * kPerRequest + i);
+      value.resize(kValueBytes, 'x');
+      auto* p = b.AddProfile(b.Resource({{"k8s.pod.annotation", value}, {"process.pid", "4242"}}));
+      const uint64_t t = 1'700'000'000'000'000'000ull + uint64_t(r * kPerRequest + i) * 1'000'000ull;
+      kiln::ingest::OtlpRequestBuilder::AddSample(p, stack, {}, {t});
+    }
+    // As an agent sends: UNAVAILABLE is retried.
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      collector::ExportProfilesServiceResponse response;
+      const grpc::Status s = stub->Export(&context, b.request, &response);
+      if (s.ok()) {
+        ++acknowledged;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const bool served_after = AgentExport(kiln.target(), 0);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  done = true;
+  watcher.join();
+  const long rss_end = kiln::testing::ResidentMiB(kiln.pid());
+  CHECK(kiln.Stop(SIGTERM) == 0);
+
+  auto opened = kiln::storage::Store::Open(dir.path, kiln::storage::Store::Mode::kReadOnly);
+  REQUIRE_MESSAGE(opened.ok(), opened.status().ToString());
+  const auto& store = *opened;
+  const std::vector<std::string> stored = store->AttributeValues("k8s.pod.annotation", 1'000'000);
+  const uint64_t capped =
+      store->DataLossTotals()[static_cast<size_t>(kiln::storage::DataLoss::kAttributeCapped)];
+  const uint64_t samples = store->Stats().samples;
+  MESSAGE("attribute values: ", kValues, " of ", kValueBytes, " bytes (", (uint64_t(kValues) * kValueBytes) >> 20,
+          " MiB) in ", acknowledged, " requests, ", seconds, " s; ", stored.size(), " values stored, ", capped,
+          " counted as attribute_capped; kiln RSS ", rss_start, " MiB at start, peak ", rss_peak.load(), " MiB, ",
+          rss_end, " MiB at the end");
+  CHECK(acknowledged == kValues / kPerRequest);
+  CHECK(served_after);
+  CHECK(samples == static_cast<uint64_t>(kValues) + 100);  // every sample kept, its value or "other"
+  // The key's 64 MiB budget: 4,194 values of 16,000 bytes, then "other".
+  const size_t budget = (size_t{64} << 20) / kValueBytes;
+  CHECK(stored.size() >= budget - 1);
+  CHECK(stored.size() <= budget + 2);
+  CHECK(std::find(stored.begin(), stored.end(), "other") != stored.end());
+  CHECK(capped + stored.size() >= static_cast<uint64_t>(kValues));
+#if !defined(__SANITIZE_ADDRESS__)
+  CHECK(rss_peak.load() <= 400);
+#endif
 }
