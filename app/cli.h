@@ -30,6 +30,9 @@ struct HeadlessOptions {
   // user opens a store for.
   std::string retention_age = "0";
   uint64_t retention_size_bytes = uint64_t{4} << 30;
+  // --dictionary-memory: the in-memory dictionary's budget (StoreOptions::
+  // max_dictionary_memory): past it the oldest samples go.
+  uint64_t dictionary_memory_bytes = storage::StoreOptions().max_dictionary_memory;
   std::string data_dir;
   SymbolFlags symbols;
 };

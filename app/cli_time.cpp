@@ -50,6 +50,7 @@ absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& op
   store.disk_reserve_bytes = options.disk_reserve_bytes;
   store.retention_age = *age;
   store.retention_size_bytes = options.retention_size_bytes;
+  store.max_dictionary_memory = options.dictionary_memory_bytes;
   return store;
 }
 

@@ -199,6 +199,11 @@ int main(int argc, char** argv) {
              "Delete the oldest samples while the store is larger than this (e.g. 4GiB); 0 = no limit")
           ->transform(CLI::AsSizeValue(false))
           ->capture_default_str();
+  cli.add_option("--dictionary-memory", where.dictionary_memory_bytes,
+                 "Memory for the dictionary (names, stacks, attributes): past it the oldest samples are "
+                 "deleted, as for --retention-size (e.g. 512MiB); 0 = no limit")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   cli.add_option("--disk-reserve", where.disk_reserve_bytes,
                  "Refuse new data while less than this is free on the store's disk (e.g. 512MiB, 2GB)")
       ->transform(CLI::AsSizeValue(false))

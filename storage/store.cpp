@@ -105,6 +105,7 @@ StoreStats RocksStore::Stats() const {
       }
     }
     st.samples = counters_.samples();
+    st.dictionary_memory_bytes = DictionaryMemoryBytes();
     st.blocks = counters_.blocks;
     st.first_sample_ns = counters_.first_sample_ns;
     st.last_sample_ns = counters_.last_sample_ns;

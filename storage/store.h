@@ -77,8 +77,10 @@ struct StoreStats {
   int64_t retention_age_ns = 0;
   uint64_t retention_size_bytes = 0;
   uint64_t samples_deleted_by_retention = 0;
-  // Dictionary entries forgotten since open (ForgetUnused).
+  // Dictionary entries forgotten since open (ForgetUnused), and what the
+  // dictionary holds in memory now (StoreOptions::max_dictionary_memory).
   uint64_t dictionary_entries_forgotten = 0;
+  uint64_t dictionary_memory_bytes = 0;
   // Why retention cannot keep the store within its size limit, with what
   // to do ("" = it can): the parts it does not delete (the dictionary,
   // symbols) leave the samples less than a quarter of the limit. The
@@ -187,6 +189,12 @@ struct StoreOptions {
   // tests compare the two).
   bool summarize_in_background = true;
   bool use_summaries = true;
+  // The dictionary is held in memory whole: past this estimate of its
+  // tables and indexes, retention deletes the oldest samples a quarter at a
+  // time and forgetting drops what only they used (0 = no budget). A
+  // laptop's or a steady host's dictionary is a few MiB; a CI fleet's churn
+  // reaches it.
+  uint64_t max_dictionary_memory = uint64_t{192} << 20;
   // Forgetting deletes what it forgets and leaves the kept entries' keys
   // (disk ids) as they are, so new entries take ever larger disk ids; a
   // pass once any table's reach this writes every kept entry again with

@@ -455,6 +455,14 @@ struct GlobalDictionary {
   // disk id. Both numberings keep the entries' order, so loading in key
   // order gives back the ids, and a disk id is found by binary search.
   // Entry 0 (the empty one) is never on disk.
+  // The strings' heap bytes (those past the 15 a std::string holds
+  // inline), kept as strings come and go, for DictionaryMemoryBytes.
+  uint64_t string_heap_bytes = 0;
+  static uint64_t HeapBytes(const std::string& s) { return s.size() > 15 ? s.size() + 1 : 0; }
+  void RecountStringBytes() {
+    string_heap_bytes = 0;
+    for (const std::string& s : dict.strings) string_heap_bytes += HeapBytes(s);
+  }
   struct DiskIds {
     std::vector<uint32_t> strings{0}, executables{0}, frames{0}, stacks{0}, attribute_sets{0}, links{0};
   } disk;
@@ -502,6 +510,7 @@ struct GlobalDictionary {
   void ReplaceWith(GlobalDictionary&& other) {
     dict = std::move(other.dict);
     disk = std::move(other.disk);
+    RecountStringBytes();
     values_by_key = std::move(other.values_by_key);
     value_bytes_by_key = std::move(other.value_bytes_by_key);
     string_ids = StringIdSet(dict.strings.size(), StringIdHash{&dict.strings}, StringIdEq{&dict.strings});
@@ -769,6 +778,13 @@ class RocksStore final : public Store {
   // The first bucket a size pass keeps (min() = none deleted), with the
   // store's sizes as measured now (store_retention.cpp explains).
   absl::StatusOr<int64_t> SizeCut(uint64_t limit, int64_t first_bucket, int64_t last_bucket);
+  // The smallest cut that keeps at most `budget` bytes of blocks (the
+  // newest bucket always stays), by bisection over measured sizes.
+  int64_t CutKeeping(const std::vector<uint32_t>& types, uint64_t budget, int64_t first_bucket,
+                     int64_t last_bucket) const;
+  // Past the dictionary's memory budget, the cut that deletes the oldest
+  // quarter of the kept blocks (forgetting follows); min() when within it.
+  int64_t MemoryCut(int64_t first_bucket, int64_t last_bucket);
   // What a retention pass counts from its snapshot, without the write lock.
   struct DeletableCount {
     std::vector<uint64_t> samples_by_type;  // in buckets before the cut
@@ -822,6 +838,9 @@ class RocksStore final : public Store {
   // next look, whatever its growth.
   std::atomic<bool> forget_urgent_{false};
   std::atomic<uint64_t> forgotten_entries_{0};  // since open
+  // What the dictionary holds in memory, its tables and indexes, from
+  // their sizes (retention holds it to StoreOptions::max_dictionary_memory).
+  uint64_t DictionaryMemoryBytes() const;  // caller holds dict_mutex_
   uint64_t DictionaryEntries() const {  // caller holds dict_mutex_
     const ProfileDictionary& d = dict_.dict;
     return d.strings.size() + d.executables.size() + d.frames.size() + d.StackCount() +

@@ -451,6 +451,7 @@ absl::Status RocksStore::LoadDictionary() {
   g.DropWriteIndexes();
   g.RebuildWriteIndexes();
   for (const Attribute& a : d.attributes) g.NoteValue(a.key, a.value);
+  g.RecountStringBytes();
   return absl::OkStatus();
 }
 
@@ -507,7 +508,8 @@ void RocksStore::SettleLoop() {
                         [this] { return settle_stop_ || retention_changed_.load(); });
     if (settle_stop_) break;
     if (retention_changed_.exchange(false)) next_retention_ns = 0;
-    const bool retention = (retention_age_ns_.load() > 0 || retention_size_bytes_.load() > 0) &&
+    const bool retention = (retention_age_ns_.load() > 0 || retention_size_bytes_.load() > 0 ||
+                            options_.max_dictionary_memory > 0) &&
                            options_.retention_interval.count() > 0;
     if (retention && UnixNowNs() >= next_retention_ns) {
       lock.unlock();

@@ -49,6 +49,10 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
       report.reason = "size";
     }
   }
+  if (const int64_t memory_cut = MemoryCut(first_bucket, last_bucket); memory_cut > cut) {
+    cut = memory_cut;
+    report.reason = "dictionary memory";
+  }
   if (report.reason.empty()) return report;
 
   // Count what goes from a snapshot, without the write lock: on a day of
@@ -267,23 +271,70 @@ absl::StatusOr<int64_t> RocksStore::SizeCut(uint64_t limit, int64_t first_bucket
   // A pass that deletes while the dictionary is a large share: forget at
   // the settling thread's next look rather than after it grew by half.
   if (dictionary > limit / 4) forget_urgent_ = true;
-  // The smallest cut that keeps at most `budget` of blocks; the newest
-  // bucket always stays. Kept bytes only fall as the cut moves later.
-  int64_t lo = first_bucket + 1, hi = last_bucket;
-  if (KeptBlockBytes(types, hi) > budget) {
-    lo = hi;
-  } else {
-    while (lo < hi) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      if (KeptBlockBytes(types, mid) <= budget) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-  }
+  const int64_t lo = CutKeeping(types, budget, first_bucket, last_bucket);
   if (step && lo > first_bucket) retention_changed_ = true;
   return lo;
+}
+
+int64_t RocksStore::CutKeeping(const std::vector<uint32_t>& types, uint64_t budget, int64_t first_bucket,
+                               int64_t last_bucket) const {
+  // Kept bytes only fall as the cut moves later.
+  int64_t lo = first_bucket + 1, hi = last_bucket;
+  if (KeptBlockBytes(types, hi) > budget) return hi;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (KeptBlockBytes(types, mid) <= budget) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+// ============================================================================
+// [SECTION] The dictionary's memory
+// ============================================================================
+//
+// The dictionary is held in memory whole, and a churning fleet's grows with
+// the samples kept: at 100 MiB on disk it was 7.5 M entries and most of
+// kiln's 750 MiB. Past its budget, retention deletes the oldest quarter of
+// the kept samples, forgetting drops what only they used, and the next look
+// measures again: quarter steps, so no more goes than must.
+
+uint64_t RocksStore::DictionaryMemoryBytes() const {
+  const GlobalDictionary& g = dict_;
+  const ProfileDictionary& d = g.dict;
+  // An id-keyed index slot is 4 bytes plus a control byte, at 7/8 load at
+  // most; every entry has a 4-byte disk id.
+  constexpr uint64_t kIndexed = 4 + 6 + 4;
+  uint64_t bytes = g.string_heap_bytes + d.strings.size() * (sizeof(std::string) + kIndexed);
+  bytes += d.executables.size() * (sizeof(Executable) * 2 + 8 + kIndexed);  // the index holds a copy
+  bytes += d.frames.size() * (sizeof(Frame) + kIndexed);
+  bytes += d.stack_frames.size() * 4 + d.stack_offsets.size() * (4 + kIndexed);
+  bytes += d.attributes.size() * (sizeof(Attribute) + 10) + d.attribute_set_offsets.size() * (4 + kIndexed);
+  bytes += d.links.size() * (2 * sizeof(Link) + 40 + 4);  // the index's key is the link's encoding
+  return bytes;
+}
+
+int64_t RocksStore::MemoryCut(int64_t first_bucket, int64_t last_bucket) {
+  const uint64_t budget = options_.max_dictionary_memory;
+  if (budget == 0) return std::numeric_limits<int64_t>::min();
+  {
+    std::shared_lock lock(dict_mutex_);
+    if (DictionaryMemoryBytes() <= budget) return std::numeric_limits<int64_t>::min();
+  }
+  // The blocks are measured in their tables: the memtables' go there first.
+  if (absl::Status s = Flush(); !s.ok()) return std::numeric_limits<int64_t>::min();  // next look
+  first_unflushed_ns_.store(0);
+  const std::vector<uint32_t> types = TypesWithSamples();
+  const uint64_t kept = KeptBlockBytes(types, first_bucket);
+  const int64_t cut = CutKeeping(types, kept - kept / 4, first_bucket, last_bucket);
+  if (cut > first_bucket) {
+    forget_urgent_ = true;       // forgetting at the settling thread's next look,
+    retention_changed_ = true;   // and another pass after it, if still over
+  }
+  return cut;
 }
 
 void RocksStore::SetRetentionProblem(std::string problem) {

@@ -1483,3 +1483,63 @@ TEST_CASE("kill -9 at any step of a deleting retention pass, or the forgetting a
 }
 
 }  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("past the dictionary's memory budget the oldest samples go a quarter at a time, forgetting after") {
+  constexpr int64_t kMinute = 60'000'000'000;
+  const int64_t t0 = 1'700'000'000'000'000'000;
+  constexpr uint64_t kBudget = 2 << 20;
+  TempDir dir;
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite,
+                            {.retention_interval = std::chrono::milliseconds(0),
+                             .summarize_in_background = false,
+                             .max_dictionary_memory = kBudget});
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  // Two hours of a churning fleet: every minute a process with 300 stacks
+  // of its own, 30 samples each at jittered times (the blocks, measured in
+  // their tables, are what the cut weighs).
+  auto minute_lines = [](int m) {
+    std::vector<std::string> lines;
+    for (int k = 0; k < 300; ++k) lines.push_back(absl::StrCat("main;m", m, "_f", k, " 30"));
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  std::mt19937_64 rng(9);
+  for (int m = 0; m < 120; ++m) {
+    std::string folded;
+    for (const std::string& line : minute_lines(m)) folded += line + "\n";
+    ProfileBatch batch =
+        testing::BatchFromFolded(folded, {.first_time_ns = t0 + m * kMinute, .process = absl::StrCat("p", m)});
+    for (Sample& sample : batch.samples) sample.time_ns += static_cast<int64_t>(rng() % 40'000'000'000);
+    REQUIRE(store->Write(batch).ok());
+  }
+  const uint64_t full = store->Stats().dictionary_memory_bytes;
+  REQUIRE(full > 2 * kBudget);
+  int passes = 0;
+  while (store->Stats().dictionary_memory_bytes > kBudget && passes < 20) {
+    absl::StatusOr<RetentionReport> r = store->ApplyRetention(t0 + 120 * kMinute);
+    REQUIRE(r.ok());
+    CHECK(r->reason == "dictionary memory");
+    CHECK(r->samples_deleted > 0);
+    REQUIRE(store->ForgetUnused().ok());
+    ++passes;
+  }
+  const StoreStats st = store->Stats();
+  MESSAGE("dictionary memory ", full >> 10, " KiB -> ", st.dictionary_memory_bytes >> 10, " KiB (budget ",
+          kBudget >> 10, " KiB) in ", passes, " passes; ", st.samples, " of ", 120 * 300 * 30, " samples kept");
+  CHECK(st.dictionary_memory_bytes <= kBudget);
+  CHECK(st.dictionary_memory_bytes > kBudget / 2);  // quarter steps: no more went than about had to
+  // The newest minutes stay whole; the oldest went.
+  std::vector<std::string> newest = Folded(*store, {.from_ns = t0 + 119 * kMinute});
+  std::sort(newest.begin(), newest.end());
+  CHECK(newest == minute_lines(119));
+  CHECK(Folded(*store, {.to_ns = t0 + kMinute}).empty());
+  // Within the budget, a pass deletes nothing.
+  absl::StatusOr<RetentionReport> again = store->ApplyRetention(t0 + 120 * kMinute);
+  REQUIRE(again.ok());
+  CHECK(again->samples_deleted == 0);
+}
+
+}  // namespace kiln::storage

@@ -209,6 +209,7 @@ class BatchInterner {
       g_.attribute_set_ids.erase(static_cast<uint32_t>(i));
     }
     for (const std::string& k : new_links_) g_.link_ids.erase(k);
+    for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_heap_bytes -= GlobalDictionary::HeapBytes(d.strings[i]);
     d.strings.resize(mark.strings);
     g_.disk.strings.resize(mark.strings);
     g_.disk.executables.resize(mark.executables);
@@ -271,6 +272,7 @@ class BatchInterner {
     if (it != g_.string_ids.end()) return *it;
     auto id = static_cast<uint32_t>(g_.dict.strings.size());
     g_.dict.strings.emplace_back(s);
+    g_.string_heap_bytes += GlobalDictionary::HeapBytes(g_.dict.strings.back());
     g_.string_ids.insert(id);
     wb_.Put(cf_, DictKey(kTagString, GlobalDictionary::NextDiskId(&g_.disk.strings)), s);
     return id;

@@ -227,7 +227,8 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   MESSAGE("churn for ", seconds, " s, limit ", limit >> 20, " MiB: ", requests.load(), " requests (", refused.load(),
           " refused for now), ", acknowledged.load(), " samples and ", next_pid.load() - 100'000,
           " processes acknowledged; kept ", st.samples, " samples, ", st.stacks, " stacks, ", st.attribute_sets,
-          " attribute sets (dictionary ", dictionary_bytes >> 10, " KiB); forgot ", forgotten,
+          " attribute sets (dictionary ", dictionary_bytes >> 10, " KiB on disk, ",
+          st.dictionary_memory_bytes >> 20, " MiB in memory); forgot ", forgotten,
           " dictionary entries in ", forget_passes, " passes; disk peak ", disk_peak >> 20, " MiB, at the end ", disk_end >> 20,
           " MiB; kiln RSS ", rss_at_third, " MiB at a third, peak ", rss_peak_after_third, " MiB after, ", rss_end,
           " MiB at the end; newest 5 s: ", kept_recent, " of ", expected, " kept");
