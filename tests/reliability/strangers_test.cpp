@@ -87,6 +87,32 @@ bool AgentExport(const std::string& target, int index) {
   return false;
 }
 
+// A process's resident memory, its peak looked at every 50 ms until Stop().
+class PeakRss {
+ public:
+  explicit PeakRss(int pid) : pid_(pid), start_(kiln::testing::ResidentMiB(pid)), peak_(start_) {
+    thread_ = std::thread([this] {
+      while (!done_) {
+        peak_ = std::max(peak_.load(), kiln::testing::ResidentMiB(pid_));
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+  }
+  ~PeakRss() { Stop(); }
+  void Stop() {
+    if (!done_.exchange(true)) thread_.join();
+  }
+  long start() const { return start_; }
+  long peak() const { return peak_.load(); }
+
+ private:
+  int pid_;
+  long start_;
+  std::atomic<long> peak_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 size_t OpenFiles(int pid) {
   size_t n = 0;
   std::error_code ec;
@@ -305,15 +331,7 @@ TEST_CASE("partial requests from 10 connections x 20 streams stay within the rec
   signal(SIGPIPE, SIG_IGN);
   kiln::testing::TempDir dir("kiln-partial");
   kiln::testing::HeadlessKiln kiln(dir.path);
-  const long rss_start = kiln::testing::ResidentMiB(kiln.pid());
-  std::atomic<bool> done{false};
-  std::atomic<long> rss_peak{rss_start};
-  std::thread watcher([&] {
-    while (!done) {
-      rss_peak = std::max(rss_peak.load(), kiln::testing::ResidentMiB(kiln.pid()));
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  });
+  PeakRss rss(kiln.pid());
   std::vector<PartialSender> results(10);
   std::vector<std::thread> attackers;
   const auto until = Clock::now() + std::chrono::seconds(25);
@@ -328,8 +346,7 @@ TEST_CASE("partial requests from 10 connections x 20 streams stay within the rec
   const long rss_after_attack = kiln::testing::ResidentMiB(kiln.pid());
   const bool served_after = AgentExport(kiln.target(), 1);
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  done = true;
-  watcher.join();
+  rss.Stop();
   uint64_t sent = 0;
   int closed = 0;
   for (const PartialSender& r : results) {
@@ -337,7 +354,7 @@ TEST_CASE("partial requests from 10 connections x 20 streams stay within the rec
     closed += r.closed_by_kiln ? 1 : 0;
   }
   MESSAGE("partial requests: ", sent >> 20, " MiB sent of the 1,600 MiB attempted; ", closed,
-          " of 10 connections closed by kiln; kiln RSS ", rss_start, " MiB at start, peak ", rss_peak.load(),
+          " of 10 connections closed by kiln; kiln RSS ", rss.start(), " MiB at start, peak ", rss.peak(),
           " MiB, ", rss_after_attack, " MiB after");
   CHECK(served_during);
   CHECK(served_after);
@@ -346,7 +363,7 @@ TEST_CASE("partial requests from 10 connections x 20 streams stay within the rec
 #if defined(__SANITIZE_ADDRESS__)
   MESSAGE("RSS budget not checked under AddressSanitizer");
 #else
-  CHECK(rss_peak.load() <= 400);  // the budget (DESIGN.md: receiver memory under attack)
+  CHECK(rss.peak() <= 400);  // the budget (DESIGN.md: receiver memory under attack)
 #endif
   CHECK(kiln.Stop(SIGTERM) == 0);
 }
@@ -361,15 +378,7 @@ TEST_CASE("40,000 distinct 16,000-byte attribute values cost one key's byte budg
 #endif
   constexpr int kPerRequest = 100;
   constexpr size_t kValueBytes = 16'000;
-  const long rss_start = kiln::testing::ResidentMiB(kiln.pid());
-  std::atomic<bool> done{false};
-  std::atomic<long> rss_peak{rss_start};
-  std::thread watcher([&] {
-    while (!done) {
-      rss_peak = std::max(rss_peak.load(), kiln::testing::ResidentMiB(kiln.pid()));
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  });
+  PeakRss rss(kiln.pid());
   auto channel = grpc::CreateChannel(kiln.target(), grpc::InsecureChannelCredentials());
   auto stub = collector::ProfilesService::NewStub(channel);
   int acknowledged = 0;
@@ -401,8 +410,7 @@ TEST_CASE("40,000 distinct 16,000-byte attribute values cost one key's byte budg
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const bool served_after = AgentExport(kiln.target(), 0);
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  done = true;
-  watcher.join();
+  rss.Stop();
   const long rss_end = kiln::testing::ResidentMiB(kiln.pid());
   CHECK(kiln.Stop(SIGTERM) == 0);
 
@@ -415,7 +423,7 @@ TEST_CASE("40,000 distinct 16,000-byte attribute values cost one key's byte budg
   const uint64_t samples = store->Stats().samples;
   MESSAGE("attribute values: ", kValues, " of ", kValueBytes, " bytes (", (uint64_t(kValues) * kValueBytes) >> 20,
           " MiB) in ", acknowledged, " requests, ", seconds, " s; ", stored.size(), " values stored, ", capped,
-          " counted as attribute_capped; kiln RSS ", rss_start, " MiB at start, peak ", rss_peak.load(), " MiB, ",
+          " counted as attribute_capped; kiln RSS ", rss.start(), " MiB at start, peak ", rss.peak(), " MiB, ",
           rss_end, " MiB at the end");
   CHECK(acknowledged == kValues / kPerRequest);
   CHECK(served_after);
@@ -427,6 +435,6 @@ TEST_CASE("40,000 distinct 16,000-byte attribute values cost one key's byte budg
   CHECK(std::find(stored.begin(), stored.end(), "other") != stored.end());
   CHECK(capped + stored.size() >= static_cast<uint64_t>(kValues));
 #if !defined(__SANITIZE_ADDRESS__)
-  CHECK(rss_peak.load() <= 400);
+  CHECK(rss.peak() <= 400);
 #endif
 }
