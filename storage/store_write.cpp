@@ -134,15 +134,8 @@ class BatchInterner {
       attrs.clear();
       for (const PendingAttribute& p : pending) {
         Attribute g = p.global;
-        if (g.key == kAbsent) {
-          if (g_.values_by_key.size() >= max_keys_) {  // a new key past the cap: left out
-            ++capped_;
-            continue;
-          }
-          g.key = InternString(l.strings[p.key]);
-        }
         if (fold) g.value = InternString("other");
-        if (ApplyCaps(&g, fold ? std::string_view("other") : std::string_view(l.strings[p.value]))) {
+        if (ApplyCaps(&g, l.strings[p.key], fold ? std::string_view("other") : std::string_view(l.strings[p.value]))) {
           attrs.push_back(g);
         }
       }
@@ -185,7 +178,6 @@ class BatchInterner {
       links_[i] = static_cast<uint32_t>(d.links.size());
       d.links.push_back(l.links[i]);
       g_.link_ids.emplace(key, links_[i]);
-      new_links_.push_back(key);
       wb_.Put(cf_, DictKey(kTagLink, GlobalDictionary::NextDiskId(&g_.disk.links)), key);
     }
     return absl::OkStatus();
@@ -208,7 +200,7 @@ class BatchInterner {
     for (size_t i = mark.attribute_sets - 1; i < d.AttributeSetCount(); ++i) {
       g_.attribute_set_ids.erase(static_cast<uint32_t>(i));
     }
-    for (const std::string& k : new_links_) g_.link_ids.erase(k);
+    for (size_t i = mark.links; i < d.links.size(); ++i) g_.link_ids.erase(EncodeLink(d.links[i]));
     for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_heap_bytes -= GlobalDictionary::HeapBytes(d.strings[i]);
     d.strings.resize(mark.strings);
     g_.disk.strings.resize(mark.strings);
@@ -237,16 +229,17 @@ class BatchInterner {
   std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_, sample_types_;
 
  private:
-  // The cardinality caps (StoreOptions) on one attribute with a global key
-  // and a global value or kAbsent (then `value` is interned if it is kept):
-  // false to leave it out; its value may become "other".
-  bool ApplyCaps(Attribute* a, std::string_view value) {
-    auto it = g_.values_by_key.find(a->key);
+  // The cardinality caps (StoreOptions) on one attribute whose key and
+  // value are global ids or kAbsent (then `key` and `value` are interned
+  // if they are kept): false to leave it out; its value may become "other".
+  bool ApplyCaps(Attribute* a, std::string_view key, std::string_view value) {
+    auto it = a->key == kAbsent ? g_.values_by_key.end() : g_.values_by_key.find(a->key);
     if (it == g_.values_by_key.end()) {
       if (g_.values_by_key.size() >= max_keys_) {
         ++capped_;
         return false;
       }
+      if (a->key == kAbsent) a->key = InternString(key);
       it = g_.values_by_key.try_emplace(a->key).first;
     }
     if (a->value != kAbsent && it->second.contains(a->value)) return true;
@@ -305,7 +298,6 @@ class BatchInterner {
   rocksdb::WriteBatch& wb_;
   rocksdb::ColumnFamilyHandle* cf_;
   std::vector<Executable> new_executables_;
-  std::vector<std::string> new_links_;
 };
 
 }  // namespace
