@@ -500,6 +500,16 @@ void SymbolService::Run() {
       fingerprint = absl::HashOf(fingerprint, e.file_name, e.htlhash, e.gnu_build_id, e.go_build_id);
     }
     if (!poked && fingerprint == scanned_executables_) continue;
+    {
+      // Only keys of executables the store still holds: the rest went with
+      // their samples (a CI fleet brings thousands an hour), and one that
+      // comes back is new to try.
+      std::set<std::string> current;
+      for (const storage::ExecutableInfo& e : executables) {
+        for (std::string& k : KeysOf(e)) current.insert(std::move(k));
+      }
+      std::erase_if(attempted_, [&](const std::string& k) { return !current.contains(k); });
+    }
     std::set<std::string> have_status;
     for (auto& [key, status] : store_.SymbolStatuses()) {
       if (status.state != State::kNoSymbols) have_status.insert(key);

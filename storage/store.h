@@ -225,6 +225,9 @@ struct ForgetReport {
   uint64_t entries_after = 0;
   uint64_t stacks_before = 0, stacks_after = 0;
   uint64_t attribute_sets_before = 0, attribute_sets_after = 0;
+  // Executable keys ("htlhash:..", "gnu:..") whose symbol records went
+  // with their executables.
+  uint64_t symbol_keys_forgotten = 0;
   bool ran = false;  // false: nothing to forget, nothing written
   // Every kept entry written again under new disk ids (once a table's disk
   // ids near their end, StoreOptions::forget_rewrite_at_disk_id); else only

@@ -361,6 +361,8 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     for (size_t i = 0; i < map->size(); ++i) (*out)[i] = (*map)[i] == kGone ? 0 : (*map)[i];
   }
   composed->generations.push_back(std::move(current));
+  const std::vector<std::string> symbol_keys = ForgetSymbolRecords(n, &wb);
+  report.symbol_keys_forgotten = symbol_keys.size();
   const std::string prefix = kRemapKeyPrefix;
   std::string end = prefix;
   end.back() = static_cast<char>(end.back() + 1);
@@ -398,6 +400,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     remaps_ = std::move(composed);
     dict_epoch_.fetch_add(1);
   }
+  ForgetSymbols(symbol_keys);
   restore.done = true;
   write_lock.unlock();
   report.write_lock_seconds = since(locked);
@@ -410,6 +413,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   rocksdb::CompactRangeOptions co;
   co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   (void)db_->CompactRange(co, meta_cf(), nullptr, nullptr);
+  if (!symbol_keys.empty()) (void)db_->CompactRange(co, symbols_cf(), nullptr, nullptr);
   TestStep("forgetting: compacted");
 #if defined(__GLIBC__)
   // The old dictionary's memory is free, but glibc keeps it in its arenas
@@ -421,7 +425,12 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
                   absl::StrCat("dictionary: forgot ", report.entries_before - report.entries_after, " of ",
                                report.entries_before, " entries no kept sample uses (stacks ",
                                report.stacks_before, " -> ", report.stacks_after, ", attribute sets ",
-                               report.attribute_sets_before, " -> ", report.attribute_sets_after, ") in ",
+                               report.attribute_sets_before, " -> ", report.attribute_sets_after, ")",
+                               report.symbol_keys_forgotten == 0
+                                   ? ""
+                                   : absl::StrCat(" and the symbols of ", report.symbol_keys_forgotten,
+                                                  " executable keys"),
+                               " in ",
                                absl::StrFormat("%.1f", report.seconds), " s, writes held ",
                                absl::StrFormat("%.1f", report.write_lock_seconds), " s",
                                report.rewrote ? " (every kept entry written again under new disk ids)" : ""));

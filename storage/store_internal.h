@@ -706,6 +706,16 @@ class RocksStore final : public Store {
   // keys, or null. Caller holds dict_mutex_.
   std::shared_ptr<const SymbolTable> SymbolTableForExecutable(const Executable& e) const;
   bool HasSymbols() const;
+  // For a forgetting pass (under write_mutex_, so no executable arrives
+  // meanwhile): the symbol records of executables that `kept` no longer
+  // holds, deleted in `wb`; returns their keys, for ForgetSymbols once `wb`
+  // is written. A CI fleet's executables each leave a status ("no symbols
+  // found") and a fleet's binaries a table: kept for every executable ever
+  // seen they outgrew a small size limit in ten minutes, which retention
+  // cannot delete. Kept: symbols a user added, which may come before the
+  // samples they name, and a table another kept key is an alias of.
+  std::vector<std::string> ForgetSymbolRecords(const ProfileDictionary& kept, rocksdb::WriteBatch* wb) const;
+  void ForgetSymbols(const std::vector<std::string>& keys);
   // Visits every stored sample of the query's sample type in its time
   // range that passes its filters, or the summary standing for an hour of
   // them. The range is cut into contiguous time shards scanned side by
@@ -764,7 +774,15 @@ class RocksStore final : public Store {
   struct StoreSizes {
     uint64_t directory = 0;     // every file: tables, blobs, WAL, RocksDB's own
     uint64_t wal = 0;           // the write-ahead log files
+    uint64_t own = 0;           // RocksDB's other files: LOG, MANIFEST, OPTIONS, ...
     uint64_t block_tables = 0;  // the blocks family's table files, deleted buckets included
+    uint64_t dictionary = 0;    // the meta family's live tables and blobs
+    uint64_t kept_parts = 0;    // the log's, symbols' and summaries' live tables and blobs
+    // What retention cannot delete: the other parts, the WAL and RocksDB's
+    // files. Not tables on their way in or out (a compaction's outputs
+    // before its inputs go, files a reader still holds): they go by
+    // themselves, and counting them cut the newest samples to a quarter.
+    uint64_t other() const { return kept_parts + wal + own; }
   };
   StoreSizes MeasureDirectory() const;
   // The blocks' bytes at and after bucket `cut` for `types` (RocksDB's

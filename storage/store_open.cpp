@@ -24,32 +24,59 @@ namespace {
 // logs its ENOSPC error; a failed fwrite here is just a lost line.
 class StdioInfoLog final : public rocksdb::Logger {
  public:
-  static std::shared_ptr<rocksdb::Logger> Open(const std::string& dir) {
-    namespace fs = std::filesystem;
-    const fs::path path = fs::path(dir) / "LOG";
-    std::error_code ec;
-    // One generation kept: the file is for diagnosing the last runs.
-    if (fs::file_size(path, ec) > kMaxBytes) fs::rename(path, fs::path(dir) / "LOG.old", ec);
-    std::FILE* f = std::fopen(path.c_str(), "ae");
-    if (f == nullptr) return nullptr;  // RocksDB then makes its own
-    return std::make_shared<StdioInfoLog>(f);
+  // One older generation is kept beside LOG: the file is for diagnosing
+  // the last hours. It is bounded while kiln runs, not only at open: a
+  // busy store's RocksDB writes about 1 MiB of it a minute (every flush
+  // and compaction, with statistics), and the store's size limit counts it.
+  static std::shared_ptr<rocksdb::Logger> Open(const std::string& dir, uint64_t max_bytes) {
+    auto log = std::make_shared<StdioInfoLog>(std::filesystem::path(dir), max_bytes);
+    return log->file_ != nullptr ? log : nullptr;  // RocksDB then makes its own
   }
-  explicit StdioInfoLog(std::FILE* f) : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL), file_(f) {}
-  ~StdioInfoLog() override { std::fclose(file_); }
+  StdioInfoLog(std::filesystem::path dir, uint64_t max_bytes)
+      : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL), dir_(std::move(dir)), max_bytes_(max_bytes) {
+    std::error_code ec;
+    written_ = std::filesystem::file_size(dir_ / "LOG", ec);
+    if (ec) written_ = 0;
+    if (written_ > max_bytes_) Rotate();
+    else file_ = std::fopen((dir_ / "LOG").c_str(), "ae");
+  }
+  ~StdioInfoLog() override {
+    if (file_ != nullptr) std::fclose(file_);
+  }
   using rocksdb::Logger::Logv;
   void Logv(const char* format, va_list ap) override {
     std::lock_guard lock(mu_);
-    std::vfprintf(file_, format, ap);
+    if (written_ > max_bytes_) Rotate();
+    if (file_ == nullptr) return;
+    const int n = std::vfprintf(file_, format, ap);
     std::fputc('\n', file_);
     std::fflush(file_);
     std::clearerr(file_);  // the next line tries again
+    written_ += n > 0 ? static_cast<uint64_t>(n) + 1 : 1;
   }
 
  private:
-  static constexpr uintmax_t kMaxBytes = 8 << 20;
+  void Rotate() {
+    if (file_ != nullptr) std::fclose(file_);
+    std::error_code ec;
+    std::filesystem::rename(dir_ / "LOG", dir_ / "LOG.old", ec);
+    file_ = std::fopen((dir_ / "LOG").c_str(), "ae");
+    written_ = 0;
+  }
+  const std::filesystem::path dir_;
+  const uint64_t max_bytes_;
   std::mutex mu_;
-  std::FILE* file_;
+  std::FILE* file_ = nullptr;
+  uint64_t written_ = 0;
 };
+
+// The LOG's bound: 8 MiB a generation, or a 64th of a size limit (LOG and
+// LOG.old together a 32nd of it), never under 256 KiB.
+uint64_t InfoLogMaxBytes(uint64_t retention_size_bytes) {
+  constexpr uint64_t kMax = 8 << 20, kMin = 256 << 10;
+  if (retention_size_bytes == 0) return kMax;
+  return std::clamp<uint64_t>(retention_size_bytes / 64, kMin, kMax);
+}
 
 }  // namespace
 
@@ -74,7 +101,9 @@ absl::Status RocksStore::OpenDb() {
   db_options.create_missing_column_families = !read_only_;
   db_options.max_background_jobs = 2;
   db_options.keep_log_file_num = 3;
-  if (!read_only_) db_options.info_log = StdioInfoLog::Open(dir_);
+  if (!read_only_) {
+    db_options.info_log = StdioInfoLog::Open(dir_, InfoLogMaxBytes(options_.retention_size_bytes));
+  }
   // Column families that rarely write (the log, symbols) would otherwise
   // keep every WAL file since their last flush alive; past this total,
   // RocksDB flushes them so old WAL files can go.

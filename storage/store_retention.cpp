@@ -192,9 +192,23 @@ RocksStore::StoreSizes RocksStore::MeasureDirectory() const {
     if (ec) continue;
     sizes.directory += bytes;
     // WAL files are <number>.log; RocksDB's diagnostic log is LOG.
-    if (it->path().extension() == ".log") sizes.wal += bytes;
+    const std::filesystem::path ext = it->path().extension();
+    if (ext == ".log") {
+      sizes.wal += bytes;
+    } else if (ext != ".sst" && ext != ".blob") {
+      sizes.own += bytes;
+    }
   }
   db_->GetIntProperty(blocks_cf(), "rocksdb.total-sst-files-size", &sizes.block_tables);
+  auto live = [&](rocksdb::ColumnFamilyHandle* cf) {
+    uint64_t tables = 0, blobs = 0;
+    if (cf == nullptr) return uint64_t{0};
+    db_->GetIntProperty(cf, "rocksdb.live-sst-files-size", &tables);
+    db_->GetIntProperty(cf, "rocksdb.live-blob-file-size", &blobs);
+    return tables + blobs;
+  };
+  sizes.dictionary = live(meta_cf());
+  sizes.kept_parts = live(log_cf()) + live(symbols_cf()) + live(summaries_cf());
   return sizes;
 }
 
@@ -231,15 +245,11 @@ absl::StatusOr<int64_t> RocksStore::SizeCut(uint64_t limit, int64_t first_bucket
   }
   const std::vector<uint32_t> types = TypesWithSamples();
   const uint64_t kept = KeptBlockBytes(types, first_bucket);
-  const uint64_t fixed = sizes.directory - std::min(sizes.directory, sizes.block_tables);
   // The dictionary follows the samples kept (forgetting, after this pass),
   // so it counts as a share of them; the rest (symbols, summaries, the
   // log, the WAL, RocksDB's own files) retention cannot delete.
-  uint64_t dictionary = 0, blobs = 0;
-  db_->GetIntProperty(meta_cf(), "rocksdb.total-sst-files-size", &dictionary);
-  db_->GetIntProperty(meta_cf(), "rocksdb.total-blob-file-size", &blobs);
-  dictionary = std::min(dictionary + blobs, fixed);
-  const uint64_t other = fixed - dictionary;
+  const uint64_t dictionary = sizes.dictionary;
+  const uint64_t other = sizes.other();
   const uint64_t target = limit / 10 * 9;
   const uint64_t floor = limit / 4;
   const uint64_t room = target > other ? std::max(target - other, floor) : floor;
@@ -255,7 +265,7 @@ absl::StatusOr<int64_t> RocksStore::SizeCut(uint64_t limit, int64_t first_bucket
   } else {
     SetRetentionProblem("");
   }
-  if (fixed + kept <= limit || kept + dictionary <= room) return std::numeric_limits<int64_t>::min();
+  if (other + dictionary + kept <= limit || kept + dictionary <= room) return std::numeric_limits<int64_t>::min();
   // The kept blocks may fill the room in proportion to their share of
   // what follows the samples.
   uint64_t budget = static_cast<uint64_t>(static_cast<double>(kept) * static_cast<double>(room) /

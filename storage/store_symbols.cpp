@@ -142,6 +142,53 @@ absl::Status RocksStore::PutSymbolStatus(const std::vector<std::string>& keys, c
   return absl::OkStatus();
 }
 
+std::vector<std::string> RocksStore::ForgetSymbolRecords(const ProfileDictionary& kept,
+                                                         rocksdb::WriteBatch* wb) const {
+  absl::flat_hash_set<std::string> live;
+  for (size_t e = 1; e < kept.executables.size(); ++e) {
+    const Executable& x = kept.executables[e];
+    for (std::string& key : SymbolKeys(kept.strings[x.htlhash], kept.strings[x.gnu_build_id])) {
+      live.insert(std::move(key));
+    }
+  }
+  absl::flat_hash_set<std::string> gone;
+  {
+    std::lock_guard lock(symbols_mutex_);
+    for (const auto& [key, st] : symbol_statuses_) {
+      const bool added = st.state == SymbolStatus::State::kSymbolized && st.source.starts_with("added:");
+      if (!added && !live.contains(key)) gone.insert(key);
+    }
+  }
+  if (gone.empty() || symbols_cf() == nullptr) return {};
+  // A key kept is an alias of a table under a key that goes: the table
+  // stays (with its status, so a later pass finds it again).
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), symbols_cf()));
+  const std::string prefix(1, kSymbolAliasTag);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    const absl::string_view from(it->key().data() + 1, it->key().size() - 1);
+    if (!gone.contains(from)) gone.erase(absl::string_view(it->value().data(), it->value().size()));
+  }
+  std::vector<std::string> keys(gone.begin(), gone.end());
+  for (const std::string& key : keys) {
+    for (char tag : {kSymbolStatusTag, kSymbolTableTag, kSymbolAliasTag}) {
+      wb->Delete(symbols_cf(), SymbolRecordKey(tag, key));
+    }
+  }
+  return keys;
+}
+
+void RocksStore::ForgetSymbols(const std::vector<std::string>& keys) {
+  if (keys.empty()) return;
+  {
+    std::lock_guard lock(symbols_mutex_);
+    for (const std::string& key : keys) {
+      symbol_statuses_.erase(key);
+      symbol_tables_.erase(key);
+    }
+  }
+  symbols_version_.fetch_add(1);
+}
+
 std::vector<std::pair<std::string, SymbolStatus>> RocksStore::SymbolStatuses() const {
   std::lock_guard lock(symbols_mutex_);
   return {symbol_statuses_.begin(), symbol_statuses_.end()};

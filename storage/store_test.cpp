@@ -1343,6 +1343,59 @@ TEST_CASE("the dictionary forgets what no kept sample uses; kept samples keep th
   }
 }
 
+TEST_CASE("forgetting an executable forgets its symbol records, but not symbols a user added") {
+  // Hour h's executable: its own htlhash, build id "b0<h>" (hour 5's only
+  // the build id hour 3's table was stored under, as an alias).
+  auto htlhash = [](int h) { return std::string(31, '0') + std::to_string(h); };
+  auto hour = [&](int h) {
+    ProfileBatch b = h == 5 ? NativeBatch("", "b0shared") : NativeBatch(htlhash(h), h == 3 ? "b0shared" : "b0" + std::to_string(h));
+    for (Sample& sample : b.samples) sample.time_ns += kForgetT0 + h * kHourNs + 60'000'000'000;
+    return b;
+  };
+  const SymbolStatus none{.state = SymbolStatus::State::kNoSymbols, .source = "local files"};
+  TempDir dir;
+  {
+    auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, AgeLimited());
+    REQUIRE(opened.ok());
+    auto store = std::move(*opened);
+    for (int h = 0; h < 6; ++h) REQUIRE(store->Write(hour(h)).ok());
+    REQUIRE(store->PutSymbolStatus(SymbolKeys(htlhash(0), "b00"), none).ok());
+    REQUIRE(store->PutSymbols(SymbolKeys(htlhash(1), "b01"), testing::NestedSymbolTable(),
+                              {.source = "debug file /usr/lib/debug/app1.debug"})
+                .ok());
+    REQUIRE(store->PutSymbols(SymbolKeys(htlhash(2), "b02"), testing::NestedSymbolTable(),
+                              {.source = "added: /home/me/app2.debug"})
+                .ok());
+    REQUIRE(store->PutSymbols(SymbolKeys(htlhash(3), "b0shared"), testing::NestedSymbolTable(),
+                              {.source = "debuginfod http://debuginfod.example"})
+                .ok());
+    REQUIRE(store->PutSymbolStatus(SymbolKeys(htlhash(4), "b04"), none).ok());
+    CHECK(store->SymbolStatuses().size() == 10);  // two keys for each of hours 0-4
+
+    // Hours 3-5 kept, so the executables of hours 0-2 are forgotten.
+    REQUIRE(store->ApplyRetention(kForgetT0 + 6 * kHourNs + 30 * 60'000'000'000LL).ok());
+    absl::StatusOr<ForgetReport> f = store->ForgetUnused();
+    REQUIRE(f.ok());
+    CHECK(f->symbol_keys_forgotten == 4);  // hours 0 and 1, two keys each
+    std::vector<std::string> kept;
+    for (const auto& [key, st] : store->SymbolStatuses()) kept.push_back(key);
+    CHECK(kept == std::vector<std::string>{"gnu:b02", "gnu:b04", "gnu:b0shared", "htlhash:" + htlhash(2),
+                                           "htlhash:" + htlhash(3), "htlhash:" + htlhash(4)});
+    // Hour 3's table still names hour 3's frames and, through the alias,
+    // hour 5's; hour 4 has none.
+    const std::vector<std::string> named = {"app+0x1ff 2", "f 4", "f;g;h;producer_leaf 2",
+                                            "producer_name;producer_leaf 1"};
+    CHECK(Folded(*store) == named);
+  }
+  CHECK(OpenOrDie(dir.path, Store::Mode::kReadOnly)->SymbolStatuses().size() == 6);
+  // On disk: hour 1's table is gone, the added one and hour 3's remain.
+  RawStore raw(dir.path);
+  std::unique_ptr<rocksdb::Iterator> it(raw.db->NewIterator(rocksdb::ReadOptions(), raw.cf[3]));
+  std::vector<std::string> tables;
+  for (it->Seek("t"); it->Valid() && it->key().starts_with("t"); it->Next()) tables.push_back(it->key().ToString());
+  CHECK(tables == std::vector<std::string>{"thtlhash:" + htlhash(2), "thtlhash:" + htlhash(3)});
+}
+
 TEST_CASE("caps count what is kept: after forgetting, new processes keep their own attribute values") {
   TempDir dir;
   StoreOptions o = AgeLimited();

@@ -179,6 +179,13 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   std::this_thread::sleep_for(std::chrono::seconds(3));
   const long rss_end = kiln::testing::ResidentMiB(kiln.pid());
   const uint64_t disk_end = kiln::testing::DirectoryBytes(dir.path);
+  std::string big_files;  // what the disk holds, for when the limit is not kept
+  for (const auto& f : std::filesystem::directory_iterator(dir.path)) {
+    if (f.is_regular_file() && f.file_size() >= (512 << 10)) {
+      big_files += " " + f.path().filename().string() + " " + std::to_string(f.file_size() >> 10) + " KiB;";
+    }
+  }
+  MESSAGE("files of 512 KiB or more at the end:", big_files);
 
   // The store as kiln has it, read beside it.
   auto opened = kiln::storage::Store::Open(dir.path, kiln::storage::Store::Mode::kReadOnly);
@@ -202,9 +209,12 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   const bool last_pid_kept = std::find(pids.begin(), pids.end(), std::to_string(last_pid)) != pids.end();
   const uint64_t capped = store->DataLossTotals()[static_cast<size_t>(kiln::storage::DataLoss::kAttributeCapped)];
   uint64_t dictionary_bytes = 0;
+  std::string parts;
   for (const auto& part : st.part_bytes) {
     if (part.part == "dictionary") dictionary_bytes = part.bytes;
+    parts += " " + part.part + " " + std::to_string(part.bytes >> 10) + " KiB;";
   }
+  MESSAGE("the store's parts at the end:", parts);
   std::string log;
   uint64_t forgotten = 0, forget_passes = 0;
   int shown = 0;
