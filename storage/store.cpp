@@ -216,33 +216,10 @@ std::vector<std::vector<std::string>> RocksStore::AttributeCombinations(const st
 
 absl::Status RocksStore::AppendLog(LogLevel level, std::string_view message) {
   if (read_only_) return absl::FailedPreconditionError("store is open read-only");
-  int64_t now = UnixNowNs();
-  std::string key, value;
-  PutBigEndian64(&key, next_log_seq_.fetch_add(1));
-  PutVarint(&value, ZigZag(now));
-  value.push_back(static_cast<char>(level));
-  value.append(message);
-  absl::Status s = FromRocks(db_->Put(rocksdb::WriteOptions(), log_cf(), key, value), "writing log");
-  if (s.ok()) NoteWrite();
-  return s;
+  return log_->Append(level, message);
 }
 
-std::vector<LogEntry> RocksStore::ReadLog(size_t max) const {
-  std::vector<LogEntry> entries;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), log_cf()));
-  for (it->SeekToLast(); it->Valid() && entries.size() < max; it->Prev()) {
-    if (it->key().size() != 8) continue;
-    LogEntry e;
-    e.sequence = GetBigEndian64(it->key().data());
-    VarintReader r{it->value().data(), it->value().data() + it->value().size()};
-    e.time_ns = UnZigZag(r.Next());
-    e.level = static_cast<LogLevel>(std::min<uint8_t>(r.Byte(), 3));
-    if (!r.ok) continue;
-    e.message.assign(r.p, r.end);
-    entries.push_back(std::move(e));
-  }
-  return entries;
-}
+std::vector<LogEntry> RocksStore::ReadLog(size_t max) const { return log_->Read(max); }
 
 }  // namespace store_internal
 }  // namespace kiln::storage

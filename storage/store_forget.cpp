@@ -361,7 +361,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     for (size_t i = 0; i < map->size(); ++i) (*out)[i] = (*map)[i] == kGone ? 0 : (*map)[i];
   }
   composed->generations.push_back(std::move(current));
-  const std::vector<std::string> symbol_keys = ForgetSymbolRecords(n, &wb);
+  const std::vector<std::string> symbol_keys = symbols_->ForgetRecords(LiveSymbolKeys(n), &wb);
   report.symbol_keys_forgotten = symbol_keys.size();
   const std::string prefix = kRemapKeyPrefix;
   std::string end = prefix;
@@ -400,7 +400,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     remaps_ = std::move(composed);
     dict_epoch_.fetch_add(1);
   }
-  ForgetSymbols(symbol_keys);
+  symbols_->Forget(symbol_keys);
   restore.done = true;
   write_lock.unlock();
   report.write_lock_seconds = since(locked);

@@ -602,7 +602,124 @@ struct Counters {
   }
 };
 
-class RocksStore final : public Store {
+// ============================================================================
+// [SECTION] Parts
+// ============================================================================
+//
+// The store is parts that each own their state and its lock; RocksStore
+// holds them and runs what crosses parts (a write, a retention pass, a
+// forgetting pass). A part's lock is a leaf: held only inside the part,
+// never while calling out of it. Lock order where the store's own locks
+// meet (take them in this order, release before taking an earlier one):
+//
+//   retention_mutex_     one retention pass
+//   summarize_mutex_     one summarizing or forgetting pass
+//   write_mutex_         one Write(), and a pass's changes to the dictionary
+//   dict_mutex_          the dictionary, its counters and remaps (shared to read)
+//   leaves: summary_mutex_ (the summary index), retention_problem_mutex_,
+//           settle_mu_, and the parts' own (SymbolsPart, LogPart, LossesPart)
+//
+// Parts write through a PartWriter: the store's disk guard admits a write
+// (or refuses it retryably) and the settling thread learns of it.
+
+class PartWriter {
+ public:
+  virtual ~PartWriter() = default;
+  // Admitted by the disk guard, then written and noted.
+  virtual absl::Status Commit(rocksdb::WriteBatch* batch, std::string_view what) = 0;
+  // Written whatever the disk guard says: what says why writes are refused
+  // (the Log, the data-loss counters) must get through. Noted.
+  virtual absl::Status CommitAlways(rocksdb::WriteBatch* batch, std::string_view what) = 0;
+};
+
+// Symbol tables and statuses, per executable key (SymbolKeys): statuses
+// are small and all in memory; tables are loaded when a query first needs
+// them and then shared by every later query. Its family is null in a store
+// opened read-only that was written before symbols existed.
+class SymbolsPart {
+ public:
+  SymbolsPart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, PartWriter* writer)
+      : db_(db), cf_(cf), writer_(writer) {}
+  absl::Status Load();
+  // The table of an executable under either of its keys, or null.
+  std::shared_ptr<const SymbolTable> TableFor(std::string_view htlhash, std::string_view gnu_build_id) const;
+  bool Any() const {
+    std::lock_guard lock(mutex_);
+    return !statuses_.empty();
+  }
+  absl::Status Put(const std::vector<std::string>& keys, SymbolTable table, const SymbolStatus& status);
+  absl::Status PutStatus(const std::vector<std::string>& keys, const SymbolStatus& status, bool drop_table);
+  std::vector<std::pair<std::string, SymbolStatus>> Statuses() const {
+    std::lock_guard lock(mutex_);
+    return {statuses_.begin(), statuses_.end()};
+  }
+  uint64_t Version() const { return version_.load(); }
+  // For a forgetting pass: the records of keys no kept executable has
+  // (`live`), deleted in `wb`; returns them, for Forget once `wb` is
+  // written. A CI fleet's executables each leave a status ("no symbols
+  // found") and a fleet's binaries a table: kept for every executable ever
+  // seen they outgrew a small size limit in ten minutes, which retention
+  // cannot delete. Kept: symbols a user added, which may come before the
+  // samples they name, and a table another kept key is an alias of.
+  std::vector<std::string> ForgetRecords(const absl::flat_hash_set<std::string>& live,
+                                         rocksdb::WriteBatch* wb) const;
+  void Forget(const std::vector<std::string>& keys);
+
+ private:
+  // The table stored for `key` (following an alias), loaded on first use;
+  // null when there is none or it cannot be read.
+  std::shared_ptr<const SymbolTable> TableForKey(const std::string& key) const;
+  rocksdb::DB* const db_;
+  rocksdb::ColumnFamilyHandle* const cf_;
+  PartWriter* const writer_;
+  mutable std::mutex mutex_;
+  std::map<std::string, SymbolStatus> statuses_;
+  mutable absl::flat_hash_map<std::string, std::shared_ptr<const SymbolTable>> tables_;
+  std::atomic<uint64_t> version_{0};
+};
+
+// The Log: numbered entries, the newest kMaxEntries kept.
+class LogPart {
+ public:
+  // The Log is for reading, not an archive: a churning fleet logs a line
+  // per new executable, and nothing else would bound it.
+  static constexpr uint64_t kMaxEntries = 50'000;
+  LogPart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, PartWriter* writer)
+      : db_(db), cf_(cf), writer_(writer) {}
+  absl::Status Load();
+  absl::Status Append(LogLevel level, std::string_view message);
+  std::vector<LogEntry> Read(size_t max) const;
+  // Whole entries go, oldest first, an eighth of kMaxEntries at a time.
+  void Trim();
+
+ private:
+  rocksdb::DB* const db_;
+  rocksdb::ColumnFamilyHandle* const cf_;
+  PartWriter* const writer_;
+  std::atomic<uint64_t> next_seq_{1};
+  std::mutex trim_mutex_;
+  uint64_t trimmed_before_ = 0;  // guarded by trim_mutex_
+};
+
+// Data-loss totals by reason (storage/model/data_loss.h), kept in the meta
+// family under kLossKey.
+class LossesPart {
+ public:
+  LossesPart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, PartWriter* writer)
+      : db_(db), cf_(cf), writer_(writer) {}
+  absl::Status Load();
+  absl::Status Add(const DataLossCounts& counts);
+  DataLossCounts Totals() const;
+
+ private:
+  rocksdb::DB* const db_;
+  rocksdb::ColumnFamilyHandle* const cf_;
+  PartWriter* const writer_;
+  mutable std::mutex mutex_;
+  std::vector<uint64_t> losses_;  // at least kDataLossCount
+};
+
+class RocksStore final : public Store, private PartWriter {
  public:
   RocksStore(std::string dir, bool read_only, const StoreOptions& options)
       : dir_(std::move(dir)), read_only_(read_only), options_(options) {}
@@ -644,19 +761,25 @@ class RocksStore final : public Store {
   absl::StatusOr<uint64_t> Summarize() override;
   absl::StatusOr<ForgetReport> ForgetUnused() override;
   void SetRetention(std::chrono::nanoseconds age, uint64_t size_bytes) override;
-  absl::Status AddDataLoss(const DataLossCounts& counts) override;
-  DataLossCounts DataLossTotals() const override {
-    std::lock_guard lock(loss_mutex_);
-    DataLossCounts out{};
-    for (size_t i = 0; i < out.size() && i < losses_.size(); ++i) out[i] = losses_[i];
-    return out;
+  absl::Status AddDataLoss(const DataLossCounts& counts) override {
+    if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+    return losses_->Add(counts);
   }
+  DataLossCounts DataLossTotals() const override { return losses_->Totals(); }
   absl::Status PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
-                          const SymbolStatus& status) override;
+                          const SymbolStatus& status) override {
+    if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+    return symbols_->Put(keys, std::move(table), status);
+  }
   absl::Status PutSymbolStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
-                               bool drop_table) override;
-  std::vector<std::pair<std::string, SymbolStatus>> SymbolStatuses() const override;
-  uint64_t SymbolsVersion() const override { return symbols_version_.load(); }
+                               bool drop_table) override {
+    if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+    return symbols_->PutStatus(keys, status, drop_table);
+  }
+  std::vector<std::pair<std::string, SymbolStatus>> SymbolStatuses() const override {
+    return symbols_->Statuses();
+  }
+  uint64_t SymbolsVersion() const override { return symbols_->Version(); }
   std::vector<ExecutableInfo> Executables() const override;
   const std::string& directory() const override { return dir_; }
   bool read_only() const override { return read_only_; }
@@ -667,7 +790,6 @@ class RocksStore final : public Store {
   // Schema 1 kept four fixed sample kinds in a key byte; rewrites its block
   // keys and counters for sample types.
   absl::Status UpgradeFromSchema1();
-  absl::Status LoadSymbolStatuses();
   absl::Status LoadSummaryIndex();
   absl::Status LoadRemaps();
   // Run() with the dictionary of `epoch` (dict_epoch_ before the scan);
@@ -690,8 +812,12 @@ class RocksStore final : public Store {
   // After every successful write (of `bytes` into the WAL): what the
   // settling thread decides from.
   void NoteWrite(uint64_t bytes = 0);
-  absl::Status WriteAndNote(rocksdb::WriteBatch* batch, std::string_view what) {
+  // PartWriter
+  absl::Status Commit(rocksdb::WriteBatch* batch, std::string_view what) override {
     if (absl::Status admitted = AdmitWrite(batch->GetDataSize()); !admitted.ok()) return admitted;
+    return CommitAlways(batch, what);
+  }
+  absl::Status CommitAlways(rocksdb::WriteBatch* batch, std::string_view what) override {
     rocksdb::Status written = db_->Write(rocksdb::WriteOptions(), batch);
     if (!written.ok() && disk_) disk_->NoteWriteError(written.ToString());
     absl::Status s = FromRocks(written, what);
@@ -699,23 +825,9 @@ class RocksStore final : public Store {
     return s;
   }
   void SettleLoop();
-  // The table stored for `key` (following an alias), loaded on first use;
-  // null when there is none or it cannot be read.
-  std::shared_ptr<const SymbolTable> SymbolTableFor(const std::string& key) const;
-  // The table for an executable of the global dictionary under any of its
-  // keys, or null. Caller holds dict_mutex_.
-  std::shared_ptr<const SymbolTable> SymbolTableForExecutable(const Executable& e) const;
-  bool HasSymbols() const;
-  // For a forgetting pass (under write_mutex_, so no executable arrives
-  // meanwhile): the symbol records of executables that `kept` no longer
-  // holds, deleted in `wb`; returns their keys, for ForgetSymbols once `wb`
-  // is written. A CI fleet's executables each leave a status ("no symbols
-  // found") and a fleet's binaries a table: kept for every executable ever
-  // seen they outgrew a small size limit in ten minutes, which retention
-  // cannot delete. Kept: symbols a user added, which may come before the
-  // samples they name, and a table another kept key is an alias of.
-  std::vector<std::string> ForgetSymbolRecords(const ProfileDictionary& kept, rocksdb::WriteBatch* wb) const;
-  void ForgetSymbols(const std::vector<std::string>& keys);
+  // The symbol keys of the kept executables of `kept`, for
+  // SymbolsPart::ForgetRecords.
+  static absl::flat_hash_set<std::string> LiveSymbolKeys(const ProfileDictionary& kept);
   // Visits every stored sample of the query's sample type in its time
   // range that passes its filters, or the summary standing for an hour of
   // them. The range is cut into contiguous time shards scanned side by
@@ -789,10 +901,6 @@ class RocksStore final : public Store {
   // approximate sizes of the table files: deleted buckets not counted).
   uint64_t KeptBlockBytes(const std::vector<uint32_t>& types, int64_t cut) const;
   void SetRetentionProblem(std::string problem);
-  // Keeps the newest kMaxLogEntries of the Log (retention's pass calls it).
-  static constexpr uint64_t kMaxLogEntries = 50'000;
-  void TrimLog();
-  uint64_t trimmed_log_before_ = 0;  // guarded by retention_mutex_
   // The first bucket a size pass keeps (min() = none deleted), with the
   // store's sizes as measured now (store_retention.cpp explains).
   absl::StatusOr<int64_t> SizeCut(uint64_t limit, int64_t first_bucket, int64_t last_bucket);
@@ -819,8 +927,6 @@ class RocksStore final : public Store {
     bool old_bucket_written = false;  // into a bucket before `cut`: recount
     int64_t min_time_written_ns = std::numeric_limits<int64_t>::max();
   } retention_watch_;
-  mutable std::mutex loss_mutex_;
-  std::vector<uint64_t> losses_;     // guarded by loss_mutex_; at least kDataLossCount
   std::unique_ptr<DiskGuard> disk_;  // read-write stores
   std::mutex settle_mu_;
   std::condition_variable settle_cv_;
@@ -864,15 +970,10 @@ class RocksStore final : public Store {
     return d.strings.size() + d.executables.size() + d.frames.size() + d.StackCount() +
            d.AttributeSetCount() + d.links.size();
   }
-  std::atomic<uint64_t> next_log_seq_{1};
-  std::mutex log_mutex_;
-
-  // Symbols: statuses are small and all in memory; tables are loaded when a
-  // query first needs them and then shared by every later query.
-  mutable std::mutex symbols_mutex_;
-  std::map<std::string, SymbolStatus> symbol_statuses_;
-  mutable absl::flat_hash_map<std::string, std::shared_ptr<const SymbolTable>> symbol_tables_;
-  std::atomic<uint64_t> symbols_version_{0};
+  // The parts, made once the families are open (OpenDb).
+  std::unique_ptr<SymbolsPart> symbols_;
+  std::unique_ptr<LogPart> log_;
+  std::unique_ptr<LossesPart> losses_;
 
   // Summaries: which (sample type, hour) have one, loaded at open. A hint
   // for planning queries: a query reads the summary from its snapshot and

@@ -177,6 +177,10 @@ absl::Status RocksStore::OpenDb() {
     }
     return absl::InternalError(absl::StrCat("cannot open kiln store in ", dir_, ": ", text));
   }
+  PartWriter* writer = this;
+  symbols_ = std::make_unique<SymbolsPart>(db_, symbols_cf(), writer);
+  log_ = std::make_unique<LogPart>(db_, log_cf(), writer);
+  losses_ = std::make_unique<LossesPart>(db_, meta_cf(), writer);
 
   std::string version;
   s = db_->Get(rocksdb::ReadOptions(), meta_cf(), kSchemaKey, &version);
@@ -232,7 +236,9 @@ absl::Status RocksStore::OpenDb() {
     }
   }
   if (auto st = LoadMeta(); !st.ok()) return st;
-  if (auto st = LoadSymbolStatuses(); !st.ok()) return st;
+  if (auto st = losses_->Load(); !st.ok()) return st;
+  if (auto st = log_->Load(); !st.ok()) return st;
+  if (auto st = symbols_->Load(); !st.ok()) return st;
   if (auto st = LoadSummaryIndex(); !st.ok()) return st;
   if (auto st = LoadRemaps(); !st.ok()) return st;
   if (auto st = LoadDictionary(); !st.ok()) return st;
@@ -306,40 +312,9 @@ absl::Status RocksStore::LoadMeta() {
   } else if (!s.IsNotFound()) {
     return FromRocks(s, "reading statistics");
   }
-  losses_.assign(kDataLossCount, 0);
-  if (db_->Get(rocksdb::ReadOptions(), meta_cf(), kLossKey, &v).ok()) {
-    VarintReader r{v.data(), v.data() + v.size()};
-    const uint64_t n = r.Next();
-    if (r.ok && n <= v.size()) {
-      losses_.resize(std::max<size_t>(n, kDataLossCount), 0);
-      for (uint64_t i = 0; i < n; ++i) losses_[i] = r.Next();
-    }
-  }
   // As the last pass left it, so `kiln stats` (read-only) shows it too.
   if (db_->Get(rocksdb::ReadOptions(), meta_cf(), kRetentionProblemKey, &v).ok()) retention_problem_ = v;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), log_cf()));
-  it->SeekToLast();
-  if (it->Valid() && it->key().size() == 8) next_log_seq_ = GetBigEndian64(it->key().data()) + 1;
   return absl::OkStatus();
-}
-
-absl::Status RocksStore::AddDataLoss(const DataLossCounts& counts) {
-  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
-  std::lock_guard lock(loss_mutex_);
-  bool any = false;
-  for (size_t i = 0; i < counts.size(); ++i) any = any || counts[i] != 0;
-  if (!any) return absl::OkStatus();
-  std::vector<uint64_t> next = losses_;
-  for (size_t i = 0; i < counts.size(); ++i) next[i] += counts[i];
-  std::string v;
-  PutVarint(&v, next.size());
-  for (uint64_t k : next) PutVarint(&v, k);
-  absl::Status s =
-      FromRocks(db_->Put(rocksdb::WriteOptions(), meta_cf(), kLossKey, v), "writing data-loss counts");
-  // Kept in memory even when the disk refuses: `kiln stats` of a running
-  // store may lag, the window does not.
-  losses_ = std::move(next);
-  return s;
 }
 
 absl::Status RocksStore::LoadDictionary() {

@@ -310,7 +310,7 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::RunOnce(const Qu
   };
   // Tables are looked up per executable when its first frame needs one,
   // and held here for the rest of the call.
-  const bool has_symbols = HasSymbols();
+  const bool has_symbols = symbols_->Any();
   std::vector<std::shared_ptr<const SymbolTable>> tables;
   std::vector<uint8_t> table_looked_up;
   if (has_symbols) {
@@ -320,7 +320,8 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::RunOnce(const Qu
   auto table_for = [&](const Frame& f) -> const SymbolTable* {
     if (!has_symbols || !SymbolizableFrame(f)) return nullptr;
     if (!table_looked_up[f.executable]) {
-      tables[f.executable] = SymbolTableForExecutable(g.executables[f.executable]);
+      const Executable& e = g.executables[f.executable];
+      tables[f.executable] = symbols_->TableFor(g.strings[e.htlhash], g.strings[e.gnu_build_id]);
       table_looked_up[f.executable] = 1;
     }
     return tables[f.executable].get();

@@ -19,7 +19,7 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   RetentionReport report;
   if (read_only_) return report;
   std::lock_guard pass(retention_mutex_);
-  TrimLog();
+  log_->Trim();
   int64_t first_bucket = 0, last_bucket = 0;
   uint64_t samples = 0;
   {
@@ -358,23 +358,6 @@ void RocksStore::SetRetentionProblem(std::string problem) {
   (void)kept;  // only `kiln stats` (read-only) reads it back; the Log line below says it anyway
   (void)AppendLog(problem.empty() ? LogLevel::kInfo : LogLevel::kError,
                   problem.empty() ? "retention keeps the store within its size limit again" : problem);
-}
-
-void RocksStore::TrimLog() {
-  // The Log is for reading, not an archive: a churning fleet logs a line
-  // per new executable ("no symbols found"), and nothing else would bound
-  // it. Whole entries go, oldest first.
-  const uint64_t next = next_log_seq_.load();
-  // In steps of an eighth, not a line at a time.
-  if (next < kMaxLogEntries || next - kMaxLogEntries < trimmed_log_before_ + kMaxLogEntries / 8) return;
-  std::string begin, end;
-  PutBigEndian64(&begin, 0);
-  PutBigEndian64(&end, next - kMaxLogEntries);
-  if (db_->DeleteRange(rocksdb::WriteOptions(), log_cf(), begin, end).ok()) {
-    trimmed_log_before_ = next - kMaxLogEntries;
-    rocksdb::Slice b(begin), e(end);
-    (void)db_->CompactRange(rocksdb::CompactRangeOptions(), log_cf(), &b, &e);
-  }
 }
 
 std::vector<uint32_t> RocksStore::TypesWithSamples() const {

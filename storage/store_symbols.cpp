@@ -1,119 +1,104 @@
-// RocksStore symbols: statuses in memory, tables loaded on first use.
+// SymbolsPart: symbol statuses in memory, tables loaded on first use; and
+// the store's listing of executables, from the dictionary.
 #include <algorithm>
-#include <chrono>
-#include <cstdarg>
-#include <cstdio>
-#include <filesystem>
-#include <limits>
-#include <optional>
+#include <memory>
 
 #include "storage/store_internal.h"
 
 namespace kiln::storage::store_internal {
 
 // ============================================================================
-// [SECTION] Symbols
+// [SECTION] SymbolsPart
 // ============================================================================
 
-absl::Status RocksStore::LoadSymbolStatuses() {
-  if (symbols_cf() == nullptr) return absl::OkStatus();
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), symbols_cf()));
-  std::string prefix(1, kSymbolStatusTag);
+absl::Status SymbolsPart::Load() {
+  if (cf_ == nullptr) return absl::OkStatus();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_));
+  const std::string prefix(1, kSymbolStatusTag);
+  std::lock_guard lock(mutex_);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     SymbolStatus st;
     std::string key = it->key().ToString().substr(1);
     if (!DecodeSymbolStatus(std::string_view(it->value().data(), it->value().size()), &st)) {
       return absl::DataLossError(absl::StrCat("store: symbol status of ", key, " is corrupt"));
     }
-    symbol_statuses_[key] = std::move(st);
+    statuses_[key] = std::move(st);
   }
   return FromRocks(it->status(), "reading symbol statuses");
 }
 
-std::shared_ptr<const SymbolTable> RocksStore::SymbolTableFor(const std::string& key) const {
+std::shared_ptr<const SymbolTable> SymbolsPart::TableForKey(const std::string& key) const {
   {
-    std::lock_guard lock(symbols_mutex_);
-    if (auto it = symbol_tables_.find(key); it != symbol_tables_.end()) return it->second;
+    std::lock_guard lock(mutex_);
+    if (auto it = tables_.find(key); it != tables_.end()) return it->second;
   }
   std::shared_ptr<const SymbolTable> table;
-  if (symbols_cf() != nullptr) {
+  if (cf_ != nullptr) {
     std::string target, bytes;
-    rocksdb::Status s =
-        db_->Get(rocksdb::ReadOptions(), symbols_cf(), SymbolRecordKey(kSymbolAliasTag, key), &target);
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_, SymbolRecordKey(kSymbolAliasTag, key), &target);
     if (!s.ok()) target = key;
-    s = db_->Get(rocksdb::ReadOptions(), symbols_cf(), SymbolRecordKey(kSymbolTableTag, target), &bytes);
+    s = db_->Get(rocksdb::ReadOptions(), cf_, SymbolRecordKey(kSymbolTableTag, target), &bytes);
     if (s.ok()) {
       auto parsed = SymbolTable::Deserialize(bytes);
       // A damaged table leaves frames unnamed rather than failing queries.
       if (parsed.ok()) table = std::make_shared<const SymbolTable>(std::move(*parsed));
     }
   }
-  std::lock_guard lock(symbols_mutex_);
-  return symbol_tables_.try_emplace(key, std::move(table)).first->second;
+  std::lock_guard lock(mutex_);
+  return tables_.try_emplace(key, std::move(table)).first->second;
 }
 
-bool RocksStore::HasSymbols() const {
-  std::lock_guard lock(symbols_mutex_);
-  return !symbol_statuses_.empty();
-}
-
-std::shared_ptr<const SymbolTable> RocksStore::SymbolTableForExecutable(const Executable& e) const {
-  const ProfileDictionary& d = dict_.dict;
-  for (const std::string& key : SymbolKeys(d.strings[e.htlhash], d.strings[e.gnu_build_id])) {
+std::shared_ptr<const SymbolTable> SymbolsPart::TableFor(std::string_view htlhash,
+                                                         std::string_view gnu_build_id) const {
+  for (const std::string& key : SymbolKeys(htlhash, gnu_build_id)) {
     {
-      std::lock_guard lock(symbols_mutex_);
-      auto st = symbol_statuses_.find(key);
-      if (st == symbol_statuses_.end() || st->second.state != SymbolStatus::State::kSymbolized) continue;
+      std::lock_guard lock(mutex_);
+      auto st = statuses_.find(key);
+      if (st == statuses_.end() || st->second.state != SymbolStatus::State::kSymbolized) continue;
     }
-    if (auto table = SymbolTableFor(key)) return table;
+    if (auto table = TableForKey(key)) return table;
   }
   return nullptr;
 }
 
-absl::Status RocksStore::PutSymbols(const std::vector<std::string>& keys, SymbolTable table,
-                                    const SymbolStatus& status) {
-  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+absl::Status SymbolsPart::Put(const std::vector<std::string>& keys, SymbolTable table,
+                              const SymbolStatus& status) {
   if (keys.empty()) return absl::InvalidArgumentError("symbols need at least one executable key");
   SymbolStatus st = status;
   st.state = SymbolStatus::State::kSymbolized;
   st.functions = table.function_count();
   // One copy of the table under the first key; the others point to it.
   rocksdb::WriteBatch wb;
-  wb.Put(symbols_cf(), SymbolRecordKey(kSymbolTableTag, keys[0]), table.Serialize());
-  wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolAliasTag, keys[0]));
+  wb.Put(cf_, SymbolRecordKey(kSymbolTableTag, keys[0]), table.Serialize());
+  wb.Delete(cf_, SymbolRecordKey(kSymbolAliasTag, keys[0]));
   for (size_t i = 1; i < keys.size(); ++i) {
-    wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolTableTag, keys[i]));
-    wb.Put(symbols_cf(), SymbolRecordKey(kSymbolAliasTag, keys[i]), keys[0]);
+    wb.Delete(cf_, SymbolRecordKey(kSymbolTableTag, keys[i]));
+    wb.Put(cf_, SymbolRecordKey(kSymbolAliasTag, keys[i]), keys[0]);
   }
-  for (const std::string& key : keys) {
-    wb.Put(symbols_cf(), SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
-  }
-  if (auto s = WriteAndNote(&wb, "writing symbols"); !s.ok()) {
-    return s;
-  }
+  for (const std::string& key : keys) wb.Put(cf_, SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
+  if (absl::Status s = writer_->Commit(&wb, "writing symbols"); !s.ok()) return s;
   auto shared = std::make_shared<const SymbolTable>(std::move(table));
   {
-    std::lock_guard lock(symbols_mutex_);
+    std::lock_guard lock(mutex_);
     for (const std::string& key : keys) {
-      symbol_statuses_[key] = st;
-      symbol_tables_[key] = shared;
+      statuses_[key] = st;
+      tables_[key] = shared;
     }
   }
-  symbols_version_.fetch_add(1);
+  version_.fetch_add(1);
   return absl::OkStatus();
 }
 
-absl::Status RocksStore::PutSymbolStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
-                                         bool drop_table) {
-  if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+absl::Status SymbolsPart::PutStatus(const std::vector<std::string>& keys, const SymbolStatus& status,
+                                    bool drop_table) {
   rocksdb::WriteBatch wb;
   std::vector<SymbolStatus> written;
   {
-    std::lock_guard lock(symbols_mutex_);
+    std::lock_guard lock(mutex_);
     for (const std::string& key : keys) {
       SymbolStatus st = status;
-      auto old = symbol_statuses_.find(key);
-      bool has_table = old != symbol_statuses_.end() && old->second.state == SymbolStatus::State::kSymbolized;
+      auto old = statuses_.find(key);
+      bool has_table = old != statuses_.end() && old->second.state == SymbolStatus::State::kSymbolized;
       if (has_table && !drop_table) {
         // The table stays in use: keep it described as it is, with the new
         // attempt's outcome as detail.
@@ -121,48 +106,39 @@ absl::Status RocksStore::PutSymbolStatus(const std::vector<std::string>& keys, c
         st.detail = status.detail.empty() ? st.detail : status.detail;
         st.updated_ns = status.updated_ns;
       } else if (has_table) {
-        wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolTableTag, key));
-        wb.Delete(symbols_cf(), SymbolRecordKey(kSymbolAliasTag, key));
+        wb.Delete(cf_, SymbolRecordKey(kSymbolTableTag, key));
+        wb.Delete(cf_, SymbolRecordKey(kSymbolAliasTag, key));
       }
-      wb.Put(symbols_cf(), SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
+      wb.Put(cf_, SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
       written.push_back(st);
     }
   }
-  if (auto s = WriteAndNote(&wb, "writing symbol status"); !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = writer_->Commit(&wb, "writing symbol status"); !s.ok()) return s;
   {
-    std::lock_guard lock(symbols_mutex_);
+    std::lock_guard lock(mutex_);
     for (size_t i = 0; i < keys.size(); ++i) {
-      symbol_statuses_[keys[i]] = written[i];
-      if (drop_table) symbol_tables_.erase(keys[i]);
+      statuses_[keys[i]] = written[i];
+      if (drop_table) tables_.erase(keys[i]);
     }
   }
-  symbols_version_.fetch_add(1);
+  version_.fetch_add(1);
   return absl::OkStatus();
 }
 
-std::vector<std::string> RocksStore::ForgetSymbolRecords(const ProfileDictionary& kept,
-                                                         rocksdb::WriteBatch* wb) const {
-  absl::flat_hash_set<std::string> live;
-  for (size_t e = 1; e < kept.executables.size(); ++e) {
-    const Executable& x = kept.executables[e];
-    for (std::string& key : SymbolKeys(kept.strings[x.htlhash], kept.strings[x.gnu_build_id])) {
-      live.insert(std::move(key));
-    }
-  }
+std::vector<std::string> SymbolsPart::ForgetRecords(const absl::flat_hash_set<std::string>& live,
+                                                    rocksdb::WriteBatch* wb) const {
   absl::flat_hash_set<std::string> gone;
   {
-    std::lock_guard lock(symbols_mutex_);
-    for (const auto& [key, st] : symbol_statuses_) {
+    std::lock_guard lock(mutex_);
+    for (const auto& [key, st] : statuses_) {
       const bool added = st.state == SymbolStatus::State::kSymbolized && st.source.starts_with("added:");
       if (!added && !live.contains(key)) gone.insert(key);
     }
   }
-  if (gone.empty() || symbols_cf() == nullptr) return {};
+  if (gone.empty() || cf_ == nullptr) return {};
   // A key kept is an alias of a table under a key that goes: the table
   // stays (with its status, so a later pass finds it again).
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), symbols_cf()));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_));
   const std::string prefix(1, kSymbolAliasTag);
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     const absl::string_view from(it->key().data() + 1, it->key().size() - 1);
@@ -171,27 +147,37 @@ std::vector<std::string> RocksStore::ForgetSymbolRecords(const ProfileDictionary
   std::vector<std::string> keys(gone.begin(), gone.end());
   for (const std::string& key : keys) {
     for (char tag : {kSymbolStatusTag, kSymbolTableTag, kSymbolAliasTag}) {
-      wb->Delete(symbols_cf(), SymbolRecordKey(tag, key));
+      wb->Delete(cf_, SymbolRecordKey(tag, key));
     }
   }
   return keys;
 }
 
-void RocksStore::ForgetSymbols(const std::vector<std::string>& keys) {
+void SymbolsPart::Forget(const std::vector<std::string>& keys) {
   if (keys.empty()) return;
   {
-    std::lock_guard lock(symbols_mutex_);
+    std::lock_guard lock(mutex_);
     for (const std::string& key : keys) {
-      symbol_statuses_.erase(key);
-      symbol_tables_.erase(key);
+      statuses_.erase(key);
+      tables_.erase(key);
     }
   }
-  symbols_version_.fetch_add(1);
+  version_.fetch_add(1);
 }
 
-std::vector<std::pair<std::string, SymbolStatus>> RocksStore::SymbolStatuses() const {
-  std::lock_guard lock(symbols_mutex_);
-  return {symbol_statuses_.begin(), symbol_statuses_.end()};
+// ============================================================================
+// [SECTION] Executables (the dictionary's, with their symbol keys)
+// ============================================================================
+
+absl::flat_hash_set<std::string> RocksStore::LiveSymbolKeys(const ProfileDictionary& kept) {
+  absl::flat_hash_set<std::string> live;
+  for (size_t e = 1; e < kept.executables.size(); ++e) {
+    const Executable& x = kept.executables[e];
+    for (std::string& key : SymbolKeys(kept.strings[x.htlhash], kept.strings[x.gnu_build_id])) {
+      live.insert(std::move(key));
+    }
+  }
+  return live;
 }
 
 std::vector<ExecutableInfo> RocksStore::Executables() const {
