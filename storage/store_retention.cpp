@@ -378,6 +378,7 @@ absl::Status RocksStore::CountDeletable(const std::vector<uint32_t>& types, int6
     const std::string end = BlockKeyPrefix(t, cut);
     rocksdb::ReadOptions ro;
     ro.snapshot = snapshot;
+    ro.fill_cache = false;  // background passes read each block once: leave the cache to queries
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, blocks_cf()));
     for (it->Seek(begin); it->Valid() && it->key().compare(end) < 0; it->Next()) {
       absl::StatusOr<uint64_t> n = SampleBlockCount(std::string_view(it->value().data(), it->value().size()));

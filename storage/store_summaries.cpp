@@ -58,6 +58,7 @@ absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
   StackSummaryBuilder builder(hour);
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
+  ro.fill_cache = false;  // background passes read each block once: leave the cache to queries
   const std::string upper = BlockKeyPrefix(sample_type, (hour + 1) * kBucketsPerSummary);
   rocksdb::Slice upper_slice(upper);
   ro.iterate_upper_bound = &upper_slice;

@@ -108,6 +108,21 @@ collector::ExportProfilesServiceRequest ChurnRequest(int sender, uint64_t first_
   return std::move(b.request);
 }
 
+// The directory's bytes by kind of file: RocksDB's tables (.sst), blob
+// files, write-ahead log (.log) and the rest (LOG, MANIFEST, ...).
+std::string ByKindOfFile(const std::string& dir) {
+  uint64_t sst = 0, blob = 0, wal = 0, rest = 0;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    const uint64_t bytes = f.is_regular_file(ec) ? f.file_size(ec) : 0;
+    if (ec) continue;
+    const std::string ext = f.path().extension().string();
+    (ext == ".sst" ? sst : ext == ".blob" ? blob : ext == ".log" ? wal : rest) += bytes;
+  }
+  return "tables " + std::to_string(sst >> 20) + " MiB, blobs " + std::to_string(blob >> 20) + " MiB, WAL " +
+         std::to_string(wal >> 20) + " MiB, the rest " + std::to_string(rest >> 20) + " MiB";
+}
+
 }  // namespace
 
 TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay bounded, nothing kept is lost") {
@@ -159,10 +174,12 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   uint64_t disk_peak = 0;
   long rss_at_third = 0, rss_peak_after_third = 0;  // at a third of the run, and the peak after
   std::vector<long> rss_by_second;
+  std::string at_peak;  // what the disk held at its peak, by kind of file
   while (Clock::now() - start < std::chrono::seconds(seconds)) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     const uint64_t disk = kiln::testing::DirectoryBytes(dir.path);
     const long rss = kiln::testing::ResidentMiB(kiln.pid());
+    if (disk > disk_peak) at_peak = ByKindOfFile(dir.path);
     disk_peak = std::max(disk_peak, disk);
     rss_by_second.push_back(rss);
     const auto elapsed = Clock::now() - start;
@@ -247,6 +264,7 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
     by_second += std::to_string(i + 1) + "s:" + std::to_string(rss_by_second[i]) + " ";
   }
   MESSAGE("kiln RSS (MiB) over time: ", by_second);
+  MESSAGE("the disk at its peak (", disk_peak >> 20, " MiB): ", at_peak);
 
   CHECK(st.samples > 0);                        // never emptied
   CHECK(kept_recent >= expected);               // nothing acknowledged and within the limit is lost
