@@ -24,6 +24,9 @@ int RunStats(const StatsOptions& options) {
   std::printf("frames:         %llu\n", static_cast<unsigned long long>(st.frames));
   std::printf("attribute sets: %llu\n", static_cast<unsigned long long>(st.attribute_sets));
   std::printf("sample blocks:  %llu\n", static_cast<unsigned long long>(st.blocks));
+  // What kiln holds of the dictionary in memory, as this reader loaded it
+  // (kiln's own limit is its --dictionary-memory, not this reader's).
+  std::printf("dictionary:     %.1f MiB in memory\n", st.dictionary_memory_bytes / 1048576.0);
   // Hours (per sample type) that long-range queries read pre-aggregated.
   std::printf("summarized:     %llu hours\n", static_cast<unsigned long long>(st.summarized_hours));
   if (st.samples > 0) {

@@ -134,14 +134,12 @@ StoreStats RocksStore::Stats() const {
   st.retention_size_bytes = retention_size_bytes_.load();
   st.samples_deleted_by_retention = retention_deleted_.load();
   st.dictionary_entries_forgotten = forgotten_entries_.load();
+  st.dictionary_memory_limit_bytes = options_.max_dictionary_memory;
   {
     std::lock_guard lock(retention_problem_mutex_);
     st.retention_problem = retention_problem_;
   }
-  {
-    std::lock_guard lock(summary_mutex_);
-    st.summarized_hours = summaries_.size();
-  }
+  st.summarized_hours = summary_index_.Size();
   st.summary_hours_read = summary_hours_read_.load();
   if (disk_) {
     const DiskState d = disk_->state();

@@ -81,6 +81,7 @@ struct StoreStats {
   // dictionary holds in memory now (StoreOptions::max_dictionary_memory).
   uint64_t dictionary_entries_forgotten = 0;
   uint64_t dictionary_memory_bytes = 0;
+  uint64_t dictionary_memory_limit_bytes = 0;  // 0 = none
   // Why retention cannot keep the store within its size limit, with what
   // to do ("" = it can): the parts it does not delete (the dictionary,
   // symbols) leave the samples less than a quarter of the limit. The

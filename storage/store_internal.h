@@ -616,8 +616,8 @@ struct Counters {
 //   summarize_mutex_     one summarizing or forgetting pass
 //   write_mutex_         one Write(), and a pass's changes to the dictionary
 //   dict_mutex_          the dictionary, its counters and remaps (shared to read)
-//   leaves: summary_mutex_ (the summary index), retention_problem_mutex_,
-//           settle_mu_, and the parts' own (SymbolsPart, LogPart, LossesPart)
+//   leaves: retention_problem_mutex_, settle_mu_, and the parts' own
+//           (SymbolsPart, LogPart, LossesPart, SummaryIndex)
 //
 // Parts write through a PartWriter: the store's disk guard admits a write
 // (or refuses it retryably) and the settling thread learns of it.
@@ -719,6 +719,41 @@ class LossesPart {
   std::vector<uint64_t> losses_;  // at least kDataLossCount
 };
 
+// Which (sample type, hour) have a summary (storage/stack_summary.h),
+// loaded at open. A hint for planning queries: a query reads the summary
+// from its snapshot and reads the hour's samples when it is gone. The
+// summaries themselves are the store's (built and invalidated under its
+// write lock, renumbered by forgetting).
+class SummaryIndex {
+ public:
+  absl::Status Load(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf);
+  bool Has(uint32_t sample_type, int64_t hour) const {
+    std::lock_guard lock(mutex_);
+    return hours_.contains({sample_type, hour});
+  }
+  void Insert(uint32_t sample_type, int64_t hour) {
+    std::lock_guard lock(mutex_);
+    hours_.insert({sample_type, hour});
+  }
+  // Drops the hours [first_hour, last_hour] of `sample_type`; true when
+  // any was there.
+  bool Erase(uint32_t sample_type, int64_t first_hour, int64_t last_hour) {
+    std::lock_guard lock(mutex_);
+    if (first_hour == last_hour) return hours_.erase({sample_type, first_hour}) > 0;  // a write's hour
+    return absl::erase_if(hours_, [&](const std::pair<uint32_t, int64_t>& k) {
+             return k.first == sample_type && k.second >= first_hour && k.second <= last_hour;
+           }) > 0;
+  }
+  size_t Size() const {
+    std::lock_guard lock(mutex_);
+    return hours_.size();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  absl::flat_hash_set<std::pair<uint32_t, int64_t>> hours_;
+};
+
 class RocksStore final : public Store, private PartWriter {
  public:
   RocksStore(std::string dir, bool read_only, const StoreOptions& options)
@@ -790,7 +825,6 @@ class RocksStore final : public Store, private PartWriter {
   // Schema 1 kept four fixed sample kinds in a key byte; rewrites its block
   // keys and counters for sample types.
   absl::Status UpgradeFromSchema1();
-  absl::Status LoadSummaryIndex();
   absl::Status LoadRemaps();
   // Run() with the dictionary of `epoch` (dict_epoch_ before the scan);
   // Aborted when a forgetting pass renumbered it meanwhile.
@@ -802,10 +836,6 @@ class RocksStore final : public Store, private PartWriter {
   // write or deletion in `wb` touches them): deleted in the same batch.
   void InvalidateSummaries(uint32_t sample_type, int64_t first_hour, int64_t last_hour,
                            rocksdb::WriteBatch* wb);
-  bool HasSummary(uint32_t sample_type, int64_t hour) const {
-    std::lock_guard lock(summary_mutex_);
-    return summaries_.contains({sample_type, hour});
-  }
   // Before a write of about `bytes`: the disk guard's answer, logged when
   // it changes.
   absl::Status AdmitWrite(uint64_t bytes);
@@ -975,11 +1005,7 @@ class RocksStore final : public Store, private PartWriter {
   std::unique_ptr<LogPart> log_;
   std::unique_ptr<LossesPart> losses_;
 
-  // Summaries: which (sample type, hour) have one, loaded at open. A hint
-  // for planning queries: a query reads the summary from its snapshot and
-  // reads the hour's samples when it is gone.
-  mutable std::mutex summary_mutex_;
-  absl::flat_hash_set<std::pair<uint32_t, int64_t>> summaries_;
+  SummaryIndex summary_index_;
   std::mutex summarize_mutex_;  // one Summarize() at a time
   // The hour BuildSummary is making, guarded by write_mutex_: a write or
   // retention pass touching it sets `invalidated`, and the summary (made

@@ -243,7 +243,7 @@ absl::Status RocksStore::OpenDb() {
   if (auto st = losses_->Load(); !st.ok()) return st;
   if (auto st = log_->Load(); !st.ok()) return st;
   if (auto st = symbols_->Load(); !st.ok()) return st;
-  if (auto st = LoadSummaryIndex(); !st.ok()) return st;
+  if (auto st = summary_index_.Load(db_, summaries_cf()); !st.ok()) return st;
   if (auto st = LoadRemaps(); !st.ok()) return st;
   if (auto st = LoadDictionary(); !st.ok()) return st;
   entries_after_forget_ = DictionaryEntries();

@@ -105,9 +105,8 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
       const int64_t to = std::min(query.to_ns, (FloorDiv(hi, kBucketsPerSummary) + 1) * kSummaryNs);
       const int64_t first_hour = -FloorDiv(-from, kSummaryNs);  // rounded up
       const int64_t end_hour = FloorDiv(to, kSummaryNs);
-      std::lock_guard index_lock(summary_mutex_);
       for (int64_t h = first_hour; h < end_hour; ++h) {
-        if (!summaries_.contains({type_id, h})) continue;
+        if (!summary_index_.Has(type_id, h)) continue;
         add_raw(cur, h * kBucketsPerSummary);
         items.push_back({h * kBucketsPerSummary, (h + 1) * kBucketsPerSummary, true});
         cur = (h + 1) * kBucketsPerSummary;

@@ -7,16 +7,14 @@
 
 namespace kiln::storage::store_internal {
 
-absl::Status RocksStore::LoadSummaryIndex() {
-  if (summaries_cf() == nullptr) return absl::OkStatus();
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), summaries_cf()));
-  std::lock_guard lock(summary_mutex_);
+absl::Status SummaryIndex::Load(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
+  if (cf == nullptr) return absl::OkStatus();
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
+  std::lock_guard lock(mutex_);
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     rocksdb::Slice key = it->key();
     if (key.size() != kSummaryKeySize) continue;
-    const uint32_t type = GetBigEndian32(key.data());
-    const int64_t hour = KeyBucket(key.data());
-    summaries_.insert({type, hour});
+    hours_.insert({GetBigEndian32(key.data()), KeyBucket(key.data())});
   }
   return FromRocks(it->status(), "listing summaries");
 }
@@ -28,19 +26,17 @@ void RocksStore::InvalidateSummaries(uint32_t sample_type, int64_t first_hour, i
       summary_target_.hour >= first_hour && summary_target_.hour <= last_hour) {
     summary_target_.invalidated = true;
   }
-  std::lock_guard lock(summary_mutex_);
   if (first_hour == last_hour) {
     // A write: one hour, and usually one with no summary yet (the hour
     // still running), which costs no tombstone.
-    if (summaries_.erase({sample_type, first_hour}) > 0)
+    if (summary_index_.Erase(sample_type, first_hour, first_hour)) {
       wb->Delete(summaries_cf(), SummaryKey(sample_type, first_hour));
+    }
     return;
   }
   wb->DeleteRange(summaries_cf(), SummaryKey(sample_type, first_hour),
                   SummaryKey(sample_type, last_hour + 1));
-  absl::erase_if(summaries_, [&](const std::pair<uint32_t, int64_t>& k) {
-    return k.first == sample_type && k.second >= first_hour && k.second <= last_hour;
-  });
+  summary_index_.Erase(sample_type, first_hour, last_hour);
 }
 
 absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
@@ -88,8 +84,7 @@ absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
       !put.ok()) {
     return put;
   }
-  std::lock_guard index_lock(summary_mutex_);
-  summaries_.insert({sample_type, hour});
+  summary_index_.Insert(sample_type, hour);
   return absl::OkStatus();
 }
 
@@ -119,7 +114,7 @@ absl::StatusOr<uint64_t> RocksStore::Summarize() {
       const auto bucket = KeyBucket(it->key().data());
       hour = FloorDiv(bucket, kBucketsPerSummary);
       if (hour > last_hour) break;
-      if (!HasSummary(type, hour)) {
+      if (!summary_index_.Has(type, hour)) {
         if (absl::Status s = BuildSummary(type, hour); !s.ok()) return s;
         ++built;
       }

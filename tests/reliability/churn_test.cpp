@@ -13,6 +13,7 @@
 //
 //   KILN_CHURN_SECONDS (default 90; the README's figures use 300)
 //   KILN_CHURN_LIMIT_MIB (default 32; the README's figures also use 100, as the issue did)
+//   KILN_CHURN_DICTIONARY_MIB (kiln's --dictionary-memory; default kiln's own)
 #include <doctest/doctest.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -130,7 +131,11 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   const int seconds = EnvInt("KILN_CHURN_SECONDS", 90);
   const uint64_t limit = static_cast<uint64_t>(EnvInt("KILN_CHURN_LIMIT_MIB", kSanitized ? 16 : 32)) << 20;
   kiln::testing::TempDir dir("kiln-churn");
-  kiln::testing::HeadlessKiln kiln(dir.path, {"--retention-size", std::to_string(limit >> 20) + "MiB"});
+  std::vector<std::string> args = {"--retention-size", std::to_string(limit >> 20) + "MiB"};
+  if (const int budget = EnvInt("KILN_CHURN_DICTIONARY_MIB", 0); budget > 0) {
+    args.insert(args.end(), {"--dictionary-memory", std::to_string(budget) + "MiB"});
+  }
+  kiln::testing::HeadlessKiln kiln(dir.path, args);
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> next_pid{100'000}, acknowledged{0}, requests{0}, refused{0};
@@ -302,4 +307,12 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
     CHECK(rss_peak_after_third <= 1024);
   }
   CHECK(stats.exit_code == 0);
+  // `kiln stats` says what the dictionary holds in memory, as a reader of
+  // the stopped store measures it.
+  auto reopened = kiln::storage::Store::Open(dir.path, kiln::storage::Store::Mode::kReadOnly);
+  REQUIRE(reopened.ok());
+  char dictionary_line[64];
+  std::snprintf(dictionary_line, sizeof dictionary_line, "dictionary:     %.1f MiB in memory",
+                (*reopened)->Stats().dictionary_memory_bytes / 1048576.0);
+  CHECK_MESSAGE(stats.out.find(dictionary_line) != std::string::npos, stats.out);
 }
