@@ -271,13 +271,13 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
     const bool retention = st.retention_age_ns > 0 || st.retention_size_bytes > 0;
     // The dictionary's memory, beside its limit: past it retention deletes
     // the oldest samples (a CI fleet's churn reaches it; a laptop never).
-    std::string dictionary = FormatBytes(st.dictionary_memory_bytes) + " in memory";
+    std::string dictionary = FormatBytes(st.dictionary_memory_bytes);
     if (st.dictionary_memory_limit_bytes > 0) {
       dictionary += " of " + FormatBytes(st.dictionary_memory_limit_bytes) +
-                    " (--dictionary-memory: past it the oldest samples go)";
+                    " (--dictionary-memory; past it the oldest samples go)";
     }
     ImGui::SetTooltip(
-        "%s\n%s stacks, %s frames; names and stacks %s\n%s%s", status->data_dir.c_str(),
+        "%s\n%s stacks, %s frames\nNames and stacks in memory: %s\n%s%s", status->data_dir.c_str(),
         FormatCount(st.stacks).c_str(), FormatCount(st.frames).c_str(), dictionary.c_str(),
         retention ? "Retention deletes the oldest samples past these limits "
                     "(click, or File > Store settings, to change them)"
