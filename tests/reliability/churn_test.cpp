@@ -178,13 +178,14 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   const auto start = Clock::now();
   uint64_t disk_peak = 0;
   long rss_at_third = 0, rss_peak_after_third = 0;  // at a third of the run, and the peak after
-  std::vector<long> rss_by_second;
+  std::vector<long> rss_by_second, disk_by_second;
   std::string at_peak;  // what the disk held at its peak, by kind of file
   while (Clock::now() - start < std::chrono::seconds(seconds)) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     const uint64_t disk = kiln::testing::DirectoryBytes(dir.path);
     const long rss = kiln::testing::ResidentMiB(kiln.pid());
     if (disk > disk_peak) at_peak = ByKindOfFile(dir.path);
+    disk_by_second.push_back(static_cast<long>(disk >> 20));
     disk_peak = std::max(disk_peak, disk);
     rss_by_second.push_back(rss);
     const auto elapsed = Clock::now() - start;
@@ -269,6 +270,11 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
     by_second += std::to_string(i + 1) + "s:" + std::to_string(rss_by_second[i]) + " ";
   }
   MESSAGE("kiln RSS (MiB) over time: ", by_second);
+  std::string disk_series;
+  for (size_t i = 0; i < disk_by_second.size(); i += std::max<size_t>(1, disk_by_second.size() / 30)) {
+    disk_series += std::to_string(i + 1) + "s:" + std::to_string(disk_by_second[i]) + " ";
+  }
+  MESSAGE("disk (MiB) over time: ", disk_series);
   MESSAGE("the disk at its peak (", disk_peak >> 20, " MiB): ", at_peak);
 
   CHECK(st.samples > 0);                        // never emptied
