@@ -176,6 +176,7 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
 
   // Watch disk and memory once a second.
   const auto start = Clock::now();
+  const int64_t start_ns = NowNs();
   uint64_t disk_peak = 0;
   long rss_at_third = 0, rss_peak_after_third = 0;  // at a third of the run, and the peak after
   std::vector<long> rss_by_second, disk_by_second;
@@ -241,7 +242,11 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   std::string log;
   uint64_t forgotten = 0, forget_passes = 0;
   int shown = 0;
+  std::string pass_times;  // when forgetting passes were logged (ended), seconds into the run
   for (const kiln::storage::LogEntry& e : store->ReadLog(1'000'000)) {
+    if (e.message.starts_with("dictionary: forgot ")) {
+      pass_times = std::to_string((e.time_ns - start_ns) / 1'000'000'000) + "s " + pass_times;
+    }
     if (e.message.starts_with("dictionary: forgot ")) {
       forgotten += std::strtoull(e.message.c_str() + std::strlen("dictionary: forgot "), nullptr, 10);
       ++forget_passes;
@@ -275,6 +280,13 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
     disk_series += std::to_string(i + 1) + "s:" + std::to_string(disk_by_second[i]) + " ";
   }
   MESSAGE("disk (MiB) over time: ", disk_series);
+  std::string spikes;
+  for (size_t i = 0; i < disk_by_second.size(); ++i) {
+    if (static_cast<uint64_t>(disk_by_second[i]) > (limit >> 20) * 5 / 4) {
+      spikes += std::to_string(i + 1) + "s:" + std::to_string(disk_by_second[i]) + " ";
+    }
+  }
+  MESSAGE("seconds above 1.25x the limit: ", spikes, "; forgetting passes ended at: ", pass_times);
   MESSAGE("the disk at its peak (", disk_peak >> 20, " MiB): ", at_peak);
 
   CHECK(st.samples > 0);                        // never emptied
