@@ -27,6 +27,7 @@
 #define KILN_TEST_NAME "gui_smoke_test"
 #include "tests/gui/screenshot_checks.h"
 #include "tests/gui/test_display.h"
+#include "tests/temp_dir.h"
 #include "ui/frame_colors.h"
 
 namespace kiln {
@@ -34,8 +35,10 @@ namespace {
 
 // A data dir holding the demo profile and a few log entries of every level.
 std::string DemoStore() {
+  // Removed at exit (a static TempDir): the directory outlives each test case.
+  static const testing::TempDir holder("kiln-gui-test");
   static const std::string dir = [] {
-    const std::string d = MakeTempDir();
+    const std::string d = holder.path;
     auto store = storage::Store::Open(d, storage::Store::Mode::kReadWrite);
     REQUIRE(store.ok());
     REQUIRE((*store)->Write(app::BuildDemoProfile(storage::UnixNowNs())).ok());
