@@ -245,11 +245,6 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   const bool rewrite = std::max({od.strings.back(), od.executables.back(), od.frames.back(), od.stacks.back(),
                                  od.attribute_sets.back(), od.links.back()}) >= options_.forget_rewrite_at_disk_id;
   report.rewrote = rewrite;
-  // Per table, from its first forgotten key to past its last: what the
-  // compaction after the batch rewrites. Compacting the whole family
-  // rewrote the kept dictionary every pass and, for the moment both
-  // copies were on disk, doubled the store's size.
-  std::vector<std::pair<std::string, std::string>> spans;
   if (rewrite) {
     for (char tag : {kTagString, kTagExecutable, kTagFrame, kTagStack, kTagAttributeSet, kTagLink}) {
       wb.DeleteRange(meta_cf(), std::string(1, tag), std::string(1, static_cast<char>(tag + 1)));
@@ -265,15 +260,8 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
         size_t end = i;
         while (end < live.size() && !live[end]) ++end;
         const uint32_t last = disk[end - 1];
-        std::string begin = DictKey(tag, disk[i]);
-        std::string past =
-            last == UINT32_MAX ? std::string(1, static_cast<char>(tag + 1)) : DictKey(tag, last + 1);
-        wb.DeleteRange(meta_cf(), begin, past);
-        if (spans.empty() || spans.back().first[0] != tag) {
-          spans.emplace_back(std::move(begin), std::move(past));
-        } else {
-          spans.back().second = std::move(past);
-        }
+        wb.DeleteRange(meta_cf(), DictKey(tag, disk[i]),
+                       last == UINT32_MAX ? std::string(1, static_cast<char>(tag + 1)) : DictKey(tag, last + 1));
         i = end;
       }
     };
@@ -425,14 +413,10 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   // ask for it now, as retention does for its blocks.
   rocksdb::CompactRangeOptions co;
   co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
-  if (rewrite) {
-    (void)db_->CompactRange(co, meta_cf(), nullptr, nullptr);
-  } else {
-    for (const auto& [begin, past] : spans) {
-      const rocksdb::Slice b(begin), e(past);
-      (void)db_->CompactRange(co, meta_cf(), &b, &e);
-    }
-  }
+  // The whole family: a flush holds keys of every table, so compacting
+  // only the forgotten ranges rewrote as much (measured: the same disk
+  // peak, the old and the kept dictionary side by side for seconds).
+  (void)db_->CompactRange(co, meta_cf(), nullptr, nullptr);
   if (!symbol_keys.empty()) (void)db_->CompactRange(co, symbols_cf(), nullptr, nullptr);
   TestStep("forgetting: compacted");
 #if defined(__GLIBC__)

@@ -917,7 +917,6 @@ class RocksStore final : public Store, private PartWriter {
     uint64_t directory = 0;     // every file: tables, blobs, WAL, RocksDB's own
     uint64_t wal = 0;           // the write-ahead log files
     uint64_t own = 0;           // RocksDB's other files: LOG, MANIFEST, OPTIONS, ...
-    uint64_t block_tables = 0;  // the blocks family's table files, deleted buckets included
     uint64_t dictionary = 0;    // the meta family's live tables and blobs
     uint64_t kept_parts = 0;    // the log's, symbols' and summaries' live tables and blobs
     // What retention cannot delete: the other parts, the WAL and RocksDB's

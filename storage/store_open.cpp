@@ -111,10 +111,6 @@ absl::Status RocksStore::OpenDb() {
 
   rocksdb::ColumnFamilyOptions meta_options;
   meta_options.compression = rocksdb::kLZ4Compression;
-  // Small table files: forgetting compacts only the key ranges it deleted
-  // (store_forget.cpp), which then rewrites the few files they overlap,
-  // not one file holding the whole dictionary.
-  meta_options.target_file_size_base = 2 << 20;
   rocksdb::ColumnFamilyOptions block_options;
   // Blocks are written once and read in order: zstd at a high-ish level
   // pays for itself in disk bytes per sample. Level 12 at the bottom keeps

@@ -199,7 +199,6 @@ RocksStore::StoreSizes RocksStore::MeasureDirectory() const {
       sizes.own += bytes;
     }
   }
-  db_->GetIntProperty(blocks_cf(), "rocksdb.total-sst-files-size", &sizes.block_tables);
   auto live = [&](rocksdb::ColumnFamilyHandle* cf) {
     uint64_t tables = 0, blobs = 0;
     if (cf == nullptr) return uint64_t{0};
