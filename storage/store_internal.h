@@ -912,6 +912,10 @@ class RocksStore final : public Store, private PartWriter {
   // change in the log; guarded by retention_mutex_ for writing.
   mutable std::mutex retention_problem_mutex_;
   std::string retention_problem_;
+  // Size passes in a row that cut a step for a dictionary larger than the
+  // blocks (SizeCut), guarded by retention_mutex_: each takes a larger
+  // share of its step.
+  int dictionary_steps_ = 0;
   // Where the size-limited bytes are (RetentionSizes).
   struct StoreSizes {
     uint64_t directory = 0;     // every file: tables, blobs, WAL, RocksDB's own
