@@ -27,6 +27,7 @@
 #include "kernel_symbols.h"
 #include "otlp_builder.h"
 #include "process_tracker.h"
+#include "perf_map.h"
 #include "sample_collector.h"
 #include "kiln_version.h"
 #include "symbolizer.h"
@@ -116,6 +117,8 @@ int main(int argc, char** argv) {
   ProcessTracker processes(executables);
   Symbolizer symbolizer(options.symbolize);
   SampleCollector collector(processes, symbolizer, kernel_symbols, options.samples_per_second);
+  PerfMaps perf_maps;
+  collector.SetPerfMaps(&perf_maps);
 
   UnwindMapSizes map_sizes;
   map_sizes.rows = options.unwind_table_rows;
@@ -215,6 +218,18 @@ int main(int argc, char** argv) {
         std::printf("\n");
         for (const auto& [why, count] : us.refused) std::printf("kiln-agent:   refused %zu: %s\n", count, why.c_str());
       }
+    }
+    {
+      const CollectorStats& cs = collector.stats();
+      const PerfMapStats& ps = perf_maps.stats();
+      if (cs.jit_frames > 0 || ps.refused > 0)
+        std::printf("kiln-agent:   JIT: %llu frames in anonymous code, %llu named from %llu perf maps (%.1f MB), "
+                    "%llu bad lines skipped, %llu maps refused, %llu cut at the size bound\n",
+                    static_cast<unsigned long long>(cs.jit_frames), static_cast<unsigned long long>(cs.jit_frames_named),
+                    static_cast<unsigned long long>(ps.files_read), perf_maps.MemoryBytes() / 1e6,
+                    static_cast<unsigned long long>(ps.bad_lines), static_cast<unsigned long long>(ps.refused),
+                    static_cast<unsigned long long>(ps.over_limit));
+      for (const std::string& notice : perf_maps.TakeNotices()) std::printf("kiln-agent:   %s\n", notice.c_str());
     }
     if (options.verbose)
       std::printf(

@@ -92,7 +92,9 @@ class DictionaryBuilder {
 
   std::int32_t LocationIndex(const Frame& frame) {
     std::int32_t mapping = MappingIndex(frame.mapping);
-    auto key = std::make_tuple(mapping, frame.address, frame.function, frame.type);
+    // A JIT address is named by the perf map of its process; the same
+    // address in another process (or after its code was freed) is other code.
+    auto key = std::make_tuple(mapping, frame.address, frame.function + '\n' + frame.file, frame.type);
     auto it = locations_.find(key);
     if (it != locations_.end()) return it->second;
     auto index = static_cast<std::int32_t>(dict_->location_table_size());
@@ -101,10 +103,10 @@ class DictionaryBuilder {
     loc->set_address(frame.address);
     if (!frame.function.empty()) {
       auto* line = loc->add_lines();
-      line->set_function_index(FunctionIndex(frame.function, ""));
+      line->set_function_index(FunctionIndex(frame.function, frame.file));
+      if (frame.line > 0) line->set_line(frame.line);
     }
-    loc->add_attribute_indices(
-        StringAttribute("profile.frame.type", frame.type == FrameType::kKernel ? "kernel" : "native"));
+    loc->add_attribute_indices(StringAttribute("profile.frame.type", FrameTypeName(frame.type)));
     locations_.emplace(std::move(key), index);
     return index;
   }

@@ -133,6 +133,38 @@ TEST_CASE("otlp builder: the OpenTelemetry profiler's encoding") {
   CHECK(lone.lines_size() == 0);
 }
 
+TEST_CASE("otlp builder: JIT frames carry their runtime, source file and line") {
+  ProfileBatch b;
+  b.start_unix_ns = 1;
+  b.end_unix_ns = 2;
+  ProcessProfile p;
+  p.pid = 7;
+  p.executable_name = "node";
+  Frame js{FrameType::kV8, 0x7f0000001000, nullptr, "leafWork"};
+  js.file = "/srv/app.js";
+  js.line = 3;
+  Frame unnamed{FrameType::kJit, 0x7f0000002000, nullptr, ""};
+  p.stacks.push_back(Stack{{js, unnamed}});
+  p.samples.push_back(SampleGroup{0, 7, 0, "node", {1}});
+  b.processes.push_back(std::move(p));
+  ExportRequest r = BuildExportRequest(b);
+  CHECK(kiln::agent::testing::CheckExportRequest(r).empty());
+  const auto& d = r.dictionary();
+  const auto& stack = d.stack_table(r.resource_profiles(0).scope_profiles(0).profiles(0).samples(0).stack_index());
+  REQUIRE(stack.location_indices_size() == 2);
+  const auto& leaf = d.location_table(stack.location_indices(0));
+  const auto& below = d.location_table(stack.location_indices(1));
+  CHECK(d.attribute_table(leaf.attribute_indices(0)).value().string_value() == "v8js");
+  CHECK(d.attribute_table(below.attribute_indices(0)).value().string_value() == "jit");
+  REQUIRE(leaf.lines_size() == 1);
+  CHECK(leaf.lines(0).line() == 3);
+  const auto& f = d.function_table(leaf.lines(0).function_index());
+  CHECK(d.string_table(f.name_strindex()) == "leafWork");
+  CHECK(d.string_table(f.filename_strindex()) == "/srv/app.js");
+  CHECK(leaf.address() == 0x7f0000001000);
+  CHECK(below.lines_size() == 0);
+}
+
 TEST_CASE("otlp builder: an empty batch is a valid empty request") {
   ExportRequest r = BuildExportRequest(ProfileBatch{});
   CHECK(r.resource_profiles_size() == 0);

@@ -20,7 +20,19 @@
 
 namespace kiln::agent {
 
-enum class FrameType : std::uint8_t { kNative, kKernel };
+// As OTLP's profile.frame.type names them: native, kernel, jit (code from a
+// perf map whose runtime the name does not tell), v8js, cpython.
+enum class FrameType : std::uint8_t { kNative, kKernel, kJit, kV8, kPython };
+inline const char* FrameTypeName(FrameType type) {
+  switch (type) {
+    case FrameType::kKernel: return "kernel";
+    case FrameType::kJit: return "jit";
+    case FrameType::kV8: return "v8js";
+    case FrameType::kPython: return "cpython";
+    case FrameType::kNative: break;
+  }
+  return "native";
+}
 
 // An executable or library file. Immutable once published; shared by every
 // process that maps it.
@@ -43,9 +55,12 @@ struct Frame {
   FrameType type = FrameType::kNative;
   // Native: ELF virtual address in `mapping->file` (return addresses minus 1).
   // Kernel: kernel virtual address (return addresses minus 1).
+  // JIT: the address in the process, named from its perf map.
   std::uint64_t address = 0;
   std::shared_ptr<const Mapping> mapping;  // null when the address was in no file
   std::string function;                    // demangled name, "" when unknown
+  std::string file;                        // source file, where known (JIT frames)
+  std::int64_t line = 0;
 };
 
 struct Stack {

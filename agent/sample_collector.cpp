@@ -113,6 +113,7 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
       ++stats_.exec_events;
       processes_.OnExec(header.pid);
       if (unwinder_) unwinder_->ForgetProcess(header.pid);
+      if (perf_maps_) perf_maps_->Forget(header.pid);
       // Samples after the exec belong to a new program: close the old
       // program's profile so it keeps its own executable name.
       if (auto it = current_.find(header.pid); it != current_.end()) {
@@ -124,6 +125,7 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
       ++stats_.exit_events;
       processes_.OnExit(header.pid);
       if (unwinder_) unwinder_->ForgetProcess(header.pid);
+      if (perf_maps_) perf_maps_->Forget(header.pid);
       // Its threads will not run again: nothing to pair their stacks with.
       for (auto it = pending_off_cpu_.begin(); it != pending_off_cpu_.end();) {
         kiln_event_header h;
@@ -190,10 +192,32 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
     UserAddress resolved = processes_.ResolveUserAddress(process, address);
     f.address = resolved.elf_vaddr;
     f.mapping = resolved.mapping;
-    if (resolved.executable) f.function = symbolizer_.Lookup(*resolved.executable, resolved.elf_vaddr);
+    if (resolved.executable) {
+      f.function = symbolizer_.Lookup(*resolved.executable, resolved.elf_vaddr);
+    } else if (!resolved.mapping) {
+      NameJitFrame(process, address, &f);
+    }
     stack.frames.push_back(std::move(f));
   }
   return stack;
+}
+
+void SampleCollector::NameJitFrame(const ProcessInfo& process, std::uint64_t address, Frame* f) {
+  // Anonymous executable memory is a JIT's code (V8, a JVM, Python's perf
+  // trampolines); [vdso] and friends are not.
+  const MapsEntry* e = FindMapping(process.maps, address);
+  if (!e || !e->executable || e->IsFile() || (!e->path.empty() && e->path.rfind("[anon", 0) != 0)) return;
+  f->type = FrameType::kJit;
+  ++stats_.jit_frames;
+  if (!perf_maps_) return;
+  std::optional<JitSymbol> s = perf_maps_->Lookup(process.pid, address);
+  if (!s) return;
+  ++stats_.jit_frames_named;
+  f->type = s->runtime == JitRuntime::kV8 ? FrameType::kV8 : s->runtime == JitRuntime::kPython ? FrameType::kPython
+                                                                                                 : FrameType::kJit;
+  f->function = s->function;
+  f->file = s->file;
+  f->line = s->line;
 }
 
 bool SampleCollector::ValidSample(const kiln_sample_event& ev, std::size_t frames_present) {

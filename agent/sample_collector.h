@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernel_symbols.h"
+#include "perf_map.h"
 #include "process_tracker.h"
 #include "profile_batch.h"
 #include "symbolizer.h"
@@ -35,6 +36,8 @@ struct CollectorStats {
   std::uint64_t junk_frames_dropped = 0;      // frame-pointer frames outside executable mappings
   std::uint64_t off_cpu_events = 0;           // blocked periods reported
   std::uint64_t off_cpu_unpaired = 0;         // an end without its begin (lost, or too many waiting)
+  std::uint64_t jit_frames = 0;               // frames in anonymous executable memory (resolutions)
+  std::uint64_t jit_frames_named = 0;         // of those, named from a perf map
 };
 
 class SampleCollector {
@@ -44,6 +47,8 @@ class SampleCollector {
 
   // Loads processes for the BPF walker as their samples ask; optional.
   void SetUnwindLoader(UnwindLoader* loader) { unwinder_ = loader; }
+  // Names JIT frames from perf maps; optional.
+  void SetPerfMaps(PerfMaps* maps) { perf_maps_ = maps; }
 
   // One ring buffer record (any kind); malformed ones are counted, not fatal.
   void OnRecord(const void* data, std::size_t size);
@@ -98,11 +103,15 @@ class SampleCollector {
                         std::unordered_map<GroupKey, std::size_t, GroupKeyHash>& index, std::int32_t stack,
                         const kiln_event_header& header);
   Stack ResolveStack(ProcessInfo& process, const kiln_sample_event& ev);
+  // A frame in no file: typed and named as JIT code when it is in anonymous
+  // executable memory.
+  void NameJitFrame(const ProcessInfo& process, std::uint64_t address, Frame* f);
   std::uint64_t ToUnixNs(std::uint64_t monotonic_ns) const;
   void ResetClockOffset();
 
   ProcessTracker& processes_;
   UnwindLoader* unwinder_ = nullptr;
+  PerfMaps* perf_maps_ = nullptr;
   Symbolizer& symbolizer_;
   const KernelSymbols& kernel_;
   int samples_per_second_;

@@ -280,13 +280,18 @@ void UnwindLoader::LoadProcess(ProcessInfo& process) {
       key = exe.file->htlhash.empty() ? exe.open_path : exe.file->htlhash;
       table = TableFor(key, exe.file->path, exe.open_path, DebugFileFor(exe.file->gnu_build_id), nullptr, 0);
       value.bias = e.start - exe.elf.FileOffsetToVaddr(e.file_offset);
+    } else if (e.path.empty() || e.path.rfind("[anon", 0) == 0) {
+      value.flags = KILN_MAPPING_JIT;  // anonymous code: walked with frame pointers
     } else {
-      continue;  // anonymous executable memory (JIT): the walk stops there
+      continue;  // a file that cannot be opened, [vsyscall]
     }
-    if (!table) continue;
-    value.file_slot = table->slot;
-    ++table->users;  // TableFor took it off the unused list
-    lp.files.push_back(key);
+    if (table) {
+      value.file_slot = table->slot;
+      ++table->users;  // TableFor took it off the unused list
+      lp.files.push_back(key);
+    } else if (!(value.flags & KILN_MAPPING_JIT)) {
+      continue;
+    }
     for (auto [bits, start] : CoverRange(e.start, e.end)) {
       std::vector<std::uint8_t> k = MappingKey(process.pid, bits, start);
       if (bpf_map_update_elem(fds_.mappings, k.data(), &value, BPF_ANY) != 0) {

@@ -269,7 +269,7 @@ static __always_inline int fp_step(struct kiln_walk_state *st) {
  * the process is not loaded. 0 = continue, 1 = the walk ended. */
 static __always_inline int unwind_step(struct kiln_walk_state *st, struct kiln_unwind_mapping *m) {
   struct kiln_unwind_row *row = NULL;
-  if (m) {
+  if (m && !(m->flags & KILN_MAPPING_JIT)) {
     struct kiln_unwind_file *file = bpf_map_lookup_elem(&unwind_files, &m->file_slot);
     if (file && file->row_count > 0)
       row = find_row(file, st->pc - m->bias - (st->exact_pc ? 0 : 1));

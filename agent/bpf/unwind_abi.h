@@ -15,7 +15,8 @@
  *                  pointers and says so in the sample.
  *   proc_mappings  LPM trie: (pid, address prefix) -> kiln_unwind_mapping,
  *                  one entry per aligned block of every executable mapping
- *                  of a process user space has loaded (proc_loaded).
+ *                  of a process user space has loaded (proc_loaded), files
+ *                  and anonymous code (KILN_MAPPING_JIT) alike.
  *
  * Row semantics are architecture neutral: "the CFA is register + offset"
  * with the register named by the rule (SP or FP); the caller's frame pointer
@@ -67,6 +68,11 @@ struct kiln_unwind_file {
 };
 
 #define KILN_MAPPING_VDSO 0x1
+/* Anonymous executable memory (a JIT's code): no table, frame pointers
+ * (V8, a JVM with -XX:+PreserveFramePointer and Python's perf trampolines
+ * keep them). Without the entry the walk would end at the first JIT frame
+ * as a pc in no mapping. */
+#define KILN_MAPPING_JIT 0x2
 
 struct kiln_unwind_mapping {
   __u32 file_slot;

@@ -22,7 +22,7 @@ int Skip(const std::string& why) {
 
 // `perf script` text -> "comm;root;...;leaf" -> count, for one pid.
 std::map<std::string, std::int64_t> FoldPerfScript(const std::string& text, long long pid,
-                                                   const std::string& comm_label) {
+                                                   const std::string& comm_label, bool inline_lines) {
   std::map<std::string, std::int64_t> out;
   std::istringstream in(text);
   std::string line;
@@ -62,7 +62,7 @@ std::map<std::string, std::int64_t> FoldPerfScript(const std::string& text, long
     // perf prints a frame's inline expansion as extra lines with the same
     // address, innermost first, the real function last; the agent reports
     // real frames only, so keep one frame per address, named as the last.
-    bool same_frame = address == last_address;
+    bool same_frame = inline_lines && address == last_address;
     last_address = address;
     if (symbol.find('+') != std::string::npos) symbol = symbol.substr(0, symbol.find('+'));
     if (dso.find("kernel.kallsyms") != std::string::npos) symbol += "_[k]";

@@ -19,8 +19,10 @@ int Skip(const std::string& why);
 // `perf script -F comm,pid,tid,ip,sym,dso` text -> "label;root;...;leaf" ->
 // count, for one pid. Kernel frames end in "_[k]"; a frame's inlined
 // functions are folded into it (the agent reports real frames only).
+// With `inline_lines` false (for `perf script --no-inline` output) frames
+// with the same address stay apart: a recursion's return addresses repeat.
 std::map<std::string, std::int64_t> FoldPerfScript(const std::string& text, long long pid,
-                                                   const std::string& comm_label);
+                                                   const std::string& comm_label, bool inline_lines = true);
 // "a;b;c 12" lines -> map.
 std::map<std::string, std::int64_t> ParseFolded(const std::string& text);
 std::int64_t EventsWith(const std::map<std::string, std::int64_t>& folded, const std::string& prefix,

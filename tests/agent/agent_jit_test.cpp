@@ -1,0 +1,276 @@
+// kiln-agent stage 3b end to end: JIT frames walked and named from perf maps.
+//
+// Needs root, BPF, perf and node (CI has them); otherwise prints why and
+// exits 77. One agent at 199 Hz sends to a test receiver while
+//   1. node --perf-basic-prof --interpreted-frames-native-stack runs a known
+//      chain, outer -> middle x8 -> leafWork, and `perf record -g` (frame
+//      pointers, naming from the same /tmp/perf-PID.map) records it too: the
+//      JavaScript functions must appear in that order under node's native
+//      frames, the stack must go on below them to main, as often as perf's,
+//      typed v8js with the file and line;
+//   2. a node whose /tmp/perf-PID.map is garbage (written before it exec'd
+//      node without --perf-basic-prof): refused with the reason, its stacks
+//      still walked through the JIT frames (unnamed) to main, and the agent
+//      goes on.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "e2e_checks.h"
+#include "otlp_inspect.h"
+#include "process_runner.h"
+#include "test_receiver.h"
+
+using namespace kiln::agent::testing;
+
+namespace {
+
+constexpr int kFrequency = 199;
+
+const char* kChainJs = R"(
+'use strict';
+function leafWork(n) {
+  let x = 0;
+  for (let i = 0; i < n; i++) x = (x * 31 + i) % 1000003;
+  return x;
+}
+function middle(depth, n) {
+  if (depth === 0) return leafWork(n);
+  return middle(depth - 1, n) + 1;
+}
+function outer(seconds) {
+  let s = 0;
+  const end = Date.now() + seconds * 1000;
+  while (Date.now() < end) s += middle(7, 20000);
+  return s;
+}
+console.log('pid=' + process.pid);
+console.log('sum=' + outer(Number(process.argv[2])));
+)";
+
+// perf's "JS:*leafWork" (the first word of V8's perf map name) -> "leafWork";
+// written apart from the agent's parser, as an oracle should be.
+std::string PerfJsName(const std::string& symbol) {
+  for (const char* prefix : {"JS:", "LazyCompile:", "Function:"}) {
+    if (symbol.rfind(prefix, 0) != 0) continue;
+    std::string name = symbol.substr(std::string(prefix).size());
+    if (!name.empty() && std::string("~^+*").find(name[0]) != std::string::npos) name.erase(0, 1);
+    return name;
+  }
+  return symbol;
+}
+
+std::vector<std::string> Split(const std::string& stack) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= stack.size()) {
+    std::size_t semi = stack.find(';', at);
+    if (semi == std::string::npos) semi = stack.size();
+    out.push_back(stack.substr(at, semi - at));
+    at = semi + 1;
+  }
+  return out;
+}
+
+// Of the samples in leafWork: those whose JavaScript frames, root first,
+// are outer, middle (as many as the optimizer left: TurboFan inlines some
+// of the recursion), leafWork, with only V8's frames between them; and of
+// those, the ones that go on below node's main. `chains` counts each
+// sequence of JavaScript frames seen.
+struct JsChain {
+  std::int64_t in_leaf = 0, whole_chain = 0, to_main = 0;
+  std::map<std::string, std::int64_t> chains;
+};
+
+JsChain CountJsChain(const std::map<std::string, std::int64_t>& folded, const std::string& prefix, bool perf_names) {
+  JsChain c;
+  for (const auto& [stack, n] : folded) {
+    if (stack.rfind(prefix + ";", 0) != 0) continue;
+    std::vector<std::string> js;
+    bool main_seen = false;
+    for (const std::string& f : Split(stack)) {
+      const std::string name = perf_names ? PerfJsName(f) : f;
+      if (name == "outer" || name == "middle" || name == "leafWork") js.push_back(name);
+      if (name == "__libc_start_call_main") main_seen = true;
+    }
+    if (js.empty() || js.back() != "leafWork") continue;
+    c.in_leaf += n;
+    std::string chain;
+    for (const std::string& f : js) chain += (chain.empty() ? "" : ">") + f;
+    c.chains[chain] += n;
+    const bool shape = js.size() >= 3 && js.front() == "outer" &&
+                       std::all_of(js.begin() + 1, js.end() - 1, [](const std::string& f) { return f == "middle"; });
+    if (shape) {
+      c.whole_chain += n;
+      if (main_seen) c.to_main += n;
+    }
+  }
+  return c;
+}
+
+std::string MostCommon(const std::map<std::string, std::int64_t>& counts) {
+  std::string best;
+  std::int64_t most = -1;
+  for (const auto& [k, n] : counts)
+    if (n > most) best = k, most = n;
+  return best;
+}
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * share);
+  return buf;
+}
+
+}  // namespace
+
+int main() {
+  if (geteuid() != 0) return Skip("needs root (BPF programs and perf events)");
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return Skip("kernel has no BTF");
+  if (access("/usr/bin/perf", X_OK) != 0) return Skip("perf (linux-perf) is the oracle and is not installed");
+  if (access("/usr/bin/node", X_OK) != 0) return Skip("node (nodejs) is not installed");
+  const std::string dir = MakeTempDir("kiln-agent-jit-");
+  std::printf("kiln-agent JIT e2e: work dir %s\n", dir.c_str());
+  const std::string script = dir + "/chain.js";
+  std::ofstream(script) << kChainJs;
+
+  TestReceiver receiver;
+  const std::string agent_out = dir + "/agent.out", agent_err = dir + "/agent.err";
+  pid_t agent = Spawn({KILN_AGENT_PATH, "-collection-agent", receiver.address(), "-disable-tls",
+                       "-samples-per-second", std::to_string(kFrequency), "-reporter-interval=1s", "-verbose"},
+                      agent_out, agent_err);
+  if (!WaitForText(agent_out, "sampling CPUs", 15000)) {
+    kill(agent, SIGKILL);
+    WaitExit(agent);
+    std::string err = ReadFile(agent_err);
+    if (err.find("needs root") != std::string::npos || err.find("BTF") != std::string::npos)
+      return Skip("kiln-agent cannot sample here: " + err);
+    std::printf("kiln-agent did not start:\n%s\n", err.c_str());
+    return 1;
+  }
+
+  // 1. The known chain, and perf recording it by frame pointers at once.
+  const std::string node_out = dir + "/node.out";
+  // In the work dir: V8 writes an isolate log into its working directory.
+  pid_t node = Spawn({"env", "-C", dir, "/usr/bin/node", "--perf-basic-prof", "--interpreted-frames-native-stack",
+                      script, "7"},
+                     node_out, dir + "/node.err");
+  // Past start-up and tier-up: the chain's code is optimized by then.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const std::string perf_data = dir + "/node.perf.data";
+  pid_t perf = Spawn({"perf", "record", "-q", "-g", "-F", "99", "-e", "cpu-clock", "-p", std::to_string(node), "-o",
+                      perf_data, "--", "sleep", "4"},
+                     dir + "/perf.out", dir + "/perf.err");
+  WaitExit(perf);
+  const std::string perf_text_path = dir + "/node.perf.txt";
+  pid_t script_run = Spawn({"perf", "script", "--no-inline", "-i", perf_data, "-F", "comm,pid,tid,ip,sym,dso"},
+                           perf_text_path,
+                           dir + "/perf-script.err");
+  WaitExit(script_run);
+  const int node_rc = WaitExit(node);
+
+  // 2. Garbage where the perf map would be: the shell's pid is node's. A
+  //    copy of node, so its samples fold under a name of their own.
+  const std::string bad_node = dir + "/nodebad";
+  std::filesystem::copy_file("/usr/bin/node", bad_node);
+  std::filesystem::permissions(bad_node, std::filesystem::perms::owner_exec, std::filesystem::perm_options::add);
+  const std::string bad_out = dir + "/bad.out";
+  pid_t bad = Spawn({"env", "-C", dir, "sh", "-c",
+                     "i=0; while [ $i -lt 200 ]; do echo \"garbage line $i\"; i=$((i+1)); done > /tmp/perf-$$.map; "
+                     "exec '" + bad_node + "' '" + script + "' 3"},
+                    bad_out, dir + "/bad.err");
+  const int bad_rc = WaitExit(bad);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(agent, SIGINT);
+  const int agent_rc = WaitExit(agent);
+  const std::string out = ReadFile(agent_out);
+  std::printf("agent stdout, its JIT lines:\n");
+  for (std::size_t at = 0; (at = out.find("JIT", at)) != std::string::npos;) {
+    std::size_t begin = out.rfind('\n', at) + 1, end = out.find('\n', at);
+    std::printf("  %s\n", out.substr(begin, end - begin).c_str());
+    at = end;
+  }
+  for (std::size_t at = 0; (at = out.find("perf map", at)) != std::string::npos;) {
+    std::size_t begin = out.rfind('\n', at) + 1, end = out.find('\n', at);
+    std::printf("  %s\n", out.substr(begin, end - begin).c_str());
+    at = end;
+  }
+  Check(agent_rc == 0, "agent exited 0 after SIGINT");
+  Check(node_rc == 0, "node ran the chain: " + ReadFile(dir + "/node.err"));
+  const long long node_pid = ValueAfter(ReadFile(node_out), "pid");
+  const long long bad_pid = ValueAfter(ReadFile(bad_out), "pid");
+
+  FoldedProfile profile = FoldRequests(receiver.requests());
+  const auto perf_folded = FoldPerfScript(ReadFile(perf_text_path), node_pid, "node", false);
+  std::map<std::string, std::int64_t> agent_node;
+  for (const auto& [stack, n] : profile.stacks)
+    if (stack.rfind("node;", 0) == 0) agent_node[stack] += n;
+
+  // --- 1. the chain against perf ------------------------------------------------
+  JsChain a = CountJsChain(agent_node, "node", false);
+  JsChain p = CountJsChain(perf_folded, "node", true);
+  std::printf("\n    | node chain.js | samples in leafWork | outer>middle..>leafWork | and on to main |\n"
+              "    |---|---|---|---|\n"
+              "    | kiln-agent | %lld | %s | %s |\n"
+              "    | perf -g (frame pointers) | %lld | %s | %s |\n",
+              (long long)a.in_leaf, Percent(a.in_leaf ? double(a.whole_chain) / a.in_leaf : 0).c_str(),
+              Percent(a.in_leaf ? double(a.to_main) / a.in_leaf : 0).c_str(), (long long)p.in_leaf,
+              Percent(p.in_leaf ? double(p.whole_chain) / p.in_leaf : 0).c_str(),
+              Percent(p.in_leaf ? double(p.to_main) / p.in_leaf : 0).c_str());
+  PrintTop(agent_node, "node", 3);
+  PrintTop(perf_folded, "node", 3);
+  Check(a.in_leaf > 300 && p.in_leaf > 100, "both sampled node in leafWork");
+  const double a_whole = a.in_leaf ? double(a.to_main) / double(a.in_leaf) : 0;
+  const double p_whole = p.in_leaf ? double(p.to_main) / double(p.in_leaf) : 0;
+  Check(a_whole >= 0.9, "outer > middle.. > leafWork, then on to main, in " + Percent(a_whole) + " of leafWork samples");
+  Check(a_whole >= p_whole - 0.05, "as often as perf's frame-pointer walk (" + Percent(p_whole) + ")");
+  const std::string a_chain = MostCommon(a.chains), p_chain = MostCommon(p.chains);
+  std::printf("    most common JavaScript chain: kiln-agent %s, perf %s\n", a_chain.c_str(), p_chain.c_str());
+  Check(!a_chain.empty() && a_chain == p_chain, "the same JavaScript frames as perf's, in the same order");
+  bool typed = false;
+  for (const auto& [pid, summary] : profile.processes)
+    if (pid == node_pid) typed = summary.frame_types.count("v8js") == 1;
+  Check(typed, "the JavaScript frames are typed v8js");
+  Check(out.find(" named from ") != std::string::npos, "the report counts JIT frames and the names found");
+
+  // --- 2. a garbage perf map ------------------------------------------------------
+  Check(bad_rc == 0, "node with a garbage perf map ran");
+  const std::string refused = "perf-" + std::to_string(bad_pid) + ".map refused: not a perf map (200 of 200 lines";
+  Check(out.find(refused) != std::string::npos, "the garbage perf map is refused, with the reason");
+  // Its JIT frames are walked all the same (frame pointers), unnamed.
+  std::int64_t with_jit = 0, jit_to_main = 0;
+  for (const auto& [stack, n] : profile.stacks) {
+    if (stack.rfind("nodebad;", 0) != 0 || stack.find(";+0x") == std::string::npos) continue;
+    with_jit += n;
+    if (stack.find(";__libc_start_call_main;") != std::string::npos) jit_to_main += n;
+  }
+  PrintTop(profile.stacks, "nodebad", 2);
+  const double bad_whole = with_jit ? double(jit_to_main) / double(with_jit) : 0;
+  std::printf("    nodebad: %lld samples with unnamed JIT frames, %s of them on to main\n", (long long)with_jit,
+              Percent(bad_whole).c_str());
+  Check(with_jit > 100 && bad_whole >= 0.9, "unnamed JIT frames are walked through to main");
+  bool typed_jit = false;
+  for (const auto& [pid, summary] : profile.processes)
+    if (pid == bad_pid) typed_jit = summary.frame_types.count("jit") == 1;
+  Check(typed_jit, "unnamed JIT frames are typed jit");
+  std::filesystem::remove("/tmp/perf-" + std::to_string(node_pid) + ".map");
+  std::filesystem::remove("/tmp/perf-" + std::to_string(bad_pid) + ".map");
+
+  if (g_failures == 0) {
+    std::printf("PASS\n");
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
+  std::printf("FAIL (%d failed checks); files kept in %s\n", g_failures, dir.c_str());
+  return 1;
+}
