@@ -287,8 +287,12 @@ void SampleCollector::LoadForUnwinding(const kiln_sample_event& ev, ProcessInfo&
   // library mapped later shows as a pc in no known mapping.
   if (!unwinder_->IsLoaded(ev.header.pid)) {
     if (ev.flags & KILN_SAMPLE_FLAG_PROCESS_UNKNOWN) unwinder_->LoadProcess(process);
-  } else if ((ev.flags & KILN_SAMPLE_FLAG_NEW_MAPPING) && processes_.RereadMapsIfDue(process)) {
-    unwinder_->LoadProcess(process);
+  } else {
+    if ((ev.flags & KILN_SAMPLE_FLAG_NEW_MAPPING) && processes_.RereadMapsIfDue(process))
+      unwinder_->LoadProcess(process);
+    // Rows go to what is being sampled: a table evicted while its process
+    // was idle is built again now.
+    unwinder_->NoteSampled(process, (ev.flags & KILN_SAMPLE_FLAG_TABLE_MISSING) != 0);
   }
 }
 

@@ -65,6 +65,7 @@ std::vector<std::pair<std::uint32_t, std::uint64_t>> CoverRange(std::uint64_t st
 }
 
 UnwindLoader::UnwindLoader(ProcessTracker& processes, UnwindMapFds fds) : processes_(processes), fds_(fds) {
+  stats_.row_capacity = fds_.row_capacity;
   for (std::uint32_t s = fds_.file_capacity; s > 0; --s) free_slots_.push_back(s - 1);
   if (fds_.row_capacity > 0) free_rows_[0] = fds_.row_capacity;
   vdso_image_ = ReadOwnVdso();
@@ -84,7 +85,10 @@ UnwindLoader::~UnwindLoader() {
   }
 }
 
-void UnwindLoader::Refuse(const std::string& reason) { stats_.refused[reason]++; }
+void UnwindLoader::Refuse(const std::string& name, const std::string& reason) {
+  // Files, not attempts: one that did not fit is tried again and again.
+  if (stats_.refused[name.empty() ? reason : name + ": " + reason]++ == 0) stats_.refused_by_reason[reason]++;
+}
 
 bool UnwindLoader::AllocateRows(std::uint32_t count, std::uint32_t* first) {
   for (;;) {
@@ -96,7 +100,7 @@ bool UnwindLoader::AllocateRows(std::uint32_t count, std::uint32_t* first) {
       if (rest > 0) free_rows_[at] = rest;
       return true;
     }
-    if (!EvictOneUnused()) return false;
+    if (!EvictOneUnused() && !EvictIdle()) return false;
   }
 }
 
@@ -124,6 +128,7 @@ void UnwindLoader::Evict(std::unordered_map<std::string, FileTable>::iterator it
   bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
   FreeRows(t.first_row, t.row_count);
   stats_.rows_in_use -= t.row_count;
+  if (t.row_count > 0) --stats_.tables_loaded;
   free_slots_.push_back(t.slot);
   tables_.erase(it);
   ++stats_.tables_evicted;
@@ -135,18 +140,62 @@ bool UnwindLoader::EvictOneUnused() {
   return true;
 }
 
-UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const std::string& name,
-                                                const std::string& open_path, const std::string& debug_path,
-                                                const void* image, std::size_t image_size) {
-  if (auto it = tables_.find(key); it != tables_.end()) {
-    if (it->second.users == 0) unused_lru_.erase(it->second.lru);
-    it->second.lru = unused_lru_.end();
-    return &it->second;
+bool UnwindLoader::EvictIdle() {
+  using Clock = std::chrono::steady_clock;
+  // When each table's processes were last sampled.
+  std::unordered_map<std::string, Clock::time_point> seen;
+  for (const auto& [pid, lp] : loaded_)
+    for (const std::string& key : lp.files) {
+      Clock::time_point& t = seen[key];
+      t = std::max(t, lp.last_sampled);
+    }
+  const Clock::time_point hot = Clock::now() - kHotWindow;
+  auto coldest = tables_.end();
+  Clock::time_point oldest = hot;
+  for (auto it = tables_.begin(); it != tables_.end(); ++it) {
+    if (it->second.row_count == 0) continue;  // nothing to give
+    auto s = seen.find(it->first);
+    const Clock::time_point when = s == seen.end() ? Clock::time_point{} : s->second;
+    if (when < oldest || (coldest == tables_.end() && when < hot)) {
+      oldest = when;
+      coldest = it;
+    }
   }
-  if (free_slots_.empty() && !EvictOneUnused()) {
-    Refuse(name + ": no free file slot");
-    return nullptr;
+  if (coldest == tables_.end()) return false;
+  FileTable& t = coldest->second;
+  // "No rows" first, so no walk reads rows that go to another file; the
+  // first walk that misses them wakes us.
+  kiln_unwind_file empty{};
+  empty.flags = KILN_FILE_WAKE_ON_MISS;
+  bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
+  FreeRows(t.first_row, t.row_count);
+  stats_.rows_in_use -= t.row_count;
+  --stats_.tables_loaded;
+  t.first_row = t.row_count = 0;
+  t.evicted = true;
+  t.retry_at = {};  // built again as soon as one of its processes runs
+  t.retry_backoff = kRetryAfter;
+  ++stats_.tables_evicted_idle;
+  return true;
+}
+
+void UnwindLoader::NoteSampled(ProcessInfo& process, bool table_missing) {
+  auto it = loaded_.find(process.pid);
+  if (it == loaded_.end()) return;
+  const auto now = std::chrono::steady_clock::now();
+  it->second.last_sampled = now;
+  if (!table_missing) return;
+  for (const std::string& key : it->second.files) {
+    auto t = tables_.find(key);
+    if (t != tables_.end() && t->second.evicted && now >= t->second.retry_at) {
+      LoadProcess(process);  // TableFor builds the evicted ones again
+      return;
+    }
   }
+}
+
+bool UnwindLoader::QueueBuild(const std::string& key, const std::string& name, const std::string& open_path,
+                              const std::string& debug_path, const void* image, std::size_t image_size) {
   BuildJob job{key, name, image, image_size};
   if (!image) {
     // Opened here, while the process that maps it exists: its
@@ -154,12 +203,44 @@ UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const st
     job.fd = open(open_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (job.fd < 0) {
       // Not remembered: the next process that maps the file tries again.
-      Refuse(name + ": open: " + std::strerror(errno));
-      return nullptr;
+      // ENOENT is a process that exited meanwhile, not a refusal to report.
+      if (errno == ENOENT || errno == ESRCH)
+        ++stats_.open_gone;
+      else
+        Refuse(name, std::string("open: ") + std::strerror(errno));
+      return false;
     }
     // A separate debug file's .debug_frame fills what .eh_frame leaves out.
     job.debug_fd = debug_path.empty() ? -1 : open(debug_path.c_str(), O_RDONLY | O_CLOEXEC);
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(std::move(job));
+  }
+  work_cv_.notify_one();
+  ++builds_pending_;
+  return true;
+}
+
+UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const std::string& name,
+                                                const std::string& open_path, const std::string& debug_path,
+                                                const void* image, std::size_t image_size) {
+  if (auto it = tables_.find(key); it != tables_.end()) {
+    FileTable& t = it->second;
+    if (t.users == 0) unused_lru_.erase(t.lru);
+    t.lru = unused_lru_.end();
+    if (t.evicted && std::chrono::steady_clock::now() >= t.retry_at &&
+        QueueBuild(key, name, open_path, debug_path, image, image_size)) {
+      t.evicted = false;
+      ++stats_.tables_reloaded;
+    }
+    return &t;
+  }
+  if (free_slots_.empty() && !EvictOneUnused()) {
+    Refuse(name, "no free file slot");
+    return nullptr;
+  }
+  if (!QueueBuild(key, name, open_path, debug_path, image, image_size)) return nullptr;
   FileTable t;
   t.slot = free_slots_.back();
   free_slots_.pop_back();
@@ -167,12 +248,6 @@ UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const st
   // Until its rows are in, the slot says "not loaded": frame pointers.
   kiln_unwind_file empty{};
   bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back(std::move(job));
-  }
-  work_cv_.notify_one();
-  ++builds_pending_;
   return &tables_.emplace(key, t).first->second;
 }
 
@@ -219,14 +294,24 @@ std::size_t UnwindLoader::Poll() {
     FileTable& t = it->second;
     Result<UnwindTable>& built = d.table;
     if (!built) {
-      Refuse(d.job.name + ": " + built.error());
+      Refuse(d.job.name, built.error());
       continue;
     }
     std::uint32_t n = static_cast<std::uint32_t>(built->rows.size());
-    if (built->rows.size() > fds_.row_capacity || !AllocateRows(n, &t.first_row)) {
-      Refuse(d.job.name + ": unwind_rows full (raise -unwind-table-rows)");
+    if (built->rows.size() > fds_.row_capacity) {
+      Refuse(d.job.name, "larger than all of unwind_rows (raise -unwind-table-rows)");
       continue;
     }
+    if (!AllocateRows(n, &t.first_row)) {
+      // Every row belongs to a process sampled within kHotWindow: tried
+      // again when its process runs, later and later while that lasts.
+      Refuse(d.job.name, "unwind_rows full of tables in use (raise -unwind-table-rows)");
+      t.evicted = true;
+      t.retry_at = std::chrono::steady_clock::now() + t.retry_backoff;
+      t.retry_backoff = std::min<std::chrono::steady_clock::duration>(t.retry_backoff * 2, std::chrono::minutes(1));
+      continue;
+    }
+    t.retry_backoff = kRetryAfter;
     ++stats_.tables_built;
     std::vector<std::uint32_t> keys(n);
     for (std::uint32_t i = 0; i < n; ++i) keys[i] = t.first_row + i;
@@ -238,7 +323,8 @@ std::size_t UnwindLoader::Poll() {
     }
     t.row_count = n;
     stats_.rows_in_use += n;
-    kiln_unwind_file file{t.first_row, t.row_count};
+    ++stats_.tables_loaded;
+    kiln_unwind_file file{t.first_row, t.row_count, 0, 0};
     bpf_map_update_elem(fds_.files, &t.slot, &file, BPF_ANY);
     built->rows = std::vector<kiln_unwind_row>();  // free it before trimming
     // A big library's table is tens of MB while it is built; give it back.
@@ -295,7 +381,7 @@ void UnwindLoader::LoadProcess(ProcessInfo& process) {
     for (auto [bits, start] : CoverRange(e.start, e.end)) {
       std::vector<std::uint8_t> k = MappingKey(process.pid, bits, start);
       if (bpf_map_update_elem(fds_.mappings, k.data(), &value, BPF_ANY) != 0) {
-        Refuse(std::string("proc_mappings full: ") + std::strerror(errno));
+        Refuse("", std::string("proc_mappings full: ") + std::strerror(errno));
         continue;
       }
       lp.keys.push_back(std::move(k));

@@ -10,8 +10,17 @@
 //     unwind_rows, shared by every process that maps the file;
 //   - exec and exit forget the process's entries; a file no process maps
 //     keeps its rows until the space is needed (least recently used first);
+//   - when the rows are full (a busy desktop maps more code than they
+//     hold), the table of the file whose processes were sampled longest ago
+//     gives its rows up, if none of them was sampled in the last kHotWindow:
+//     rows go to what is being sampled. Its slot stays (the processes'
+//     entries point at it, "no rows" to the walker), and when one of them
+//     is sampled again the walker says so (KILN_SAMPLE_FLAG_TABLE_MISSING)
+//     and the table is built again;
 //   - a file whose table cannot be built, or does not fit, is remembered
-//     with the reason and walked with frame pointers.
+//     with the reason and walked with frame pointers; one that did not fit
+//     is tried again (after kRetryAfter, doubling to a minute) when its
+//     process is sampled.
 //
 // Tables are built on a thread of the loader's own; until a file's rows are
 // in, its mappings walk with frame pointers. Everything else, and all BPF map
@@ -49,11 +58,17 @@ struct UnwindLoaderStats {
   std::size_t processes_loaded = 0;   // now
   std::size_t process_loads = 0;      // so far, including reloads after dlopen
   std::size_t tables_built = 0;
-  std::size_t tables_evicted = 0;
+  std::size_t tables_evicted = 0;      // unmapped tables whose rows were needed
+  std::size_t tables_evicted_idle = 0; // mapped by processes not sampled lately
+  std::size_t tables_reloaded = 0;     // built again when their process ran again
+  std::size_t open_gone = 0;           // files whose process exited before they were opened
+  std::uint32_t row_capacity = 0;
   std::size_t rows_in_use = 0;        // in unwind_rows now
+  std::size_t tables_loaded = 0;      // with their rows in unwind_rows now
   std::size_t mapping_entries = 0;    // LPM entries now
   double build_seconds = 0;           // spent in BuildUnwindTable
   std::map<std::string, std::size_t> refused;  // "file: reason" -> times
+  std::map<std::string, std::size_t> refused_by_reason;  // reason -> files
 };
 
 class UnwindLoader {
@@ -63,8 +78,17 @@ class UnwindLoader {
   UnwindLoader(const UnwindLoader&) = delete;
   UnwindLoader& operator=(const UnwindLoader&) = delete;
 
+  // How long a sampled process's tables are safe from eviction, and how
+  // long a file that did not fit waits before it is tried again.
+  static constexpr auto kHotWindow = std::chrono::seconds(2);
+  static constexpr auto kRetryAfter = std::chrono::seconds(1);
+
   // Loads (or reloads, after its maps changed) a process's mappings.
   void LoadProcess(ProcessInfo& process);
+  // A sample of a loaded process arrived: its tables are in use. With
+  // `table_missing` (the walker met a file without rows) its evicted tables
+  // are built again.
+  void NoteSampled(ProcessInfo& process, bool table_missing);
   // The process exec'd or exited: its entries go.
   void ForgetProcess(std::uint32_t pid);
   bool IsLoaded(std::uint32_t pid) const { return loaded_.count(pid) != 0; }
@@ -81,13 +105,19 @@ class UnwindLoader {
   struct FileTable {
     std::uint32_t slot = 0;
     std::uint32_t first_row = 0;
-    std::uint32_t row_count = 0;  // 0: refused (frame pointers)
+    std::uint32_t row_count = 0;  // 0: building, refused or evicted (frame pointers)
     std::size_t users = 0;        // loaded processes mapping it
     std::list<std::string>::iterator lru;
+    // Rows given up (evicted while mapped, or they did not fit): built
+    // again when a process that maps it is sampled, from `retry_at` on.
+    bool evicted = false;
+    std::chrono::steady_clock::time_point retry_at{};
+    std::chrono::steady_clock::duration retry_backoff = kRetryAfter;
   };
   struct LoadedProcess {
     std::vector<std::vector<std::uint8_t>> keys;  // LPM keys written
     std::vector<std::string> files;               // table keys in use
+    std::chrono::steady_clock::time_point last_sampled{};
   };
 
   // `name` is how the Log names the file when its table is refused.
@@ -110,9 +140,16 @@ class UnwindLoader {
   bool AllocateRows(std::uint32_t count, std::uint32_t* first);
   void FreeRows(std::uint32_t first, std::uint32_t count);
   bool EvictOneUnused();
+  // Takes the rows of the table whose processes were sampled longest ago
+  // (none within kHotWindow); false if there is none.
+  bool EvictIdle();
+  // Queues `key`'s table to be built (a new entry, or an evicted one).
+  bool QueueBuild(const std::string& key, const std::string& name, const std::string& open_path,
+                  const std::string& debug_path, const void* image, std::size_t image_size);
   // Frees the entry's slot and rows; the walker sees "not loaded" for it.
   void Evict(std::unordered_map<std::string, FileTable>::iterator it);
-  void Refuse(const std::string& reason);
+  // `name` "" for what is not one file's.
+  void Refuse(const std::string& name, const std::string& reason);
   void Release(LoadedProcess& p);
 
   ProcessTracker& processes_;

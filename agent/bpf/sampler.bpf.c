@@ -273,6 +273,13 @@ static __always_inline int unwind_step(struct kiln_walk_state *st, struct kiln_u
     struct kiln_unwind_file *file = bpf_map_lookup_elem(&unwind_files, &m->file_slot);
     if (file && file->row_count > 0)
       row = find_row(file, st->pc - m->bias - (st->exact_pc ? 0 : 1));
+    else {
+      st->flags |= KILN_SAMPLE_FLAG_TABLE_MISSING; /* user space reloads evicted tables */
+      if (file && (file->flags & KILN_FILE_WAKE_ON_MISS)) {
+        file->flags = 0;
+        st->wake = 1;
+      }
+    }
   }
   __u8 rule = row ? KILN_ROW_CFA_RULE(row) : KILN_CFA_NONE;
   if (rule == KILN_CFA_NONE || rule == KILN_CFA_UNSUPPORTED)

@@ -65,7 +65,14 @@ struct kiln_unwind_row {
 struct kiln_unwind_file {
   __u32 first_row;
   __u32 row_count; /* 0: not loaded, walk with frame pointers */
+  __u32 flags;     /* KILN_FILE_* */
+  __u32 reserved;
 };
+
+/* The rows were evicted while processes map the file: the first walk that
+ * needs them clears the flag and wakes user space, which builds them again
+ * (without it the request waited for the consumer's next timed poll). */
+#define KILN_FILE_WAKE_ON_MISS 0x1
 
 #define KILN_MAPPING_VDSO 0x1
 /* Anonymous executable memory (a JIT's code): no table, frame pointers

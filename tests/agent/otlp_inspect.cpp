@@ -176,7 +176,11 @@ FoldedProfile FoldRequests(const std::vector<ExportRequest>& requests) {
             if (off_cpu)
               out.off_cpu_stacks[folded] += blocked_ns;
             else
+            {
               out.stacks[folded] += events;
+              out.thread_stacks[executable_name + "/" + thread_name + folded.substr(executable_name.size())] +=
+                  events;
+            }
           }
         }
     }

@@ -42,6 +42,7 @@ struct ProcessSummary {
 struct FoldedProfile {
   std::map<std::string, std::int64_t> stacks;        // "exe;root;..;leaf" -> events
   std::map<std::string, std::int64_t> off_cpu_stacks;  // same keys -> nanoseconds blocked
+  std::map<std::string, std::int64_t> thread_stacks;   // "exe/thread name;root;..;leaf" -> events (on-CPU)
   std::map<std::int64_t, ProcessSummary> processes;  // by pid
   std::int64_t total_events = 0;
   std::set<std::int64_t> periods;
