@@ -193,7 +193,10 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
     f.address = resolved.elf_vaddr;
     f.mapping = resolved.mapping;
     if (resolved.executable) {
-      f.function = symbolizer_.Lookup(*resolved.executable, resolved.elf_vaddr);
+      NativeName name = symbolizer_.Lookup(*resolved.executable, resolved.elf_vaddr);
+      f.function = std::move(name.function);
+      f.file = std::move(name.file);
+      f.line = name.line;
     } else if (!resolved.mapping) {
       NameJitFrame(process, address, &f);
     }

@@ -31,9 +31,16 @@ void Symbolizer::LoadTable(const ExecutableEntry& executable, FileSymbols& fs) {
     close(fd);
   }
   fs.table.Finish();
+  // Go: its own table names every function with file and line, also in a
+  // stripped binary (NotFound for everything else).
+  fs.go.reset();
+  if (absl::StatusOr<symbols::GoLineTable> go = symbols::ReadGoLineTable(executable.open_path); go.ok()) {
+    fs.go = std::move(*go);
+    ++go_tables_;
+  }
 }
 
-std::string Symbolizer::Lookup(const ExecutableEntry& executable, std::uint64_t elf_vaddr) {
+NativeName Symbolizer::Lookup(const ExecutableEntry& executable, std::uint64_t elf_vaddr) {
   if (!enabled_) return {};
   auto [it, inserted] = files_.try_emplace(executable.file.get());
   FileSymbols& fs = it->second;
@@ -46,7 +53,14 @@ std::string Symbolizer::Lookup(const ExecutableEntry& executable, std::uint64_t 
   if (cached != fs.names.end()) return cached->second;
   if (!fs.table_loaded) LoadTable(executable, fs);
   if (fs.names.size() >= kMaxNamesPerFile) fs.names.clear();
-  std::string name = symbols::Demangle(std::string(fs.table.Lookup(elf_vaddr)));
+  NativeName name;
+  if (std::optional<symbols::GoFrame> g = fs.go ? fs.go->Lookup(elf_vaddr) : std::nullopt; g && !g->function.empty()) {
+    name.function = std::move(g->function);
+    name.file = std::move(g->file);
+    name.line = g->line;
+  } else {
+    name.function = symbols::Demangle(std::string(fs.table.Lookup(elf_vaddr)));
+  }
   fs.names.emplace(elf_vaddr, name);
   return name;
 }
@@ -69,9 +83,10 @@ void Symbolizer::Sweep() {
   std::sort(loaded.begin(), loaded.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::size_t kept = 0;
   for (auto& [last_used, fs] : loaded) {
-    kept += fs->table.MemoryBytes();
+    kept += fs->table.MemoryBytes() + (fs->go ? fs->go->MemoryBytes() : 0);
     if (kept <= kTableBudgetBytes && sweeps_ - last_used <= 1) continue;
     fs->table = SymbolTable();
+    fs->go.reset();
     fs->table_loaded = false;
     freed = true;
   }
@@ -83,7 +98,7 @@ void Symbolizer::Sweep() {
 std::size_t Symbolizer::MemoryBytes() const {
   std::size_t n = 0;
   for (const auto& [file, fs] : files_)
-    n += (fs.table_loaded ? fs.table.MemoryBytes() : 0) + fs.names.size() * 64;
+    n += (fs.table_loaded ? fs.table.MemoryBytes() + (fs.go ? fs.go->MemoryBytes() : 0) : 0) + fs.names.size() * 96;
   return n;
 }
 

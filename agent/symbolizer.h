@@ -1,7 +1,9 @@
 #pragma once
 // Host-side names for native frames: ELF symbols of the file (.symtab,
 // .dynsym, MiniDebugInfo) and of its separate debug file found by build id
-// under /usr/lib/debug/.build-id, demangled with the C++ ABI demangler.
+// under /usr/lib/debug/.build-id, demangled with the C++ ABI demangler; for
+// Go programs, Go's own line table (.gopclntab, kept by stripped Go
+// binaries too), which also gives the file and line.
 //
 // Names are a convenience for the viewer; frames still carry file ids and
 // addresses so it can symbolize again with better symbols.
@@ -16,20 +18,29 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "elf_file.h"
 #include "executable_cache.h"
+#include "ingest/symbols/go_pclntab.h"
 
 namespace kiln::agent {
 
 
+struct NativeName {
+  std::string function;  // "" when unknown
+  std::string file;      // source file, where the table has it (Go)
+  std::int64_t line = 0;
+};
+
 class Symbolizer {
  public:
   explicit Symbolizer(bool enabled) : enabled_(enabled) {}
-  // "" when disabled, unknown, or the file cannot be read.
-  std::string Lookup(const ExecutableEntry& executable, std::uint64_t elf_vaddr);
+  // Empty when disabled, unknown, or the file cannot be read.
+  NativeName Lookup(const ExecutableEntry& executable, std::uint64_t elf_vaddr);
+  std::size_t go_tables() const { return go_tables_; }
   void Sweep();
   std::size_t files() const { return files_.size(); }
   std::size_t table_loads() const { return table_loads_; }
@@ -43,13 +54,15 @@ class Symbolizer {
     bool table_loaded = false;
     std::uint64_t last_used = 0;  // Sweep count at the last lookup
     SymbolTable table;
-    std::unordered_map<std::uint64_t, std::string> names;  // per address, demangled
+    std::optional<symbols::GoLineTable> go;  // a Go program's line table
+    std::unordered_map<std::uint64_t, NativeName> names;  // per address, demangled
   };
   void LoadTable(const ExecutableEntry& executable, FileSymbols& fs);
 
   bool enabled_;
   std::unordered_map<const ExecutableFile*, FileSymbols> files_;
   std::size_t table_loads_ = 0;
+  std::size_t go_tables_ = 0;  // Go line tables read
   std::uint64_t sweeps_ = 0;
 };
 

@@ -13,6 +13,8 @@
 #include <optional>
 #include <string_view>
 
+#include "ingest/symbols/go_pclntab.h"
+
 namespace kiln::agent {
 namespace {
 
@@ -368,6 +370,58 @@ Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t
   return added;
 }
 
+// Go code has no call frame information once stripped (-ldflags='-s -w'
+// drops .debug_frame, and Go never writes .eh_frame), and its leaf
+// functions keep no frame pointer, so a frame-pointer walk loses their
+// callers. Go's own line table says, for every pc, how far SP is below its
+// value at entry (pcsp): CFA = SP + delta + 8; a function with a frame has
+// saved the caller's frame pointer at CFA - 16 (Go's amd64 prologue:
+// SUBQ $n, SP; MOVQ BP, n-8(SP)). The goroutine and thread entry points are
+// the outermost frames, as _start is in C.
+Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, std::vector<Span>& out) {
+  using R = Result<std::size_t>;
+  auto pcln = FindSection(elf, ".gopclntab");
+  auto text = FindSection(elf, ".text");
+  if (!pcln || !text) return std::size_t{0};
+  Elf_Data* data = elf_rawdata(pcln->scn, nullptr);
+  if (!data || !data->d_buf) return R::Error(".gopclntab cannot be read");
+  absl::StatusOr<symbols::GoLineTable> table =
+      symbols::GoLineTable::Parse(std::string(static_cast<const char*>(data->d_buf), data->d_size), text->shdr.sh_addr);
+  if (!table.ok()) return R::Error(".gopclntab: " + std::string(table.status().message()));
+  std::size_t added = 0;
+  bool too_high = false;
+  for (std::uint32_t i = 0; i < table->functions() && !too_high; ++i) {
+    std::optional<symbols::GoFrame> fn = table->Function(i);
+    if (!fn) continue;
+    const bool outermost =
+        fn->function == "runtime.goexit" || fn->function == "runtime.mstart" || fn->function == "runtime.rt0_go";
+    table->ForEachSpDelta(i, [&](std::uint64_t start, std::uint64_t end, std::int64_t delta) {
+      if (end > (1ULL << 32)) {
+        too_high = true;
+        return false;
+      }
+      if (end <= start) return true;
+      kiln_unwind_row row{};
+      row.pc = static_cast<__u32>(start);
+      if (outermost) {
+        row.rules = KILN_CFA_OUTERMOST;
+      } else if (delta < 0 || delta % 8 != 0 || delta / 8 + 1 > INT16_MAX) {
+        row.rules = KILN_CFA_UNSUPPORTED;
+      } else {
+        row.cfa_offset = static_cast<__s16>(delta / 8 + 1);
+        row.rules = KILN_CFA_SP | ((delta > 0 ? KILN_REG_AT_CFA : KILN_REG_SAME) << 4);
+        row.fp_offset = static_cast<__s8>(delta > 0 ? -2 : 0);
+      }
+      out.push_back({static_cast<std::uint32_t>(end), row});
+      ++added;
+      return out.size() <= limits.max_rows;
+    });
+    if (out.size() > limits.max_rows) return R::Error("more than " + std::to_string(limits.max_rows) + " rows");
+  }
+  if (too_high) return R::Error("Go code above 4 GiB, not supported");
+  return added;
+}
+
 // Sorted, non-overlapping spans -> rows with "no CFI" rows in the gaps,
 // adjacent equal rules merged.
 std::vector<kiln_unwind_row> SpansToRows(std::vector<Span>& spans, UnwindTableStats& stats) {
@@ -431,6 +485,10 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
     if (!added) return R::Error(".debug_frame: " + added.error());
     table.stats.rows_from_debug_frame += *added;
   }
+  // Go's line table, for Go code no CFI covers (all of it, once stripped).
+  auto go = AddGoSpans(elf, limits, spans);
+  if (!go) return R::Error(go.error());
+  table.stats.rows_from_go = *go;
   if (spans.empty())
     return R::Error(eh_problem.empty() ? "no call frame information" : eh_problem + ", no .debug_frame");
   // .eh_frame spans come first: the stable sort keeps them ahead of

@@ -1,6 +1,7 @@
 #pragma once
 // Call frame information (.eh_frame, .debug_frame) compiled into the sorted
-// rows the BPF walker reads (layout and meaning: bpf/unwind_abi.h).
+// rows the BPF walker reads (layout and meaning: bpf/unwind_abi.h); for Go
+// code, Go's own line table's stack pointer deltas (go_pclntab.h).
 //
 // elfutils' libdw evaluates the CFA programs (dwarf_cfi_addrframe), so we
 // never interpret DWARF call frame instructions ourselves. What libdw does not
@@ -27,6 +28,7 @@ struct UnwindTableStats {
   std::size_t fdes = 0;              // FDE starts walked
   std::size_t rows_from_eh_frame = 0;
   std::size_t rows_from_debug_frame = 0;  // filling gaps .eh_frame leaves
+  std::size_t rows_from_go = 0;      // Go's line table (pcsp), where no CFI covers
   std::size_t unsupported_rows = 0;  // CFA expressions the walker cannot evaluate
   std::size_t outermost_rows = 0;    // return address undefined (_start, clone)
 };

@@ -27,4 +27,13 @@ absl::Status ParseDebugLink(const std::string& file, std::string_view data, bool
 
 inline constexpr uint32_t kNoteGnuBuildId = 3;  // NT_GNU_BUILD_ID
 
+// One section of an ELF file by name: its address and, `with_bytes`, its
+// contents (NOBITS: none). NotFound when the file has no such section.
+struct ElfSectionBytes {
+  uint64_t address = 0;
+  std::string bytes;
+};
+[[nodiscard]] absl::StatusOr<ElfSectionBytes> ReadElfSection(const std::string& path, std::string_view name,
+                                                             bool with_bytes = true);
+
 }  // namespace kiln::symbols::internal

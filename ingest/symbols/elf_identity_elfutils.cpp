@@ -71,6 +71,23 @@ absl::StatusOr<ElfIdentity> ReadIdentityFields(const std::string& path) {
   return IdentityOf(*image);
 }
 
+absl::StatusOr<ElfSectionBytes> ReadElfSection(const std::string& path, std::string_view name, bool with_bytes) {
+  auto image = ElfImage::Open(path);
+  if (!image.ok()) return image.status();
+  GElf_Shdr shdr;
+  Elf_Scn* scn = image->FindSection(name, &shdr);
+  if (!scn) return absl::NotFoundError(absl::StrCat(path, ": no ", std::string(name), " section"));
+  ElfSectionBytes out;
+  out.address = shdr.sh_addr;
+  if (with_bytes && shdr.sh_type != SHT_NOBITS) {
+    // Checked at open: the section's data lies inside the file.
+    Elf_Data* data = elf_rawdata(scn, nullptr);
+    if (!data || !data->d_buf) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read ", std::string(name)));
+    out.bytes.assign(static_cast<const char*>(data->d_buf), data->d_size);
+  }
+  return out;
+}
+
 absl::StatusOr<ElfIdentity> ReadIdentityFieldsFromBytes(std::string_view bytes, const std::string& name) {
   auto image = ElfImage::FromBytes(bytes, name);
   if (!image.ok()) return image.status();

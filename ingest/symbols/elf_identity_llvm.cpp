@@ -99,6 +99,29 @@ absl::StatusOr<ElfIdentity> ReadIdentityFields(const std::string& path) {
   return IdentityOfImage(LlvmElfImage::Open(path));
 }
 
+absl::StatusOr<ElfSectionBytes> ReadElfSection(const std::string& path, std::string_view name, bool with_bytes) {
+  absl::StatusOr<std::unique_ptr<LlvmElfImage>> image = LlvmElfImage::Open(path);
+  if (!image.ok()) return image.status();
+  const LlvmElfImage& i = **image;
+  return i.Visit([&](const auto& file) -> absl::StatusOr<ElfSectionBytes> {
+    auto sections = file.sections();
+    if (!sections) return Invalid(i.name(), LlvmMessage(sections.takeError()));
+    llvm::StringRef names = SectionNames(file, *sections);
+    for (const auto& shdr : *sections) {
+      if (SectionName(file, shdr, names) != name) continue;
+      ElfSectionBytes out;
+      out.address = shdr.sh_addr;
+      if (with_bytes && shdr.sh_type != kShtNobits) {
+        auto data = file.getSectionContents(shdr);
+        if (!data) return Invalid(i.name(), LlvmMessage(data.takeError()));
+        out.bytes.assign(reinterpret_cast<const char*>(data->data()), data->size());
+      }
+      return out;
+    }
+    return absl::NotFoundError(absl::StrCat(path, ": no ", std::string(name), " section"));
+  });
+}
+
 absl::StatusOr<ElfIdentity> ReadIdentityFieldsFromBytes(std::string_view bytes, const std::string& name) {
   return IdentityOfImage(LlvmElfImage::FromBytes(bytes, name));
 }

@@ -3,6 +3,7 @@
 // (symbol_reader_common.h), from elf_symbols_elfutils.cpp or
 // elf_symbols_llvm.cpp as the build chose (KILN_SYMBOLS_BACKEND).
 #include "ingest/symbols/elf_symbols.h"
+#include "ingest/symbols/go_pclntab.h"
 
 #include <memory>
 
@@ -129,25 +130,65 @@ absl::StatusOr<SymbolReadResult> ReadSymbols(const std::vector<std::string>& fil
     break;
   }
 
+  // A Go program without DWARF (stripped, as Go is shipped): Go's own line
+  // table names every function, with files and lines.
+  size_t go_functions = 0;
+  std::string go_source;
+  if (!dwarf_image) {
+    for (const std::string& file : files) {
+      absl::StatusOr<GoLineTable> go = ReadGoLineTable(file);
+      if (!go.ok()) {
+        if (!absl::IsNotFound(go.status())) result.warnings.push_back(std::string(go.status().message()));
+        continue;
+      }
+      for (uint32_t i = 0; i < go->functions(); ++i) {
+        std::optional<GoFrame> fn = go->Function(i);
+        if (!fn || fn->function.empty() || fn->end <= fn->entry) continue;
+        const uint32_t scope = builder.AddScope(builder.Intern(fn->function), storage::SymbolTableBuilder::kNoScope);
+        builder.AddRange(scope, fn->entry, fn->end);
+        // Where Go knows no line (the padding after a function) the line
+        // sequence ends, so no address there takes the line before it.
+        bool open = false;
+        uint64_t known_to = fn->entry;
+        go->ForEachLine(i, [&](uint64_t start, uint64_t end, std::string_view path, int64_t line) {
+          if (line > 0) {
+            if (open && start != known_to) builder.EndLineSequence(known_to);
+            builder.AddLine(start, builder.Intern(path), line);
+            open = true;
+            known_to = end;
+          } else if (open) {
+            builder.EndLineSequence(known_to);
+            open = false;
+          }
+        });
+        if (open) builder.EndLineSequence(known_to);
+        ++go_functions;
+      }
+      go_source = file;
+      break;
+    }
+  }
+
   for (ElfFunction& f : elf_functions) builder.AddSymbol(f.name, f.start, f.size);
   elf_functions.clear();
 
   result.dwarf_functions = dwarf_counts.functions;
   result.inlined_calls = dwarf_counts.inlined;
   result.line_rows = dwarf_counts.lines;
-  if (!dwarf_image && best_symbols == 0) {
+  if (!dwarf_image && best_symbols == 0 && go_functions == 0) {
     if (!first_error.ok() && images.size() < files.size()) return first_error;
     std::string msg = absl::StrCat("no function symbols or DWARF in ", absl::StrJoin(files, ", "));
     if (!result.warnings.empty()) absl::StrAppend(&msg, " (", absl::StrJoin(result.warnings, "; "), ")");
     return absl::NotFoundError(msg);
   }
-  result.source_path = dwarf_image ? dwarf_image->name() : best_symbol_image->name();
+  result.source_path = dwarf_image ? dwarf_image->name() : go_functions > 0 ? go_source : best_symbol_image->name();
 
   std::vector<std::string> parts;
   if (dwarf_image) {
     parts.push_back(absl::StrCat("DWARF: ", dwarf_counts.functions, " functions, ", dwarf_counts.lines,
                                  " lines", dwarf_counts.inlined > 0 ? ", inline chains" : ""));
   }
+  if (go_functions > 0) parts.push_back(absl::StrCat("Go line table: ", go_functions, " functions"));
   if (result.symtab_symbols) parts.push_back(absl::StrCat("symtab: ", result.symtab_symbols, " symbols"));
   if (result.dynsym_symbols) parts.push_back(absl::StrCat("dynsym: ", result.dynsym_symbols, " symbols"));
   if (result.minidebug_symbols)

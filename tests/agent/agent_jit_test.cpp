@@ -11,7 +11,11 @@
 //   2. a node whose /tmp/perf-PID.map is garbage (written before it exec'd
 //      node without --perf-basic-prof): refused with the reason, its stacks
 //      still walked through the JIT frames (unnamed) to main, and the agent
-//      goes on.
+//      goes on;
+//   3. a Go program built stripped (-ldflags='-s -w', as Go is shipped):
+//      every frame named from Go's line table, runtime.main > main.main >
+//      main.middle x6 > main.leaf (go tool addr2line is the oracle for the
+//      names in symbols_go_test).
 
 #include <signal.h>
 #include <unistd.h>
@@ -55,6 +59,46 @@ function outer(seconds) {
 }
 console.log('pid=' + process.pid);
 console.log('sum=' + outer(Number(process.argv[2])));
+)";
+
+// A Go program's known chain: main.main > main.middle x6 > main.leaf.
+const char* kGoProgram = R"(package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+//go:noinline
+func leaf(n int) int {
+	x := 0
+	for i := 0; i < n; i++ {
+		x = (x*31 + i) % 1000003
+	}
+	return x
+}
+
+//go:noinline
+func middle(depth, n int) int {
+	if depth == 0 {
+		return leaf(n)
+	}
+	return middle(depth-1, n) + 1
+}
+
+func main() {
+	seconds := 2.0
+	if len(os.Args) > 1 {
+		fmt.Sscanf(os.Args[1], "%g", &seconds)
+	}
+	end := time.Now().Add(time.Duration(seconds * float64(time.Second)))
+	s := 0
+	for time.Now().Before(end) {
+		s += middle(5, 20000)
+	}
+	fmt.Println("sum", s)
+}
 )";
 
 // perf's "JS:*leafWork" (the first word of V8's perf map name) -> "leafWork";
@@ -190,6 +234,22 @@ int main() {
                     bad_out, dir + "/bad.err");
   const int bad_rc = WaitExit(bad);
 
+  // 3. Go as it is shipped: built here with -ldflags='-s -w' (no .symtab,
+  //    no DWARF), in a private Go environment.
+  const std::string go_dir = dir + "/go";
+  std::filesystem::create_directories(go_dir + "/cache");
+  std::ofstream(go_dir + "/main.go") << kGoProgram;
+  const std::string gostripped = go_dir + "/gostripped";
+  const bool have_go = access("/usr/bin/go", X_OK) == 0;
+  int go_rc = -1;
+  if (have_go) {
+    const int built = WaitExit(Spawn({"env", "HOME=" + go_dir, "GOCACHE=" + go_dir + "/cache", "GOPROXY=off",
+                                      "GO111MODULE=off", "GOFLAGS=", "/usr/bin/go", "build", "-ldflags=-s -w", "-o",
+                                      gostripped, go_dir + "/main.go"},
+                                     go_dir + "/build.out", go_dir + "/build.err"));
+    if (built == 0) go_rc = WaitExit(Spawn({gostripped, "3"}, go_dir + "/run.out", go_dir + "/run.err"));
+  }
+
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   kill(agent, SIGINT);
   const int agent_rc = WaitExit(agent);
@@ -265,6 +325,29 @@ int main() {
   Check(typed_jit, "unnamed JIT frames are typed jit");
   std::filesystem::remove("/tmp/perf-" + std::to_string(node_pid) + ".map");
   std::filesystem::remove("/tmp/perf-" + std::to_string(bad_pid) + ".map");
+
+  // --- 3. stripped Go ------------------------------------------------------------
+  Check(have_go, "go (golang-go) is installed to build the stripped Go program");
+  Check(go_rc == 0, "the stripped Go program was built and ran: " + ReadFile(go_dir + "/build.err"));
+  {
+    std::int64_t in_leaf = 0, chain = 0, named = 0, total = 0;
+    const std::string want = ";runtime.main;main.main;main.middle;main.middle;main.middle;main.middle;main.middle;"
+                             "main.middle;main.leaf";
+    for (const auto& [stack, n] : profile.stacks) {
+      if (stack.rfind("gostripped;", 0) != 0) continue;
+      total += n;
+      if (stack.find("gostripped+0x") == std::string::npos) named += n;
+      if (stack.find(";main.leaf") == std::string::npos) continue;
+      in_leaf += n;
+      if (stack.find(want) != std::string::npos) chain += n;
+    }
+    PrintTop(profile.stacks, "gostripped", 2);
+    const double share = in_leaf ? double(chain) / double(in_leaf) : 0;
+    std::printf("    gostripped: %lld samples, %lld with every frame named, %lld in main.leaf, %s of those "
+                "runtime.main > main.main > main.middle x6 > main.leaf\n",
+                (long long)total, (long long)named, (long long)in_leaf, Percent(share).c_str());
+    Check(in_leaf > 200 && share >= 0.9, "stripped Go frames are named from .gopclntab, the whole chain in order");
+  }
 
   if (g_failures == 0) {
     std::printf("PASS\n");
