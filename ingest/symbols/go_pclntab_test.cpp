@@ -32,35 +32,6 @@ using kiln::symbols::GoLineTable;
 
 namespace {
 
-const char* kProgram = R"(package main
-
-import (
-	"fmt"
-	"os"
-)
-
-//go:noinline
-func leaf(n int) int {
-	x := 0
-	for i := 0; i < n; i++ {
-		x = (x*31 + i) % 1000003
-	}
-	return x
-}
-
-//go:noinline
-func middle(depth, n int) int {
-	if depth == 0 {
-		return leaf(n)
-	}
-	return middle(depth-1, n) + 1
-}
-
-func main() {
-	fmt.Fprintln(os.Stdout, middle(5, len(os.Args)*1000))
-}
-)";
-
 std::string FindOnPath(const std::string& name) {
   std::stringstream dirs(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "");
   for (std::string dir; std::getline(dirs, dir, ':');) {
@@ -87,7 +58,7 @@ struct GoBuild {
       std::cerr << "go not found on PATH (Debian package golang-go); skipping (exit 77)\n";
       std::exit(77);
     }
-    for (const char* d : {"/home", "/gocache", "/src"}) std::filesystem::create_directories(dir.path + d);
+    for (const char* d : {"/home", "/gocache"}) std::filesystem::create_directories(dir.path + d);
     setenv("HOME", (dir.path + "/home").c_str(), 1);
     setenv("GOCACHE", (dir.path + "/gocache").c_str(), 1);
     setenv("GOPROXY", "off", 1);
@@ -95,7 +66,6 @@ struct GoBuild {
     setenv("GO111MODULE", "off", 1);
     setenv("GOTOOLCHAIN", "local", 1);
     setenv("GOTELEMETRY", "off", 1);
-    std::ofstream(dir.path + "/src/main.go") << kProgram;
     stripped = dir.path + "/gostripped";
     plain = dir.path + "/goplain";
     Build({"-ldflags=-s -w", "-o", stripped});
@@ -104,7 +74,7 @@ struct GoBuild {
   void Build(std::vector<std::string> flags) {
     std::vector<std::string> argv = {go, "build"};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.push_back(dir.path + "/src/main.go");
+    argv.push_back(KILN_GO_CHAIN_SOURCE);  // tests/data/go_chain
     const std::string err = dir.path + "/build.err";
     int rc = kiln::testing::WaitChild(
         kiln::testing::SpawnChild(argv, kiln::testing::ChildOutput::Null(), kiln::testing::ChildOutput::File(err)));

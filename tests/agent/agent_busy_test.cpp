@@ -98,15 +98,7 @@ int main() {
   pid_t agent = Spawn({KILN_AGENT_PATH, "-collection-agent", receiver.address(), "-disable-tls",
                        "-samples-per-second", "199", "-reporter-interval=1s", "-unwind-table-rows", "700000"},
                       agent_out, agent_err);
-  if (!WaitForText(agent_out, "sampling CPUs", 15000)) {
-    kill(agent, SIGKILL);
-    WaitExit(agent);
-    std::string err = ReadFile(agent_err);
-    if (err.find("needs root") != std::string::npos || err.find("BTF") != std::string::npos)
-      return Skip("kiln-agent cannot sample here: " + err);
-    std::printf("kiln-agent did not start:\n%s\n", err.c_str());
-    return 1;
-  }
+  if (int rc = AwaitAgentStart(agent, agent_out, agent_err); rc != 0) return rc;
 
   // Sleepers, one a second: each busy 0.5 s, then asleep (mapped) until
   // 10 s after the first started; py_sleeper0 then runs 3 s more.

@@ -102,19 +102,12 @@ int main(int argc, char** argv) {
   pid_t agent = Spawn({KILN_AGENT_PATH, "-collection-agent", target, "-disable-tls", "-samples-per-second",
                        std::to_string(kFrequency), "-reporter-interval=2s"},
                       agent_out, agent_err);
-  if (!WaitForText(agent_out, "sampling CPUs", 15000)) {
-    kill(agent, SIGKILL);
-    WaitExit(agent);
+  if (int rc = AwaitAgentStart(agent, agent_out, agent_err); rc != 0) {
     if (kiln > 0) {
       kill(kiln, SIGKILL);
       WaitExit(kiln);
     }
-    std::string err = ReadFile(agent_err);
-    if (err.find("needs root") != std::string::npos || err.find("BTF") != std::string::npos ||
-        err.find("refused") != std::string::npos || err.find("perf_event_open") != std::string::npos)
-      return Skip("kiln-agent cannot sample here: " + err);
-    std::printf("kiln-agent did not start:\n%s\n", err.c_str());
-    return 1;
+    return rc;
   }
 
   // Phase 1: the split workload under perf and the agent at once.

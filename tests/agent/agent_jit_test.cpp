@@ -61,46 +61,6 @@ console.log('pid=' + process.pid);
 console.log('sum=' + outer(Number(process.argv[2])));
 )";
 
-// A Go program's known chain: main.main > main.middle x6 > main.leaf.
-const char* kGoProgram = R"(package main
-
-import (
-	"fmt"
-	"os"
-	"time"
-)
-
-//go:noinline
-func leaf(n int) int {
-	x := 0
-	for i := 0; i < n; i++ {
-		x = (x*31 + i) % 1000003
-	}
-	return x
-}
-
-//go:noinline
-func middle(depth, n int) int {
-	if depth == 0 {
-		return leaf(n)
-	}
-	return middle(depth-1, n) + 1
-}
-
-func main() {
-	seconds := 2.0
-	if len(os.Args) > 1 {
-		fmt.Sscanf(os.Args[1], "%g", &seconds)
-	}
-	end := time.Now().Add(time.Duration(seconds * float64(time.Second)))
-	s := 0
-	for time.Now().Before(end) {
-		s += middle(5, 20000)
-	}
-	fmt.Println("sum", s)
-}
-)";
-
 // perf's "JS:*leafWork" (the first word of V8's perf map name) -> "leafWork";
 // written apart from the agent's parser, as an oracle should be.
 std::string PerfJsName(const std::string& symbol) {
@@ -192,15 +152,7 @@ int main() {
   pid_t agent = Spawn({KILN_AGENT_PATH, "-collection-agent", receiver.address(), "-disable-tls",
                        "-samples-per-second", std::to_string(kFrequency), "-reporter-interval=1s", "-verbose"},
                       agent_out, agent_err);
-  if (!WaitForText(agent_out, "sampling CPUs", 15000)) {
-    kill(agent, SIGKILL);
-    WaitExit(agent);
-    std::string err = ReadFile(agent_err);
-    if (err.find("needs root") != std::string::npos || err.find("BTF") != std::string::npos)
-      return Skip("kiln-agent cannot sample here: " + err);
-    std::printf("kiln-agent did not start:\n%s\n", err.c_str());
-    return 1;
-  }
+  if (int rc = AwaitAgentStart(agent, agent_out, agent_err); rc != 0) return rc;
 
   // 1. The known chain, and perf recording it by frame pointers at once.
   const std::string node_out = dir + "/node.out";
@@ -238,14 +190,13 @@ int main() {
   //    no DWARF), in a private Go environment.
   const std::string go_dir = dir + "/go";
   std::filesystem::create_directories(go_dir + "/cache");
-  std::ofstream(go_dir + "/main.go") << kGoProgram;
   const std::string gostripped = go_dir + "/gostripped";
   const bool have_go = access("/usr/bin/go", X_OK) == 0;
   int go_rc = -1;
   if (have_go) {
     const int built = WaitExit(Spawn({"env", "HOME=" + go_dir, "GOCACHE=" + go_dir + "/cache", "GOPROXY=off",
                                       "GO111MODULE=off", "GOFLAGS=", "/usr/bin/go", "build", "-ldflags=-s -w", "-o",
-                                      gostripped, go_dir + "/main.go"},
+                                      gostripped, KILN_GO_CHAIN_SOURCE},
                                      go_dir + "/build.out", go_dir + "/build.err"));
     if (built == 0) go_rc = WaitExit(Spawn({gostripped, "3"}, go_dir + "/run.out", go_dir + "/run.err"));
   }

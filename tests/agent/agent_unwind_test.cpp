@@ -141,15 +141,7 @@ int main() {
                        "-samples-per-second", std::to_string(kFrequency), "-reporter-interval=1s", "-verbose",
                        "-off-cpu-threshold", "1"},
                       agent_out, agent_err);
-  if (!WaitForText(agent_out, "sampling CPUs", 15000)) {
-    kill(agent, SIGKILL);
-    WaitExit(agent);
-    std::string err = ReadFile(agent_err);
-    if (err.find("needs root") != std::string::npos || err.find("BTF") != std::string::npos)
-      return Skip("kiln-agent cannot sample here: " + err);
-    std::printf("kiln-agent did not start:\n%s\n", err.c_str());
-    return 1;
-  }
+  if (int rc = AwaitAgentStart(agent, agent_out, agent_err); rc != 0) return rc;
 
   // 1. Deep chain without frame pointers, linked and dlopen'ed.
   const std::string nofp_out = dir + "/nofp.out", dlopen_out = dir + "/dlopen.out";

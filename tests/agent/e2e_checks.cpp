@@ -1,10 +1,14 @@
 #include "e2e_checks.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <vector>
+
+#include "process_runner.h"
 
 namespace kiln::agent::testing {
 
@@ -18,6 +22,18 @@ void Check(bool ok, const std::string& what) {
 int Skip(const std::string& why) {
   std::printf("SKIP: %s\n", why.c_str());
   return 77;
+}
+
+int AwaitAgentStart(int agent, const std::string& out_path, const std::string& err_path) {
+  if (WaitForText(out_path, "sampling CPUs", 15000)) return 0;
+  kill(agent, SIGKILL);
+  WaitExit(agent);
+  const std::string err = ReadFile(err_path);
+  if (err.find("needs root") != std::string::npos || err.find("BTF") != std::string::npos ||
+      err.find("refused") != std::string::npos || err.find("perf_event_open") != std::string::npos)
+    return Skip("kiln-agent cannot sample here: " + err);
+  std::printf("kiln-agent did not start:\n%s\n", err.c_str());
+  return 1;
 }
 
 // `perf script` text -> "comm;root;...;leaf" -> count, for one pid.

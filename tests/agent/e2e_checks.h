@@ -16,6 +16,12 @@ void Check(bool ok, const std::string& what);
 // Prints "SKIP: why" and returns 77 (ctest's skip code).
 int Skip(const std::string& why);
 
+// Waits for kiln-agent (`agent`, its stdout in `out_path`, stderr in
+// `err_path`) to say it samples: 0 when it does. Otherwise it is killed and
+// the test's exit code comes back: 77 (skipped, saying why) when this host
+// cannot sample (no root, no BTF, perf events refused), else 1.
+int AwaitAgentStart(int agent, const std::string& out_path, const std::string& err_path);
+
 // `perf script -F comm,pid,tid,ip,sym,dso` text -> "label;root;...;leaf" ->
 // count, for one pid. Kernel frames end in "_[k]"; a frame's inlined
 // functions are folded into it (the agent reports real frames only).
