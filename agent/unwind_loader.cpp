@@ -262,8 +262,12 @@ void UnwindLoader::BuildLoop() {
     jobs_.pop_front();
     lock.unlock();
     auto started = std::chrono::steady_clock::now();
-    Result<UnwindTable> built = job.image ? BuildUnwindTableFromMemory(job.image, job.image_size)
-                                          : BuildUnwindTable(job.fd, job.debug_fd);
+    // A table larger than the whole map is refused while it is built.
+    UnwindTableLimits limits;
+    limits.max_rows = std::min<std::size_t>(limits.max_rows, fds_.row_capacity);
+    limits.too_many_rows = "larger than all of unwind_rows (raise -unwind-table-rows)";
+    Result<UnwindTable> built = job.image ? BuildUnwindTableFromMemory(job.image, job.image_size, limits)
+                                          : BuildUnwindTable(job.fd, job.debug_fd, limits);
     if (job.fd >= 0) close(job.fd);
     if (job.debug_fd >= 0) close(job.debug_fd);
     job.fd = job.debug_fd = -1;

@@ -363,7 +363,7 @@ Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t
       std::free(frame);
       ++added;
       if (out.size() > limits.max_rows)
-        return R::Error("more than " + std::to_string(limits.max_rows) + " CFI rows");
+        return R::Error(limits.TooManyRows());
       addr = row_end;
     }
   }
@@ -416,7 +416,7 @@ Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, std::v
       ++added;
       return out.size() <= limits.max_rows;
     });
-    if (out.size() > limits.max_rows) return R::Error("more than " + std::to_string(limits.max_rows) + " rows");
+    if (out.size() > limits.max_rows) return R::Error(limits.TooManyRows());
   }
   if (too_high) return R::Error("Go code above 4 GiB, not supported");
   return added;
@@ -464,7 +464,7 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
       eh_problem = starts.error();
     } else {
       auto added = CollectSpans(cfi.get(), *starts, limits, spans, table.stats);
-      if (!added) return R::Error(".eh_frame: " + added.error());
+      if (!added) return R::Error(added.error() == limits.TooManyRows() ? added.error() : ".eh_frame: " + added.error());
       table.stats.rows_from_eh_frame = *added;
     }
   } else {
@@ -482,7 +482,8 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
     Dwarf_CFI* cfi = dwarf_getcfi(dw.get());  // owned by dw
     if (!cfi) continue;
     auto added = CollectSpans(cfi, starts, limits, spans, table.stats);
-    if (!added) return R::Error(".debug_frame: " + added.error());
+    if (!added)
+      return R::Error(added.error() == limits.TooManyRows() ? added.error() : ".debug_frame: " + added.error());
     table.stats.rows_from_debug_frame += *added;
   }
   // Go's line table, for Go code no CFI covers (all of it, once stripped).
@@ -496,7 +497,7 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
   // lets a later span override an earlier one.
   table.rows = SpansToRows(spans, table.stats);
   if (table.rows.size() > limits.max_rows)
-    return R::Error("more than " + std::to_string(limits.max_rows) + " CFI rows");
+    return R::Error(limits.TooManyRows());
   return table;
 }
 

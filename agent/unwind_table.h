@@ -42,6 +42,14 @@ struct UnwindTableLimits {
   // A table larger than this is refused ("hostile or absurd"): the biggest
   // binaries we know (clang, chromium) need a few million rows.
   std::size_t max_rows = 8u << 20;
+  // The error past max_rows ("" = "more than N CFI rows"): the loader sets
+  // max_rows to the map's capacity, so a table that could never be loaded
+  // is not built whole first (libLLVM's took 44 MB to build, then was
+  // refused).
+  std::string too_many_rows;
+  std::string TooManyRows() const {
+    return too_many_rows.empty() ? "more than " + std::to_string(max_rows) + " CFI rows" : too_many_rows;
+  }
 };
 
 // The unwind table of the ELF file `fd`; `debug_fd` (or -1) is its separate

@@ -259,6 +259,12 @@ TEST_CASE("damaged and hostile CFI is refused for that file, with the reason") {
     close(fd);
     REQUIRE_FALSE(t.ok());
     CHECK(t.error().find("more than 1000 CFI rows") != std::string::npos);
+    // The loader's own words for it, and the build stops there.
+    fd = open(LibcPath().c_str(), O_RDONLY);
+    auto named = BuildUnwindTable(fd, -1, UnwindTableLimits{.max_rows = 1000, .too_many_rows = "larger than the map"});
+    close(fd);
+    REQUIRE_FALSE(named.ok());
+    CHECK(named.error() == "larger than the map");
   }
   SUBCASE("every byte of .eh_frame and .eh_frame_hdr overwritten, one at a time in strides") {
     // Corrupt each region with several patterns; the builder must return a

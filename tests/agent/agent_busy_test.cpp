@@ -24,6 +24,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -127,6 +128,10 @@ int main() {
                                        "2", "0"},
                                       dir + "/py_llvm.out", dir + "/py_llvm.err")) != 0;
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The agent's memory at its peak, with the table full and evicting.
+  const std::string status = ReadFile("/proc/" + std::to_string(agent) + "/status");
+  const std::size_t hwm = status.find("VmHWM:");
+  const long long agent_peak_kb = hwm == std::string::npos ? -1 : std::atoll(status.c_str() + hwm + 6);
   kill(agent, SIGINT);
   const int agent_rc = WaitExit(agent);
   const std::string out = ReadFile(agent_out);
@@ -136,6 +141,7 @@ int main() {
     std::printf("%s\n", last == std::string::npos ? out.c_str() : out.substr(last).c_str());
   }
   Check(agent_rc == 0, "agent exited 0 after SIGINT");
+  std::printf("    kiln-agent's peak RSS: %.1f MB (VmHWM)\n", agent_peak_kb / 1024.0);
   Check(failed_children == 0, "every workload ran");
   Check(have_llvm, std::string("libLLVM is there to be refused (") + kLibLLVM + ", llvm-22-dev)");
 
