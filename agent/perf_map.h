@@ -8,10 +8,10 @@
 // container's /tmp) under the pid the process has in its own namespace
 // (the last NSpid of /proc/PID/status). It is read from where the last read
 // stopped, when an address in anonymous code is not found in it and
-// kRereadAfter has passed since that read, up to kMaxFileBytes (a long-running
-// Node with --perf-basic-prof never stops appending) and kMaxTotalBytes for
-// all processes together: code compiled past the
-// bound stays unnamed, said once. A file that is not a perf map (most lines
+// kRereadAfter has passed since that read, up to kMaxFileBytes (a
+// long-running Node with --perf-basic-prof never stops appending) and
+// kMaxTotalBytes for all processes together: code compiled past the bound
+// stays unnamed, said once. A file that is not a perf map (most lines
 // unreadable), not a regular file, or unreadable is refused for that process
 // with the reason, once; bad lines in a good file are counted and skipped.
 //
