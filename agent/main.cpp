@@ -240,9 +240,9 @@ int main(int argc, char** argv) {
     if (options.verbose)
       std::printf(
           "kiln-agent:   %zu processes tracked, %zu files, symbol caches of %zu files (%.1f MB), "
-          "%zu symbol table loads, %zu maps reads so far\n",
+          "%zu symbol table loads (%zu Go line tables read, %zu refused), %zu maps reads so far\n",
           processes.size(), executables.size(), symbolizer.files(), symbolizer.MemoryBytes() / 1e6,
-          symbolizer.table_loads(), processes.maps_reads());
+          symbolizer.table_loads(), symbolizer.go_tables(), symbolizer.go_tables_refused(), processes.maps_reads());
     std::fflush(stdout);
   };
 

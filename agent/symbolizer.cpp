@@ -37,6 +37,8 @@ void Symbolizer::LoadTable(const ExecutableEntry& executable, FileSymbols& fs) {
   if (absl::StatusOr<symbols::GoLineTable> go = symbols::ReadGoLineTable(executable.open_path); go.ok()) {
     fs.go = std::move(*go);
     ++go_tables_;
+  } else if (!absl::IsNotFound(go.status())) {
+    ++go_tables_refused_;  // damaged or from before Go 1.18: ELF symbols only
   }
 }
 

@@ -41,6 +41,7 @@ class Symbolizer {
   // Empty when disabled, unknown, or the file cannot be read.
   NativeName Lookup(const ExecutableEntry& executable, std::uint64_t elf_vaddr);
   std::size_t go_tables() const { return go_tables_; }
+  std::size_t go_tables_refused() const { return go_tables_refused_; }
   void Sweep();
   std::size_t files() const { return files_.size(); }
   std::size_t table_loads() const { return table_loads_; }
@@ -62,7 +63,8 @@ class Symbolizer {
   bool enabled_;
   std::unordered_map<const ExecutableFile*, FileSymbols> files_;
   std::size_t table_loads_ = 0;
-  std::size_t go_tables_ = 0;  // Go line tables read
+  std::size_t go_tables_ = 0;          // Go line tables read
+  std::size_t go_tables_refused_ = 0;  // damaged, or a Go before 1.18
   std::uint64_t sweeps_ = 0;
 };
 

@@ -487,9 +487,12 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
     table.stats.rows_from_debug_frame += *added;
   }
   // Go's line table, for Go code no CFI covers (all of it, once stripped).
+  // A damaged one refuses the file only when it was all there was: a cgo
+  // program's C code keeps its CFI.
+  const bool had_cfi = !spans.empty();
   auto go = AddGoSpans(elf, limits, spans);
-  if (!go) return R::Error(go.error());
-  table.stats.rows_from_go = *go;
+  if (!go && (!had_cfi || go.error() == limits.TooManyRows())) return R::Error(go.error());
+  table.stats.rows_from_go = go ? *go : 0;
   if (spans.empty())
     return R::Error(eh_problem.empty() ? "no call frame information" : eh_problem + ", no .debug_frame");
   // .eh_frame spans come first: the stable sort keeps them ahead of
