@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "file_id.h"
+#include "libelf_util.h"
 
 #ifdef KILN_HAVE_LZMA
 #include <lzma.h>
@@ -19,26 +20,6 @@ namespace {
 
 constexpr std::uint32_t kNoteGnuBuildId = 3;  // NT_GNU_BUILD_ID
 constexpr std::size_t kMaxDebugDataBytes = 256u << 20;
-
-void InitLibelf() {
-  static std::once_flag once;
-  std::call_once(once, [] { elf_version(EV_CURRENT); });
-}
-
-// Owns an Elf* so every early return releases it.
-class ElfHandle {
- public:
-  explicit ElfHandle(Elf* elf) : elf_(elf) {}
-  ~ElfHandle() {
-    if (elf_) elf_end(elf_);
-  }
-  ElfHandle(const ElfHandle&) = delete;
-  ElfHandle& operator=(const ElfHandle&) = delete;
-  Elf* get() const { return elf_; }
-
- private:
-  Elf* elf_;
-};
 
 std::string ElfError() { return elf_errmsg(-1); }
 
@@ -76,20 +57,6 @@ std::string BuildIdFromNotes(Elf_Data* data) {
   return {};
 }
 
-Elf_Scn* FindSection(Elf* elf, std::string_view name, GElf_Shdr* shdr_out) {
-  std::size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return nullptr;
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    GElf_Shdr shdr;
-    if (!gelf_getshdr(scn, &shdr)) continue;
-    const char* sname = elf_strptr(elf, shstrndx, shdr.sh_name);
-    if (sname && name == sname) {
-      if (shdr_out) *shdr_out = shdr;
-      return scn;
-    }
-  }
-  return nullptr;
-}
 
 // Adds the function symbols of every SHT_SYMTAB / SHT_DYNSYM section of `elf`
 // whose type is `section_type`. Returns how many were added.
@@ -147,18 +114,18 @@ bool XzDecode(const std::uint8_t* in, std::size_t in_size, std::vector<std::uint
 
 std::size_t AddDebugDataSymbols(Elf* elf, SymbolTable& table) {
 #ifdef KILN_HAVE_LZMA
-  Elf_Scn* scn = FindSection(elf, ".gnu_debugdata", nullptr);
-  if (!scn) return 0;
-  Elf_Data* data = elf_rawdata(scn, nullptr);
+  std::optional<ElfSection> section = FindElfSection(elf, ".gnu_debugdata");
+  if (!section) return 0;
+  Elf_Data* data = elf_rawdata(section->scn, nullptr);
   if (!data || !data->d_buf || data->d_size == 0) return 0;
   auto inner = std::make_shared<std::vector<std::uint8_t>>();
   if (!XzDecode(static_cast<const std::uint8_t*>(data->d_buf), data->d_size, *inner)) return 0;
-  auto mini = std::make_shared<ElfHandle>(elf_memory(reinterpret_cast<char*>(inner->data()), inner->size()));
-  if (!mini->get()) return 0;
+  std::shared_ptr<Elf> mini(elf_memory(reinterpret_cast<char*>(inner->data()), inner->size()), ElfCloser());
+  if (!mini) return 0;
   // Names point into the decompressed image: keep it (and its Elf) alive.
   table.KeepAlive(inner);
   table.KeepAlive(mini);
-  return AddFunctionSymbols(mini->get(), SHT_SYMTAB, table);
+  return AddFunctionSymbols(mini.get(), SHT_SYMTAB, table);
 #else
   (void)elf;
   (void)table;
@@ -184,7 +151,7 @@ std::string DebugFilePathForBuildId(std::string_view build_id) {
 
 Result<ElfInfo> ReadElfInfo(int fd) {
   InitLibelf();
-  ElfHandle elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+  ElfPtr elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
   if (!elf.get() || elf_kind(elf.get()) != ELF_K_ELF)
     return Result<ElfInfo>::Error("not an ELF file: " + ElfError());
   GElf_Ehdr ehdr;
@@ -205,8 +172,8 @@ Result<ElfInfo> ReadElfInfo(int fd) {
     }
   }
   if (info.gnu_build_id.empty()) {  // files without PT_NOTE still may have the section
-    if (Elf_Scn* scn = FindSection(elf.get(), ".note.gnu.build-id", nullptr)) {
-      if (Elf_Data* data = elf_getdata(scn, nullptr)) info.gnu_build_id = BuildIdFromNotes(data);
+    if (std::optional<ElfSection> notes = FindElfSection(elf.get(), ".note.gnu.build-id")) {
+      if (Elf_Data* data = elf_getdata(notes->scn, nullptr)) info.gnu_build_id = BuildIdFromNotes(data);
     }
   }
   return info;

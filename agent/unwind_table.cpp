@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "ingest/symbols/go_pclntab.h"
+#include "libelf_util.h"
 
 namespace kiln::agent {
 namespace {
@@ -23,17 +24,8 @@ constexpr int kRegFp = 6;   // rbp
 constexpr int kRegSp = 7;   // rsp
 constexpr int kRegPc = 16;  // return address column
 
-void InitLibelf() {
-  static std::once_flag once;
-  std::call_once(once, [] { elf_version(EV_CURRENT); });
-}
-
 std::string DwError() { return dwarf_errmsg(-1); }
 
-struct ElfCloser {
-  void operator()(Elf* e) const { elf_end(e); }
-};
-using ElfPtr = std::unique_ptr<Elf, ElfCloser>;
 struct DwarfCloser {
   void operator()(Dwarf* d) const { dwarf_end(d); }
 };
@@ -43,23 +35,6 @@ struct CfiCloser {
 };
 using CfiPtr = std::unique_ptr<Dwarf_CFI, CfiCloser>;
 
-struct Section {
-  Elf_Scn* scn = nullptr;
-  GElf_Shdr shdr{};
-};
-
-std::optional<Section> FindSection(Elf* elf, std::string_view name) {
-  std::size_t shstrndx = 0;
-  if (elf_getshdrstrndx(elf, &shstrndx) != 0) return std::nullopt;
-  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
-    Section s;
-    s.scn = scn;
-    if (!gelf_getshdr(scn, &s.shdr) || s.shdr.sh_type == SHT_NOBITS) continue;
-    const char* n = elf_strptr(elf, shstrndx, s.shdr.sh_name);
-    if (n && name == n) return s;
-  }
-  return std::nullopt;
-}
 
 // Reads one DW_EH_PE-encoded value from .eh_frame_hdr. Only the encodings
 // linkers write there (absolute or pc/data relative 4- and 8-byte values);
@@ -119,7 +94,7 @@ bool ReadEncoded(const std::uint8_t*& p, const std::uint8_t* end, std::uint8_t e
 // FDE start addresses from .eh_frame_hdr's binary search table, sorted.
 Result<std::vector<std::uint64_t>> EhFrameHdrStarts(Elf* elf) {
   using R = Result<std::vector<std::uint64_t>>;
-  auto hdr = FindSection(elf, ".eh_frame_hdr");
+  auto hdr = FindElfSection(elf, ".eh_frame_hdr");
   if (!hdr) return R::Error("no .eh_frame_hdr");
   Elf_Data* data = elf_getdata(hdr->scn, nullptr);
   if (!data || data->d_size < 4) return R::Error(".eh_frame_hdr is truncated");
@@ -154,7 +129,7 @@ Result<std::vector<std::uint64_t>> EhFrameHdrStarts(Elf* elf) {
 // FDE start addresses in .debug_frame (absolute, address-sized), sorted.
 std::vector<std::uint64_t> DebugFrameStarts(Elf* elf) {
   std::vector<std::uint64_t> starts;
-  auto sec = FindSection(elf, ".debug_frame");
+  auto sec = FindElfSection(elf, ".debug_frame");
   if (!sec) return starts;
   Elf_Data* data = elf_getdata(sec->scn, nullptr);
   const unsigned char* ident = reinterpret_cast<const unsigned char*>(elf_getident(elf, nullptr));
@@ -380,8 +355,8 @@ Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t
 // the outermost frames, as _start is in C.
 Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, std::vector<Span>& out) {
   using R = Result<std::size_t>;
-  auto pcln = FindSection(elf, ".gopclntab");
-  auto text = FindSection(elf, ".text");
+  auto pcln = FindElfSection(elf, ".gopclntab");
+  auto text = FindElfSection(elf, ".text");
   if (!pcln || !text) return std::size_t{0};
   Elf_Data* data = elf_rawdata(pcln->scn, nullptr);
   if (!data || !data->d_buf) return R::Error(".gopclntab cannot be read");
