@@ -1,6 +1,7 @@
 #include "ingest/symbols/go_pclntab.h"
 
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -14,7 +15,8 @@ constexpr uint32_t kGo118Magic = 0xfffffff0;
 constexpr uint32_t kGo120Magic = 0xfffffff1;
 // Offsets in the 1.18+ _func record: entryOff, nameOff, args, deferreturn,
 // pcsp, pcfile, pcln, npcdata, cuOffset, ...
-constexpr uint32_t kFuncNameOff = 4, kFuncPcfile = 20, kFuncPcln = 24, kFuncCuOffset = 32, kFuncMinSize = 36;
+constexpr uint32_t kFuncNameOff = 4, kFuncPcsp = 16, kFuncPcfile = 20, kFuncPcln = 24, kFuncCuOffset = 32,
+                   kFuncMinSize = 36;
 
 }  // namespace
 
@@ -98,6 +100,23 @@ int64_t GoLineTable::PcValue(uint32_t table_offset, uint64_t entry, uint64_t pc)
   return found;
 }
 
+bool GoLineTable::Record(uint32_t i, FuncRecord* out) const {
+  uint32_t func_off = 0;
+  if (i >= nfunc_ || !U32(functab_ + 8ull * i + 4, &func_off)) return false;
+  const uint64_t func = functab_ + func_off;
+  return func + kFuncMinSize <= data_.size() && U32(func + kFuncPcsp, &out->pcsp) &&
+         U32(func + kFuncPcfile, &out->pcfile) && U32(func + kFuncPcln, &out->pcln) &&
+         U32(func + kFuncCuOffset, &out->cu);
+}
+
+std::string_view GoLineTable::FileName(uint32_t cu, int64_t fileno) const {
+  uint32_t file_off = 0;
+  if (fileno < 0 || !U32(cu_ + 4 * (static_cast<uint64_t>(cu) + static_cast<uint64_t>(fileno)), &file_off) ||
+      file_off == UINT32_MAX)
+    return {};
+  return CString(file_, file_off);
+}
+
 std::optional<GoFrame> GoLineTable::Lookup(uint64_t address) const {
   if (nfunc_ == 0 || address < text_) return std::nullopt;
   const uint64_t off = address - text_;
@@ -115,53 +134,47 @@ std::optional<GoFrame> GoLineTable::Lookup(uint64_t address) const {
   }
   if (lo == 0) return std::nullopt;
   std::optional<GoFrame> f = Function(lo - 1);
+  FuncRecord r;
   if (!f || address >= f->end) return std::nullopt;
-  uint32_t func_off = 0, pcfile = 0, pcln = 0, cu = 0;
-  if (!U32(functab_ + 8ull * (lo - 1) + 4, &func_off)) return f;
-  const uint64_t func = functab_ + func_off;
-  if (func + kFuncMinSize > data_.size() || !U32(func + kFuncPcfile, &pcfile) || !U32(func + kFuncPcln, &pcln) ||
-      !U32(func + kFuncCuOffset, &cu))
-    return f;
-  const int64_t line = PcValue(pcln, f->entry, address);
+  if (!Record(lo - 1, &r)) return f;
+  const int64_t line = PcValue(r.pcln, f->entry, address);
   if (line > 0) f->line = line;
-  const int64_t fileno = PcValue(pcfile, f->entry, address);
-  uint32_t file_off = 0;
-  if (fileno >= 0 && U32(cu_ + 4 * (static_cast<uint64_t>(cu) + static_cast<uint64_t>(fileno)), &file_off) &&
-      file_off != UINT32_MAX)
-    f->file = std::string(CString(file_, file_off));
+  f->file = std::string(FileName(r.cu, PcValue(r.pcfile, f->entry, address)));
   return f;
 }
 
 bool GoLineTable::ForEachLine(uint32_t i,
                               const std::function<void(uint64_t, uint64_t, std::string_view, int64_t)>& f) const {
   std::optional<GoFrame> fn = Function(i);
-  uint32_t func_off = 0, pcfile = 0, pcln = 0, cu = 0;
-  if (!fn || !U32(functab_ + 8ull * i + 4, &func_off)) return false;
-  const uint64_t func = functab_ + func_off;
-  if (func + kFuncMinSize > data_.size() || !U32(func + kFuncPcfile, &pcfile) || !U32(func + kFuncPcln, &pcln) ||
-      !U32(func + kFuncCuOffset, &cu))
+  FuncRecord r;
+  if (!fn || !Record(i, &r)) return false;
+  // The file table once, then the line table against it: the file can
+  // change within a line's range (an inlined callee's file at the same line
+  // number), so a range is split where it does.
+  struct FileRange {
+    uint64_t start, end;
+    int64_t fileno;
+  };
+  std::vector<FileRange> files;
+  if (!WalkPcValue(r.pcfile, fn->entry, [&](uint64_t start, uint64_t end, int64_t fileno) {
+        files.push_back({start, std::min(end, fn->end), fileno});
+        return end < fn->end;
+      }))
     return false;
-  return WalkPcValue(pcln, fn->entry, [&](uint64_t start, uint64_t end, int64_t line) {
+  size_t next_file = 0;
+  return WalkPcValue(r.pcln, fn->entry, [&](uint64_t start, uint64_t end, int64_t line) {
     end = std::min(end, fn->end);
-    if (start >= end) return start < fn->end;
-    // The file can change within a line range (an inlined callee's file
-    // at the same line number is rare but possible): split there.
-    uint64_t at = start;
-    WalkPcValue(pcfile, fn->entry, [&](uint64_t fs, uint64_t fe, int64_t fileno) {
-      if (fe <= at) return true;
-      if (fs >= end) return false;
-      const uint64_t piece_end = std::min(fe, end);
-      uint32_t file_off = 0;
-      std::string_view file;
-      if (fileno >= 0 &&
-          U32(cu_ + 4 * (static_cast<uint64_t>(cu) + static_cast<uint64_t>(fileno)), &file_off) &&
-          file_off != UINT32_MAX)
-        file = CString(file_, file_off);
-      f(at, piece_end, file, line > 0 ? line : 0);
+    // Only where the file table says which file (it covers every pc of a
+    // sound table).
+    for (uint64_t at = start; at < end;) {
+      while (next_file < files.size() && files[next_file].end <= at) ++next_file;
+      if (next_file == files.size() || files[next_file].start >= end) break;
+      at = std::max(at, files[next_file].start);
+      const uint64_t piece_end = std::min(files[next_file].end, end);
+      f(at, piece_end, FileName(r.cu, files[next_file].fileno), line > 0 ? line : 0);
       at = piece_end;
-      return at < end;
-    });
-    return true;
+    }
+    return end < fn->end;
   });
 }
 

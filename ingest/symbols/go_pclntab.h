@@ -57,10 +57,9 @@ class GoLineTable {
   template <class F>
   bool ForEachSpDelta(uint32_t i, F f) const {
     std::optional<GoFrame> fn = Function(i);
-    uint32_t func_off = 0, pcsp = 0;
-    if (!fn || !U32(functab_ + 8ull * i + 4, &func_off) || !U32(functab_ + func_off + kFuncPcspOffset, &pcsp))
-      return false;
-    return WalkPcValue(pcsp, fn->entry, [&](uint64_t start, uint64_t end, int64_t value) {
+    FuncRecord r;
+    if (!fn || !Record(i, &r)) return false;
+    return WalkPcValue(r.pcsp, fn->entry, [&](uint64_t start, uint64_t end, int64_t value) {
       return f(start, std::min(end, fn->end), value);
     });
   }
@@ -69,7 +68,15 @@ class GoLineTable {
   GoLineTable() = default;
   bool U32(uint64_t offset, uint32_t* out) const;
   std::string_view CString(uint64_t table, uint64_t offset) const;
-  static constexpr uint32_t kFuncPcspOffset = 16;  // _func.pcsp
+  // The fields of the i-th function's _func record that name and unwind
+  // (offsets into the pc-value tables, its compilation unit); false when
+  // the record lies outside the table.
+  struct FuncRecord {
+    uint32_t pcsp = 0, pcfile = 0, pcln = 0, cu = 0;
+  };
+  bool Record(uint32_t i, FuncRecord* out) const;
+  // File `fileno` of compilation unit `cu`, "" when unknown.
+  std::string_view FileName(uint32_t cu, int64_t fileno) const;
   // Calls f(start, end, value) for each range of a pc-value table from
   // `entry` until f returns false or the table ends; false when damaged.
   template <class F>
