@@ -28,6 +28,9 @@ struct MapsEntry {
 
   // A mapping of a regular file (not anonymous, not [vdso] and friends).
   bool IsFile() const { return inode != 0 && !path.empty() && path[0] == '/'; }
+  // Executable anonymous memory: a JIT's code (V8, a JVM, Python's perf
+  // trampolines), named or not ("[anon:...]"); not [vdso] and friends.
+  bool IsAnonymousCode() const { return executable && (path.empty() || path.rfind("[anon", 0) == 0); }
 };
 
 // `source` names the input in error messages ("/proc/42/maps").

@@ -36,6 +36,16 @@ TEST_CASE("maps: parse the kernel's format") {
   CHECK((*maps)[4].deleted);
   CHECK((*maps)[5].path == "[vdso]");
   CHECK_FALSE((*maps)[5].IsFile());
+  CHECK_FALSE((*maps)[5].IsAnonymousCode());  // executable, but not a JIT's
+  CHECK_FALSE((*maps)[2].IsAnonymousCode());  // anonymous, but not executable
+  CHECK_FALSE(cat.IsAnonymousCode());
+  auto jit = ParseProcMaps("7f0000000000-7f0000010000 rwxp 00000000 00:00 0 \n"
+                           "7f0000010000-7f0000020000 r-xp 00000000 00:00 0   [anon:v8 code]\n",
+                           "jit");
+  REQUIRE(jit.ok());
+  REQUIRE(jit->size() == 2);
+  CHECK((*jit)[0].IsAnonymousCode());
+  CHECK((*jit)[1].IsAnonymousCode());
 
   CHECK(FindMapping(*maps, 0x55d0c8a02000) == &(*maps)[1]);
   CHECK(FindMapping(*maps, 0x55d0c8a06fff) == &(*maps)[1]);

@@ -206,10 +206,8 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
 }
 
 void SampleCollector::NameJitFrame(const ProcessInfo& process, std::uint64_t address, Frame* f) {
-  // Anonymous executable memory is a JIT's code (V8, a JVM, Python's perf
-  // trampolines); [vdso] and friends are not.
   const MapsEntry* e = FindMapping(process.maps, address);
-  if (!e || !e->executable || e->IsFile() || (!e->path.empty() && e->path.rfind("[anon", 0) != 0)) return;
+  if (!e || !e->IsAnonymousCode()) return;
   f->type = FrameType::kJit;
   ++stats_.jit_frames;
   if (!perf_maps_) return;

@@ -370,7 +370,7 @@ void UnwindLoader::LoadProcess(ProcessInfo& process) {
       key = exe.file->htlhash.empty() ? exe.open_path : exe.file->htlhash;
       table = TableFor(key, exe.file->path, exe.open_path, DebugFileFor(exe.file->gnu_build_id), nullptr, 0);
       value.bias = e.start - exe.elf.FileOffsetToVaddr(e.file_offset);
-    } else if (e.path.empty() || e.path.rfind("[anon", 0) == 0) {
+    } else if (e.IsAnonymousCode()) {
       value.flags = KILN_MAPPING_JIT;  // anonymous code: walked with frame pointers
     } else {
       continue;  // a file that cannot be opened, [vsyscall]
