@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -92,6 +93,20 @@ int ScopedChild::Stop(int signal) {
   const int code = WaitChild(pid_);
   pid_ = -1;
   return code;
+}
+
+std::string FindOnPath(const std::string& name) {
+  const char* env = std::getenv("PATH");
+  const std::string path = env != nullptr ? env : "/usr/bin:/bin";
+  for (size_t start = 0; start <= path.size();) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = path.substr(start, end - start);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
 }
 
 }  // namespace kiln::testing

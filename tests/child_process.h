@@ -40,6 +40,11 @@ pid_t SpawnChild(const std::vector<std::string>& argv, const ChildOutput& out = 
 // Waits for `pid`; returns its exit code, 128 + signal when killed, -1 on error.
 int WaitChild(pid_t pid);
 
+// Where execvp would find `name` on PATH (an empty entry is the current
+// directory; no PATH means /usr/bin:/bin), or "" when it is not there:
+// what a test checks before it runs a tool (go, Xvfb, dbus-daemon).
+std::string FindOnPath(const std::string& name);
+
 // SIGKILL and wait; for destructors. Does nothing for pid <= 0.
 void KillChild(pid_t pid);
 

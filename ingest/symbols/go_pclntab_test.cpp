@@ -32,15 +32,6 @@ using kiln::symbols::GoLineTable;
 
 namespace {
 
-std::string FindOnPath(const std::string& name) {
-  std::stringstream dirs(std::getenv("PATH") != nullptr ? std::getenv("PATH") : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
@@ -53,7 +44,7 @@ struct GoBuild {
   kiln::testing::TempDir dir{"kiln-go-pclntab"};
   std::string go, stripped, plain;
   GoBuild() {
-    go = FindOnPath("go");
+    go = kiln::testing::FindOnPath("go");
     if (go.empty()) {
       std::cerr << "go not found on PATH (Debian package golang-go); skipping (exit 77)\n";
       std::exit(77);

@@ -70,8 +70,7 @@ if role == 'sleeper' or role == 'wake':
 }  // namespace
 
 int main() {
-  if (geteuid() != 0) return Skip("needs root (BPF programs and perf events)");
-  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return Skip("kernel has no BTF");
+  if (int rc = AgentPrerequisites(); rc != 0) return rc;
   if (access("/usr/bin/python3.11", X_OK) != 0) return Skip("python3.11 is not installed");
   const std::string dir = MakeTempDir("kiln-agent-busy-");
   std::printf("kiln-agent busy host e2e: work dir %s\n", dir.c_str());
@@ -183,11 +182,5 @@ int main() {
   Check(out.find("files refused: 1 larger than all of unwind_rows (raise -unwind-table-rows)") != std::string::npos,
         "libLLVM is refused in the default report, with the reason");
 
-  if (g_failures == 0) {
-    std::printf("PASS\n");
-    std::filesystem::remove_all(dir);
-    return 0;
-  }
-  std::printf("FAIL (%d failed checks); files kept in %s\n", g_failures, dir.c_str());
-  return 1;
+  return Verdict(dir);
 }

@@ -75,8 +75,7 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--kiln") kiln_path = argv[i + 1];
   const bool use_kiln = !kiln_path.empty();
   if (use_kiln && access(kiln_path.c_str(), X_OK) != 0) return Skip(kiln_path + " is not built");
-  if (geteuid() != 0) return Skip("needs root (BPF programs and perf events)");
-  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return Skip("kernel has no BTF");
+  if (int rc = AgentPrerequisites(); rc != 0) return rc;
   const std::string dir = MakeTempDir("kiln-agent-e2e-");
   std::printf("kiln-agent e2e: work dir %s, receiver: %s\n", dir.c_str(),
               use_kiln ? kiln_path.c_str() : "test receiver");
@@ -288,11 +287,5 @@ int main(int argc, char** argv) {
         "exited process still reported (" + std::to_string(short_events) + " events)");
   Check(short_chain, "exited process has its user frames (main;short_leaf)");
 
-  if (g_failures == 0) {
-    std::printf("PASS\n");
-    std::filesystem::remove_all(dir);  // perf.data and logs are only worth keeping on failure
-    return 0;
-  }
-  std::printf("FAIL (%d failed checks); files kept in %s\n", g_failures, dir.c_str());
-  return 1;
+  return Verdict(dir);  // perf.data and logs are only worth keeping on failure
 }

@@ -138,8 +138,7 @@ std::string Percent(double share) {
 }  // namespace
 
 int main() {
-  if (geteuid() != 0) return Skip("needs root (BPF programs and perf events)");
-  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return Skip("kernel has no BTF");
+  if (int rc = AgentPrerequisites(); rc != 0) return rc;
   if (access("/usr/bin/perf", X_OK) != 0) return Skip("perf (linux-perf) is the oracle and is not installed");
   if (access("/usr/bin/node", X_OK) != 0) return Skip("node (nodejs) is not installed");
   const std::string dir = MakeTempDir("kiln-agent-jit-");
@@ -300,11 +299,5 @@ int main() {
     Check(in_leaf > 200 && share >= 0.9, "stripped Go frames are named from .gopclntab, the whole chain in order");
   }
 
-  if (g_failures == 0) {
-    std::printf("PASS\n");
-    std::filesystem::remove_all(dir);
-    return 0;
-  }
-  std::printf("FAIL (%d failed checks); files kept in %s\n", g_failures, dir.c_str());
-  return 1;
+  return Verdict(dir);
 }

@@ -129,8 +129,7 @@ std::string RecordWithPerf(pid_t pid, double seconds, const std::string& dir, co
 }  // namespace
 
 int main() {
-  if (geteuid() != 0) return Skip("needs root (BPF programs and perf events)");
-  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return Skip("kernel has no BTF");
+  if (int rc = AgentPrerequisites(); rc != 0) return rc;
   if (access("/usr/bin/perf", X_OK) != 0) return Skip("perf (linux-perf) is the oracle and is not installed");
   const std::string dir = MakeTempDir("kiln-agent-unwind-");
   std::printf("kiln-agent unwind e2e: work dir %s\n", dir.c_str());
@@ -404,11 +403,5 @@ int main() {
     Check(total > 0 && with_kernel * 10 >= total * 9, "off-CPU stacks start in the kernel's schedule()");
   }
 
-  if (g_failures == 0) {
-    std::printf("PASS\n");
-    std::filesystem::remove_all(dir);
-    return 0;
-  }
-  std::printf("FAIL (%d failed checks); files kept in %s\n", g_failures, dir.c_str());
-  return 1;
+  return Verdict(dir);
 }

@@ -1,10 +1,12 @@
 #include "e2e_checks.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <vector>
 
@@ -22,6 +24,22 @@ void Check(bool ok, const std::string& what) {
 int Skip(const std::string& why) {
   std::printf("SKIP: %s\n", why.c_str());
   return 77;
+}
+
+int AgentPrerequisites() {
+  if (geteuid() != 0) return Skip("needs root (BPF programs and perf events)");
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) return Skip("kernel has no BTF");
+  return 0;
+}
+
+int Verdict(const std::string& dir) {
+  if (g_failures == 0) {
+    std::printf("PASS\n");
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
+  std::printf("FAIL (%d failed checks); files kept in %s\n", g_failures, dir.c_str());
+  return 1;
 }
 
 int AwaitAgentStart(int agent, const std::string& out_path, const std::string& err_path) {

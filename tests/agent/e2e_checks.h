@@ -16,6 +16,14 @@ void Check(bool ok, const std::string& what);
 // Prints "SKIP: why" and returns 77 (ctest's skip code).
 int Skip(const std::string& why);
 
+// 0 when this host can run kiln-agent (root, the kernel's BTF), else
+// Skip's 77 saying what is missing.
+int AgentPrerequisites();
+
+// The end of an agent test: "PASS" and `dir` removed, or "FAIL (N failed
+// checks)" and `dir` kept for a look; the test's exit code.
+int Verdict(const std::string& dir);
+
 // Waits for kiln-agent (`agent`, its stdout in `out_path`, stderr in
 // `err_path`) to say it samples: 0 when it does. Otherwise it is killed and
 // the test's exit code comes back: 77 (skipped, saying why) when this host

@@ -26,19 +26,7 @@ namespace kiln::testing {
 
 inline constexpr int kSkip = 77;
 
-inline bool OnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= p.size()) {
-    const size_t end = p.find(':', start);
-    const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!dir.empty() && access((dir + "/" + name).c_str(), X_OK) == 0) return true;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return false;
-}
+inline bool OnPath(const std::string& name) { return !FindOnPath(name).empty(); }
 
 // Xvfb started by this test (killed at exit), or an existing display.
 class TestDisplay {

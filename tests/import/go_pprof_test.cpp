@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "ingest/capture/capture_commands.h"
+#include "tests/child_process.h"
 #include "tests/import/corpus_files.h"
 
 namespace kiln::capture {
@@ -36,17 +37,6 @@ using testing::ReadAll;
 std::string Corpus() { return testing::CorpusDir(); }
 
 using testing::TempDir;
-
-std::string FindOnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
 
 // Runs argv, returns its exit code; stdout into *out, stderr into *err.
 int Run(const std::vector<std::string>& argv, std::string* out, std::string* err) {
@@ -214,7 +204,7 @@ std::map<std::string, int64_t> NamedOnly(const std::map<std::string, int64_t>& s
 class GoPprof {
  public:
   GoPprof() {
-    go_ = FindOnPath("go");
+    go_ = kiln::testing::FindOnPath("go");
     if (go_.empty()) {
       std::cerr << "go not found on PATH (Debian package golang-go); skipping (exit 77)\n";
       std::exit(77);
