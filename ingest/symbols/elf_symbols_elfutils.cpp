@@ -217,7 +217,24 @@ class DwarfReader {
     if (dwarf_getsrclines(cudie, &lines, &n) != 0) return;
     // libdw returns the rows sorted by address (stable, an end of sequence
     // before a row at the same address). Rows of one sequence stay together
-    // once sequences outside the code sections are dropped.
+    // once sequences outside the code sections are dropped, with one
+    // exception: GCC may end a sequence with a repeat of its last row at
+    // the end address (no code), and that repeat arrives after the end, as
+    // if it started the next sequence, which then covered every address up
+    // to its real first row and hid other units' rows there (an ASan build
+    // of a test: basic_string.h:286 over hundreds of bytes). Such a row is
+    // dropped when it is outside this unit's code; inside it, it is the
+    // start of the unit's next function, whose line may well be the same
+    // (two instances of one template: doctest.h:1078 and 1078).
+    DwarfTableWriter::Ranges unit_code;
+    Ranges(cudie, &unit_code);
+    auto in_unit = [&](Dwarf_Addr a) {
+      return std::any_of(unit_code.begin(), unit_code.end(),
+                         [a](const auto& r) { return a >= r.first && a < r.second; });
+    };
+    bool after_end = false;
+    Dwarf_Addr last_end = 0;
+    std::optional<std::pair<uint32_t, int>> last_row;  // file, line
     for (size_t i = 0; i < n; ++i) {
       Dwarf_Line* line = dwarf_onesrcline(lines, i);
       Dwarf_Addr addr = 0;
@@ -225,12 +242,19 @@ class DwarfReader {
       if (!line || dwarf_lineaddr(line, &addr) != 0 || dwarf_lineendsequence(line, &end) != 0) continue;
       if (end) {
         writer_.EndSequence(addr);
+        after_end = true;
+        last_end = addr;
         continue;
       }
       if (!writer_.InCode(addr)) continue;
       int lineno = 0;
       dwarf_lineno(line, &lineno);
-      writer_.LineRow(addr, FileId(dwarf_linesrc(line, nullptr, nullptr)), lineno);
+      std::pair<uint32_t, int> row{FileId(dwarf_linesrc(line, nullptr, nullptr)), lineno};
+      bool repeat = after_end && addr == last_end && row == last_row && !in_unit(addr);
+      after_end = false;
+      if (repeat) continue;
+      last_row = row;
+      writer_.LineRow(addr, row.first, row.second);
     }
     writer_.EndLineTable();
   }

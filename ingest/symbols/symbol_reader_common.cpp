@@ -127,16 +127,6 @@ bool DwarfTableWriter::StartUnit(uint64_t unit_offset) {
 }
 
 void DwarfTableWriter::LineRow(uint64_t address, uint32_t file, int64_t line) {
-  // GCC may end a sequence with a repeat of its last row at the end address
-  // (no code). libdw sorts rows by address with an end before a row at the
-  // same address, so that repeat arrives after the end, as if it started
-  // the next sequence, which then covered every address up to its real
-  // first row and hid other units' rows there (an ASan build of a test:
-  // basic_string.h:286 over hundreds of bytes). A first row equal to the
-  // last sequence's last row, at its end, is that repeat: skipped.
-  if (!in_sequence_ && last_row_ && address == last_end_ && file == last_row_->file &&
-      line == last_row_->line)
-    return;
   // binutils keeps the last of several rows at one address (PR ld/4986).
   if (in_sequence_ && !sequence_.empty() && address == sequence_.back().address) {
     sequence_.back() = {address, file, line};
@@ -153,8 +143,6 @@ void DwarfTableWriter::EndSequence(uint64_t address) {
       sequence_.clear();
     } else {
       unit_sequences_.Add(start, address);
-      last_row_ = sequence_.back();
-      last_end_ = address;
       FlushSequence();
       builder_.EndLineSequence(address);
     }
@@ -165,7 +153,6 @@ void DwarfTableWriter::EndSequence(uint64_t address) {
 void DwarfTableWriter::EndLineTable() {
   FlushSequence();
   in_sequence_ = false;
-  last_row_.reset();
 }
 
 void DwarfTableWriter::FlushSequence() {

@@ -163,10 +163,6 @@ class DwarfTableWriter {
   std::unordered_map<const char*, uint32_t> name_ids_;
   std::vector<Row> sequence_;  // the rows of the sequence being read
   bool in_sequence_ = false;
-  // The last sequence's end and last row, to spot its row at the end
-  // address (see LineRow).
-  uint64_t last_end_ = 0;
-  std::optional<Row> last_row_;
   // What earlier units and this one described (see the class comment).
   AddressRanges earlier_functions_, unit_functions_;
   AddressRanges earlier_sequences_, unit_sequences_;
