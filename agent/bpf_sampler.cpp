@@ -123,6 +123,8 @@ Result<std::unique_ptr<BpfSampler>> BpfSampler::Start(int samples_per_second, Re
   bpf_map__set_max_entries(s->skel_->maps.unwind_files, sizes.files);
   bpf_map__set_max_entries(s->skel_->maps.proc_mappings, sizes.mapping_entries);
   bpf_map__set_max_entries(s->skel_->maps.proc_state, sizes.processes);
+  bpf_map__set_max_entries(s->skel_->maps.py_procs, sizes.python_processes);
+  bpf_map__set_max_entries(s->skel_->maps.py_threads, sizes.python_threads);
   s->off_cpu_ = off_cpu_threshold > 0;
   s->skel_->rodata->off_cpu_threshold =
       off_cpu_threshold >= 1.0 ? (1ULL << 32) : static_cast<__u64>(off_cpu_threshold * 4294967296.0);
@@ -222,11 +224,22 @@ UnwindMapFds BpfSampler::unwind_maps() const {
   return fds;
 }
 
+PythonMapFds BpfSampler::python_maps() const {
+  PythonMapFds fds;
+  fds.procs = bpf_map__fd(skel_->maps.py_procs);
+  fds.threads = bpf_map__fd(skel_->maps.py_threads);
+  return fds;
+}
+
 WalkStats BpfSampler::walk_stats() const {
   WalkStats w;
   for (auto& v : skel_->bss->walk_ends) w.ends.push_back(__atomic_load_n(&v, __ATOMIC_RELAXED));
   w.cfi_frames = __atomic_load_n(&skel_->bss->cfi_frames, __ATOMIC_RELAXED);
   w.fp_frames = __atomic_load_n(&skel_->bss->fp_frames, __ATOMIC_RELAXED);
+  w.py_frames = __atomic_load_n(&skel_->bss->py_frames, __ATOMIC_RELAXED);
+  w.py_thread_unknown = __atomic_load_n(&skel_->bss->py_thread_unknown, __ATOMIC_RELAXED);
+  w.py_thread_stale = __atomic_load_n(&skel_->bss->py_thread_stale, __ATOMIC_RELAXED);
+  w.py_read_failed = __atomic_load_n(&skel_->bss->py_read_failed, __ATOMIC_RELAXED);
   return w;
 }
 
@@ -237,6 +250,8 @@ std::size_t BpfSampler::map_memory_bytes() const {
          std::size_t{sizes_.files} * sizeof(kiln_unwind_file) +
          std::size_t{sizes_.mapping_entries} * (sizeof(kiln_mapping_key) + sizeof(kiln_unwind_mapping) + 48) +
          std::size_t{sizes_.processes} * (8 + 64) +
+         std::size_t{sizes_.python_processes} * (4 + sizeof(kiln_py_proc) + 64) +
+         std::size_t{sizes_.python_threads} * (4 + 8 + 64) +
          cpus_.size() * sizeof(kiln_sample_event) * 2;
 }
 

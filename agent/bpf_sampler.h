@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "result.h"
+#include "python_tracker.h"
 #include "unwind_loader.h"
 
 struct sampler_bpf;
@@ -37,12 +38,18 @@ struct UnwindMapSizes {
   std::uint32_t files = 8192;             // distinct executables and libraries
   std::uint32_t mapping_entries = 1u << 18;
   std::uint32_t processes = 32768;
+  std::uint32_t python_processes = 4096;  // CPython processes whose frames are read
+  std::uint32_t python_threads = 65536;   // their threads
 };
 
 struct WalkStats {
   std::vector<std::uint64_t> ends;  // by enum kiln_walk_end
   std::uint64_t cfi_frames = 0;
   std::uint64_t fp_frames = 0;
+  std::uint64_t py_frames = 0;          // Python frames recorded
+  std::uint64_t py_thread_unknown = 0;  // eval loop met, thread state not known (yet)
+  std::uint64_t py_thread_stale = 0;    // the thread state known was another thread's
+  std::uint64_t py_read_failed = 0;     // a thread state or frame could not be read
 };
 
 class BpfSampler {
@@ -74,6 +81,7 @@ class BpfSampler {
   std::uint64_t off_cpu_dropped() const;   // lost: table or ring buffer full
   std::size_t ring_buffer_bytes() const { return ring_bytes_; }
   UnwindMapFds unwind_maps() const;
+  PythonMapFds python_maps() const;
   WalkStats walk_stats() const;
   // Kernel memory of the maps as sized (upper bounds for the trie and hash).
   std::size_t map_memory_bytes() const;

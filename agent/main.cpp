@@ -28,6 +28,7 @@
 #include "otlp_builder.h"
 #include "process_tracker.h"
 #include "perf_map.h"
+#include "python_tracker.h"
 #include "sample_collector.h"
 #include "kiln_version.h"
 #include "symbolizer.h"
@@ -132,6 +133,8 @@ int main(int argc, char** argv) {
   std::unique_ptr<BpfSampler> sampler = std::move(started).value();
   UnwindLoader unwinder(processes, sampler->unwind_maps());
   collector.SetUnwindLoader(&unwinder);
+  PythonTracker python(processes, sampler->python_maps());
+  collector.SetPythonTracker(&python);
 
   OtlpExporter exporter({.target = options.collection_agent,
                          .disable_tls = options.disable_tls,
@@ -223,6 +226,29 @@ int main(int argc, char** argv) {
         for (int r = 0; r < KILN_WALK_END_COUNT; ++r) std::printf(" %s %.1f%%", kEndNames[r], end_share(r));
         std::printf("\n");
         for (const auto& [why, count] : us.refused) std::printf("kiln-agent:   refused %zu: %s\n", count, why.c_str());
+      }
+    }
+    {
+      // Python: what was read, and what could not be, by reason (once a
+      // report, while it lasts: a refused interpreter keeps native frames).
+      const PythonStats& py = python.stats();
+      WalkStats ws = sampler->walk_stats();
+      if (ws.py_frames > 0 || !py.versions.empty() || !py.refused.empty()) {
+        std::string versions;
+        for (const auto& [v, n] : py.versions)
+          versions += (versions.empty() ? "" : ", ") + v + " x" + std::to_string(n);
+        std::printf("kiln-agent:   Python: %zu processes (%s), %zu threads; %llu frames recorded, %llu named, "
+                    "%llu code objects unreadable; walks without Python frames: %llu thread state not known "
+                    "(%llu stale), %llu reads failed\n",
+                    py.processes, versions.empty() ? "none" : versions.c_str(), py.threads,
+                    static_cast<unsigned long long>(ws.py_frames), static_cast<unsigned long long>(py.frames_named),
+                    static_cast<unsigned long long>(py.frames_unreadable),
+                    static_cast<unsigned long long>(ws.py_thread_unknown + ws.py_thread_stale),
+                    static_cast<unsigned long long>(ws.py_thread_stale),
+                    static_cast<unsigned long long>(ws.py_read_failed));
+        for (const std::string& notice : python.TakeNotices()) std::printf("kiln-agent:   Python: %s\n", notice.c_str());
+        for (const auto& [why, n] : py.refused)
+          std::printf("kiln-agent:   Python not read in %zu process loads: %s\n", n, why.c_str());
       }
     }
     {

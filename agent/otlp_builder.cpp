@@ -94,7 +94,8 @@ class DictionaryBuilder {
     std::int32_t mapping = MappingIndex(frame.mapping);
     // A JIT address is named by the perf map of its process; the same
     // address in another process (or after its code was freed) is other code.
-    auto key = std::make_tuple(mapping, frame.address, frame.function + '\n' + frame.file, frame.type);
+    // A Python frame's address is its code object: each line is a location.
+    auto key = std::make_tuple(mapping, frame.address, frame.function + '\n' + frame.file, frame.type, frame.line);
     auto it = locations_.find(key);
     if (it != locations_.end()) return it->second;
     auto index = static_cast<std::int32_t>(dict_->location_table_size());
@@ -127,7 +128,7 @@ class DictionaryBuilder {
   std::map<std::tuple<std::int32_t, std::string, std::int64_t, bool>, std::int32_t> attributes_;
   std::unordered_map<const Mapping*, std::int32_t> mappings_;
   std::map<std::pair<std::int32_t, std::int32_t>, std::int32_t> functions_;
-  std::map<std::tuple<std::int32_t, std::uint64_t, std::string, FrameType>, std::int32_t> locations_;
+  std::map<std::tuple<std::int32_t, std::uint64_t, std::string, FrameType, std::int64_t>, std::int32_t> locations_;
   std::map<std::vector<std::int32_t>, std::int32_t> stacks_;
 };
 

@@ -165,6 +165,37 @@ TEST_CASE("otlp builder: JIT frames carry their runtime, source file and line") 
   CHECK(below.lines_size() == 0);
 }
 
+TEST_CASE("otlp builder: Python frames of one code object at two lines are two locations, typed cpython") {
+  ProfileBatch b;
+  b.start_unix_ns = 1;
+  b.end_unix_ns = 2;
+  ProcessProfile p;
+  p.pid = 7;
+  p.executable_name = "python3.11";
+  // middle -> middle (recursion: one code object, the caller at its call
+  // line, the callee at another).
+  Frame callee{FrameType::kPython, 0x7f0000003000, nullptr, "middle"};
+  callee.file = "/srv/chain.py";
+  callee.line = 17;
+  Frame caller = callee;
+  caller.line = 18;
+  p.stacks.push_back(Stack{{callee, caller}});
+  p.samples.push_back(SampleGroup{0, 7, 0, "python3.11", {1}});
+  b.processes.push_back(std::move(p));
+  ExportRequest r = BuildExportRequest(b);
+  CHECK(kiln::agent::testing::CheckExportRequest(r).empty());
+  const auto& d = r.dictionary();
+  const auto& stack = d.stack_table(r.resource_profiles(0).scope_profiles(0).profiles(0).samples(0).stack_index());
+  REQUIRE(stack.location_indices_size() == 2);
+  CHECK(stack.location_indices(0) != stack.location_indices(1));
+  const auto& leaf = d.location_table(stack.location_indices(0));
+  const auto& below = d.location_table(stack.location_indices(1));
+  CHECK(d.attribute_table(leaf.attribute_indices(0)).value().string_value() == "cpython");
+  CHECK(leaf.lines(0).line() == 17);
+  CHECK(below.lines(0).line() == 18);
+  CHECK(leaf.lines(0).function_index() == below.lines(0).function_index());
+}
+
 TEST_CASE("otlp builder: an empty batch is a valid empty request") {
   ExportRequest r = BuildExportRequest(ProfileBatch{});
   CHECK(r.resource_profiles_size() == 0);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "bpf/python_abi.h"
 #include "bpf/sampler_event.h"
 
 namespace kiln::agent {
@@ -113,6 +114,7 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
       ++stats_.exec_events;
       processes_.OnExec(header.pid);
       if (unwinder_) unwinder_->ForgetProcess(header.pid);
+      if (python_) python_->ForgetProcess(header.pid);
       if (perf_maps_) perf_maps_->Forget(header.pid);
       // Samples after the exec belong to a new program: close the old
       // program's profile so it keeps its own executable name.
@@ -125,6 +127,7 @@ void SampleCollector::OnRecord(const void* data, std::size_t size) {
       ++stats_.exit_events;
       processes_.OnExit(header.pid);
       if (unwinder_) unwinder_->ForgetProcess(header.pid);
+      if (python_) python_->ForgetProcess(header.pid);
       if (perf_maps_) perf_maps_->Forget(header.pid);
       // Its threads will not run again: nothing to pair their stacks with.
       for (auto it = pending_off_cpu_.begin(); it != pending_off_cpu_.end();) {
@@ -177,6 +180,7 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
     // process it does not know yet, so stop here at the first return
     // address outside every executable mapping.
     for (std::size_t i = 1; i < user_frames; ++i) {
+      if (ev.frames[ev.kernel_frames + i] & KILN_PY_FRAME_BIT) continue;
       const MapsEntry* e = FindMapping(process.maps, ev.frames[ev.kernel_frames + i] - 1);
       if (!e || !e->executable) {
         stats_.junk_frames_dropped += user_frames - i;
@@ -186,9 +190,15 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
     }
   }
   for (std::size_t i = 0; i < user_frames; ++i) {
+    std::uint64_t raw = ev.frames[ev.kernel_frames + i];
+    if (raw & KILN_PY_FRAME_BIT) {
+      // A Python frame the walker recorded in place of the eval loop's.
+      stack.frames.push_back(python_ ? python_->NameFrame(process.pid, raw) : Frame{FrameType::kPython});
+      continue;
+    }
     Frame f;
     f.type = FrameType::kNative;
-    std::uint64_t address = CallSite(ev.frames[ev.kernel_frames + i], i);
+    std::uint64_t address = CallSite(raw, i);
     UserAddress resolved = processes_.ResolveUserAddress(process, address);
     f.address = resolved.elf_vaddr;
     f.mapping = resolved.mapping;
@@ -287,10 +297,17 @@ void SampleCollector::LoadForUnwinding(const kiln_sample_event& ev, ProcessInfo&
   // The BPF walker asks once per process (and again after an exec); a
   // library mapped later shows as a pc in no known mapping.
   if (!unwinder_->IsLoaded(ev.header.pid)) {
-    if (ev.flags & KILN_SAMPLE_FLAG_PROCESS_UNKNOWN) unwinder_->LoadProcess(process);
-  } else {
-    if ((ev.flags & KILN_SAMPLE_FLAG_NEW_MAPPING) && processes_.RereadMapsIfDue(process))
+    if (ev.flags & KILN_SAMPLE_FLAG_PROCESS_UNKNOWN) {
       unwinder_->LoadProcess(process);
+      if (python_) python_->LoadProcess(process);
+    }
+  } else {
+    if ((ev.flags & KILN_SAMPLE_FLAG_NEW_MAPPING) && processes_.RereadMapsIfDue(process)) {
+      unwinder_->LoadProcess(process);
+      // libpython may be dlopen'ed (an embedding program).
+      if (python_) python_->LoadProcess(process);
+    }
+    if (python_ && (ev.flags & KILN_SAMPLE_FLAG_PY_THREAD_UNKNOWN)) python_->ThreadUnknown(process);
     // Rows go to what is being sampled: a table evicted while its process
     // was idle is built again now.
     unwinder_->NoteSampled(process, (ev.flags & KILN_SAMPLE_FLAG_TABLE_MISSING) != 0);

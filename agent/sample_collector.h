@@ -17,6 +17,7 @@
 #include "kernel_symbols.h"
 #include "perf_map.h"
 #include "process_tracker.h"
+#include "python_tracker.h"
 #include "profile_batch.h"
 #include "symbolizer.h"
 #include "unwind_loader.h"
@@ -49,6 +50,8 @@ class SampleCollector {
   void SetUnwindLoader(UnwindLoader* loader) { unwinder_ = loader; }
   // Names JIT frames from perf maps; optional.
   void SetPerfMaps(PerfMaps* maps) { perf_maps_ = maps; }
+  // Reads CPython processes' frames (with the unwind loader); optional.
+  void SetPythonTracker(PythonTracker* python) { python_ = python; }
 
   // One ring buffer record (any kind); malformed ones are counted, not fatal.
   void OnRecord(const void* data, std::size_t size);
@@ -112,6 +115,7 @@ class SampleCollector {
   ProcessTracker& processes_;
   UnwindLoader* unwinder_ = nullptr;
   PerfMaps* perf_maps_ = nullptr;
+  PythonTracker* python_ = nullptr;
   Symbolizer& symbolizer_;
   const KernelSymbols& kernel_;
   int samples_per_second_;

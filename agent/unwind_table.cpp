@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -501,6 +502,73 @@ Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t si
   ElfPtr elf{elf_memory(static_cast<char*>(const_cast<void*>(image)), size)};
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return R::Error(std::string("not ELF: ") + elf_errmsg(-1));
   return BuildFromElf(elf.get(), nullptr, limits);
+}
+
+// Where the split-off cold part of the function at [start, start + size)
+// is, when no symbol names it: the hot part jumps into it (jcc rel32, jmp
+// rel32), and it has an FDE of its own. The FDE outside the function that
+// the most jump targets land in is taken, if it gets at least kMinColdHits
+// of them (a byte scan also finds operands that only look like jumps; their
+// targets scatter).
+std::optional<std::pair<std::uint64_t, std::uint64_t>> FindSplitColdPart(int fd, std::uint64_t start,
+                                                                         std::uint64_t size) {
+  constexpr int kMinColdHits = 8;
+  constexpr std::uint64_t kMaxHotBytes = 1 << 20;
+  if (size == 0 || size > kMaxHotBytes) return std::nullopt;
+  InitLibelf();
+  ElfPtr elf{elf_begin(fd, ELF_C_READ_MMAP, nullptr)};
+  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return std::nullopt;
+  const std::uint8_t* code = nullptr;
+  for (Elf_Scn* scn = elf_nextscn(elf.get(), nullptr); scn && !code; scn = elf_nextscn(elf.get(), scn)) {
+    GElf_Shdr shdr;
+    if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS || !(shdr.sh_flags & SHF_EXECINSTR)) continue;
+    if (start < shdr.sh_addr || start + size > shdr.sh_addr + shdr.sh_size) continue;
+    Elf_Data* data = elf_getdata(scn, nullptr);
+    if (data && data->d_buf && data->d_size == shdr.sh_size)
+      code = static_cast<const std::uint8_t*>(data->d_buf) + (start - shdr.sh_addr);
+  }
+  auto starts = EhFrameHdrStarts(elf.get());
+  CfiPtr cfi{code && starts ? dwarf_getcfi_elf(elf.get()) : nullptr};
+  if (!cfi || starts->empty()) return std::nullopt;
+  std::map<std::size_t, int> hits;  // FDE (index in starts) -> jump targets in it
+  for (std::uint64_t i = 0; i + 5 <= size; ++i) {
+    std::int32_t rel = 0;
+    std::uint64_t next = 0;
+    if (code[i] == 0x0f && (code[i + 1] & 0xf0) == 0x80 && i + 6 <= size) {
+      std::memcpy(&rel, code + i + 2, 4);
+      next = start + i + 6;
+    } else if (code[i] == 0xe9) {
+      std::memcpy(&rel, code + i + 1, 4);
+      next = start + i + 5;
+    } else {
+      continue;
+    }
+    std::uint64_t target = next + static_cast<std::int64_t>(rel);
+    if (target >= start && target < start + size) continue;
+    auto it = std::upper_bound(starts->begin(), starts->end(), target);
+    if (it == starts->begin()) continue;
+    ++hits[static_cast<std::size_t>(std::prev(it) - starts->begin())];
+  }
+  std::size_t best = 0;
+  int most = 0;
+  for (const auto& [fde, n] : hits)
+    if (n > most) best = fde, most = n;
+  if (most < kMinColdHits) return std::nullopt;
+  // The FDE's end: where its rows stop (or the next FDE starts).
+  std::uint64_t from = (*starts)[best], to = from;
+  std::uint64_t stop = best + 1 < starts->size() ? (*starts)[best + 1] : UINT64_MAX;
+  for (int guard = 0; guard < (1 << 20) && to < stop; ++guard) {
+    Dwarf_Frame* frame = nullptr;
+    if (dwarf_cfi_addrframe(cfi.get(), to, &frame) != 0) break;
+    Dwarf_Addr row_start = 0, row_end = 0;
+    bool signal = false;
+    dwarf_frame_info(frame, &row_start, &row_end, &signal);
+    std::free(frame);
+    if (row_end <= to) break;
+    to = std::min<std::uint64_t>(row_end, stop);
+  }
+  if (to <= from || (from < start + size && to > start)) return std::nullopt;
+  return std::make_pair(from, to - from);
 }
 
 std::string FormatUnwindRow(const kiln_unwind_row& row) {

@@ -14,6 +14,8 @@
 // Pure: file descriptors in, rows out; no process, no BPF. Thread-safe.
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -56,6 +58,13 @@ struct UnwindTableLimits {
 // debug file, whose .debug_frame fills what .eh_frame does not cover.
 // Errors name what was wrong with the file.
 Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd = -1, UnwindTableLimits limits = {});
+
+// The split-off cold part ("f.cold") of the function at [start, start +
+// size) of the ELF file `fd`, found without symbols (stripped binaries keep
+// no .symtab): the FDE most of the function's jumps out of itself land in.
+// (start, size), or nullopt when no FDE stands out.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> FindSplitColdPart(int fd, std::uint64_t start,
+                                                                         std::uint64_t size);
 
 // The same from an ELF image in memory (the vDSO).
 Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size,

@@ -19,6 +19,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_tracing.h>
 
+#include "python_abi.h"
 #include "sampler_event.h"
 #include "unwind_abi.h"
 
@@ -100,6 +101,7 @@ struct {
 
 struct kiln_walk_state {
   __u64 pc, sp, fp;
+  __u64 py_frame;  /* the next Python frame to record (see python_abi.h) */
   __u32 pid;
   __u32 kernel_frames;
   __u32 user_frames;
@@ -108,10 +110,20 @@ struct kiln_walk_state {
   __u8 process;    /* KILN_PROCESS_* or 0 */
   __u8 tail_calls;
   __u8 wake;       /* force a wakeup: user space has a process to load */
+  __u8 py;         /* KILN_PY_WALK_* */
+  __u8 py_group;   /* recording the Python frames of the eval-loop frame at pc */
+  __u8 py_done;    /* ... and they are recorded: unwind that frame, do not record it */
 };
+
+/* st->py: where the walk stands with the thread's Python frames. */
+#define KILN_PY_WALK_NONE 0     /* not a Python process user space can read */
+#define KILN_PY_WALK_PENDING 1  /* one: the thread's frame chain is not read yet */
+#define KILN_PY_WALK_CHAIN 2    /* py_frame is the next frame to record */
+#define KILN_PY_WALK_FAILED 3   /* the chain could not be read: native frames only */
 
 struct sample_scratch {
   struct kiln_walk_state st;
+  struct kiln_py_proc py; /* copied from py_procs when the walk begins */
   struct kiln_sample_event ev;
 };
 
@@ -126,6 +138,29 @@ struct {
 __u64 walk_ends[KILN_WALK_END_COUNT] = {};
 __u64 cfi_frames = 0;
 __u64 fp_frames = 0;
+
+/* ---- Python (python_abi.h) ---------------------------------------------- */
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* sized by user space before load */
+  __type(key, __u32);     /* pid */
+  __type(value, struct kiln_py_proc);
+} py_procs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* sized by user space before load */
+  __type(key, __u64);     /* the host's tid, or pthread_self() for 3.10 */
+  __type(value, struct kiln_py_thread);
+} py_threads SEC(".maps");
+
+/* Read by user space: Python frames recorded, and walks that could not
+ * read a thread's frames, by reason. */
+__u64 py_frames = 0;
+__u64 py_thread_unknown = 0; /* no PyThreadState for the tid (yet) */
+__u64 py_thread_stale = 0;   /* its native_thread_id is another thread's: rescan */
+__u64 py_read_failed = 0;    /* a frame or thread state read failed or made no sense */
 
 static __always_inline __u64 wakeup_flags(void) {
   return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
@@ -336,10 +371,132 @@ static __always_inline int unwind_step(struct kiln_walk_state *st, struct kiln_u
   return 0;
 }
 
+static __always_inline int py_read_ptr(__u64 base, __u16 off, __u64 *out) {
+  return bpf_probe_read_user(out, sizeof(*out), (void *)(base + off));
+}
+
+/* The eval loop's frame at st->pc: find the thread's innermost Python frame
+ * the first time. 0 = there are frames to record. */
+static __always_inline int py_begin_group(struct sample_scratch *s) {
+  struct kiln_walk_state *st = &s->st;
+  struct kiln_py_layout *l = &s->py.layout;
+  if (st->py == KILN_PY_WALK_PENDING) {
+    st->py = KILN_PY_WALK_FAILED;
+    /* The key (python_abi.h): the host's tid, or for 3.10 pthread_self(),
+     * which is the thread's fs base on x86-64. */
+    __u64 key = s->ev.header.tid;
+#if defined(__TARGET_ARCH_x86)
+    if (l->model == KILN_PY_MODEL_ONE_FRAME) {
+      struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+      key = BPF_CORE_READ(task, thread.fsbase);
+    }
+#endif
+    struct kiln_py_thread *thread = bpf_map_lookup_elem(&py_threads, &key);
+    if (!thread) {
+      __sync_fetch_and_add(&py_thread_unknown, 1);
+      st->flags |= KILN_SAMPLE_FLAG_PY_THREAD_UNKNOWN;
+      return 1;
+    }
+    __u64 t = thread->tstate, native_tid = 0, frame = 0;
+    if (py_read_ptr(t, l->tstate_native_tid, &native_tid) != 0) {
+      __sync_fetch_and_add(&py_read_failed, 1);
+      return 1;
+    }
+    if (native_tid != thread->ident) {
+      __sync_fetch_and_add(&py_thread_stale, 1);
+      st->flags |= KILN_SAMPLE_FLAG_PY_THREAD_UNKNOWN;
+      return 1;
+    }
+    if (py_read_ptr(t, l->tstate_frame, &frame) != 0 ||
+        (l->cframe_frame != 0xffff && frame && py_read_ptr(frame, l->cframe_frame, &frame) != 0)) {
+      __sync_fetch_and_add(&py_read_failed, 1);
+      return 1;
+    }
+    st->py_frame = frame;
+    st->py = KILN_PY_WALK_CHAIN;
+  }
+  if (st->py != KILN_PY_WALK_CHAIN || !st->py_frame)
+    return 1;
+  st->py_group = 1;
+  return 0;
+}
+
+/* Records the next Python frame of the group (or steps over a C-stack shim
+ * frame). 0 = the group goes on, 1 = it is over (or the chain is broken):
+ * the eval loop's own frame is unwound next. */
+static __always_inline int py_step(struct sample_scratch *s) {
+  struct kiln_walk_state *st = &s->st;
+  struct kiln_py_layout *l = &s->py.layout;
+  __u64 f = st->py_frame, code = 0, previous = 0, instr = 0;
+  __u8 entry = 0;
+  if (!plausible_user_address(f) || py_read_ptr(f, l->frame_code, &code) != 0 ||
+      py_read_ptr(f, l->frame_previous, &previous) != 0 || previous == f ||
+      (l->model != KILN_PY_MODEL_ONE_FRAME &&
+       bpf_probe_read_user(&entry, sizeof(entry), (void *)(f + l->frame_entry)) != 0)) {
+    __sync_fetch_and_add(&py_read_failed, 1);
+    st->py = KILN_PY_WALK_FAILED;
+    return 1;
+  }
+  st->py_frame = previous;
+  if (l->model == KILN_PY_MODEL_CSTACK && entry == l->owner_cstack)
+    return 1; /* the shim the C call pushed: the group ends below it */
+  code &= ~(__u64)l->code_tag_bits;
+  __u64 index = KILN_PY_NO_INDEX;
+  if (py_read_ptr(f, l->frame_instr, &instr) == 0) {
+    if (l->model == KILN_PY_MODEL_ONE_FRAME) {
+      __s32 lasti = (__s32)instr;
+      if (lasti >= 0 && lasti < (__s32)KILN_PY_NOT_STARTED)
+        index = lasti;
+      else if (lasti == -1)
+        index = KILN_PY_NOT_STARTED;
+    } else {
+      /* 3.11/3.12 point at the instruction before the next one: a frame
+       * just pushed points before the first (Python gives it its def line). */
+      __u64 first = code + l->code_adaptive;
+      if (instr >= first && (instr - first) / 2 < KILN_PY_NOT_STARTED)
+        index = (instr - first) / 2;
+      else if (instr < first && first - instr <= 2)
+        index = KILN_PY_NOT_STARTED;
+    }
+  }
+  if (!plausible_user_address(code)) {
+    __sync_fetch_and_add(&py_read_failed, 1);
+    st->py = KILN_PY_WALK_FAILED;
+    return 1;
+  }
+  __u32 at = st->kernel_frames + st->user_frames;
+  if (st->user_frames >= KILN_MAX_USER_FRAMES || at > 255)
+    return 1;
+  s->ev.frames[at & 255] = KILN_PY_FRAME_BIT | (index << KILN_PY_INDEX_SHIFT) | (code & KILN_PY_CODE_MASK);
+  st->user_frames++;
+  __sync_fetch_and_add(&py_frames, 1);
+  if (l->model == KILN_PY_MODEL_ONE_FRAME)
+    return 1;
+  if (l->model == KILN_PY_MODEL_IS_ENTRY && entry)
+    return 1;
+  return 0;
+}
+
+static __always_inline int in_eval_loop(struct sample_scratch *s, __u64 pc) {
+  /* A return address points after the call: pc - 1 is in the caller. */
+  __u64 a = s->st.exact_pc ? pc : pc - 1;
+  return (a >= s->py.eval_start && a < s->py.eval_end) || (a >= s->py.cold_start && a < s->py.cold_end);
+}
+
 /* Walks up to KILN_FRAMES_PER_PROG frames; 1 when the walk is over. */
 static __always_inline int unwind_frames(struct sample_scratch *s) {
   struct kiln_walk_state *st = &s->st;
   for (int i = 0; i < KILN_FRAMES_PER_PROG; i++) {
+    if (st->py_group) {
+      if (py_step(s) == 0)
+        continue;
+      st->py_group = 0;
+      if (st->user_frames >= KILN_MAX_USER_FRAMES) {
+        end_walk(st, KILN_WALK_DEPTH);
+        return 1;
+      }
+      continue; /* the next round unwinds the eval loop's frame itself */
+    }
     if (st->pc == 0) {
       end_walk(st, KILN_WALK_FP_ZERO);
       return 1;
@@ -368,10 +525,17 @@ static __always_inline int unwind_frames(struct sample_scratch *s) {
         return 1;
       }
     }
-    if (push_frame(s) != 0) {
+    /* The eval loop: its Python frames instead of its own, the first time
+     * this frame is met (py_done: the group was recorded, unwind it). */
+    if (st->py != KILN_PY_WALK_NONE && !st->py_done && in_eval_loop(s, st->pc) && py_begin_group(s) == 0) {
+      st->py_done = 1;
+      continue;
+    }
+    if (!st->py_done && push_frame(s) != 0) {
       end_walk(st, KILN_WALK_DEPTH);
       return 1;
     }
+    st->py_done = 0;
     if (unwind_step(st, m))
       return 1;
   }
@@ -412,6 +576,16 @@ static __always_inline int begin_walk(void *ctx, struct sample_scratch *s, __u32
   st->exact_pc = 1;
   st->tail_calls = 0;
   st->wake = 0;
+  st->py_group = 0;
+  st->py_done = 0;
+  st->py_frame = 0;
+  struct kiln_py_proc *py = bpf_map_lookup_elem(&py_procs, &pid);
+  if (py) {
+    s->py = *py;
+    st->py = KILN_PY_WALK_PENDING;
+  } else {
+    st->py = KILN_PY_WALK_NONE;
+  }
   if (!regs_ok) {
     end_walk(st, KILN_WALK_KERNEL_THREAD);
     submit_sample(s);

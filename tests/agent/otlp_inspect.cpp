@@ -162,9 +162,14 @@ FoldedProfile FoldRequests(const std::vector<ExportRequest>& requests) {
                   summary.htlhashes.insert(h);
               }
               std::string name;
-              if (loc.lines_size() > 0)
-                name = d.string_table(
-                    d.function_table(loc.lines(loc.lines_size() - 1).function_index()).name_strindex());
+              if (loc.lines_size() > 0) {
+                const auto& line = loc.lines(loc.lines_size() - 1);
+                const auto& function = d.function_table(line.function_index());
+                name = d.string_table(function.name_strindex());
+                if (frame_type == "cpython" || frame_type == "v8js")
+                  out.places[executable_name + ";" + name].insert(d.string_table(function.filename_strindex()) + ":" +
+                                          std::to_string(line.line()));
+              }
               if (name.empty()) {
                 char buf[64];
                 std::snprintf(buf, sizeof(buf), "+0x%llx", static_cast<unsigned long long>(loc.address()));

@@ -44,6 +44,8 @@ struct FoldedProfile {
   std::map<std::string, std::int64_t> off_cpu_stacks;  // same keys -> nanoseconds blocked
   std::map<std::string, std::int64_t> thread_stacks;   // "exe/thread name;root;..;leaf" -> events (on-CPU)
   std::map<std::int64_t, ProcessSummary> processes;  // by pid
+  // Interpreted and JIT frames (cpython, v8js): "exe;function" -> "file:line" seen.
+  std::map<std::string, std::set<std::string>> places;
   std::int64_t total_events = 0;
   std::set<std::int64_t> periods;
 };

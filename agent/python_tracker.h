@@ -1,0 +1,117 @@
+#pragma once
+// CPython processes for the BPF walker's Python frames (bpf/python_abi.h):
+//   - when the unwinder loads a process, each interpreter file it maps
+//     (python3.X, libpython3.X.so) is recognised by name and symbols
+//     (_PyEval_EvalFrameDefault, _PyRuntime), its layout taken from the
+//     version's table or its own _Py_DebugOffsets (python_layout.h), and
+//     py_procs says where its evaluation loop is;
+//   - its threads' PyThreadState addresses are found by walking the
+//     interpreter's thread list in the process's memory (process_vm_readv)
+//     and put in py_threads; a sample from a thread not there yet asks for
+//     a new walk (a thread started late), at most every kRescanAfter;
+//   - the frames BPF records (code object, instruction) are named here:
+//     co_qualname (co_name before 3.11), co_filename and the line from the
+//     line table, cached per process and checked against the object each
+//     time (a code object freed and its memory reused must not keep the old
+//     name);
+//   - a Python it cannot read (an unknown version, a free-threaded build, a
+//     _Py_DebugOffsets that does not hold up) is reported once by file,
+//     version and reason; its samples keep their native frames.
+//
+// Main thread only.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "process_tracker.h"
+#include "profile_batch.h"
+#include "python_layout.h"
+
+namespace kiln::agent {
+
+struct PythonMapFds {
+  int procs = -1;    // HASH pid -> kiln_py_proc
+  int threads = -1;  // HASH thread identity -> PyThreadState address
+};
+
+struct PythonStats {
+  std::size_t processes = 0;      // now in py_procs
+  std::size_t threads = 0;        // now in py_threads
+  std::uint64_t thread_walks = 0; // thread lists read
+  std::uint64_t frames_named = 0;       // Python frames named (resolutions)
+  std::uint64_t frames_unreadable = 0;  // code object gone or not a code object
+  // "FILE (3.X): reason" -> processes refused for it.
+  std::map<std::string, std::size_t> refused;
+  // "3.X" -> processes read.
+  std::map<std::string, std::size_t> versions;
+};
+
+class PythonTracker {
+ public:
+  static constexpr auto kRescanAfter = std::chrono::milliseconds(250);
+
+  PythonTracker(ProcessTracker& processes, PythonMapFds fds);
+
+  // The unwinder (re)loaded the process: find its interpreter.
+  void LoadProcess(ProcessInfo& process);
+  // A sample reached the evaluation loop in a thread py_threads lacks.
+  void ThreadUnknown(ProcessInfo& process);
+  void ForgetProcess(std::uint32_t pid);
+  bool IsPython(std::uint32_t pid) const { return procs_.count(pid) != 0; }
+
+  // A Python frame entry of a sample (bit 63 set), as a frame of type
+  // kPython: function, file and line when the code object can be read.
+  Frame NameFrame(std::uint32_t pid, std::uint64_t entry);
+
+  const PythonStats& stats() const { return stats_; }
+  // What was found in each interpreter file, once per file ("python3.13
+  // (3.13): layout from _Py_DebugOffsets, eval loop 2384 bytes + cold part
+  // 76 KB"), since the last call.
+  std::vector<std::string> TakeNotices() { return std::exchange(notices_, {}); }
+
+ private:
+  // What one interpreter file gives (cached by its identity).
+  struct Interpreter {
+    bool ok = false;
+    std::string refusal;  // when !ok
+    PythonLayout layout;
+    std::uint64_t eval = 0, eval_size = 0, cold = 0, cold_size = 0;  // ELF vaddrs
+    std::uint64_t runtime = 0, code_type = 0;
+  };
+  struct CodeInfo {
+    std::uint64_t fingerprint[4] = {};  // type, name, file, linetable pointers
+    std::string function, file, linetable;
+    int first_line = 0;
+  };
+  struct Proc {
+    const Interpreter* interp = nullptr;
+    std::uint64_t bias = 0;  // of the interpreter file's mapping
+    std::unordered_set<std::uint64_t> tids;  // thread identities in py_threads (see python_abi.h)
+    std::chrono::steady_clock::time_point walked_at{};
+    std::unordered_map<std::uint64_t, CodeInfo> code;
+  };
+  static constexpr std::size_t kMaxCodePerProcess = 65536;
+
+  const Interpreter& InterpreterFor(const std::string& key, const std::string& open_path,
+                                    const std::string& name, const std::string& build_id);
+  void WalkThreads(std::uint32_t pid, Proc& p);
+  bool ReadCode(std::uint32_t pid, Proc& p, std::uint64_t address, CodeInfo* out);
+  std::string ReadString(std::uint32_t pid, const PythonLayout& l, std::uint64_t address);
+  void Refuse(const std::string& what);
+
+  ProcessTracker& processes_;
+  PythonMapFds fds_;
+  std::unordered_map<std::string, std::unique_ptr<Interpreter>> interpreters_;
+  std::unordered_map<std::uint32_t, Proc> procs_;
+  PythonStats stats_;
+  std::vector<std::string> notices_;
+};
+
+}  // namespace kiln::agent
