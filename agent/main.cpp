@@ -172,6 +172,7 @@ int main(int argc, char** argv) {
     batch = {};  // release mappings before the sweep
     processes.Sweep();
     unwinder.Sweep();
+    python.Sweep();
     symbolizer.Sweep();
     ExporterStats es = exporter.stats();
     std::printf(

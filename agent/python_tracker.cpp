@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -279,6 +280,13 @@ void PythonTracker::ForgetProcess(std::uint32_t pid) {
   bpf_map_delete_elem(fds_.procs, &pid);
   procs_.erase(it);
   stats_.processes = procs_.size();
+}
+
+void PythonTracker::Sweep() {
+  std::vector<std::uint32_t> gone;
+  for (const auto& [pid, p] : procs_)
+    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) gone.push_back(pid);
+  for (std::uint32_t pid : gone) ForgetProcess(pid);
 }
 
 std::string PythonTracker::ReadString(std::uint32_t pid, const PythonLayout& l, std::uint64_t address) {

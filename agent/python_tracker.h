@@ -64,6 +64,8 @@ class PythonTracker {
   // A sample reached the evaluation loop in a thread py_threads lacks.
   void ThreadUnknown(ProcessInfo& process);
   void ForgetProcess(std::uint32_t pid);
+  // Forgets processes that are gone (their exit event may have been lost).
+  void Sweep();
   bool IsPython(std::uint32_t pid) const { return procs_.count(pid) != 0; }
 
   // A Python frame entry of a sample (bit 63 set), as a frame of type

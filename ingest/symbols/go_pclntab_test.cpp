@@ -18,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <string_view>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -39,53 +40,88 @@ std::string ReadAll(const std::string& path) {
   return s.str();
 }
 
-// Builds the program twice (stripped and not) in a private Go environment.
+// Builds the program twice (stripped and not) in a private Go environment:
+// with the host's Go (Debian 12's 1.19), or with the Go of a Debian sid root
+// (1.27: the Go 1.20+ table header), run in that root with its own /proc.
 struct GoBuild {
   kiln::testing::TempDir dir{"kiln-go-pclntab"};
-  std::string go, stripped, plain;
-  GoBuild() {
-    go = kiln::testing::FindOnPath("go");
-    if (go.empty()) {
-      std::cerr << "go not found on PATH (Debian package golang-go); skipping (exit 77)\n";
-      std::exit(77);
+  std::string root;    // "" for the host
+  std::string inside;  // the work dir as the Go tools see it
+  std::string go, stripped, plain;  // host paths of the binaries
+  explicit GoBuild(std::string sid_root = "") : root(std::move(sid_root)) {
+    if (root.empty()) {
+      go = kiln::testing::FindOnPath("go");
+      if (go.empty()) {
+        std::cerr << "go not found on PATH (Debian package golang-go); skipping (exit 77)\n";
+        std::exit(77);
+      }
+      inside = dir.path;
+    } else {
+      go = "/usr/bin/go";
+      inside = "/tmp/kiln-go-pclntab";
+      std::filesystem::remove_all(root + inside);
+      std::filesystem::create_directories(root + inside);
+      std::filesystem::copy_file(KILN_GO_CHAIN_SOURCE, root + inside + "/main.go");
     }
-    for (const char* d : {"/home", "/gocache"}) std::filesystem::create_directories(dir.path + d);
-    setenv("HOME", (dir.path + "/home").c_str(), 1);
-    setenv("GOCACHE", (dir.path + "/gocache").c_str(), 1);
-    setenv("GOPROXY", "off", 1);
-    setenv("GOFLAGS", "", 1);
-    setenv("GO111MODULE", "off", 1);
-    setenv("GOTOOLCHAIN", "local", 1);
-    setenv("GOTELEMETRY", "off", 1);
-    stripped = dir.path + "/gostripped";
-    plain = dir.path + "/goplain";
-    Build({"-ldflags=-s -w", "-o", stripped});
-    Build({"-o", plain});
+    for (const char* d : {"/home", "/gocache"}) std::filesystem::create_directories(Host(d));
+    stripped = Host("/gostripped");
+    plain = Host("/goplain");
+    Build({"-ldflags=-s -w", "-o", inside + "/gostripped"});
+    Build({"-o", inside + "/goplain"});
   }
-  void Build(std::vector<std::string> flags) {
-    std::vector<std::string> argv = {go, "build"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.push_back(KILN_GO_CHAIN_SOURCE);  // tests/data/go_chain
+  ~GoBuild() {
+    if (!root.empty()) std::filesystem::remove_all(root + inside);
+  }
+  std::string Host(const std::string& rel) const { return (root.empty() ? dir.path : root + inside) + rel; }
+  // `command` run by sh, in the private Go environment (in the root, when
+  // there is one: chroot in a mount namespace of its own with /proc, which
+  // the Go tools read).
+  int Run(const std::string& command, const std::string& err) {
+    // In the root the build cache is kept (Go 1.20+ ships no compiled
+    // standard library: a cold cache costs 20 s a run).
+    const std::string cache = root.empty() ? inside + "/gocache" : "/var/cache/kiln-gocache";
+    const std::string env = "env HOME=" + inside + "/home GOCACHE=" + cache +
+                            " GOPROXY=off GOFLAGS= GO111MODULE=off GOTOOLCHAIN=local GOTELEMETRY=off ";
+    // A script, so that its redirections happen where it runs.
+    std::ofstream(Host("/run.sh")) << env << command << "\n";
+    std::vector<std::string> argv = {"sh", Host("/run.sh")};
+    if (!root.empty())
+      argv = {"unshare", "--mount", "--fork", "sh", "-c",
+              "mount -t proc proc '" + root + "/proc' && exec chroot '" + root + "' sh " + inside + "/run.sh"};
+    return kiln::testing::WaitChild(kiln::testing::SpawnChild(argv, kiln::testing::ChildOutput::Null(),
+                                                              kiln::testing::ChildOutput::File(err)));
+  }
+  void Build(const std::vector<std::string>& flags) {
+    std::string command = "'" + go + "' build";
+    for (const std::string& f : flags) command += " '" + f + "'";
+    command += " '" + (root.empty() ? std::string(KILN_GO_CHAIN_SOURCE) : inside + "/main.go") + "'";
     const std::string err = dir.path + "/build.err";
-    int rc = kiln::testing::WaitChild(
-        kiln::testing::SpawnChild(argv, kiln::testing::ChildOutput::Null(), kiln::testing::ChildOutput::File(err)));
+    const int rc = Run(command, err);
     INFO("go build: " << ReadAll(err));
     REQUIRE(rc == 0);
   }
   // `go tool addr2line BINARY` for `addresses`: (function, "file:line") each.
   std::vector<std::pair<std::string, std::string>> Addr2line(const std::string& binary,
                                                              const std::vector<uint64_t>& addresses) {
-    const std::string in = dir.path + "/addrs.txt", out = dir.path + "/addr2line.out";
     {
-      std::ofstream f(in);
+      std::ofstream f(Host("/addrs.txt"));
       for (uint64_t a : addresses) f << "0x" << std::hex << a << "\n";
     }
-    const int rc = kiln::testing::WaitChild(kiln::testing::SpawnChild(
-        {"sh", "-c", "'" + go + "' tool addr2line '" + binary + "' < '" + in + "' > '" + out + "'"}));
+    const std::string seen = inside + binary.substr(binary.rfind('/'));
+    const int rc = Run("'" + go + "' tool addr2line '" + seen + "' < '" + inside + "/addrs.txt' > '" + inside +
+                           "/addr2line.out'",
+                       dir.path + "/addr2line.err");
+    INFO("go tool addr2line: " << ReadAll(dir.path + "/addr2line.err"));
     REQUIRE(rc == 0);
     std::vector<std::pair<std::string, std::string>> rows;
-    std::istringstream lines(ReadAll(out));
-    for (std::string fn, loc; std::getline(lines, fn) && std::getline(lines, loc);) rows.emplace_back(fn, loc);
+    std::istringstream lines(ReadAll(Host("/addr2line.out")));
+    for (std::string fn, loc; std::getline(lines, fn) && std::getline(lines, loc);) {
+      // No line is "-1", but a marker without lines (Go 1.27's
+      // go:textfipsstart) prints the table's raw value, "-7": both "none".
+      const auto colon = loc.rfind(':');
+      if (colon != std::string::npos && loc.compare(colon, 2, ":-") == 0) loc = loc.substr(0, colon) + ":-1";
+      rows.emplace_back(fn, loc);
+    }
     return rows;
   }
 };
@@ -97,13 +133,14 @@ GoBuild& Built() {
 
 }  // namespace
 
-TEST_CASE("Go line table: names, files and lines equal go tool addr2line's, stripped or not") {
-  GoBuild& b = Built();
+// Every 7th function's entry and middle, and every third byte of the
+// program's own functions, named by kiln and by `go tool addr2line`.
+void CompareWithGo(GoBuild& b, std::string_view version) {
   for (const std::string& binary : {b.stripped, b.plain}) {
     CAPTURE(binary);
     absl::StatusOr<GoLineTable> t = kiln::symbols::ReadGoLineTable(binary);
     REQUIRE(t.ok());
-    CHECK(t->version() == "1.18");  // Debian 12's Go 1.19
+    CHECK(t->version() == version);
     REQUIRE(t->functions() > 500);
     std::vector<uint64_t> addresses;
     bool saw_leaf = false, saw_middle = false;
@@ -148,6 +185,30 @@ TEST_CASE("Go line table: names, files and lines equal go tool addr2line's, stri
     CHECK(same == addresses.size());
     CHECK(ours > 10);
   }
+}
+
+TEST_CASE("Go line table: names, files and lines equal go tool addr2line's, stripped or not") {
+  CompareWithGo(Built(), "1.18");  // Debian 12's Go 1.19
+}
+
+// Go 1.20 changed the table's header (magic 0xfffffff1): Debian sid's Go
+// (1.27) builds the program in the root tests/agent/sid_root.sh makes
+// (KILN_SID_ROOT; the agent tests' fixture builds it before this test).
+TEST_CASE("Go line table of Go 1.20 and later (sid's Go): the same as its go tool addr2line") {
+  const std::string root = KILN_SID_ROOT;
+  if (access((root + "/usr/bin/go").c_str(), X_OK) != 0) {
+#ifdef KILN_SID_ROOT_EXPECTED
+    // In CI this build's sid_root fixture makes it: its absence is a failure.
+    if (std::getenv("KILN_CI")) FAIL("no Go in " << root << ": the sid_root test did not build the root");
+#endif
+    // Not root here, or a build without the fixture (no agent: CI's
+    // sanitizer and LLVM passes find the root the first pass built in the
+    // clone); said, not hidden.
+    MESSAGE("no Go in " << root << " (built by the sid_root test): Go 1.20+ not checked in this run");
+    return;
+  }
+  GoBuild sid(root);
+  CompareWithGo(sid, "1.20");
 }
 
 TEST_CASE("kiln's symbolizer names a stripped Go program's frames as go tool addr2line does") {
