@@ -133,24 +133,39 @@ TEST_CASE("otlp builder: the OpenTelemetry profiler's encoding") {
   CHECK(lone.lines_size() == 0);
 }
 
-TEST_CASE("otlp builder: JIT frames carry their runtime, source file and line") {
+namespace {
+
+// A request of one sample of one process (pid 7) with `frames` (leaf first),
+// checked against the dictionary rules.
+ExportRequest OneSampleRequest(const std::string& executable, std::vector<Frame> frames) {
   ProfileBatch b;
   b.start_unix_ns = 1;
   b.end_unix_ns = 2;
   ProcessProfile p;
   p.pid = 7;
-  p.executable_name = "node";
+  p.executable_name = executable;
+  p.stacks.push_back(Stack{std::move(frames)});
+  p.samples.push_back(SampleGroup{0, 7, 0, executable, {1}});
+  b.processes.push_back(std::move(p));
+  ExportRequest r = BuildExportRequest(b);
+  CHECK(kiln::agent::testing::CheckExportRequest(r).empty());
+  return r;
+}
+
+const opentelemetry::proto::profiles::v1development::Stack& FirstStack(const ExportRequest& r) {
+  return r.dictionary().stack_table(r.resource_profiles(0).scope_profiles(0).profiles(0).samples(0).stack_index());
+}
+
+}  // namespace
+
+TEST_CASE("otlp builder: JIT frames carry their runtime, source file and line") {
   Frame js{FrameType::kV8, 0x7f0000001000, nullptr, "leafWork"};
   js.file = "/srv/app.js";
   js.line = 3;
   Frame unnamed{FrameType::kJit, 0x7f0000002000, nullptr, ""};
-  p.stacks.push_back(Stack{{js, unnamed}});
-  p.samples.push_back(SampleGroup{0, 7, 0, "node", {1}});
-  b.processes.push_back(std::move(p));
-  ExportRequest r = BuildExportRequest(b);
-  CHECK(kiln::agent::testing::CheckExportRequest(r).empty());
+  ExportRequest r = OneSampleRequest("node", {js, unnamed});
   const auto& d = r.dictionary();
-  const auto& stack = d.stack_table(r.resource_profiles(0).scope_profiles(0).profiles(0).samples(0).stack_index());
+  const auto& stack = FirstStack(r);
   REQUIRE(stack.location_indices_size() == 2);
   const auto& leaf = d.location_table(stack.location_indices(0));
   const auto& below = d.location_table(stack.location_indices(1));
@@ -166,12 +181,6 @@ TEST_CASE("otlp builder: JIT frames carry their runtime, source file and line") 
 }
 
 TEST_CASE("otlp builder: Python frames of one code object at two lines are two locations, typed cpython") {
-  ProfileBatch b;
-  b.start_unix_ns = 1;
-  b.end_unix_ns = 2;
-  ProcessProfile p;
-  p.pid = 7;
-  p.executable_name = "python3.11";
   // middle -> middle (recursion: one code object, the caller at its call
   // line, the callee at another).
   Frame callee{FrameType::kPython, 0x7f0000003000, nullptr, "middle"};
@@ -179,13 +188,9 @@ TEST_CASE("otlp builder: Python frames of one code object at two lines are two l
   callee.line = 17;
   Frame caller = callee;
   caller.line = 18;
-  p.stacks.push_back(Stack{{callee, caller}});
-  p.samples.push_back(SampleGroup{0, 7, 0, "python3.11", {1}});
-  b.processes.push_back(std::move(p));
-  ExportRequest r = BuildExportRequest(b);
-  CHECK(kiln::agent::testing::CheckExportRequest(r).empty());
+  ExportRequest r = OneSampleRequest("python3.11", {callee, caller});
   const auto& d = r.dictionary();
-  const auto& stack = d.stack_table(r.resource_profiles(0).scope_profiles(0).profiles(0).samples(0).stack_index());
+  const auto& stack = FirstStack(r);
   REQUIRE(stack.location_indices_size() == 2);
   CHECK(stack.location_indices(0) != stack.location_indices(1));
   const auto& leaf = d.location_table(stack.location_indices(0));
