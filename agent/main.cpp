@@ -16,7 +16,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent_flags.h"
@@ -164,6 +166,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kiln-agent: %s\n", why.c_str());
 
   const std::string host_name = HostName();
+  std::map<std::string, std::size_t> python_refusals_said;
   auto report = [&](bool final) {
     ProfileBatch batch = collector.TakeBatch(host_name, options.resource_attributes);
     std::size_t samples = batch.SampleCount();
@@ -248,8 +251,11 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(ws.py_thread_stale),
                     static_cast<unsigned long long>(ws.py_read_failed));
         for (const std::string& notice : python.TakeNotices()) std::printf("kiln-agent:   Python: %s\n", notice.c_str());
+        // Once per interpreter and reason, and again only when more
+        // processes met it.
         for (const auto& [why, n] : py.refused)
-          std::printf("kiln-agent:   Python not read in %zu process loads: %s\n", n, why.c_str());
+          if (std::exchange(python_refusals_said[why], n) != n)
+            std::printf("kiln-agent:   Python not read in %zu process loads: %s\n", n, why.c_str());
       }
     }
     {

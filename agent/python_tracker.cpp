@@ -7,12 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <tuple>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "elf_file.h"
 #include "libelf_util.h"
@@ -289,7 +290,7 @@ void PythonTracker::Sweep() {
   for (std::uint32_t pid : gone) ForgetProcess(pid);
 }
 
-std::string PythonTracker::ReadString(std::uint32_t pid, const PythonLayout& l, std::uint64_t address) {
+std::string ReadPythonString(std::uint32_t pid, const PythonLayout& l, std::uint64_t address) {
   // The ASCII header first: most names are ASCII, and a short str may end
   // before the larger header would.
   std::vector<std::uint8_t> head(l.unicode_ascii_size);
@@ -300,45 +301,38 @@ std::string PythonTracker::ReadString(std::uint32_t pid, const PythonLayout& l, 
   std::memcpy(&state, head.data() + l.unicode_state, sizeof(state));
   int kind = (state >> 2) & 7;
   bool compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
-  if (!compact || (kind != 1 && kind != 2 && kind != 4) || length * kind > kMaxStringBytes) return "";
+  if (!compact || (kind != 1 && kind != 2 && kind != 4) || length > kMaxStringBytes / kind) return "";
   std::string data(length * kind, '\0');
   std::uint64_t at = address + (ascii ? l.unicode_ascii_size : l.unicode_compact_size);
   if (!ReadMemory(pid, at, data.data(), data.size())) return "";
   return ascii ? data : PythonString(data, kind);
 }
 
-bool PythonTracker::ReadCode(std::uint32_t pid, Proc& p, std::uint64_t address, CodeInfo* out) {
-  const PythonLayout& l = p.interp->layout;
-  std::uint16_t last = std::max({l.code_filename, l.code_name, l.code_firstlineno, l.code_linetable,
+std::optional<PythonCode> ReadPythonCode(std::uint32_t pid, const PythonLayout& l, std::uint64_t code_type,
+                                         std::uint64_t address, const PythonCode* cached) {
+  std::uint16_t last = std::max({l.object_type, l.code_filename, l.code_name, l.code_firstlineno, l.code_linetable,
                                  l.code_qualname == kPyNoField ? std::uint16_t{0} : l.code_qualname});
   std::vector<std::uint8_t> block(last + 8u);
-  if (!ReadMemory(pid, address, block.data(), block.size())) return false;
+  if (!ReadMemory(pid, address, block.data(), block.size())) return std::nullopt;
   std::uint64_t name_ptr = Field(block, l.code_qualname != kPyNoField ? l.code_qualname : l.code_name);
-  std::uint64_t fp[4] = {Field(block, l.object_type), name_ptr, Field(block, l.code_filename),
-                         Field(block, l.code_linetable)};
+  std::array<std::uint64_t, 4> fp = {Field(block, l.object_type), name_ptr, Field(block, l.code_filename),
+                                     Field(block, l.code_linetable)};
   // Only a code object: its type is PyCode_Type of this interpreter.
-  if (fp[0] != p.bias + p.interp->code_type) return false;
-  auto cached = p.code.find(address);
-  if (cached != p.code.end() && std::equal(fp, fp + 4, cached->second.fingerprint)) {
-    *out = cached->second;
-    return true;
-  }
-  CodeInfo info;
-  std::copy(fp, fp + 4, info.fingerprint);
-  info.function = ReadString(pid, l, fp[1]);
-  info.file = ReadString(pid, l, fp[2]);
-  std::uint32_t first_line = 0;
+  if (fp[0] != code_type) return std::nullopt;
+  if (cached && cached->fingerprint == fp) return *cached;
+  PythonCode code;
+  code.fingerprint = fp;
+  code.function = ReadPythonString(pid, l, fp[1]);
+  code.file = ReadPythonString(pid, l, fp[2]);
+  std::int32_t first_line = 0;
   std::memcpy(&first_line, block.data() + l.code_firstlineno, sizeof(first_line));
-  info.first_line = static_cast<int>(first_line);
+  code.first_line = first_line;
   std::uint64_t table_size = 0;
   if (fp[3] && ReadValue(pid, fp[3] + l.bytes_size, &table_size) && table_size <= kMaxLineTableBytes) {
-    info.linetable.resize(table_size);
-    if (!ReadMemory(pid, fp[3] + l.bytes_data, info.linetable.data(), table_size)) info.linetable.clear();
+    code.linetable.resize(table_size);
+    if (!ReadMemory(pid, fp[3] + l.bytes_data, code.linetable.data(), table_size)) code.linetable.clear();
   }
-  if (p.code.size() >= kMaxCodePerProcess) p.code.clear();
-  p.code[address] = info;
-  *out = std::move(info);
-  return true;
+  return code;
 }
 
 Frame PythonTracker::NameFrame(std::uint32_t pid, std::uint64_t entry) {
@@ -348,15 +342,26 @@ Frame PythonTracker::NameFrame(std::uint32_t pid, std::uint64_t entry) {
   auto index = static_cast<std::uint32_t>((entry >> KILN_PY_INDEX_SHIFT) & KILN_PY_NO_INDEX);
   f.address = code;
   auto it = procs_.find(pid);
-  CodeInfo info;
-  if (it == procs_.end() || !ReadCode(pid, it->second, code, &info)) {
+  if (it == procs_.end()) {
     ++stats_.frames_unreadable;
     return f;
   }
+  Proc& p = it->second;
+  auto cached = p.code.find(code);
+  std::optional<PythonCode> info = ReadPythonCode(pid, p.interp->layout, p.bias + p.interp->code_type, code,
+                                                  cached == p.code.end() ? nullptr : &cached->second);
+  if (!info) {
+    ++stats_.frames_unreadable;
+    return f;
+  }
+  if (cached == p.code.end() || cached->second.fingerprint != info->fingerprint) {
+    if (p.code.size() >= kMaxCodePerProcess) p.code.clear();
+    p.code[code] = *info;
+  }
   ++stats_.frames_named;
-  f.function = info.function;
-  f.file = info.file;
-  if (auto line = PythonLine(it->second.interp->layout.minor, info.linetable, info.first_line, index)) f.line = *line;
+  f.function = info->function;
+  f.file = info->file;
+  if (auto line = PythonLine(p.interp->layout.minor, info->linetable, info->first_line, index)) f.line = *line;
   return f;
 }
 

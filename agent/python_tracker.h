@@ -20,10 +20,12 @@
 //
 // Main thread only.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -52,6 +54,24 @@ struct PythonStats {
   // "3.X" -> processes read.
   std::map<std::string, std::size_t> versions;
 };
+
+// A str object in process `pid` as UTF-8; "" when it is not a compact str
+// or longer than 4 KiB (no name is).
+std::string ReadPythonString(std::uint32_t pid, const PythonLayout& layout, std::uint64_t address);
+
+// What a code object in process `pid` says, or nullopt when the memory at
+// `address` cannot be read or is not a code object of the interpreter whose
+// PyCode_Type is at `code_type` (absolute). Line tables over 1 MiB are not
+// read (the frame keeps its name, without a line). With `cached`, a read of
+// the same object (the same type, name, file and line table pointers)
+// returns it without reading the strings again.
+struct PythonCode {
+  std::array<std::uint64_t, 4> fingerprint{};  // type, name, file, line table pointers
+  std::string function, file, linetable;
+  int first_line = 0;
+};
+std::optional<PythonCode> ReadPythonCode(std::uint32_t pid, const PythonLayout& layout, std::uint64_t code_type,
+                                         std::uint64_t address, const PythonCode* cached = nullptr);
 
 class PythonTracker {
  public:
@@ -87,25 +107,18 @@ class PythonTracker {
     std::uint64_t eval = 0, eval_size = 0, cold = 0, cold_size = 0;  // ELF vaddrs
     std::uint64_t runtime = 0, code_type = 0;
   };
-  struct CodeInfo {
-    std::uint64_t fingerprint[4] = {};  // type, name, file, linetable pointers
-    std::string function, file, linetable;
-    int first_line = 0;
-  };
   struct Proc {
     const Interpreter* interp = nullptr;
     std::uint64_t bias = 0;  // of the interpreter file's mapping
     std::unordered_set<std::uint64_t> tids;  // thread identities in py_threads (see python_abi.h)
     std::chrono::steady_clock::time_point walked_at{};
-    std::unordered_map<std::uint64_t, CodeInfo> code;
+    std::unordered_map<std::uint64_t, PythonCode> code;
   };
   static constexpr std::size_t kMaxCodePerProcess = 65536;
 
   const Interpreter& InterpreterFor(const std::string& key, const std::string& open_path,
                                     const std::string& name, const std::string& build_id);
   void WalkThreads(std::uint32_t pid, Proc& p);
-  bool ReadCode(std::uint32_t pid, Proc& p, std::uint64_t address, CodeInfo* out);
-  std::string ReadString(std::uint32_t pid, const PythonLayout& l, std::uint64_t address);
   void Refuse(const std::string& what);
 
   ProcessTracker& processes_;
