@@ -240,6 +240,7 @@ WalkStats BpfSampler::walk_stats() const {
   w.py_thread_unknown = __atomic_load_n(&skel_->bss->py_thread_unknown, __ATOMIC_RELAXED);
   w.py_thread_stale = __atomic_load_n(&skel_->bss->py_thread_stale, __ATOMIC_RELAXED);
   w.py_read_failed = __atomic_load_n(&skel_->bss->py_read_failed, __ATOMIC_RELAXED);
+  w.py_chain_loops = __atomic_load_n(&skel_->bss->py_chain_loops, __ATOMIC_RELAXED);
   return w;
 }
 

@@ -50,6 +50,7 @@ struct WalkStats {
   std::uint64_t py_thread_unknown = 0;  // eval loop met, thread state not known (yet)
   std::uint64_t py_thread_stale = 0;    // the thread state known was another thread's
   std::uint64_t py_read_failed = 0;     // a thread state or frame could not be read
+  std::uint64_t py_chain_loops = 0;     // a frame chain came back to a frame
 };
 
 class BpfSampler {

@@ -243,13 +243,14 @@ int main(int argc, char** argv) {
           versions += (versions.empty() ? "" : ", ") + v + " x" + std::to_string(n);
         std::printf("kiln-agent:   Python: %zu processes (%s), %zu threads; %llu frames recorded, %llu named, "
                     "%llu code objects unreadable; walks without Python frames: %llu thread state not known "
-                    "(%llu stale), %llu reads failed\n",
+                    "(%llu stale), %llu reads failed, %llu frame chains that loop\n",
                     py.processes, versions.empty() ? "none" : versions.c_str(), py.threads,
                     static_cast<unsigned long long>(ws.py_frames), static_cast<unsigned long long>(py.frames_named),
                     static_cast<unsigned long long>(py.frames_unreadable),
                     static_cast<unsigned long long>(ws.py_thread_unknown + ws.py_thread_stale),
                     static_cast<unsigned long long>(ws.py_thread_stale),
-                    static_cast<unsigned long long>(ws.py_read_failed));
+                    static_cast<unsigned long long>(ws.py_read_failed),
+                    static_cast<unsigned long long>(ws.py_chain_loops));
         for (const std::string& notice : python.TakeNotices()) std::printf("kiln-agent:   Python: %s\n", notice.c_str());
         // Once per interpreter and reason, and again only when more
         // processes met it.

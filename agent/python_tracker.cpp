@@ -184,7 +184,7 @@ const PythonTracker::Interpreter& PythonTracker::InterpreterFor(const std::strin
 }
 
 void PythonTracker::LoadProcess(ProcessInfo& process) {
-  if (fds_.procs < 0) return;
+  if (fds_.procs < 0 || refused_pids_.count(process.pid)) return;
   for (std::size_t i = 0; i < process.maps.size(); ++i) {
     const MapsEntry& e = process.maps[i];
     if (!e.executable || !e.IsFile()) continue;
@@ -222,6 +222,15 @@ void PythonTracker::LoadProcess(ProcessInfo& process) {
     WalkThreads(process.pid, p);
     return;
   }
+}
+
+void PythonTracker::ChainLoops(ProcessInfo& process) {
+  auto it = procs_.find(process.pid);
+  if (it == procs_.end()) return;
+  const PythonLayout& l = it->second.interp->layout;
+  Refuse(process.executable_name + " (3." + std::to_string(l.minor) + "): its frame chain loops");
+  ForgetProcess(process.pid);
+  refused_pids_.insert(process.pid);
 }
 
 void PythonTracker::ThreadUnknown(ProcessInfo& process) {
@@ -274,6 +283,7 @@ void PythonTracker::WalkThreads(std::uint32_t pid, Proc& p) {
 }
 
 void PythonTracker::ForgetProcess(std::uint32_t pid) {
+  refused_pids_.erase(pid);  // an exec'd or gone process starts afresh
   auto it = procs_.find(pid);
   if (it == procs_.end()) return;
   for (std::uint64_t id : it->second.tids) bpf_map_delete_elem(fds_.threads, &id);
@@ -286,6 +296,8 @@ void PythonTracker::ForgetProcess(std::uint32_t pid) {
 void PythonTracker::Sweep() {
   std::vector<std::uint32_t> gone;
   for (const auto& [pid, p] : procs_)
+    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) gone.push_back(pid);
+  for (std::uint32_t pid : refused_pids_)
     if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) gone.push_back(pid);
   for (std::uint32_t pid : gone) ForgetProcess(pid);
 }

@@ -83,6 +83,9 @@ class PythonTracker {
   void LoadProcess(ProcessInfo& process);
   // A sample reached the evaluation loop in a thread py_threads lacks.
   void ThreadUnknown(ProcessInfo& process);
+  // The walker found the process's frame chain looping (damaged or hostile
+  // memory): its Python frames are no longer read, and it is reported.
+  void ChainLoops(ProcessInfo& process);
   void ForgetProcess(std::uint32_t pid);
   // Forgets processes that are gone (their exit event may have been lost).
   void Sweep();
@@ -125,6 +128,7 @@ class PythonTracker {
   PythonMapFds fds_;
   std::unordered_map<std::string, std::unique_ptr<Interpreter>> interpreters_;
   std::unordered_map<std::uint32_t, Proc> procs_;
+  std::unordered_set<std::uint32_t> refused_pids_;  // not read again until they exec or exit
   PythonStats stats_;
   std::vector<std::string> notices_;
 };

@@ -308,6 +308,7 @@ void SampleCollector::LoadForUnwinding(const kiln_sample_event& ev, ProcessInfo&
       if (python_) python_->LoadProcess(process);
     }
     if (python_ && (ev.flags & KILN_SAMPLE_FLAG_PY_THREAD_UNKNOWN)) python_->ThreadUnknown(process);
+    if (python_ && (ev.flags & KILN_SAMPLE_FLAG_PY_LOOP)) python_->ChainLoops(process);
     // Rows go to what is being sampled: a table evicted while its process
     // was idle is built again now.
     unwinder_->NoteSampled(process, (ev.flags & KILN_SAMPLE_FLAG_TABLE_MISSING) != 0);

@@ -102,6 +102,10 @@ struct {
 struct kiln_walk_state {
   __u64 pc, sp, fp;
   __u64 py_frame;  /* the next Python frame to record (see python_abi.h) */
+  /* Brent's cycle check on the frame chain: a frame seen again means the
+   * chain loops (CPython's never does: damaged or hostile memory). */
+  __u64 py_saved;
+  __u16 py_power, py_steps;
   __u32 pid;
   __u32 kernel_frames;
   __u32 user_frames;
@@ -161,6 +165,7 @@ __u64 py_frames = 0;
 __u64 py_thread_unknown = 0; /* no PyThreadState for the tid (yet) */
 __u64 py_thread_stale = 0;   /* its native_thread_id is another thread's: rescan */
 __u64 py_read_failed = 0;    /* a frame or thread state read failed or made no sense */
+__u64 py_chain_loops = 0;    /* a frame chain that came back to a frame (the process is refused) */
 
 static __always_inline __u64 wakeup_flags(void) {
   return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes
@@ -413,6 +418,9 @@ static __always_inline int py_begin_group(struct sample_scratch *s) {
       return 1;
     }
     st->py_frame = frame;
+    st->py_saved = frame;
+    st->py_power = 1;
+    st->py_steps = 0;
     st->py = KILN_PY_WALK_CHAIN;
   }
   if (st->py != KILN_PY_WALK_CHAIN || !st->py_frame)
@@ -430,12 +438,23 @@ static __always_inline int py_step(struct sample_scratch *s) {
   __u64 f = st->py_frame, code = 0, previous = 0, instr = 0;
   __u8 entry = 0;
   if (!plausible_user_address(f) || py_read_ptr(f, l->frame_code, &code) != 0 ||
-      py_read_ptr(f, l->frame_previous, &previous) != 0 || previous == f ||
+      py_read_ptr(f, l->frame_previous, &previous) != 0 ||
       (l->model != KILN_PY_MODEL_ONE_FRAME &&
        bpf_probe_read_user(&entry, sizeof(entry), (void *)(f + l->frame_entry)) != 0)) {
     __sync_fetch_and_add(&py_read_failed, 1);
     st->py = KILN_PY_WALK_FAILED;
     return 1;
+  }
+  if (previous && previous == st->py_saved) {
+    __sync_fetch_and_add(&py_chain_loops, 1);
+    st->flags |= KILN_SAMPLE_FLAG_PY_LOOP;
+    st->py = KILN_PY_WALK_FAILED;
+    return 1;
+  }
+  if (++st->py_steps >= st->py_power) {
+    st->py_saved = previous;
+    st->py_power = st->py_power < 0x4000 ? st->py_power * 2 : st->py_power;
+    st->py_steps = 0;
   }
   st->py_frame = previous;
   if (l->model == KILN_PY_MODEL_CSTACK && entry == l->owner_cstack)

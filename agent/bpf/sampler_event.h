@@ -45,6 +45,7 @@ enum kiln_event_kind {
 #define KILN_SAMPLE_FLAG_TABLE_MISSING 0x40   /* a pc in a file whose rows are not in (evicted, building, refused) */
 #define KILN_SAMPLE_FLAG_PY_THREAD_UNKNOWN 0x80 /* in a Python eval loop, thread state not known: rescan */
 /* Bits 8-15: why the user walk ended (enum kiln_walk_end in unwind_abi.h). */
+#define KILN_SAMPLE_FLAG_PY_LOOP 0x10000 /* the Python frame chain loops: user space refuses the process */
 #define KILN_SAMPLE_WALK_END_SHIFT 8
 
 struct kiln_event_header {

@@ -101,6 +101,35 @@ late.join()
 const std::set<std::string> kChainFunctions = {"<module>", "outer", "middle", "leaf_a", "leaf_b",
                                                "leaf_c", "key_fn", "via_sorted", "late_worker"};
 
+// Hostile memory: Debian's 3.11 turns its own frame chain into a loop for
+// 2 s (spin's caller's `previous` pointed back at spin, through ctypes:
+// PyFrameObject.f_frame at 24, _PyInterpreterFrame.previous at 48), then
+// mends it and exits normally.
+const char* kLoopPy = R"(import ctypes, os, sys, time
+def warm(seconds):
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+def spin(seconds):
+    me = sys._getframe()
+    caller = me.f_back
+    mine = ctypes.c_void_p.from_address(id(me) + 24).value
+    theirs = ctypes.c_void_p.from_address(id(caller) + 24).value
+    previous = ctypes.c_void_p.from_address(theirs + 48)
+    saved = previous.value
+    previous.value = mine
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+    previous.value = saved
+def mid(seconds):
+    spin(seconds)
+print("pid=%d" % os.getpid(), flush=True)
+warm(1.5)
+mid(2.0)
+print("mended", flush=True)
+)";
+
 std::map<std::string, int> Markers(const std::string& script) {
   std::map<std::string, int> lines;
   std::istringstream in(script);
@@ -307,6 +336,12 @@ int main() {
     r.err = ReadFile(err);
     results.push_back(r);
   }
+  // 3. A frame chain that loops (Debian's 3.11; its samples told apart by
+  //    pid).
+  const std::string looper = python;
+  const std::string loop_script = dir + "/loop.py";
+  std::ofstream(loop_script) << kLoopPy;
+  const int loop_rc = WaitExit(Spawn({looper, loop_script}, dir + "/loop.out", dir + "/loop.err"));
   // 2. A version without a layout: 3.11's interpreter under another name.
   const std::string old = dir + "/python3.9";
   std::filesystem::copy_file(python, old);
@@ -350,5 +385,35 @@ int main() {
               (long long)old_native, (long long)old_python);
   Check(old_total > 200 && old_native > old_total / 2 && old_python == 0,
         "its samples keep their native frames, and no Python frames are made up");
+
+  // --- 3. a frame chain that loops --------------------------------------------------
+  std::printf("\n  --- python3.11 with its frame chain made a loop for 2 s\n");
+  const std::string loop_out = ReadFile(dir + "/loop.out");
+  Check(loop_rc == 0 && loop_out.find("mended") != std::string::npos,
+        "the interpreter looped its chain, mended it and exited: " + ReadFile(dir + "/loop.err"));
+  Check(out.find("python3.11 (3.11): its frame chain loops") != std::string::npos,
+        "the process is refused, with the reason, in the report");
+  long long loops = 0;
+  if (std::size_t at = out.rfind(" frame chains that loop"); at != std::string::npos) {
+    std::size_t begin = out.rfind(' ', at - 1);
+    loops = std::atoll(out.c_str() + begin + 1);
+  }
+  Check(loops > 0, "the report counts frame chains that loop (" + std::to_string(loops) + ")");
+  std::int64_t warm = 0, looped = 0, after = 0;
+  const auto by_pid = profile.stacks_by_pid.find(ValueAfter(loop_out, "pid"));
+  if (by_pid != profile.stacks_by_pid.end())
+    for (const auto& [stack, n] : by_pid->second) {
+      if (stack.find(";warm") != std::string::npos)
+        warm += n;
+      else if (stack.find(";spin") != std::string::npos || stack.find(";mid") != std::string::npos)
+        looped += n;
+      else
+        after += n;
+    }
+  std::printf("    %lld samples in warm (Python frames read), %lld in the loop with Python frames (before the "
+              "refusal took effect), %lld with native frames only\n",
+              (long long)warm, (long long)looped, (long long)after);
+  Check(warm > 100, "before the loop its Python frames were read");
+  Check(after > 200 && looped * 10 < after, "after the refusal its samples keep their native frames");
   return Verdict(dir);
 }

@@ -183,6 +183,7 @@ FoldedProfile FoldRequests(const std::vector<ExportRequest>& requests) {
             else
             {
               out.stacks[folded] += events;
+              out.stacks_by_pid[info.pid][folded] += events;
               out.thread_stacks[executable_name + "/" + thread_name + folded.substr(executable_name.size())] +=
                   events;
             }

@@ -41,6 +41,7 @@ struct ProcessSummary {
 
 struct FoldedProfile {
   std::map<std::string, std::int64_t> stacks;        // "exe;root;..;leaf" -> events
+  std::map<std::int64_t, std::map<std::string, std::int64_t>> stacks_by_pid;  // the same, per process (on-CPU)
   std::map<std::string, std::int64_t> off_cpu_stacks;  // same keys -> nanoseconds blocked
   std::map<std::string, std::int64_t> thread_stacks;   // "exe/thread name;root;..;leaf" -> events (on-CPU)
   std::map<std::int64_t, ProcessSummary> processes;  // by pid
