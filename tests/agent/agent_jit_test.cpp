@@ -73,18 +73,6 @@ std::string PerfJsName(const std::string& symbol) {
   return symbol;
 }
 
-std::vector<std::string> Split(const std::string& stack) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at <= stack.size()) {
-    std::size_t semi = stack.find(';', at);
-    if (semi == std::string::npos) semi = stack.size();
-    out.push_back(stack.substr(at, semi - at));
-    at = semi + 1;
-  }
-  return out;
-}
-
 // Of the samples in leafWork: those whose JavaScript frames, root first,
 // are outer, middle (as many as the optimizer left: TurboFan inlines some
 // of the recursion), leafWork, with only V8's frames between them; and of
@@ -101,7 +89,7 @@ JsChain CountJsChain(const std::map<std::string, std::int64_t>& folded, const st
     if (stack.rfind(prefix + ";", 0) != 0) continue;
     std::vector<std::string> js;
     bool main_seen = false;
-    for (const std::string& f : Split(stack)) {
+    for (const std::string& f : SplitFolded(stack)) {
       const std::string name = perf_names ? PerfJsName(f) : f;
       if (name == "outer" || name == "middle" || name == "leafWork") js.push_back(name);
       if (name == "__libc_start_call_main") main_seen = true;
@@ -127,12 +115,6 @@ std::string MostCommon(const std::map<std::string, std::int64_t>& counts) {
   for (const auto& [k, n] : counts)
     if (n > most) best = k, most = n;
   return best;
-}
-
-std::string Percent(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * share);
-  return buf;
 }
 
 }  // namespace

@@ -160,24 +160,6 @@ std::pair<int, int> FunctionLines(const std::string& script, const std::string& 
   return {first, last};
 }
 
-std::vector<std::string> Split(const std::string& stack) {
-  std::vector<std::string> out;
-  std::size_t at = 0;
-  while (at <= stack.size()) {
-    std::size_t semi = stack.find(';', at);
-    if (semi == std::string::npos) semi = stack.size();
-    out.push_back(stack.substr(at, semi - at));
-    at = semi + 1;
-  }
-  return out;
-}
-
-std::string Percent(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * share);
-  return buf;
-}
-
 // One interpreter to run the chain under: how to start it, and where it
 // sees the script.
 struct Interpreter {
@@ -201,7 +183,7 @@ void CheckChain(const FoldedProfile& profile, const Interpreter& in, const std::
   for (const auto& [stack, n] : profile.stacks) {
     if (stack.rfind(in.label + ";", 0) != 0) continue;
     total += n;
-    std::vector<std::string> f = Split(stack);
+    std::vector<std::string> f = SplitFolded(stack);
     auto at = [&](const std::string& name) {
       return static_cast<std::size_t>(std::find(f.begin(), f.end(), name) - f.begin());
     };

@@ -105,12 +105,6 @@ bool DamageEhFrameHdr(const std::string& path) {
   return false;
 }
 
-std::string Percent(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * share);
-  return buf;
-}
-
 // Runs `argv` (already started as `pid`) under perf --call-graph dwarf for
 // `seconds`, then stops it. Returns the perf script text ("" without perf).
 std::string RecordWithPerf(pid_t pid, double seconds, const std::string& dir, const std::string& name) {

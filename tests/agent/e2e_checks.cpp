@@ -140,6 +140,24 @@ void PrintTop(const std::map<std::string, std::int64_t>& folded, const std::stri
                 rows[static_cast<std::size_t>(i)].second.c_str());
 }
 
+std::vector<std::string> SplitFolded(const std::string& stack) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= stack.size()) {
+    std::size_t semi = stack.find(';', at);
+    if (semi == std::string::npos) semi = stack.size();
+    out.push_back(stack.substr(at, semi - at));
+    at = semi + 1;
+  }
+  return out;
+}
+
+std::string Percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f%%", 100 * share);
+  return buf;
+}
+
 int UserFrames(const std::string& stack) {
   int user = 0;
   std::size_t at = stack.find(';');

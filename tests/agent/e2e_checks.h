@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace kiln::agent::testing {
 
@@ -42,6 +43,11 @@ std::map<std::string, std::int64_t> ParseFolded(const std::string& text);
 std::int64_t EventsWith(const std::map<std::string, std::int64_t>& folded, const std::string& prefix,
                         const std::string& needle);
 void PrintTop(const std::map<std::string, std::int64_t>& folded, const std::string& prefix, int limit);
+
+// A folded stack's frames, "exe" first: "a;b;c" -> {a, b, c}.
+std::vector<std::string> SplitFolded(const std::string& folded_stack);
+// "12.3%" for 0.123.
+std::string Percent(double share);
 
 // Frames after the label ("exe;") that are not kernel frames ("_[k]").
 int UserFrames(const std::string& folded_stack);
