@@ -98,21 +98,23 @@ namespace store_internal {
 StoreStats RocksStore::Stats() const {
   StoreStats st;
   {
-    std::shared_lock lock(dict_mutex_);
-    for (size_t k = 0; k < counters_.samples_by_type.size() && k < dict_.dict.sample_types.size(); ++k) {
-      if (counters_.samples_by_type[k] != 0) {
-        st.sample_types.push_back({dict_.dict.sample_types[k], counters_.samples_by_type[k]});
+    const DictionaryPart::Reader read = dictionary_.Read();
+    const ProfileDictionary& d = read.dict();
+    const Counters counters = samples_.Get();
+    for (size_t k = 0; k < counters.samples_by_type.size() && k < d.sample_types.size(); ++k) {
+      if (counters.samples_by_type[k] != 0) {
+        st.sample_types.push_back({d.sample_types[k], counters.samples_by_type[k]});
       }
     }
-    st.samples = counters_.samples();
-    st.dictionary_memory_bytes = DictionaryMemoryBytes();
-    st.blocks = counters_.blocks;
-    st.first_sample_ns = counters_.first_sample_ns;
-    st.last_sample_ns = counters_.last_sample_ns;
-    st.stacks = dict_.dict.StackCount() - 1;
-    st.frames = dict_.dict.frames.size() - 1;
-    st.strings = dict_.dict.strings.size() - 1;
-    st.attribute_sets = dict_.dict.AttributeSetCount() - 1;
+    st.samples = counters.samples();
+    st.dictionary_memory_bytes = read.MemoryBytes();
+    st.blocks = counters.blocks;
+    st.first_sample_ns = counters.first_sample_ns;
+    st.last_sample_ns = counters.last_sample_ns;
+    st.stacks = d.StackCount() - 1;
+    st.frames = d.frames.size() - 1;
+    st.strings = d.strings.size() - 1;
+    st.attribute_sets = d.AttributeSetCount() - 1;
   }
   st.disk_bytes = MeasureDirectory().directory;
   // Named for users ("dictionary", not RocksDB's "default"); a store
@@ -130,17 +132,14 @@ StoreStats RocksStore::Stats() const {
     st.part_bytes.push_back({part, tables + blobs});
   }
   st.data_version = data_version_.load();
-  st.retention_age_ns = retention_age_ns_.load();
-  st.retention_size_bytes = retention_size_bytes_.load();
-  st.samples_deleted_by_retention = retention_deleted_.load();
-  st.dictionary_entries_forgotten = forgotten_entries_.load();
+  st.retention_age_ns = retention_.age_ns();
+  st.retention_size_bytes = retention_.size_bytes();
+  st.samples_deleted_by_retention = retention_.Deleted();
+  st.dictionary_entries_forgotten = dictionary_.Forgotten();
   st.dictionary_memory_limit_bytes = options_.max_dictionary_memory;
-  {
-    std::lock_guard lock(retention_problem_mutex_);
-    st.retention_problem = retention_problem_;
-  }
-  st.summarized_hours = summary_index_.Size();
-  st.summary_hours_read = summary_hours_read_.load();
+  st.retention_problem = retention_.Problem();
+  st.summarized_hours = summaries_.Size();
+  st.summary_hours_read = summaries_.hours_read.load();
   if (disk_) {
     const DiskState d = disk_->state();
     st.disk_free_bytes = d.free_bytes;
@@ -151,8 +150,8 @@ StoreStats RocksStore::Stats() const {
 }
 
 std::vector<std::string> RocksStore::AttributeKeys() const {
-  std::shared_lock lock(dict_mutex_);
-  const ProfileDictionary& d = dict_.dict;
+  const DictionaryPart::Reader read = dictionary_.Read();
+  const ProfileDictionary& d = read.dict();
   std::vector<uint32_t> ids;
   for (const Attribute& a : d.attributes) ids.push_back(a.key);
   std::sort(ids.begin(), ids.end());
@@ -164,10 +163,10 @@ std::vector<std::string> RocksStore::AttributeKeys() const {
 }
 
 std::vector<std::string> RocksStore::AttributeValues(std::string_view key, size_t max) const {
-  std::shared_lock lock(dict_mutex_);
-  const ProfileDictionary& d = dict_.dict;
-  auto key_it = dict_.string_ids.find(key);
-  if (key_it == dict_.string_ids.end()) return {};
+  const DictionaryPart::Reader read = dictionary_.Read();
+  const ProfileDictionary& d = read.dict();
+  auto key_it = read.global().string_ids.find(key);
+  if (key_it == read.global().string_ids.end()) return {};
   std::vector<uint32_t> ids;
   for (const Attribute& a : d.attributes) {
     if (a.key == *key_it) ids.push_back(a.value);
@@ -183,12 +182,12 @@ std::vector<std::string> RocksStore::AttributeValues(std::string_view key, size_
 
 std::vector<std::vector<std::string>> RocksStore::AttributeCombinations(const std::vector<std::string>& keys,
                                                                         size_t max) const {
-  std::shared_lock lock(dict_mutex_);
-  const ProfileDictionary& d = dict_.dict;
+  const DictionaryPart::Reader read = dictionary_.Read();
+  const ProfileDictionary& d = read.dict();
   std::vector<uint32_t> key_ids;
   for (const std::string& k : keys) {
-    auto it = dict_.string_ids.find(std::string_view(k));
-    key_ids.push_back(it == dict_.string_ids.end() ? UINT32_MAX : *it);
+    auto it = read.global().string_ids.find(std::string_view(k));
+    key_ids.push_back(it == read.global().string_ids.end() ? UINT32_MAX : *it);
   }
   std::set<std::vector<uint32_t>> combos;
   std::vector<uint32_t> values(keys.size());

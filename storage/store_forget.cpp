@@ -85,24 +85,6 @@ std::string RemapKey(uint64_t before_seq) {
 
 }  // namespace
 
-absl::Status RocksStore::LoadRemaps() {
-  auto remaps = std::make_shared<IdRemaps>();
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_cf()));
-  const std::string prefix = kRemapKeyPrefix;
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    if (it->key().size() != prefix.size() + 8) return absl::DataLossError("store: a remap key is corrupt");
-    IdRemap r;
-    r.before_seq = GetBigEndian64(it->key().data() + prefix.size());
-    if (!r.Decode(std::string_view(it->value().data(), it->value().size()))) {
-      return absl::DataLossError(absl::StrCat("store: the remap of blocks before ", r.before_seq, " is corrupt"));
-    }
-    remaps->generations.push_back(std::move(r));
-  }
-  if (!it->status().ok()) return FromRocks(it->status(), "loading remaps");
-  remaps_ = std::move(remaps);
-  return absl::OkStatus();
-}
-
 absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   ForgetReport report;
   if (read_only_) return report;
@@ -110,7 +92,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   const Clock::time_point start = Clock::now();
   auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   std::lock_guard pass(summarize_mutex_);
-  forget_due_ = false;
+  dictionary_.PassStarted();
 
   // --- 1. What kept samples use, from a snapshot ----------------------------
   const rocksdb::Snapshot* snapshot = nullptr;
@@ -118,14 +100,14 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   std::vector<uint8_t> live_stacks, live_sets, live_links;
   {
     std::lock_guard write_lock(write_mutex_);
-    std::shared_lock lock(dict_mutex_);
+    const DictionaryPart::Reader read = dictionary_.Read();
     snapshot = db_->GetSnapshot();
-    remaps = remaps_;
-    live_stacks.assign(dict_.dict.StackCount(), 0);
-    live_sets.assign(dict_.dict.AttributeSetCount(), 0);
-    live_links.assign(dict_.dict.links.size(), 0);
-    forget_watch_ = ForgetWatch{.active = true, .stacks = live_stacks, .attribute_sets = live_sets,
-                                .links = live_links};
+    remaps = read.remaps();
+    live_stacks.assign(read.dict().StackCount(), 0);
+    live_sets.assign(read.dict().AttributeSetCount(), 0);
+    live_links.assign(read.dict().links.size(), 0);
+    dictionary_.watch() = DictionaryPart::Watch{.active = true, .stacks = live_stacks,
+                                                .attribute_sets = live_sets, .links = live_links};
   }
   absl::Status counted;
   uint64_t min_seq = std::numeric_limits<uint64_t>::max();
@@ -168,15 +150,16 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   // --- 2. Renumber and swap, under the write lock ----------------------------
   std::unique_lock write_lock(write_mutex_);
   const Clock::time_point locked = Clock::now();
-  const ForgetWatch watch = std::move(forget_watch_);
-  forget_watch_ = ForgetWatch{};
+  const DictionaryPart::Watch watch = std::move(dictionary_.watch());
+  dictionary_.watch() = DictionaryPart::Watch{};
   if (!counted.ok()) return counted;
   for (size_t i = 0; i < watch.stacks.size(); ++i) live_stacks[i] |= watch.stacks[i];
   for (size_t i = 0; i < watch.attribute_sets.size(); ++i) live_sets[i] |= watch.attribute_sets[i];
   for (size_t i = 0; i < watch.links.size(); ++i) live_links[i] |= watch.links[i];
-  // Only Write() changes the dictionary, and it holds the write lock: what
-  // follows reads dict_ without dict_mutex_ until the swap.
-  const ProfileDictionary& d = dict_.dict;
+  // Only writers change the dictionary, and this pass is one now: what
+  // follows reads it without its lock until the swap.
+  GlobalDictionary& current = dictionary_.ForWriter();
+  const ProfileDictionary& d = current.dict;
   // Entries made since the snapshot are all kept.
   live_stacks.resize(d.StackCount(), 1);
   live_sets.resize(d.AttributeSetCount(), 1);
@@ -206,7 +189,7 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     if (!live_sets[a]) continue;
     for (const Attribute& attr : d.AttributeSet(a)) live_strings[attr.key] = live_strings[attr.value] = 1;
   }
-  report.entries_before = DictionaryEntries();
+  report.entries_before = dictionary_.EntriesForWriter();
   report.stacks_before = d.StackCount() - 1;
   report.attribute_sets_before = d.AttributeSetCount() - 1;
   const std::vector<uint32_t> string_map = Renumber(&live_strings), exec_map = Renumber(&live_execs),
@@ -220,28 +203,28 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   report.stacks_after = count(live_stacks) - 1;
   report.attribute_sets_after = count(live_sets) - 1;
   if (report.entries_after == report.entries_before) {
-    entries_after_forget_ = report.entries_after;
+    dictionary_.PassEnded(report.entries_before, report.entries_after);
     return report;  // everything is used
   }
 
   // The old write indexes are half the dictionary's memory and only Write()
   // uses them, which waits for this pass: freed while the new dictionary
   // is built, and built again from the tables if the pass fails.
-  dict_.DropWriteIndexes();
+  current.DropWriteIndexes();
   struct RestoreIndexes {
     GlobalDictionary* dict;
     bool done = false;
     ~RestoreIndexes() {
       if (!done) dict->RebuildWriteIndexes();
     }
-  } restore{&dict_};
+  } restore{&current};
 
   // One batch: the forgotten entries' keys deleted (kept ones keep their
   // disk ids and values), or, once disk ids near their end, every key
   // written again with disk ids equal to the new ids.
   auto batch = std::make_unique<rocksdb::WriteBatch>();
   rocksdb::WriteBatch& wb = *batch;
-  const GlobalDictionary::DiskIds& od = dict_.disk;
+  const GlobalDictionary::DiskIds& od = current.disk;
   const bool rewrite = std::max({od.strings.back(), od.executables.back(), od.frames.back(), od.stacks.back(),
                                  od.attribute_sets.back(), od.links.back()}) >= options_.forget_rewrite_at_disk_id;
   report.rewrote = rewrite;
@@ -350,18 +333,18 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
     for (size_t i = 0; i < older.size(); ++i) out[i] = Kept(now, older[i]);
     return out;
   };
-  for (const IdRemap& g : remaps_->generations) {
+  for (const IdRemap& g : dictionary_.RemapsForWriter()->generations) {
     if (g.before_seq <= min_seq) continue;  // retention deleted all its blocks
     composed->generations.push_back({g.before_seq, compose(g.stacks, stack_map),
                                      compose(g.attribute_sets, set_map), compose(g.links, link_map)});
   }
-  IdRemap current{.before_seq = counters_.next_block_seq};
-  for (auto [map, out] : {std::pair{&stack_map, &current.stacks}, {&set_map, &current.attribute_sets},
-                          {&link_map, &current.links}}) {
+  IdRemap now{.before_seq = samples_.Get().next_block_seq};
+  for (auto [map, out] : {std::pair{&stack_map, &now.stacks}, {&set_map, &now.attribute_sets},
+                          {&link_map, &now.links}}) {
     out->resize(map->size());
     for (size_t i = 0; i < map->size(); ++i) (*out)[i] = (*map)[i] == kGone ? 0 : (*map)[i];
   }
-  composed->generations.push_back(std::move(current));
+  composed->generations.push_back(std::move(now));
   const std::vector<std::string> symbol_keys = symbols_->ForgetRecords(LiveSymbolKeys(n), &wb);
   report.symbol_keys_forgotten = symbol_keys.size();
   const std::string prefix = kRemapKeyPrefix;
@@ -395,19 +378,13 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   TestStep("forgetting: written");
   const uint64_t written = wb.GetDataSize();
   batch.reset();
-  {
-    std::unique_lock lock(dict_mutex_);
-    dict_.ReplaceWith(std::move(nd));
-    remaps_ = std::move(composed);
-    dict_epoch_.fetch_add(1);
-  }
+  dictionary_.Replace(std::move(nd), std::move(composed));
   symbols_->Forget(symbol_keys);
   restore.done = true;
   write_lock.unlock();
   report.write_lock_seconds = since(locked);
   report.ran = true;
-  entries_after_forget_ = report.entries_after;
-  forgotten_entries_.fetch_add(report.entries_before - report.entries_after);
+  dictionary_.PassEnded(report.entries_before, report.entries_after);
   NoteWrite(written);
   // The deleted keys' space returns at the next compaction of the family;
   // ask for it now, as retention does for its blocks.

@@ -435,7 +435,7 @@ struct AttributeSetIdEq {
 using AttributeSetIdSet = absl::flat_hash_set<uint32_t, AttributeSetIdHash, AttributeSetIdEq>;
 
 // The store-global dictionary plus the hash indexes that deduplicate new
-// entries. Guarded by RocksStore::dict_mutex_. Not copied or moved: the
+// entries. Held by DictionaryPart. Not copied or moved: the
 // string and frame indexes point at its own tables (ReplaceWith swaps
 // contents).
 struct GlobalDictionary {
@@ -456,7 +456,7 @@ struct GlobalDictionary {
   // order gives back the ids, and a disk id is found by binary search.
   // Entry 0 (the empty one) is never on disk.
   // The strings' heap bytes (those past the 15 a std::string holds
-  // inline), kept as strings come and go, for DictionaryMemoryBytes.
+  // inline), kept as strings come and go, for DictionaryPart::MemoryBytes.
   uint64_t string_heap_bytes = 0;
   static uint64_t HeapBytes(const std::string& s) { return s.size() > 15 ? s.size() + 1 : 0; }
   void RecountStringBytes() {
@@ -606,21 +606,28 @@ struct Counters {
 // [SECTION] Parts
 // ============================================================================
 //
-// The store is parts that each own their state and its lock; RocksStore
-// holds them and runs what crosses parts (a write, a retention pass, a
-// forgetting pass). A part's lock is a leaf: held only inside the part,
-// never while calling out of it. Lock order where the store's own locks
-// meet (take them in this order, release before taking an earlier one):
+// The store is parts that each own their state and its lock: the
+// dictionary (DictionaryPart), the blocks' counters (SamplesPart),
+// retention's limits and state (RetentionPart), the summaries' state
+// (SummariesPart), the symbols, the Log and the data-loss totals. RocksStore holds
+// them and runs what crosses parts: a write, and the retention,
+// summarizing and forgetting passes. A part's lock is a leaf, held only
+// inside the part, except the dictionary's, which readers hold while they
+// read the counters and pin a RocksDB snapshot so that all three agree.
+// Lock order (take them in this order, release before taking an earlier
+// one):
 //
-//   retention_mutex_     one retention pass
-//   summarize_mutex_     one summarizing or forgetting pass
-//   write_mutex_         one Write(), and a pass's changes to the dictionary
-//   dict_mutex_          the dictionary, its counters and remaps (shared to read)
-//   leaves: retention_problem_mutex_, settle_mu_, and the parts' own
-//           (SymbolsPart, LogPart, LossesPart, SummaryIndex)
+//   RetentionPart::pass_mutex()   one retention pass
+//   summarize_mutex_              one summarizing or forgetting pass
+//   write_mutex_                  one Write(), and a pass's changes (the
+//                                 dictionary, counters, the passes' watches)
+//   DictionaryPart's lock         shared to read, exclusive to publish
+//   leaves: SamplesPart, RetentionPart's problem, settle_mu_, SymbolsPart,
+//           LogPart, LossesPart, SummariesPart
 //
-// Parts write through a PartWriter: the store's disk guard admits a write
-// (or refuses it retryably) and the settling thread learns of it.
+// Parts that write write through a PartWriter: the store's disk guard
+// admits a write (or refuses it retryably) and the settling thread learns
+// of it.
 
 class PartWriter {
  public:
@@ -719,12 +726,13 @@ class LossesPart {
   std::vector<uint64_t> losses_;  // at least kDataLossCount
 };
 
-// Which (sample type, hour) have a summary (storage/stack_summary.h),
-// loaded at open. A hint for planning queries: a query reads the summary
-// from its snapshot and reads the hour's samples when it is gone. The
-// summaries themselves are the store's (built and invalidated under its
-// write lock, renumbered by forgetting).
-class SummaryIndex {
+// The hourly summaries' state (storage/stack_summary.h; the passes that
+// build, invalidate and renumber them are the store's, store_summaries.cpp
+// and store_forget.cpp). The index of which (sample type, hour) have a
+// summary is loaded at open and is a hint for planning queries: a query
+// reads the summary from its snapshot and reads the hour's samples when it
+// is gone.
+class SummariesPart {
  public:
   absl::Status Load(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf);
   bool Has(uint32_t sample_type, int64_t hour) const {
@@ -749,9 +757,212 @@ class SummaryIndex {
     return hours_.size();
   }
 
+  // The hour a summary is being built for, guarded by the store's
+  // write_mutex_: a write or retention pass touching it sets
+  // `invalidated`, and the summary (made from a snapshot before that
+  // write) is then not stored.
+  struct Target {
+    bool active = false;
+    bool invalidated = false;
+    uint32_t sample_type = 0;
+    int64_t hour = 0;
+  } target;
+  std::atomic<uint64_t> summarized_version{0};  // the store's data version at the last pass
+  mutable std::atomic<uint64_t> hours_read{0};  // by queries, since open
+
  private:
   mutable std::mutex mutex_;
   absl::flat_hash_set<std::pair<uint32_t, int64_t>> hours_;
+};
+
+// The dictionary: every string, executable, frame, stack, attribute set
+// and link the kept samples use, the remaps that translate blocks written
+// before the last forgetting pass (store_forget.cpp), the epoch counting
+// those passes, and when the next pass is due.
+//
+// Its lock is shared by readers (queries, stats, listings, a pass taking
+// its snapshot) and held exclusively only to publish: a write's new
+// entries across its RocksDB write (a query pins its snapshot under the
+// shared hold, so it never sees a block whose ids are not in memory yet)
+// and a forgetting pass's swap. Only writers change the dictionary, and
+// they hold the store's write_mutex_, so a writer reads and extends it
+// without this lock (ForWriter) and takes it only to publish.
+class DictionaryPart {
+ public:
+  // A shared hold and what it may read.
+  class Reader {
+   public:
+    explicit Reader(const DictionaryPart& part) : lock_(part.mutex_), part_(part) {}
+    const GlobalDictionary& global() const { return part_.dict_; }
+    const ProfileDictionary& dict() const { return part_.dict_.dict; }
+    const std::shared_ptr<const IdRemaps>& remaps() const { return part_.remaps_; }
+    uint64_t Entries() const { return part_.Entries(); }
+    uint64_t MemoryBytes() const { return part_.MemoryBytes(); }
+
+   private:
+    std::shared_lock<std::shared_mutex> lock_;
+    const DictionaryPart& part_;
+  };
+  Reader Read() const { return Reader(*this); }
+  // The exclusive hold a writer publishes under (it holds write_mutex_).
+  std::unique_lock<std::shared_mutex> Publishing() { return std::unique_lock(mutex_); }
+  // For a writer, which holds write_mutex_: no other thread changes the
+  // dictionary meanwhile, and readers read only what it publishes.
+  GlobalDictionary& ForWriter() { return dict_; }
+  const std::shared_ptr<const IdRemaps>& RemapsForWriter() const { return remaps_; }
+  uint64_t EntriesForWriter() const { return Entries(); }
+  // A forgetting pass's new dictionary and remaps (the writer holds
+  // write_mutex_): swapped in under the exclusive hold, and the epoch
+  // moves on so a query that read ids of the old one runs again.
+  void Replace(GlobalDictionary&& next, std::shared_ptr<const IdRemaps> remaps);
+  uint64_t Epoch() const { return epoch_.load(); }
+
+  // At open (store_dictionary.cpp): the remaps, then the tables.
+  absl::Status Load(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta);
+
+  // When forgetting runs (the settling thread asks): once retention deleted
+  // samples and the dictionary grew by half since the last pass (each pass
+  // reads every kept block, so a store whose code and processes stay the
+  // same never pays for it), or at once when retention cut samples to make
+  // room for the dictionary.
+  void NoteSamplesDeleted() { due_ = true; }
+  void ForgetSoon() { urgent_ = true; }
+  bool PassDue();
+  void PassStarted() { due_ = false; }
+  void PassEnded(uint64_t entries_before, uint64_t entries_after) {
+    entries_after_pass_ = entries_after;
+    forgotten_ += entries_before - entries_after;
+  }
+  uint64_t Forgotten() const { return forgotten_.load(); }  // entries, since open
+
+  // Ids that writes used while a pass counted from its snapshot: kept.
+  struct Watch {
+    bool active = false;
+    std::vector<uint8_t> stacks, attribute_sets, links;  // sized as the dictionary at the snapshot
+    void Note(const BlockSample& s) {
+      if (s.stack < stacks.size()) stacks[s.stack] = 1;
+      if (s.attribute_set < attribute_sets.size()) attribute_sets[s.attribute_set] = 1;
+      if (s.link < links.size()) links[s.link] = 1;
+    }
+  };
+  Watch& watch() { return watch_; }  // guarded by write_mutex_
+
+ private:
+  absl::Status LoadRemaps(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta);
+  absl::Status LoadTables(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta);
+  uint64_t Entries() const {
+    const ProfileDictionary& d = dict_.dict;
+    return d.strings.size() + d.executables.size() + d.frames.size() + d.StackCount() +
+           d.AttributeSetCount() + d.links.size();
+  }
+  // What the tables and indexes hold in memory, from their sizes
+  // (retention holds it to StoreOptions::max_dictionary_memory).
+  uint64_t MemoryBytes() const;
+
+  mutable std::shared_mutex mutex_;
+  GlobalDictionary dict_;
+  std::shared_ptr<const IdRemaps> remaps_ = std::make_shared<IdRemaps>();
+  std::atomic<uint64_t> epoch_{0};
+  Watch watch_;
+  std::atomic<uint64_t> entries_after_pass_{0};  // or at open
+  std::atomic<bool> due_{false};
+  std::atomic<bool> urgent_{false};
+  std::atomic<uint64_t> forgotten_{0};
+};
+
+// The blocks' counters (samples per type, blocks, first and last time, the
+// next block's sequence number), kept in the meta family under kStatsKey
+// and written in the same batch as the blocks they count. Writers (Write(),
+// retention) hold write_mutex_ and publish the new counters once their
+// batch is written; a reader that also reads the dictionary reads them
+// under its shared hold, so the two agree.
+class SamplesPart {
+ public:
+  absl::Status Load(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta);
+  Counters Get() const {
+    std::lock_guard lock(mutex_);
+    return counters_;
+  }
+  void Publish(const Counters& counters) {
+    std::lock_guard lock(mutex_);
+    counters_ = counters;
+  }
+  // The sample types that have samples, ascending.
+  std::vector<uint32_t> TypesWithSamples() const;
+
+ private:
+  mutable std::mutex mutex_;
+  Counters counters_;
+};
+
+// Retention's limits and state (store_retention.cpp runs the passes).
+class RetentionPart {
+ public:
+  RetentionPart(std::chrono::nanoseconds age, uint64_t size_bytes)
+      : age_ns_(age.count()), size_bytes_(size_bytes) {}
+  int64_t age_ns() const { return age_ns_.load(); }
+  uint64_t size_bytes() const { return size_bytes_.load(); }
+  void SetLimits(std::chrono::nanoseconds age, uint64_t size_bytes) {
+    age_ns_ = age.count();
+    size_bytes_ = size_bytes;
+    RunSoon();
+  }
+  // A pass at the settling thread's next look: limits changed, a pass
+  // left the store still over, or a twentieth of the size limit was
+  // written since the last pass (NoteWritten says when that happens).
+  void RunSoon() { changed_ = true; }
+  bool TakeRunSoon() { return changed_.exchange(false); }
+  bool RunSoonSet() const { return changed_.load(); }
+  // True when these bytes made a pass due (and it was not yet).
+  bool NoteWritten(uint64_t bytes) {
+    const uint64_t limit = size_bytes_.load();
+    return bytes > 0 && limit > 0 && written_since_pass_.fetch_add(bytes) + bytes > limit / 20 &&
+           !changed_.exchange(true);
+  }
+  void PassStarted() { written_since_pass_ = 0; }
+  void NoteDeleted(uint64_t samples) { deleted_ += samples; }
+  uint64_t Deleted() const { return deleted_.load(); }  // samples, since open
+  // Why retention cannot hold the size limit ("" = it can); true when it
+  // changed (the caller logs and stores it).
+  bool SetProblem(std::string problem) {
+    std::lock_guard lock(problem_mutex_);
+    if (problem == problem_) return false;
+    problem_ = std::move(problem);
+    return true;
+  }
+  std::string Problem() const {
+    std::lock_guard lock(problem_mutex_);
+    return problem_;
+  }
+  // One pass at a time.
+  std::mutex& pass_mutex() { return pass_mutex_; }
+  // Size passes in a row that cut a step for a dictionary larger than the
+  // blocks (RocksStore::SizeCut): each takes a larger share of its step.
+  // Guarded by pass_mutex().
+  int dictionary_steps = 0;
+  // Writes during a pass's count from its snapshot, guarded by the store's
+  // write_mutex_.
+  struct Watch {
+    bool active = false;
+    int64_t cut = 0;                  // bucket
+    bool old_bucket_written = false;  // into a bucket before `cut`: recount
+    int64_t min_time_written_ns = std::numeric_limits<int64_t>::max();
+    void Note(int64_t bucket, int64_t first_ns) {
+      if (!active) return;
+      if (bucket < cut) old_bucket_written = true;
+      min_time_written_ns = std::min(min_time_written_ns, first_ns);
+    }
+  } watch;
+
+ private:
+  std::atomic<int64_t> age_ns_;
+  std::atomic<uint64_t> size_bytes_;
+  std::atomic<bool> changed_{false};
+  std::atomic<uint64_t> written_since_pass_{0};
+  std::atomic<uint64_t> deleted_{0};
+  std::mutex pass_mutex_;
+  mutable std::mutex problem_mutex_;
+  std::string problem_;
 };
 
 class RocksStore final : public Store, private PartWriter {
@@ -820,12 +1031,10 @@ class RocksStore final : public Store, private PartWriter {
   bool read_only() const override { return read_only_; }
 
  private:
-  absl::Status LoadDictionary();
   absl::Status LoadMeta();
   // Schema 1 kept four fixed sample kinds in a key byte; rewrites its block
   // keys and counters for sample types.
   absl::Status UpgradeFromSchema1();
-  absl::Status LoadRemaps();
   // Run() with the dictionary of `epoch` (dict_epoch_ before the scan);
   // Aborted when a forgetting pass renumbered it meanwhile.
   absl::StatusOr<std::shared_ptr<const ProfileSlice>> RunOnce(const Query& query, uint64_t epoch) const;
@@ -899,23 +1108,8 @@ class RocksStore final : public Store, private PartWriter {
   std::atomic<int64_t> last_write_ns_{0};
   std::atomic<int64_t> first_unflushed_ns_{0};
   std::atomic<uint64_t> data_version_{0};
-  std::atomic<uint64_t> retention_deleted_{0};
-  // Retention limits: StoreOptions' at open, then SetRetention's.
-  std::atomic<int64_t> retention_age_ns_{options_.retention_age.count()};
-  std::atomic<uint64_t> retention_size_bytes_{options_.retention_size_bytes};
-  // Set to run a pass at the settling thread's next look: limits changed,
-  // or a twentieth of the size limit was written since the last pass.
-  std::atomic<bool> retention_changed_{false};
-  std::atomic<uint64_t> bytes_since_retention_{0};
-  std::mutex retention_mutex_;  // one retention pass at a time
-  // Why retention cannot hold the size limit ("" = it can), said once per
-  // change in the log; guarded by retention_mutex_ for writing.
-  mutable std::mutex retention_problem_mutex_;
-  std::string retention_problem_;
-  // Size passes in a row that cut a step for a dictionary larger than the
-  // blocks (SizeCut), guarded by retention_mutex_: each takes a larger
-  // share of its step.
-  int dictionary_steps_ = 0;
+  // Retention's limits and state; its passes cross parts (store_retention.cpp).
+  RetentionPart retention_{options_.retention_age, options_.retention_size_bytes};
   // Where the size-limited bytes are (RetentionSizes).
   struct StoreSizes {
     uint64_t directory = 0;     // every file: tables, blobs, WAL, RocksDB's own
@@ -933,6 +1127,7 @@ class RocksStore final : public Store, private PartWriter {
   // The blocks' bytes at and after bucket `cut` for `types` (RocksDB's
   // approximate sizes of the table files: deleted buckets not counted).
   uint64_t KeptBlockBytes(const std::vector<uint32_t>& types, int64_t cut) const;
+  // Stores the problem and logs it once per change.
   void SetRetentionProblem(std::string problem);
   // The first bucket a size pass keeps (min() = none deleted), with the
   // store's sizes as measured now (store_retention.cpp explains).
@@ -952,14 +1147,6 @@ class RocksStore final : public Store, private PartWriter {
   };
   absl::Status CountDeletable(const std::vector<uint32_t>& types, int64_t cut,
                               const rocksdb::Snapshot* snapshot, DeletableCount* out);
-  std::vector<uint32_t> TypesWithSamples() const;
-  // Writes during a retention pass's count, guarded by write_mutex_.
-  struct RetentionWatch {
-    bool active = false;
-    int64_t cut = 0;                  // bucket
-    bool old_bucket_written = false;  // into a bucket before `cut`: recount
-    int64_t min_time_written_ns = std::numeric_limits<int64_t>::max();
-  } retention_watch_;
   std::unique_ptr<DiskGuard> disk_;  // read-write stores
   std::mutex settle_mu_;
   std::condition_variable settle_cv_;
@@ -967,61 +1154,17 @@ class RocksStore final : public Store, private PartWriter {
   std::thread settle_thread_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
 
-  std::mutex write_mutex_;                // serializes Write()
-  mutable std::shared_mutex dict_mutex_;  // guards dict_, counters_ and remaps_
-  GlobalDictionary dict_;
-  Counters counters_;
-  // Forgetting (store_forget.cpp): the remaps of blocks written before the
-  // last compaction, and a count of compactions so a query that read ids
-  // of one dictionary does not name them from the next.
-  std::shared_ptr<const IdRemaps> remaps_ = std::make_shared<IdRemaps>();
-  std::atomic<uint64_t> dict_epoch_{0};
-  // Ids that writes used while a pass counted from its snapshot, guarded
-  // by write_mutex_: they are kept.
-  struct ForgetWatch {
-    bool active = false;
-    std::vector<uint8_t> stacks, attribute_sets, links;  // sized as the dictionary at the snapshot
-    void Note(const BlockSample& s) {
-      if (s.stack < stacks.size()) stacks[s.stack] = 1;
-      if (s.attribute_set < attribute_sets.size()) attribute_sets[s.attribute_set] = 1;
-      if (s.link < links.size()) links[s.link] = 1;
-    }
-  } forget_watch_;
-  // Dictionary entries after the last pass (or at open): the next pass is
-  // due once retention deleted samples and the dictionary grew by half.
-  std::atomic<uint64_t> entries_after_forget_{0};
-  std::atomic<bool> forget_due_{false};
-  // Retention cut samples to make room for the dictionary: forget at the
-  // next look, whatever its growth.
-  std::atomic<bool> forget_urgent_{false};
-  std::atomic<uint64_t> forgotten_entries_{0};  // since open
-  // What the dictionary holds in memory, its tables and indexes, from
-  // their sizes (retention holds it to StoreOptions::max_dictionary_memory).
-  uint64_t DictionaryMemoryBytes() const;  // caller holds dict_mutex_
-  uint64_t DictionaryEntries() const {  // caller holds dict_mutex_
-    const ProfileDictionary& d = dict_.dict;
-    return d.strings.size() + d.executables.size() + d.frames.size() + d.StackCount() +
-           d.AttributeSetCount() + d.links.size();
-  }
+  std::mutex write_mutex_;  // serializes Write() and the write half of every pass
+  DictionaryPart dictionary_;
+  SamplesPart samples_;
   // The parts, made once the families are open (OpenDb).
   std::unique_ptr<SymbolsPart> symbols_;
   std::unique_ptr<LogPart> log_;
   std::unique_ptr<LossesPart> losses_;
 
-  SummaryIndex summary_index_;
-  std::mutex summarize_mutex_;  // one Summarize() at a time
-  // The hour BuildSummary is making, guarded by write_mutex_: a write or
-  // retention pass touching it sets `invalidated`, and the summary (made
-  // from a snapshot before that write) is then not stored.
-  struct SummaryTarget {
-    bool active = false;
-    bool invalidated = false;
-    uint32_t sample_type = 0;
-    int64_t hour = 0;
-  } summary_target_;
-  std::atomic<uint64_t> summarized_version_{0};  // data_version_ at the last Summarize()
+  SummariesPart summaries_;
+  std::mutex summarize_mutex_;  // one Summarize() or ForgetUnused() at a time
   std::atomic<bool> stopping_{false};
-  mutable std::atomic<uint64_t> summary_hours_read_{0};
 };
 
 }  // namespace kiln::storage::store_internal

@@ -239,10 +239,8 @@ absl::Status RocksStore::OpenDb() {
   if (auto st = losses_->Load(); !st.ok()) return st;
   if (auto st = log_->Load(); !st.ok()) return st;
   if (auto st = symbols_->Load(); !st.ok()) return st;
-  if (auto st = summary_index_.Load(db_, summaries_cf()); !st.ok()) return st;
-  if (auto st = LoadRemaps(); !st.ok()) return st;
-  if (auto st = LoadDictionary(); !st.ok()) return st;
-  entries_after_forget_ = DictionaryEntries();
+  if (auto st = summaries_.Load(db_, summaries_cf()); !st.ok()) return st;
+  if (auto st = dictionary_.Load(db_, meta_cf()); !st.ok()) return st;
   return absl::OkStatus();
 }
 
@@ -305,157 +303,11 @@ absl::Status RocksStore::UpgradeFromSchema1() {
 }
 
 absl::Status RocksStore::LoadMeta() {
-  std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf(), kStatsKey, &v);
-  if (s.ok()) {
-    if (!counters_.Decode(v)) return absl::DataLossError("store statistics key is corrupt");
-  } else if (!s.IsNotFound()) {
-    return FromRocks(s, "reading statistics");
-  }
+  if (auto st = samples_.Load(db_, meta_cf()); !st.ok()) return st;
   // As the last pass left it, so `kiln stats` (read-only) shows it too.
-  if (db_->Get(rocksdb::ReadOptions(), meta_cf(), kRetentionProblemKey, &v).ok()) retention_problem_ = v;
-  return absl::OkStatus();
-}
-
-absl::Status RocksStore::LoadDictionary() {
-  GlobalDictionary& g = dict_;
-  ProfileDictionary& d = g.dict;
-  GlobalDictionary::DiskIds& disk = g.disk;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_cf()));
-  // Keys load in disk-id order, which is the entries' order: each gets the
-  // next id. References are read as disk ids and translated once every
-  // table is loaded (the strings' keys sort last).
-  auto next = [](std::vector<uint32_t>* ids, uint32_t disk_id) {
-    if (disk_id == 0) return false;  // entry 0 is never on disk
-    ids->push_back(disk_id);         // ascending: RocksDB's key order
-    return true;
-  };
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    rocksdb::Slice key = it->key();
-    if (key.size() != 5) continue;  // meta:* keys
-    char tag = key[0];
-    uint32_t id = GetBigEndian32(key.data() + 1);
-    rocksdb::Slice val = it->value();
-    VarintReader r{val.data(), val.data() + val.size()};
-    switch (tag) {
-      case kTagString: {
-        if (!next(&disk.strings, id)) return Corrupt("string", id);
-        d.strings.emplace_back(val.data(), val.size());
-        break;
-      }
-      case kTagExecutable: {
-        if (!next(&disk.executables, id)) return Corrupt("executable", id);
-        Executable e;
-        e.file_name = static_cast<uint32_t>(r.Next());
-        e.htlhash = static_cast<uint32_t>(r.Next());
-        e.gnu_build_id = static_cast<uint32_t>(r.Next());
-        e.go_build_id = static_cast<uint32_t>(r.Next());
-        if (!r.ok) return Corrupt("executable", id);
-        d.executables.push_back(e);
-        break;
-      }
-      case kTagFrame: {
-        if (!next(&disk.frames, id)) return Corrupt("frame", id);
-        Frame f;
-        f.function = static_cast<uint32_t>(r.Next());
-        f.file = static_cast<uint32_t>(r.Next());
-        f.executable = static_cast<uint32_t>(r.Next());
-        f.line = UnZigZag(r.Next());
-        f.address = r.Next();
-        f.type = static_cast<FrameType>(r.Byte());
-        f.inlined = r.Byte() != 0;
-        if (!r.ok) return Corrupt("frame", id);
-        d.frames.push_back(f);
-        break;
-      }
-      case kTagStack: {
-        if (!next(&disk.stacks, id)) return Corrupt("stack", id);
-        uint64_t n = r.Next();
-        if (n > val.size()) return Corrupt("stack", id);
-        for (uint64_t i = 0; i < n; ++i) d.stack_frames.push_back(static_cast<uint32_t>(r.Next()));
-        if (!r.ok) return Corrupt("stack", id);
-        d.stack_offsets.push_back(static_cast<uint32_t>(d.stack_frames.size()));
-        break;
-      }
-      case kTagAttributeSet: {
-        if (!next(&disk.attribute_sets, id)) return Corrupt("attribute set", id);
-        uint64_t n = r.Next();
-        if (n > val.size()) return Corrupt("attribute set", id);
-        for (uint64_t i = 0; i < n; ++i) {
-          Attribute a;
-          a.key = static_cast<uint32_t>(r.Next());
-          a.value = static_cast<uint32_t>(r.Next());
-          d.attributes.push_back(a);
-        }
-        if (!r.ok) return Corrupt("attribute set", id);
-        d.attribute_set_offsets.push_back(static_cast<uint32_t>(d.attributes.size()));
-        break;
-      }
-      case kTagSampleType: {
-        // Id 0 (on-CPU samples) exists before anything is stored; its entry
-        // only carries a period. Sample types are never forgotten (their ids
-        // are in block keys): the key is the id.
-        if (id > d.sample_types.size()) return Corrupt("sample type", id);
-        SampleTypeInfo t;
-        if (!DecodeSampleType(std::string_view(val.data(), val.size()), &t))
-          return Corrupt("sample type", id);
-        if (id == d.sample_types.size()) {
-          d.sample_types.push_back(t);
-        } else {
-          d.sample_types[id] = t;
-        }
-        break;
-      }
-      case kTagLink: {
-        if (!next(&disk.links, id)) return Corrupt("link", id);
-        uint64_t n = r.Next();
-        if (!r.ok || n > static_cast<uint64_t>(r.end - r.p)) return Corrupt("link", id);
-        Link l;
-        l.trace_id.assign(r.p, n);
-        l.span_id.assign(r.p + n, r.end);
-        d.links.push_back(l);
-        break;
-      }
-      default:
-        break;
-    }
+  if (std::string v; db_->Get(rocksdb::ReadOptions(), meta_cf(), kRetentionProblemKey, &v).ok()) {
+    retention_.SetProblem(std::move(v));
   }
-  if (!it->status().ok()) return FromRocks(it->status(), "loading dictionary");
-  // Disk ids to ids; every reference must point at an entry that exists.
-  auto dense = [](const std::vector<uint32_t>& ids, uint32_t* ref) {
-    auto found = std::lower_bound(ids.begin(), ids.end(), *ref);
-    if (found == ids.end() || *found != *ref) return false;
-    *ref = static_cast<uint32_t>(found - ids.begin());
-    return true;
-  };
-  for (size_t i = 0; i < d.frames.size(); ++i) {
-    Frame& f = d.frames[i];
-    if (!dense(disk.strings, &f.function) || !dense(disk.strings, &f.file) ||
-        !dense(disk.executables, &f.executable)) {
-      return Corrupt("frame", disk.frames[i]);
-    }
-  }
-  for (uint32_t& f : d.stack_frames) {
-    if (!dense(disk.frames, &f)) return absl::DataLossError("store dictionary: stack refers to a missing frame");
-  }
-  for (Attribute& a : d.attributes) {
-    if (!dense(disk.strings, &a.key) || !dense(disk.strings, &a.value)) {
-      return absl::DataLossError("store dictionary: attribute refers to a missing string");
-    }
-  }
-  for (Executable& e : d.executables) {
-    if (!dense(disk.strings, &e.file_name) || !dense(disk.strings, &e.htlhash) ||
-        !dense(disk.strings, &e.gnu_build_id) || !dense(disk.strings, &e.go_build_id)) {
-      return absl::DataLossError("store dictionary: executable refers to a missing string");
-    }
-  }
-  // The indexes, over the translated tables; the caps' counts.
-  g.string_ids.reserve(d.strings.size());
-  for (uint32_t id = 0; id < d.strings.size(); ++id) g.string_ids.insert(id);
-  g.DropWriteIndexes();
-  g.RebuildWriteIndexes();
-  for (const Attribute& a : d.attributes) g.NoteValue(a.key, a.value);
-  g.RecountStringBytes();
   return absl::OkStatus();
 }
 
@@ -464,11 +316,7 @@ void RocksStore::NoteWrite(uint64_t bytes) {
   // A size limit is held between the minute's passes too: once a
   // twentieth of it was written since the last pass, the settling thread
   // runs one at its next look (seconds), so a burst cannot outgrow it.
-  const uint64_t limit = retention_size_bytes_.load();
-  if (bytes > 0 && limit > 0 && bytes_since_retention_.fetch_add(bytes) + bytes > limit / 20 &&
-      !retention_changed_.exchange(true)) {
-    settle_cv_.notify_all();
-  }
+  if (retention_.NoteWritten(bytes)) settle_cv_.notify_all();
   const int64_t now = UnixNowNs();
   last_write_ns_.store(now);
   int64_t none = 0;
@@ -509,10 +357,10 @@ void RocksStore::SettleLoop() {
   // limit (NoteWrite): a fast writer must not outrun the limit by a period.
   for (;;) {
     settle_cv_.wait_for(lock, next_retention_ns == 0 ? std::chrono::milliseconds(0) : period,
-                        [this] { return settle_stop_ || retention_changed_.load(); });
+                        [this] { return settle_stop_ || retention_.RunSoonSet(); });
     if (settle_stop_) break;
-    if (retention_changed_.exchange(false)) next_retention_ns = 0;
-    const bool retention = (retention_age_ns_.load() > 0 || retention_size_bytes_.load() > 0 ||
+    if (retention_.TakeRunSoon()) next_retention_ns = 0;
+    const bool retention = (retention_.age_ns() > 0 || retention_.size_bytes() > 0 ||
                             options_.max_dictionary_memory > 0) &&
                            options_.retention_interval.count() > 0;
     if (retention && UnixNowNs() >= next_retention_ns) {
@@ -520,17 +368,8 @@ void RocksStore::SettleLoop() {
       absl::StatusOr<RetentionReport> r = ApplyRetention(UnixNowNs());
       if (!r.ok())
         (void)AppendLog(LogLevel::kError, "retention failed: " + std::string(r.status().message()));
-      if (r.ok() && r->samples_deleted > 0) forget_due_ = true;
-      // Forgetting, once retention deleted samples and the dictionary grew
-      // by half since the last pass: each pass reads every kept block, so
-      // a store whose code and processes stay the same never pays for it.
-      uint64_t entries = 0;
-      {
-        std::shared_lock dict_lock(dict_mutex_);
-        entries = DictionaryEntries();
-      }
-      if (forget_due_ && (forget_urgent_.exchange(false) ||
-                          entries >= std::max<uint64_t>(4096, entries_after_forget_.load() * 3 / 2))) {
+      if (r.ok() && r->samples_deleted > 0) dictionary_.NoteSamplesDeleted();
+      if (dictionary_.PassDue()) {
         if (absl::StatusOr<ForgetReport> f = ForgetUnused(); !f.ok() && !stopping_) {
           (void)AppendLog(LogLevel::kWarning, "forgetting unused dictionary entries failed (tried again later): " +
                                                   std::string(f.status().message()));
@@ -542,7 +381,7 @@ void RocksStore::SettleLoop() {
       next_retention_ns = 1;  // no retention: just the normal period from now on
     }
     // Summaries of the hours that are over, once data changed.
-    if (options_.summarize_in_background && data_version_.load() != summarized_version_.load()) {
+    if (options_.summarize_in_background && data_version_.load() != summaries_.summarized_version.load()) {
       lock.unlock();
       if (absl::StatusOr<uint64_t> built = Summarize(); !built.ok()) {
         (void)AppendLog(LogLevel::kWarning, "summarizing hours failed (queries read their samples): " +

@@ -67,13 +67,13 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
   // same moment as the snapshot and the dictionary.
   std::shared_ptr<const IdRemaps> remaps;
   {
-    std::shared_lock lock(dict_mutex_);
-    remaps = remaps_;
-    selector.emplace(dict_.dict, query);
+    const DictionaryPart::Reader read = dictionary_.Read();
+    remaps = read.remaps();
+    selector.emplace(read.dict(), query);
     if (!selector->any_type()) return absl::OkStatus();  // never stored: nothing to see
     type_id = selector->sample_type();
-    stack_count = dict_.dict.StackCount();
-    set_count = dict_.dict.AttributeSetCount();
+    stack_count = read.dict().StackCount();
+    set_count = read.dict().AttributeSetCount();
     snapshot = std::shared_ptr<const rocksdb::Snapshot>(
         db_->GetSnapshot(), [db = db_](const rocksdb::Snapshot* s) { db->ReleaseSnapshot(s); });
     // Buckets [first, end) hold the range; lo..hi those that hold samples
@@ -83,8 +83,9 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
     const int64_t end = query.to_ns == std::numeric_limits<int64_t>::max()
                             ? std::numeric_limits<int64_t>::max()
                             : BucketOf(query.to_ns - 1) + 1;
-    lo = BucketOf(counters_.first_sample_ns);
-    hi = BucketOf(counters_.last_sample_ns);
+    const Counters counters = samples_.Get();
+    lo = BucketOf(counters.first_sample_ns);
+    hi = BucketOf(counters.last_sample_ns);
     // Raw ranges are cut in pieces so that shards can share them out.
     auto add_raw = [&](int64_t a, int64_t b) {
       if (a >= b) return;
@@ -106,7 +107,7 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
       const int64_t first_hour = -FloorDiv(-from, kSummaryNs);  // rounded up
       const int64_t end_hour = FloorDiv(to, kSummaryNs);
       for (int64_t h = first_hour; h < end_hour; ++h) {
-        if (!summary_index_.Has(type_id, h)) continue;
+        if (!summaries_.Has(type_id, h)) continue;
         add_raw(cur, h * kBucketsPerSummary);
         items.push_back({h * kBucketsPerSummary, (h + 1) * kBucketsPerSummary, true});
         cur = (h + 1) * kBucketsPerSummary;
@@ -186,7 +187,7 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
             SummaryIdsValid(summary, stack_count, set_count)) {
           raw_buckets.clear();
           summarized = visit_summary(state, summary, *selector, &raw_buckets);
-          if (summarized) summary_hours_read_.fetch_add(1, std::memory_order_relaxed);
+          if (summarized) summaries_.hours_read.fetch_add(1, std::memory_order_relaxed);
           for (size_t j = 0; summarized && j < raw_buckets.size() && s.ok(); ++j) {
             s = scan_raw(raw_buckets[j], raw_buckets[j] + 1);
           }
@@ -213,7 +214,7 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::Run(const Query&
   // A forgetting pass between the scan and the naming of its ids renumbers
   // the dictionary under the query: it runs again (passes are minutes apart).
   for (int attempt = 0;; ++attempt) {
-    absl::StatusOr<std::shared_ptr<const ProfileSlice>> slice = RunOnce(query, dict_epoch_.load());
+    absl::StatusOr<std::shared_ptr<const ProfileSlice>> slice = RunOnce(query, dictionary_.Epoch());
     if (slice.ok() || !absl::IsAborted(slice.status()) || attempt == 4) return slice;
   }
 }
@@ -264,9 +265,9 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::RunOnce(const Qu
   }
 
   // Copy the referenced dictionary entries, renumbered densely.
-  std::shared_lock lock(dict_mutex_);
-  if (dict_epoch_.load() != epoch) return absl::AbortedError("the dictionary was renumbered during the query");
-  const ProfileDictionary& g = dict_.dict;
+  const DictionaryPart::Reader read = dictionary_.Read();
+  if (dictionary_.Epoch() != epoch) return absl::AbortedError("the dictionary was renumbered during the query");
+  const ProfileDictionary& g = read.dict();
   const std::optional<uint32_t> type_id = g.SampleTypeIndex(query.sample_type);
   slice->sample_type = type_id ? g.sample_types[*type_id] : SampleTypeInfo{query.sample_type};
   ProfileDictionary& out = slice->dict;
@@ -390,8 +391,8 @@ absl::StatusOr<Timeline> RocksStore::RunTimeline(const Query& query, int bucket_
   if (bucket_count <= 0) return absl::InvalidArgumentError("timeline needs at least one bucket");
   TimeSpan span;
   {
-    std::shared_lock lock(dict_mutex_);
-    span = TimelineSpan(query, counters_.first_sample_ns, counters_.last_sample_ns);
+    const Counters counters = samples_.Get();
+    span = TimelineSpan(query, counters.first_sample_ns, counters.last_sample_ns);
   }
   Timeline t = EmptyTimeline(span, bucket_count);
   Query q = query;

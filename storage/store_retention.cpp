@@ -18,21 +18,21 @@ namespace kiln::storage::store_internal {
 absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   RetentionReport report;
   if (read_only_) return report;
-  std::lock_guard pass(retention_mutex_);
+  std::lock_guard pass(retention_.pass_mutex());
   log_->Trim();
   int64_t first_bucket = 0, last_bucket = 0;
   uint64_t samples = 0;
   {
-    std::shared_lock lock(dict_mutex_);
-    samples = counters_.samples();
-    first_bucket = BucketOf(counters_.first_sample_ns);
-    last_bucket = BucketOf(counters_.last_sample_ns);
+    const Counters counters = samples_.Get();
+    samples = counters.samples();
+    first_bucket = BucketOf(counters.first_sample_ns);
+    last_bucket = BucketOf(counters.last_sample_ns);
   }
   if (samples == 0) return report;
   // Buckets before `cut` go.
   int64_t cut = std::numeric_limits<int64_t>::min();
-  const int64_t age_ns = retention_age_ns_.load();
-  const uint64_t size_limit = retention_size_bytes_.load();
+  const int64_t age_ns = retention_.age_ns();
+  const uint64_t size_limit = retention_.size_bytes();
   if (age_ns > 0) {
     const int64_t age_cut = BucketOf(now_ns - age_ns);
     if (age_cut > first_bucket) {
@@ -41,7 +41,7 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     }
   }
   if (size_limit > 0) {
-    bytes_since_retention_ = 0;
+    retention_.PassStarted();
     if (absl::StatusOr<int64_t> size_cut = SizeCut(size_limit, first_bucket, last_bucket); !size_cut.ok()) {
       return size_cut.status();
     } else if (*size_cut > cut) {
@@ -64,9 +64,9 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   std::vector<uint32_t> types;
   {
     std::lock_guard write_lock(write_mutex_);
-    retention_watch_ = RetentionWatch{.active = true, .cut = cut};
+    retention_.watch = RetentionPart::Watch{.active = true, .cut = cut};
     snapshot = db_->GetSnapshot();
-    types = TypesWithSamples();
+    types = samples_.TypesWithSamples();
   }
   DeletableCount count;
   absl::Status counted = CountDeletable(types, cut, snapshot, &count);
@@ -74,20 +74,16 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   // Under the write lock from here until the counters are stored (not
   // through the compaction below): no Write() changes them meanwhile.
   std::unique_lock write_lock(write_mutex_);
-  const RetentionWatch watch = retention_watch_;
-  retention_watch_ = RetentionWatch{};
+  const RetentionPart::Watch watch = retention_.watch;
+  retention_.watch = RetentionPart::Watch{};
   if (!counted.ok()) return counted;
   if (watch.old_bucket_written) {
-    types = TypesWithSamples();
+    types = samples_.TypesWithSamples();
     count = DeletableCount{};
     if (absl::Status s = CountDeletable(types, cut, nullptr, &count); !s.ok()) return s;
     report.recounted = true;
   }
-  Counters counters;
-  {
-    std::shared_lock lock(dict_mutex_);
-    counters = counters_;
-  }
+  Counters counters = samples_.Get();
   // Without a recount, writes since the snapshot all went to kept buckets,
   // and the earliest of them may come before the first block the count saw
   // left. A recount saw them all (and the old ones go now).
@@ -120,14 +116,11 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
     if (disk_) disk_->NoteWriteError(s.ToString());
     return FromRocks(s, "retention: deleting sample blocks");
   }
-  {
-    std::unique_lock lock(dict_mutex_);
-    counters_ = counters;
-  }
+  samples_.Publish(counters);
   write_lock.unlock();
   TestStep("retention: deleted");
   NoteWrite();
-  retention_deleted_.fetch_add(report.samples_deleted);
+  retention_.NoteDeleted(report.samples_deleted);
   DataLossCounts deleted{};
   deleted[static_cast<size_t>(DataLoss::kRetentionDeleted)] = report.samples_deleted;
   (void)AddDataLoss(deleted);
@@ -242,7 +235,7 @@ absl::StatusOr<int64_t> RocksStore::SizeCut(uint64_t limit, int64_t first_bucket
     first_unflushed_ns_.store(0);
     sizes = MeasureDirectory();
   }
-  const std::vector<uint32_t> types = TypesWithSamples();
+  const std::vector<uint32_t> types = samples_.TypesWithSamples();
   const uint64_t kept = KeptBlockBytes(types, first_bucket);
   // The dictionary follows the samples kept (forgetting, after this pass),
   // so it counts as a share of them; the rest (symbols, summaries, the
@@ -265,7 +258,7 @@ absl::StatusOr<int64_t> RocksStore::SizeCut(uint64_t limit, int64_t first_bucket
     SetRetentionProblem("");
   }
   if (other + dictionary + kept <= limit || kept + dictionary <= room) {
-    dictionary_steps_ = 0;
+    retention_.dictionary_steps = 0;
     return std::numeric_limits<int64_t>::min();
   }
   // The kept blocks may fill the room in proportion to their share of
@@ -285,16 +278,16 @@ absl::StatusOr<int64_t> RocksStore::SizeCut(uint64_t limit, int64_t first_bucket
   // its limit.
   const bool step = dictionary > kept;
   if (step) {
-    const int shift = std::max(0, 2 - dictionary_steps_++);
+    const int shift = std::max(0, 2 - retention_.dictionary_steps++);
     budget = kept - ((kept - std::min(kept, budget)) >> shift);
   } else {
-    dictionary_steps_ = 0;
+    retention_.dictionary_steps = 0;
   }
   // A pass that deletes while the dictionary is a large share: forget at
   // the settling thread's next look rather than after it grew by half.
-  if (dictionary > limit / 4) forget_urgent_ = true;
+  if (dictionary > limit / 4) dictionary_.ForgetSoon();
   const int64_t lo = CutKeeping(types, budget, first_bucket, last_bucket);
-  if (step && lo > first_bucket) retention_changed_ = true;
+  if (step && lo > first_bucket) retention_.RunSoon();
   return lo;
 }
 
@@ -324,61 +317,30 @@ int64_t RocksStore::CutKeeping(const std::vector<uint32_t>& types, uint64_t budg
 // the kept samples, forgetting drops what only they used, and the next look
 // measures again: quarter steps, so no more goes than must.
 
-uint64_t RocksStore::DictionaryMemoryBytes() const {
-  const GlobalDictionary& g = dict_;
-  const ProfileDictionary& d = g.dict;
-  // An id-keyed index slot is 4 bytes plus a control byte, at 7/8 load at
-  // most; every entry has a 4-byte disk id.
-  constexpr uint64_t kIndexed = 4 + 6 + 4;
-  uint64_t bytes = g.string_heap_bytes + d.strings.size() * (sizeof(std::string) + kIndexed);
-  bytes += d.executables.size() * (sizeof(Executable) * 2 + 8 + kIndexed);  // the index holds a copy
-  bytes += d.frames.size() * (sizeof(Frame) + kIndexed);
-  bytes += d.stack_frames.size() * 4 + d.stack_offsets.size() * (4 + kIndexed);
-  bytes += d.attributes.size() * (sizeof(Attribute) + 10) + d.attribute_set_offsets.size() * (4 + kIndexed);
-  bytes += d.links.size() * (2 * sizeof(Link) + 40 + 4);  // the index's key is the link's encoding
-  return bytes;
-}
-
 int64_t RocksStore::MemoryCut(int64_t first_bucket, int64_t last_bucket) {
   const uint64_t budget = options_.max_dictionary_memory;
   if (budget == 0) return std::numeric_limits<int64_t>::min();
-  {
-    std::shared_lock lock(dict_mutex_);
-    if (DictionaryMemoryBytes() <= budget) return std::numeric_limits<int64_t>::min();
-  }
+  if (dictionary_.Read().MemoryBytes() <= budget) return std::numeric_limits<int64_t>::min();
   // The blocks are measured in their tables: the memtables' go there first.
   if (absl::Status s = Flush(); !s.ok()) return std::numeric_limits<int64_t>::min();  // next look
   first_unflushed_ns_.store(0);
-  const std::vector<uint32_t> types = TypesWithSamples();
+  const std::vector<uint32_t> types = samples_.TypesWithSamples();
   const uint64_t kept = KeptBlockBytes(types, first_bucket);
   const int64_t cut = CutKeeping(types, kept - kept / 4, first_bucket, last_bucket);
   if (cut > first_bucket) {
-    forget_urgent_ = true;       // forgetting at the settling thread's next look,
-    retention_changed_ = true;   // and another pass after it, if still over
+    dictionary_.ForgetSoon();  // forgetting at the settling thread's next look,
+    retention_.RunSoon();      // and another pass after it, if still over
   }
   return cut;
 }
 
 void RocksStore::SetRetentionProblem(std::string problem) {
-  {
-    std::lock_guard lock(retention_problem_mutex_);
-    if (problem == retention_problem_) return;
-    retention_problem_ = problem;
-  }
+  if (!retention_.SetProblem(problem)) return;
   rocksdb::Status kept = problem.empty() ? db_->Delete(rocksdb::WriteOptions(), meta_cf(), kRetentionProblemKey)
                                          : db_->Put(rocksdb::WriteOptions(), meta_cf(), kRetentionProblemKey, problem);
   (void)kept;  // only `kiln stats` (read-only) reads it back; the Log line below says it anyway
   (void)AppendLog(problem.empty() ? LogLevel::kInfo : LogLevel::kError,
                   problem.empty() ? "retention keeps the store within its size limit again" : problem);
-}
-
-std::vector<uint32_t> RocksStore::TypesWithSamples() const {
-  std::shared_lock lock(dict_mutex_);
-  std::vector<uint32_t> types;
-  for (uint32_t t = 0; t < counters_.samples_by_type.size(); ++t) {
-    if (counters_.samples_by_type[t] != 0) types.push_back(t);
-  }
-  return types;
 }
 
 absl::Status RocksStore::CountDeletable(const std::vector<uint32_t>& types, int64_t cut,
@@ -410,12 +372,10 @@ absl::Status RocksStore::CountDeletable(const std::vector<uint32_t>& types, int6
 }
 
 void RocksStore::SetRetention(std::chrono::nanoseconds age, uint64_t size_bytes) {
-  retention_age_ns_ = age.count();
-  retention_size_bytes_ = size_bytes;
   if (!read_only_) {
     (void)db_->SetDBOptions({{"max_total_wal_size", std::to_string(MaxTotalWalSize(size_bytes))}});
   }
-  retention_changed_ = true;
+  retention_.SetLimits(age, size_bytes);
   settle_cv_.notify_all();
 }
 

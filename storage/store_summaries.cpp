@@ -7,7 +7,7 @@
 
 namespace kiln::storage::store_internal {
 
-absl::Status SummaryIndex::Load(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
+absl::Status SummariesPart::Load(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
   if (cf == nullptr) return absl::OkStatus();
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
   std::lock_guard lock(mutex_);
@@ -22,21 +22,21 @@ absl::Status SummaryIndex::Load(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf
 void RocksStore::InvalidateSummaries(uint32_t sample_type, int64_t first_hour, int64_t last_hour,
                                      rocksdb::WriteBatch* wb) {
   if (summaries_cf() == nullptr || first_hour > last_hour) return;
-  if (summary_target_.active && summary_target_.sample_type == sample_type &&
-      summary_target_.hour >= first_hour && summary_target_.hour <= last_hour) {
-    summary_target_.invalidated = true;
+  if (summaries_.target.active && summaries_.target.sample_type == sample_type &&
+      summaries_.target.hour >= first_hour && summaries_.target.hour <= last_hour) {
+    summaries_.target.invalidated = true;
   }
   if (first_hour == last_hour) {
     // A write: one hour, and usually one with no summary yet (the hour
     // still running), which costs no tombstone.
-    if (summary_index_.Erase(sample_type, first_hour, first_hour)) {
+    if (summaries_.Erase(sample_type, first_hour, first_hour)) {
       wb->Delete(summaries_cf(), SummaryKey(sample_type, first_hour));
     }
     return;
   }
   wb->DeleteRange(summaries_cf(), SummaryKey(sample_type, first_hour),
                   SummaryKey(sample_type, last_hour + 1));
-  summary_index_.Erase(sample_type, first_hour, last_hour);
+  summaries_.Erase(sample_type, first_hour, last_hour);
 }
 
 absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
@@ -46,10 +46,9 @@ absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
   std::shared_ptr<const IdRemaps> remaps;
   {
     std::lock_guard lock(write_mutex_);
-    summary_target_ = {true, false, sample_type, hour};
+    summaries_.target = {true, false, sample_type, hour};
     snapshot = db_->GetSnapshot();
-    std::shared_lock dict_lock(dict_mutex_);
-    remaps = remaps_;
+    remaps = dictionary_.RemapsForWriter();
   }
   StackSummaryBuilder builder(hour);
   rocksdb::ReadOptions ro;
@@ -72,8 +71,8 @@ absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
   const std::string value = status.ok() ? EncodeStackSummary(std::move(builder).Finish()) : std::string();
   std::lock_guard lock(write_mutex_);
   db_->ReleaseSnapshot(snapshot);
-  const bool stale = summary_target_.invalidated;
-  summary_target_ = {};
+  const bool stale = summaries_.target.invalidated;
+  summaries_.target = {};
   if (!status.ok() || stale) return status;
   // Not a change of the data (no data_version bump): the same answers,
   // sooner. Not through the disk guard either: a refused summary costs
@@ -84,19 +83,15 @@ absl::Status RocksStore::BuildSummary(uint32_t sample_type, int64_t hour) {
       !put.ok()) {
     return put;
   }
-  summary_index_.Insert(sample_type, hour);
+  summaries_.Insert(sample_type, hour);
   return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> RocksStore::Summarize() {
   if (read_only_ || summaries_cf() == nullptr) return 0;
   std::lock_guard pass(summarize_mutex_);
-  summarized_version_ = data_version_.load();
-  Counters counters;
-  {
-    std::shared_lock lock(dict_mutex_);
-    counters = counters_;
-  }
+  summaries_.summarized_version = data_version_.load();
+  const Counters counters = samples_.Get();
   if (counters.samples() == 0) return 0;
   // The last hour that is over: ended kSummaryGraceNs before the newest sample.
   const int64_t last_hour = HourOf(counters.last_sample_ns - kSummaryGraceNs) - 1;
@@ -114,7 +109,7 @@ absl::StatusOr<uint64_t> RocksStore::Summarize() {
       const auto bucket = KeyBucket(it->key().data());
       hour = FloorDiv(bucket, kBucketsPerSummary);
       if (hour > last_hour) break;
-      if (!summary_index_.Has(type, hour)) {
+      if (!summaries_.Has(type, hour)) {
         if (absl::Status s = BuildSummary(type, hour); !s.ok()) return s;
         ++built;
       }

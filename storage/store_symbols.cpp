@@ -181,8 +181,8 @@ absl::flat_hash_set<std::string> RocksStore::LiveSymbolKeys(const ProfileDiction
 }
 
 std::vector<ExecutableInfo> RocksStore::Executables() const {
-  std::shared_lock lock(dict_mutex_);
-  const ProfileDictionary& d = dict_.dict;
+  const DictionaryPart::Reader read = dictionary_.Read();
+  const ProfileDictionary& d = read.dict();
   std::vector<ExecutableInfo> out;
   for (size_t e = 1; e < d.executables.size(); ++e) {
     const Executable& x = d.executables[e];

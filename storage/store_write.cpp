@@ -319,12 +319,13 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   }
 
   rocksdb::WriteBatch wb;
-  // Queries hold dict_mutex_ shared while they pin a RocksDB snapshot and
-  // read the dictionary, so holding it here across the RocksDB write means a
-  // query never sees a block whose ids are not yet in memory.
-  std::unique_lock dict_lock(dict_mutex_);
-  GlobalDictionary::Mark mark = dict_.Snapshot();
-  BatchInterner interner(&dict_, &wb, meta_cf());
+  // Queries hold the dictionary's lock shared while they pin a RocksDB
+  // snapshot and read the dictionary, so holding it here across the RocksDB
+  // write means a query never sees a block whose ids are not yet in memory.
+  std::unique_lock publishing = dictionary_.Publishing();
+  GlobalDictionary& dict = dictionary_.ForWriter();
+  GlobalDictionary::Mark mark = dict.Snapshot();
+  BatchInterner interner(&dict, &wb, meta_cf());
   interner.max_values_per_key_ = options_.max_values_per_attribute_key;
   interner.max_keys_ = options_.max_attribute_keys;
   interner.max_sets_ = options_.max_attribute_sets;
@@ -348,13 +349,13 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
          BlockSample{s.time_ns, interner.stacks_[s.stack], interner.attribute_sets_[s.attribute_set],
                      interner.links_[s.link], s.value}});
     // A forgetting pass is counting from a snapshot: these ids are in use.
-    if (forget_watch_.active) forget_watch_.Note(keyed.back().sample);
+    if (dictionary_.watch().active) dictionary_.watch().Note(keyed.back().sample);
   }
   std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
     if (a.sample_type != b.sample_type) return a.sample_type < b.sample_type;
     return a.bucket < b.bucket;  // EncodeSampleBlock orders each block itself
   });
-  Counters counters = counters_;
+  Counters counters = samples_.Get();
   std::vector<BlockSample> run;
   for (size_t i = 0; i < keyed.size();) {
     size_t j = i;
@@ -377,10 +378,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
       first = std::min(first, b.time_ns);
       last = std::max(last, b.time_ns);
     }
-    if (retention_watch_.active) {
-      if (keyed[i].bucket < retention_watch_.cut) retention_watch_.old_bucket_written = true;
-      retention_watch_.min_time_written_ns = std::min(retention_watch_.min_time_written_ns, first);
-    }
+    retention_.watch.Note(keyed[i].bucket, first);
     if (counters.samples() == run.size() || first < counters.first_sample_ns)
       counters.first_sample_ns = first;
     if (counters.samples() == run.size() || last > counters.last_sample_ns) counters.last_sample_ns = last;
@@ -398,7 +396,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
     if (disk_) disk_->NoteWriteError(s.ToString());
     return FromRocks(s, "writing samples");
   }
-  counters_ = counters;
+  samples_.Publish(counters);
   NoteWrite(wb.GetDataSize());
   if (interner.capped_ > 0) {
     DataLossCounts capped{};
