@@ -61,6 +61,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -265,6 +266,23 @@ inline uint64_t MaxTotalWalSize(uint64_t retention_size_bytes) {
   constexpr uint64_t kDefault = uint64_t{64} << 20, kSmallest = uint64_t{1} << 20;
   if (retention_size_bytes == 0) return kDefault;
   return std::clamp(retention_size_bytes / 8, kSmallest, kDefault);
+}
+
+// The dictionary family's table layout for a size limit, as RocksDB
+// option strings (SetOptions takes them when the limit changes). A
+// churning fleet's store is mostly dictionary, and by default it lay in
+// one 20 MiB table: every compaction of it (each forgetting pass, every
+// fourth flush) wrote it whole beside the old one, and the disk held 1.8x
+// a 32 MiB limit for seconds. Small tables over several levels (the
+// newest data in a small base level, most of it at the bottom) and
+// compactions that take a few tables at a time bound that to a few tables.
+inline std::unordered_map<std::string, std::string> DictionaryLayout(uint64_t retention_size_bytes) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  const uint64_t limit = retention_size_bytes == 0 ? uint64_t{4} << 30 : retention_size_bytes;
+  const uint64_t table = std::clamp(limit / 64, kMiB, 64 * kMiB);
+  return {{"target_file_size_base", std::to_string(table)},
+          {"max_bytes_for_level_base", std::to_string(std::clamp(limit / 8, 4 * kMiB, 256 * kMiB))},
+          {"max_compaction_bytes", std::to_string(4 * table)}};
 }
 
 // ============================================================================

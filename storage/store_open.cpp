@@ -8,6 +8,8 @@
 #include <limits>
 #include <optional>
 
+#include <rocksdb/convenience.h>
+
 #include "storage/store_internal.h"
 
 namespace kiln::storage::store_internal {
@@ -111,6 +113,13 @@ absl::Status RocksStore::OpenDb() {
 
   rocksdb::ColumnFamilyOptions meta_options;
   meta_options.compression = rocksdb::kLZ4Compression;
+  meta_options.level_compaction_dynamic_level_bytes = true;  // DictionaryLayout
+  if (rocksdb::Status layout =
+          rocksdb::GetColumnFamilyOptionsFromMap(rocksdb::ConfigOptions(), rocksdb::ColumnFamilyOptions(meta_options),
+                                                 DictionaryLayout(options_.retention_size_bytes), &meta_options);
+      !layout.ok()) {
+    return FromRocks(layout, "setting the dictionary's table layout");
+  }
   rocksdb::ColumnFamilyOptions block_options;
   // Blocks are written once and read in order: zstd at a high-ish level
   // pays for itself in disk bytes per sample. Level 12 at the bottom keeps

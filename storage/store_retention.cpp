@@ -374,6 +374,7 @@ absl::Status RocksStore::CountDeletable(const std::vector<uint32_t>& types, int6
 void RocksStore::SetRetention(std::chrono::nanoseconds age, uint64_t size_bytes) {
   if (!read_only_) {
     (void)db_->SetDBOptions({{"max_total_wal_size", std::to_string(MaxTotalWalSize(size_bytes))}});
+    (void)db_->SetOptions(meta_cf(), DictionaryLayout(size_bytes));
   }
   retention_.SetLimits(age, size_bytes);
   settle_cv_.notify_all();

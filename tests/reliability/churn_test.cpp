@@ -295,13 +295,17 @@ TEST_CASE("a CI fleet's churn: the dictionary forgets, disk and memory stay boun
   CHECK(last_pid_kept);                         // new processes keep their pids
   CHECK(capped == 0);
   CHECK(st.retention_problem.empty());
-  // Settled, the store is within its limit plus a flush. Meanwhile a
-  // forgetting pass writes the kept dictionary anew before the old one is
-  // compacted away, which doubles it for seconds: in a store that is
-  // mostly dictionary (this one) that is the peak. Without forgetting the
-  // store grew past 3x the limit in this run, and on without end.
+  // Settled, the store is within its limit plus a flush. Between passes it
+  // grows by what arrives until retention and forgetting catch up: here a
+  // 10 s bucket of samples is a quarter of the limit in dictionary. When
+  // the dictionary lay in one large table, each compaction of it doubled it
+  // for seconds and the peak was 1.6-1.8x the limit (DictionaryLayout in
+  // store_internal.h); now 1.16-1.25x. The sanitized build is several times
+  // slower, so passes fall further behind (1.9x at 16 MiB): there the check
+  // is only that the disk does not run away. Without forgetting the store
+  // grew past 3x the limit in this run, and on without end.
   CHECK(disk_end <= limit + limit / 4);
-  CHECK(disk_peak <= limit * 4);
+  CHECK(disk_peak <= (kSanitized ? limit * 3 : limit + limit / 2));
   // Memory follows the kept data: it comes back down after each forgetting
   // pass, so the last third of the run dips to what the middle third
   // already reached (without forgetting it only grows: every second of the
