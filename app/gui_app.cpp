@@ -1263,6 +1263,15 @@ int RunGui(storage::Store& store, ReceiverControl* receiver, const GuiOptions& o
           if (!WriteFramebufferPng(options.screenshot_path, fb_w, fb_h, &error)) {
             std::fprintf(stderr, "kiln: %s\n", error.c_str());
             status = 1;
+          } else if (const auto error = std::find_if(app.sources.notices().begin(), app.sources.notices().end(),
+                                                     [](const Notice& n) { return n.error; });
+                     error != app.sources.notices().end()) {
+            // A file on the command line that did not open (the notice
+            // names it and why): the picture shows the error, and the exit
+            // says it to a script.
+            std::fprintf(stderr, "kiln: %s; wrote %s showing the error\n", error->text.c_str(),
+                         options.screenshot_path.c_str());
+            status = 1;
           } else if (app.Src().analysis && !app.Src().analysis->error.empty()) {
             std::fprintf(stderr, "kiln: the query failed (%s); wrote %s showing the error\n",
                          app.Src().analysis->error.c_str(), options.screenshot_path.c_str());

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -63,6 +64,37 @@ bool LooksLikePerfStackLine(std::string_view line) {
   if (line.find(" (") != std::string_view::npos && line.back() == ')') return true;
   // `-F ip,sym` without dso: "  addr sym".
   return i < line.size() && (line[i] == ' ' || line[i] == '\t');
+}
+
+// A perf script event header: "comm pid[/tid] [cpu] [time:] [period] event:"
+// (the comm may hold spaces; old perf prints no time): it ends with ':' and
+// a field after the first is a pid.
+bool LooksLikePerfHeader(std::string_view line) {
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+  if (line.empty() || line.back() != ':' || line[0] == ' ' || line[0] == '\t') return false;
+  size_t pos = line.find_first_of(" \t");
+  while (pos != std::string_view::npos) {
+    const size_t start = line.find_first_not_of(" \t", pos);
+    if (start == std::string_view::npos) break;
+    pos = line.find_first_of(" \t", start);
+    const std::string_view field = line.substr(start, pos == std::string_view::npos ? pos : pos - start);
+    const size_t slash = field.find('/');
+    auto digits = [](std::string_view d) {
+      return !d.empty() && std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (digits(field.substr(0, slash)) && (slash == std::string_view::npos || digits(field.substr(slash + 1)))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A frame line of old perf, which did not indent them: "addr sym (dso)".
+bool LooksLikeUnindentedPerfFrame(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && IsHex(line[i])) ++i;
+  return i > 0 && i < line.size() && line[i] == ' ' && !line.empty() && line.back() == ')' &&
+         line.find(" (") != std::string_view::npos;
 }
 
 // Protobuf: distinguishes pprof's Profile from OTLP's request/ProfilesData.
@@ -128,8 +160,12 @@ std::string_view CaptureFormatName(CaptureFormat format) {
 }
 
 std::string_view NameDemangler::operator()(std::string_view name) {
-  // Itanium C++ ("_Z...") and Rust ("_ZN...E" legacy, "_R..." v0) only.
-  if (!enabled_ || name.size() < 3 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R')) return name;
+  // Itanium C++ ("_Z...") and Rust ("_ZN...E" legacy, "_R..." v0) only,
+  // and Rust legacy names perf already made paths of ("...::h<16 hex>").
+  if (!enabled_) return name;
+  const bool mangled = name.size() >= 3 && name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
+  const bool rust_path = name.size() > 19 && name.compare(name.size() - 19, 3, "::h") == 0;
+  if (!mangled && !rust_path) return name;
   auto [it, added] = cache_.try_emplace(std::string(name));
   if (added) it->second = symbols::Demangle(it->first);
   return it->second;
@@ -165,6 +201,45 @@ absl::Status ParseContext::ErrorAtLine(uint64_t line, std::string_view what) con
   return absl::InvalidArgumentError(absl::StrCat(name_, ":", line, ": ", Av(what)));
 }
 
+std::string_view DescribeNonProfile(std::string_view data) {
+  // Magic numbers at the start (file(1)'s magic database has the same);
+  // the advice says what to do where there is something to do.
+  using namespace std::string_view_literals;  // the magic numbers hold NUL bytes
+  static constexpr std::pair<std::string_view, std::string_view> kMagic[] = {
+      {"\x89PNG\r\n\x1a\n"sv, "a PNG image"},
+      {"\xff\xd8\xff"sv, "a JPEG image"},
+      {"GIF87a"sv, "a GIF image"},
+      {"GIF89a"sv, "a GIF image"},
+      {"%PDF-"sv, "a PDF document"},
+      {"PK\x03\x04"sv, "a ZIP archive (unpack it and open the profile inside)"},
+      {"\x7f" "ELF"sv, "an ELF executable (to name its frames, use `kiln symbols add` or drop it on the window)"},
+      {"PERFILE2"sv, "a perf.data recording (convert it with `perf script > out.perf` and open that)"},
+      {"FLR\0"sv, "a Java Flight Recorder file (async-profiler's jfrconv converts it to pprof or collapsed stacks)"},
+      {"SQLite format 3\0"sv, "an SQLite database"},
+      {"\xfd" "7zXZ\0"sv, "an xz file (kiln reads gzip and zstd: decompress it first)"},
+      {"7z\xbc\xaf\x27\x1c"sv, "a 7-Zip archive"},
+      {"\x1f\x9d"sv, "a compress (.Z) file (decompress it first)"},
+  };
+  for (const auto& [magic, what] : kMagic) {
+    if (data.substr(0, magic.size()) == magic) return what;
+  }
+  // bzip2: "BZh", the block size, then the block magic (pi's digits in BCD).
+  if (data.size() >= 10 && data.substr(0, 3) == "BZh" && data[3] >= '1' && data[3] <= '9' &&
+      data.substr(4, 6) == "1AY&SY") {
+    return "a bzip2 file (kiln reads gzip and zstd: decompress it first)";
+  }
+  // HTML, usually a download that fetched a page instead of the file.
+  size_t i = 0;
+  while (i < data.size() && IsSpace(data[i])) ++i;
+  std::string head(data.substr(i, 15));
+  for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (head.starts_with("<!doctype html") || head.starts_with("<html")) {
+    return "an HTML page (if it was downloaded, the download fetched a page instead of the file)";
+  }
+  if (data.size() > 262 && data.substr(257, 5) == "ustar") return "a tar archive (unpack it and open the profile inside)";
+  return {};
+}
+
 CaptureFormat SniffFormat(std::string_view data) {
   size_t i = 0;
   while (i < data.size() && IsSpace(data[i])) ++i;
@@ -181,6 +256,7 @@ CaptureFormat SniffFormat(std::string_view data) {
     // Look at up to 200 lines: any perf stack line or perf header wins.
     size_t pos = 0;
     int lines = 0;
+    bool after_header = false;  // the line before was an event header
     while (pos < data.size() && lines < 200) {
       size_t end = data.find('\n', pos);
       if (end == std::string_view::npos) end = data.size();
@@ -192,6 +268,8 @@ CaptureFormat SniffFormat(std::string_view data) {
         return CaptureFormat::kPerfScript;
       }
       if (LooksLikePerfStackLine(line)) return CaptureFormat::kPerfScript;
+      if (after_header && LooksLikeUnindentedPerfFrame(line)) return CaptureFormat::kPerfScript;
+      after_header = LooksLikePerfHeader(line);
     }
     return CaptureFormat::kFolded;
   }
@@ -239,6 +317,12 @@ absl::StatusOr<ImportedCapture> ImportBytes(std::string_view bytes, std::string_
   std::string text;
   if (DecodeTextBom(data, &text)) data = text;
   out.decompressed_bytes = data.size();
+  if (const std::string_view what = DescribeNonProfile(data); !what.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(name), ": this is ", Av(what),
+                     ", not a profile; kiln opens OTLP (protobuf or JSON), pprof, perf script text and folded "
+                     "stacks, plain, gzip or zstd"));
+  }
   out.format = SniffFormat(data);
 
   absl::Status status = ImportAs(data, name, options, &out);

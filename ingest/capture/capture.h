@@ -102,6 +102,11 @@ struct ImportedCapture {
 Compression SniffCompression(std::string_view head);
 // `data` is decompressed content.
 CaptureFormat SniffFormat(std::string_view data);
+// What a common file that is not a profile is, from its first bytes ("a PNG
+// image", "a perf.data recording", ...), or "" when it may be a profile:
+// such a file is refused by name instead of with a parser's error at some
+// byte ("byte 11: Profile: invalid field number 0" for a PNG).
+std::string_view DescribeNonProfile(std::string_view data);
 
 // Reads, decompresses, sniffs and imports one file. Errors name the file
 // and the position: "FILE: byte 1234: ..." or "FILE:17: ...".

@@ -96,7 +96,16 @@ std::string Demangle(const std::string& name) {
     return out;
   }
 #endif
-  if (name.size() < 3 || name[0] != '_' || name[1] != 'Z') return name;
+  if (name.size() < 3 || name[0] != '_' || name[1] != 'Z') {
+    // A Rust legacy name that a C++-only demangler already turned into a
+    // path but left Rust's escapes and hash in, as perf script prints them
+    // ("_$LT$term..terminfo..X$LT$T$GT$$u20$as$u20$term..Terminal$GT$::reset::h7a8b..."):
+    // finished as rustfilt does. The 16 hex digits after "::h" are what
+    // marks it; no C++ name ends so.
+    std::string out = name;
+    if (StripRustHash(&out)) return DecodeRustEscapes(out);
+    return name;
+  }
   int status = 0;
   char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
   if (status != 0 || !d) {

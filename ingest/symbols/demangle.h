@@ -8,7 +8,9 @@
 namespace kiln::symbols {
 
 // Demangles as `addr2line -C` prints: Itanium C++ and Rust legacy (`_ZN...E`
-// with the `::h<hash>` suffix dropped and `$LT$`-style escapes decoded).
+// with the `::h<hash>` suffix dropped and `$LT$`-style escapes decoded, as
+// rustfilt prints them; also when a C++-only demangler, perf's for one,
+// already made the path and left the escapes and hash).
 // Rust v0 (`_R...`) names are demangled when the build found LLVM (its
 // LLVMDemangle, whichever symbols backend) and returned unchanged otherwise,
 // since Debian packages no other C/C++ v0 demangler besides libiberty (not

@@ -1,6 +1,7 @@
 // GUI tests of opened captures through the real `kiln` binary: `kiln --open
 // FILE` shows the capture's flamegraph beside an empty store, and a file that
-// cannot be read leaves the window up with the error in the Log.
+// cannot be read leaves the window up with the error in the Log (and a
+// --screenshot of it exits 1).
 //
 // Needs a display (its own Xvfb when DISPLAY is unset; without one it prints
 // why and exits 77, ctest: skipped) and reads the capture corpus in the
@@ -30,20 +31,30 @@ TEST_CASE("a capture that cannot be read leaves the window up with the error") {
     std::ofstream out(bad, std::ios::binary);
     out << std::string("\x1f\x8b\x08\x00garbage", 12);  // gzip magic, truncated stream
   }
+  // An image given where a profile was meant (the issue found it refused as
+  // "byte 11: Profile: invalid field number 0"): kiln's own screenshot.
+  const std::string image = dir + "-image.png";
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  fs::copy_file(std::string(src != nullptr ? src : ".") + "/assets/screenshots/agent-calltree.png", image);
   const std::string png = dir + "-bad.png";
-  // Positional files work like --open.
-  REQUIRE(Screenshot(dir, "log", png, "capture-open-bad.png", {bad}) == 0);
+  // Positional files work like --open. The picture shows the window with
+  // the errors; the exit status says it to whoever scripted the screenshot.
+  CHECK(Screenshot(dir, "log", png, "capture-open-bad.png", {bad, image}) == 1);
   CheckNotBlank(LoadPng(png));
   fs::remove(png);
   auto store = storage::Store::Open(dir, storage::Store::Mode::kReadOnly);
   REQUIRE(store.ok());
-  bool logged = false;
+  bool logged = false, named = false;
   for (const auto& e : (*store)->ReadLog(50)) {
-    if (e.level == storage::LogLevel::kError && e.message.find(bad) != std::string::npos) logged = true;
+    if (e.level != storage::LogLevel::kError) continue;
+    if (e.message.find(bad) != std::string::npos) logged = true;
+    if (e.message.find(image + ": this is a PNG image, not a profile") != std::string::npos) named = true;
   }
   CHECK(logged);
+  CHECK(named);
   store->reset();
   fs::remove(bad);
+  fs::remove(image);
   fs::remove_all(dir);
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "ingest/capture/capture_commands.h"
@@ -155,6 +156,93 @@ TEST_CASE("C++ and Rust names in perf script and folded files are demangled as c
       CHECK(ConvertLines(source, true) == raw);
     }
   }
+}
+
+// Runs a shell command, returns its stdout with the trailing newline cut.
+std::string ShellOutput(const std::string& command, const std::string& dir) {
+  const std::string out = dir + "/shell.out";
+  REQUIRE(kiln::testing::WaitChild(kiln::testing::SpawnChild({"sh", "-c", command + " > '" + out + "'"})) == 0);
+  std::string text = ReadAll(out);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+TEST_CASE("files that are not profiles are refused by what they are (file(1) says the same)") {
+  TempDir tmp;
+  const std::string dir = tmp;
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  const std::string png = std::string(src != nullptr ? src : ".") + "/assets/screenshots/agent-calltree.png";
+  char self[4096] = {};
+  REQUIRE(readlink("/proc/self/exe", self, sizeof(self) - 1) > 0);
+  // Each made by its own tool; file(1) names the type, and kiln's message
+  // must name the same one. `what` is the words kiln uses.
+  std::ofstream(dir + "/page.html") << "<!DOCTYPE html>\n<html><head><title>Sign in</title></head></html>\n";
+  struct Case {
+    std::string path, mime, what;
+  };
+  std::vector<Case> cases = {{png, "image/png", "a PNG image"}, {self, "", "an ELF executable"},
+                             {dir + "/page.html", "text/html", "an HTML page"}};
+  for (const auto& [made, command, mime, what] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+           {"shot.png.gz", "gzip -c '" + png + "'", "image/png", "a PNG image"},  // kiln decompresses gzip first
+           {"shot.png.xz", "xz -c '" + png + "'", "application/x-xz", "an xz file"},
+           {"shot.png.bz2", "bzip2 -c '" + png + "'", "application/x-bzip2", "a bzip2 file"},
+           {"shot.zip", "cd '" + dir + "' && zip -q - page.html", "application/zip", "a ZIP archive"},
+           {"shot.tar", "tar -C '" + dir + "' -cf - page.html", "application/x-tar", "a tar archive"}}) {
+    REQUIRE(kiln::testing::WaitChild(
+                kiln::testing::SpawnChild({"sh", "-c", command + " > '" + dir + "/" + made + "'"})) == 0);
+    cases.push_back({dir + "/" + made, mime, what});
+  }
+  for (const Case& c : cases) {
+    CAPTURE(c.path);
+    // Inside gzip for the one compression kiln reads (zstd's magic is not
+    // in this list), the file itself for the rest.
+    const bool gzip = c.path.ends_with(".gz");
+    const std::string mime = ShellOutput(std::string("file ") + (gzip ? "-z " : "") + "-b --mime-type '" + c.path + "'", dir);
+    if (c.mime.empty()) {
+      CHECK(mime.find("executable") != std::string::npos);  // x-executable or x-pie-executable
+    } else {
+      CHECK(mime == c.mime);
+    }
+    ConvertCommand convert;
+    convert.input = c.path;
+    std::ostringstream out, err;
+    CHECK(RunConvertCommand(convert, out, err) != 0);
+    CHECK(err.str().find(c.path + ": this is " + c.what) != std::string::npos);
+    CHECK(err.str().find("not a profile") != std::string::npos);
+    CHECK(out.str().empty());
+  }
+}
+
+TEST_CASE("old perf script: frames without indent under a header without a time read as perf script") {
+  TempDir tmp;
+  const std::string dir = tmp;
+  // As perf of 2013 printed it (and the issue found it refused as "no folded
+  // stack lines"); the same events indented, as perf prints today, are the
+  // reference: stackcollapse-perf.pl's frame pattern allows both.
+  const std::string events[][3] = {
+      {"java 19983 cycles: ", "7f1 _$LT$term..terminfo..TerminfoTerminal$LT$T$GT$$u20$as$u20$term..Terminal$GT$"
+                              "::reset::h7a8b9c0d1e2f3a4b (/usr/bin/x)",
+       "7f2 main (/usr/bin/x)"},
+      {"java 19984 cycles: ", "4005d6 leaf (/usr/bin/x)", "7f2 main (/usr/bin/x)"},
+      {"java 19983 cycles: ", "4005d6 leaf (/usr/bin/x)", "7f2 main (/usr/bin/x)"},
+  };
+  std::ofstream old(dir + "/old.perf"), now(dir + "/now.perf");
+  for (const auto& e : events) {
+    old << e[0] << "\n" << e[1] << "\n" << e[2] << "\n\n";
+    now << e[0] << "\n\t    " << e[1] << "\n\t    " << e[2] << "\n\n";
+  }
+  old.close();
+  now.close();
+  CHECK(SniffFormat(ReadAll(dir + "/old.perf")) == CaptureFormat::kPerfScript);
+  std::vector<std::string> got = ConvertLines(dir + "/old.perf", false);
+  CHECK(got == ConvertLines(dir + "/now.perf", false));
+  // Rust legacy names that perf left half demangled are finished.
+  CHECK(got == std::vector<std::string>{"main;<term::terminfo::TerminfoTerminal<T> as term::Terminal>::reset 1",
+                                        "main;leaf 2"});
+  // A folded file whose first frame looks like a header is still folded.
+  std::ofstream(dir + "/folded.txt") << "a 1 b:;c (x) 3\n";
+  CHECK(SniffFormat(ReadAll(dir + "/folded.txt")) == CaptureFormat::kFolded);
 }
 
 TEST_CASE("kiln import, then a store query folds like stackcollapse-perf.pl --all") {
