@@ -41,6 +41,7 @@
 
 #include "google/protobuf/arena.h"
 #include "google/protobuf/stubs/logging.h"
+#include "ingest/inflight_budget.h"
 #include "ingest/message_decompression.h"
 #include "ingest/message_text.h"
 #include "ingest/otlp_normalizer.h"
@@ -124,18 +125,16 @@ class ExportService final
   Receiver* owner_;
 };
 
-// Adds `bytes` to an in-flight counter for the guard's lifetime.
+// Charges `bytes` to the in-flight budget for the guard's lifetime.
 class InflightGuard {
  public:
-  InflightGuard(std::atomic<int64_t>* counter, int64_t bytes) : counter_(counter), bytes_(bytes) {
-    counter_->fetch_add(bytes_);
-  }
-  ~InflightGuard() { counter_->fetch_sub(bytes_); }
+  InflightGuard(InflightBudget* budget, int64_t bytes) : budget_(budget), bytes_(bytes) { budget_->Charge(bytes_); }
+  ~InflightGuard() { budget_->Discharge(bytes_); }
   InflightGuard(const InflightGuard&) = delete;
   InflightGuard& operator=(const InflightGuard&) = delete;
 
  private:
-  std::atomic<int64_t>* counter_;
+  InflightBudget* budget_;
   int64_t bytes_;
 };
 
@@ -216,7 +215,7 @@ class Receiver final : public OtlpReceiver {
   std::deque<Job> queue_;
   bool stopping_ = false;  // guarded by queue_mu_
   std::vector<std::thread> workers_;
-  std::atomic<int64_t> inflight_bytes_{0};
+  InflightBudget inflight_{options_.max_inflight_bytes};
   std::atomic<bool> store_failing_{false};  // the last store write failed
 
   std::mutex summary_mu_;
@@ -387,17 +386,18 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
             " request bytes per second (--max-sender-rate); retry later")));
     return reactor;
   }
-  const int64_t inflight =
-      inflight_bytes_.fetch_add(static_cast<int64_t>(bytes)) + static_cast<int64_t>(bytes);
-  // A single request larger than the budget still goes through when nothing
-  // else is in flight, or it could never be accepted.
-  if (inflight > options_.max_inflight_bytes && inflight != static_cast<int64_t>(bytes)) {
-    inflight_bytes_.fetch_sub(static_cast<int64_t>(bytes));
+  // The in-flight budget, shared out per host (InflightBudget).
+  if (const InflightBudget::Answer admitted = inflight_.Admit(PeerHost(peer), static_cast<int64_t>(bytes));
+      admitted.verdict != InflightBudget::Verdict::kAdmitted) {
     Count(peer, true, 0, 0, 0, DataLoss::kOverloaded);
     reactor->Finish(grpc::Status(
         grpc::StatusCode::UNAVAILABLE,
-        Cat("kiln's writer is behind (", inflight - static_cast<int64_t>(bytes),
-            " bytes of requests in flight, limit ", options_.max_inflight_bytes, "); retry later")));
+        admitted.verdict == InflightBudget::Verdict::kWriterBehind
+            ? Cat("kiln's writer is behind (", admitted.held, " bytes of requests in flight, limit ",
+                  admitted.limit, "); retry later")
+            : Cat("this sender (", PeerHost(peer), ") has ", admitted.held,
+                  " bytes of requests in flight, its share of kiln's in-flight budget is ", admitted.limit,
+                  " while other senders have theirs; retry later")));
     return reactor;
   }
   {
@@ -425,7 +425,7 @@ void Receiver::WorkerLoop() {
     } else {
       status = Process(job, job.response, &log);
     }
-    inflight_bytes_.fetch_sub(static_cast<int64_t>(job.bytes));
+    inflight_.Release(PeerHost(job.peer), static_cast<int64_t>(job.bytes));
     job.reactor->Finish(status);  // `job`'s pointers are invalid from here on
     if (job.new_host) {
       Log(LogLevel::kInfo,
@@ -470,7 +470,7 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
     }
   }
   // The decompressed copy counts toward the in-flight budget too.
-  InflightGuard inflight(&inflight_bytes_, static_cast<int64_t>(inflated.size()));
+  InflightGuard inflight(&inflight_, static_cast<int64_t>(inflated.size()));
 
   google::protobuf::ArenaOptions arena_options;
   arena_options.start_block_size = std::clamp<size_t>(bytes.size() * 2, 4096, 64 << 20);

@@ -25,7 +25,8 @@ struct ReceiverOptions {
   int max_message_bytes = 64 << 20;
   // Decoded requests waiting for or inside a store write, in bytes. Past
   // this, new requests get UNAVAILABLE (agents retry later) instead of
-  // growing memory without bound.
+  // growing memory without bound. Each sending host may hold a share of it
+  // (ingest/inflight_budget.h), so one cannot keep the others out.
   int64_t max_inflight_bytes = 256 << 20;
   // Token and TLS (ingest/receiver_security.h); none by default.
   ReceiverSecurity security;
