@@ -377,15 +377,10 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 clip_min = dl->GetClipRectMin();
   const ImVec2 clip_max = dl->GetClipRectMax();
-  ImFont* font = ImGui::GetFont();
-  const float font_size = ImGui::GetFontSize();
-  const float ellipsis_w = font->CalcTextSizeA(font_size, FLT_MAX, 0, "...").x;
-  const float scale = font_size / font->FontSize;
-  auto advance = [font, scale](std::string_view ch) {
-    unsigned int c = 0;
-    ImTextCharFromUtf8(&c, ch.data(), ch.data() + ch.size());
-    return font->GetCharAdvance(static_cast<ImWchar>(c)) * scale;
-  };
+  const FontAdvance advance;
+  ImFont* font = advance.font;
+  const float font_size = advance.size;
+  const float ellipsis_w = advance.Ellipsis();
   const float text_dy = (row_h - font_size) * 0.5f - 0.5f;
 
   // Highlights index nodes: only use a result computed for this tree.
@@ -407,13 +402,15 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
       const std::string& label = marked.empty() ? tree_->Label(r.node) : marked;
       const float room = r.width - 8.f;
       const size_t n = EllipsisPrefix(label, room, ellipsis_w, advance);
-      if (n == 0) continue;
       const ImVec2 tp(x0 + 4.f, y0 + text_dy);
       const Rgba text = TextColorOn(fill);
       if (n == label.size()) {
         dl->AddText(font, font_size, tp, text, label.data(), label.data() + n);
       } else {
-        std::string shown = label.substr(0, n) + "...";
+        // Cut in the middle: the function stays (a Go or Java name cut at
+        // the end lost it, and neighbours read alike).
+        const std::string shown = FitLabel(label, FunctionKeepFrom(label), room, ellipsis_w, advance);
+        if (shown.empty()) continue;
         dl->AddText(font, font_size, tp, text, shown.data(), shown.data() + shown.size());
       }
     }

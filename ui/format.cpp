@@ -60,17 +60,24 @@ size_t PrefixBytes(std::string_view text, size_t n) {
 }
 }  // namespace
 
-std::string ShortenLabel(std::string_view label, size_t max_chars) {
-  const size_t length = CodePoints(label);
-  if (length <= max_chars || max_chars < 8) return std::string(label.substr(0, PrefixBytes(label, max_chars)));
-  // The last component: after the last separator outside an argument list.
-  std::string_view head = label.substr(0, label.find('('));
+std::string_view LastComponent(std::string_view label) {
+  // After the last separator outside an argument list. Go's receivers,
+  // "pkg.(*T).Method", are no argument list: a '(' after a '.'.
+  size_t args = 0;
+  while ((args = label.find('(', args)) != std::string_view::npos && args > 0 && label[args - 1] == '.') ++args;
+  std::string_view head = label.substr(0, args);
   size_t cut = std::string_view::npos;
   for (std::string_view sep : {"::", ".", "/"}) {
     size_t at = head.rfind(sep);
     if (at != std::string_view::npos && (cut == std::string_view::npos || at > cut)) cut = at;
   }
-  std::string_view tail = cut == std::string_view::npos ? label.substr(label.size()) : label.substr(cut);
+  return cut == std::string_view::npos ? label.substr(label.size()) : label.substr(cut);
+}
+
+std::string ShortenLabel(std::string_view label, size_t max_chars) {
+  const size_t length = CodePoints(label);
+  if (length <= max_chars || max_chars < 8) return std::string(label.substr(0, PrefixBytes(label, max_chars)));
+  std::string_view tail = LastComponent(label);
   size_t tail_chars = CodePoints(tail);
   const size_t keep_tail = std::min(tail_chars, max_chars - 4);  // at least 1 char of head + "..."
   if (keep_tail < tail_chars) tail = tail.substr(0, PrefixBytes(tail, keep_tail));  // long tail: cut its end

@@ -2,6 +2,7 @@
 // Pure functions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,6 +29,11 @@ std::string FormatDateTime(int64_t unix_ns);
 // "std::vector<int, std::allocator<int>>::push_back" -> "std::vec...::push_back".
 std::string ShortenLabel(std::string_view label, size_t max_chars);
 
+// A frame label's or path's last component, with the separator before it:
+// what follows the last "::", "." or "/" before any argument list
+// ("::push_back(int)", ".handleRequest", "/main.go"); "" when there is none.
+std::string_view LastComponent(std::string_view label);
+
 // Length in bytes of the longest prefix of `text` that, followed by "...",
 // fits in `max_width`; text.size() when the whole text fits without an
 // ellipsis; 0 when not even one character fits. `advance(c)` is the width of
@@ -52,6 +58,56 @@ size_t EllipsisPrefix(std::string_view text, float max_width, float ellipsis_wid
     i += len;
   }
   return text.size();
+}
+
+// `label` fitted in `max_width` as a box or a column shows it: whole when
+// it fits; else its start, "..." and the part to keep whole, `label` from
+// `keep_from` on without its leading separator (a function name's
+// LastComponent, a path's basename): "github.co...handleRequest",
+// "/home/d...login.go"; when even that does not fit, that part's own start
+// and "..." ("handleReq..."), never the package without the function.
+// Cutting only at the end lost exactly the part that tells neighbouring
+// frames apart. "" when not one character fits. `advance` as for
+// EllipsisPrefix.
+template <typename AdvanceFn>
+std::string FitLabel(std::string_view label, size_t keep_from, float max_width, float ellipsis_width,
+                     AdvanceFn&& advance) {
+  if (EllipsisPrefix(label, max_width, ellipsis_width, advance) == label.size()) return std::string(label);
+  auto is_separator = [](char c) { return c == ':' || c == '.' || c == '/'; };
+  std::string_view keep = label.substr(std::min(keep_from, label.size()));
+  while (!keep.empty() && is_separator(keep[0])) keep.remove_prefix(1);
+  if (keep.empty()) keep = label;
+  float keep_width = 0;
+  for (size_t i = 0; i < keep.size();) {
+    size_t len = 1;
+    while (i + len < keep.size() && (static_cast<unsigned char>(keep[i + len]) & 0xC0) == 0x80) ++len;
+    keep_width += advance(keep.substr(i, len));
+    i += len;
+  }
+  if (keep.size() < label.size() && keep_width + ellipsis_width <= max_width) {
+    // The longest start that leaves room for "..." and the kept part.
+    std::string_view head = label.substr(0, std::min(keep_from, label.size()));
+    head = head.substr(0, EllipsisPrefix(head, max_width - keep_width - ellipsis_width, 0.f, advance));
+    while (!head.empty() && is_separator(head.back())) head.remove_suffix(1);
+    return std::string(head) + "..." + std::string(keep);
+  }
+  if (keep.size() == label.size()) {  // nothing to keep apart: cut at the end
+    const size_t n = EllipsisPrefix(label, max_width, ellipsis_width, advance);
+    return n == 0 ? std::string() : std::string(label.substr(0, n)) + "...";
+  }
+  // Even when the part alone would fit, something before it is gone: the
+  // "..." says so ("mapassign_fast64" alone read as a whole name).
+  const size_t n = EllipsisPrefix(keep, max_width - ellipsis_width, 0.f, advance);
+  if (n == 0 || max_width < ellipsis_width) return {};
+  return std::string(keep.substr(0, n)) + "...";
+}
+
+// Where a frame label's last component starts (FitLabel's `keep_from`).
+inline size_t FunctionKeepFrom(std::string_view label) { return label.size() - LastComponent(label).size(); }
+// Where a path's basename starts.
+inline size_t PathKeepFrom(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path.size() : slash + 1;
 }
 
 }  // namespace kiln::ui

@@ -47,4 +47,44 @@ TEST_CASE("long labels are shortened in the middle, keeping the last component")
   CHECK(ShortenLabel("ns::f(std::map<int, int> const&, long long, unsigned)", 16).find("...") != std::string::npos);
 }
 
+TEST_CASE("a label fitted to a width keeps its start and its last component: the function, the basename") {
+  auto advance = [](std::string_view) { return 10.f; };  // 10 px a character, "..." 30 px
+  auto fit = [&](std::string_view label, float width) {
+    return FitLabel(label, FunctionKeepFrom(label), width, 30.f, advance);
+  };
+  auto fit_path = [&](std::string_view path, float width) {
+    return FitLabel(path, PathKeepFrom(path), width, 30.f, advance);
+  };
+  CHECK(LastComponent("github.com/org/project/pkg.(*Server).handleRequest") == ".handleRequest");
+  CHECK(LastComponent("std::vector<int>::push_back(int const&)") == "::push_back(int const&)");
+  CHECK(LastComponent("main") == "");
+  // Fits: whole.
+  CHECK(fit("main", 40.f) == "main");
+  // Go: the package's start, then the method (cut at the end, as the issue
+  // found it, the box read "github.com/org/proj..." and lost exactly that).
+  CHECK(fit("github.com/org/project/pkg.(*Server).handleRequest", 250.f) == "github.co...handleRequest");
+  // Java, C++, and a path in the File column: the function, the basename.
+  CHECK(fit("org.apache.kafka.clients.producer.KafkaProducer.doSend", 200.f) == "org.apache...doSend");
+  CHECK(fit("std::vector<int>::push_back(int const&)", 300.f) == "std::v...push_back(int const&)");
+  CHECK(fit_path("/home/dev/src/server/handlers/login.go", 180.f) == "/home/d...login.go");
+  // Room for the component only: "..." and the component.
+  CHECK(fit("org.apache.kafka.KafkaProducer.doSend", 90.f) == "...doSend");
+  // The component alone is too wide: its own start, never the package's.
+  CHECK(fit("org.apache.kafka.KafkaProducer.sendWithRetries", 100.f) == "sendWit...");
+  // It would fit alone but not with a "...": still marked as cut.
+  CHECK(fit("runtime.mapassign_fast64", 160.f) == "mapassign_fas...");
+  // No separators: cut at the end as before; nothing fits: nothing.
+  CHECK(fit("a_very_long_function_name", 100.f) == "a_very_...");
+  CHECK(fit("abcdef", 20.f) == "");
+  // Never wider than the room.
+  for (const char* label : {"github.com/org/project/pkg.(*Server).handleRequest", "a::b", "x.y.z", "/a/b/c.go"}) {
+    for (float w = 0.f; w < 600.f; w += 10.f) {
+      CAPTURE(label);
+      CAPTURE(w);
+      CHECK(static_cast<float>(fit(label, w).size()) * 10.f <= w);
+      CHECK(static_cast<float>(fit_path(label, w).size()) * 10.f <= w);
+    }
+  }
+}
+
 }  // namespace kiln::ui

@@ -250,7 +250,9 @@ void TopFunctionsView::Draw(const ViewContext& context) {
       InlineBar(total_fraction, CurrentPalette().total_bar,
                 FormatValue(kind, row.total) + "  " + FormatPercent(total_fraction));
       ImGui::TableSetColumnIndex(kFunction);
-      if (ImGui::Selectable(row.function.c_str(), false,
+      const std::string function =
+          FitToWidth(row.function, FunctionKeepFrom(row.function), ImGui::GetContentRegionAvail().x);
+      if (ImGui::Selectable(function.c_str(), false,
                             ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap)) {
         context.session->flame_search = "=" + row.function;
         ++context.session->flame_search_serial;
@@ -260,11 +262,11 @@ void TopFunctionsView::Draw(const ViewContext& context) {
       if (ImGui::IsItemClicked(ImGuiMouseButton_Right)) {
         menu_.Open({storage::NodeKind::kFrame, row.function, row.executable, {}, row.type == storage::FrameType::kKernel});
       }
-      if (ImGui::IsItemHovered() && ImGui::CalcTextSize(row.function.c_str()).x > ImGui::GetColumnWidth()) {
+      if (ImGui::IsItemHovered() && function.size() != row.function.size()) {
         ImGui::SetTooltip("%s", row.function.c_str());
       }
       ImGui::TableSetColumnIndex(kFile);
-      ImGui::TextUnformatted(row.file.c_str());
+      FittedCellText(row.file, PathKeepFrom(row.file));
       ImGui::TableSetColumnIndex(kExecutable);
       const size_t slash = row.executable.rfind('/');
       ImGui::TextUnformatted(row.executable.c_str() + (slash == std::string::npos ? 0 : slash + 1));

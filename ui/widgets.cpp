@@ -1,11 +1,14 @@
 #include "ui/widgets.h"
 
 #include <imgui.h>
+#include <imgui_internal.h>  // ImTextCharFromUtf8
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <string>
 
+#include "ui/format.h"
 #include "ui/view.h"
 #include "ui/theme.h"
 
@@ -60,6 +63,30 @@ void CopyableText(const char* id, const std::string& text) {
   ImGui::SetNextItemWidth(-FLT_MIN);
   ImGui::InputText("##copy", copy.data(), copy.size() + 1, ImGuiInputTextFlags_ReadOnly);
   ImGui::PopID();
+}
+
+FontAdvance::FontAdvance()
+    : font(ImGui::GetFont()), size(ImGui::GetFontSize()), scale(ImGui::GetFontSize() / ImGui::GetFont()->FontSize) {}
+
+float FontAdvance::operator()(std::string_view character) const {
+  unsigned int c = 0;
+  ImTextCharFromUtf8(&c, character.data(), character.data() + character.size());
+  return font->GetCharAdvance(static_cast<ImWchar>(c)) * scale;
+}
+
+float FontAdvance::Ellipsis() const { return font->CalcTextSizeA(size, FLT_MAX, 0, "...").x; }
+
+std::string FitToWidth(std::string_view text, size_t keep_from, float width) {
+  const FontAdvance advance;
+  return FitLabel(text, keep_from, width, advance.Ellipsis(), advance);
+}
+
+void FittedCellText(std::string_view text, size_t keep_from) {
+  const std::string shown = FitToWidth(text, keep_from, ImGui::GetContentRegionAvail().x);
+  ImGui::TextUnformatted(shown.data(), shown.data() + shown.size());
+  if (shown.size() != text.size() && ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("%.*s", static_cast<int>(text.size()), text.data());
+  }
 }
 
 }  // namespace kiln::ui

@@ -1,9 +1,13 @@
 // Small drawing helpers shared by the views (ImGui only, UI thread only).
 #pragma once
 
+#include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "ui/frame_colors.h"
+
+struct ImFont;
 
 namespace kiln::ui {
 
@@ -23,5 +27,23 @@ void DrawLoadingOrError(const struct ViewContext& context);
 
 // Text the user can select and copy (read-only input), for ids and commands.
 void CopyableText(const char* id, const std::string& text);
+
+// The width of one UTF-8 character in the current font at its current size,
+// as EllipsisPrefix and FitLabel take it.
+struct FontAdvance {
+  FontAdvance();
+  float operator()(std::string_view character) const;
+  float Ellipsis() const;  // the width of "..."
+  ImFont* font;
+  float size, scale;
+};
+
+// `text` fitted to `width` in the current font by FitLabel (`keep_from`:
+// FunctionKeepFrom or PathKeepFrom), for a cell or a box.
+std::string FitToWidth(std::string_view text, size_t keep_from, float width);
+
+// A table cell's text fitted to the column (its start, "...", its last
+// component), with the whole text as a tooltip when it was cut.
+void FittedCellText(std::string_view text, size_t keep_from);
 
 }  // namespace kiln::ui
