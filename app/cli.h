@@ -33,6 +33,7 @@ struct HeadlessOptions {
   // --dictionary-memory: the in-memory dictionary's budget (StoreOptions::
   // max_dictionary_memory): past it the oldest samples go.
   uint64_t dictionary_memory_bytes = storage::StoreOptions().max_dictionary_memory;
+  uint64_t sender_value_bytes = storage::StoreOptions().max_attribute_value_bytes_per_sender;
   std::string data_dir;
   SymbolFlags symbols;
 };

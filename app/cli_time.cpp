@@ -51,6 +51,8 @@ absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& op
   store.retention_age = *age;
   store.retention_size_bytes = options.retention_size_bytes;
   store.max_dictionary_memory = options.dictionary_memory_bytes;
+  store.max_attribute_value_bytes_per_sender =
+      options.sender_value_bytes == 0 ? UINT64_MAX : options.sender_value_bytes;
   return store;
 }
 

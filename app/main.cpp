@@ -204,6 +204,12 @@ int main(int argc, char** argv) {
                  "deleted, as for --retention-size (e.g. 512MiB); 0 = no limit")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
+  cli.add_option("--sender-values", where.sender_value_bytes,
+                 "Bytes of distinct attribute values one sending address may bring (pids, thread names, "
+                 "...): past it its new values are stored as \"other\", counted; a collector forwarding a "
+                 "fleet is one address (e.g. 128MiB); 0 = no limit")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   cli.add_option("--disk-reserve", where.disk_reserve_bytes,
                  "Refuse new data while less than this is free on the store's disk (e.g. 512MiB, 2GB)")
       ->transform(CLI::AsSizeValue(false))

@@ -173,6 +173,15 @@ struct StoreOptions {
   // it a new value is "other", counted as above. 64 MiB is 4,000 values at
   // the 16 KiB string cap, and millions of real pids or thread names.
   uint64_t max_attribute_value_bytes_per_key = uint64_t{64} << 20;
+  // The bytes of the distinct values one sender brought (by kiln.sender,
+  // the address the receiver saw; a value counts once, to the first sender
+  // holding it), as above: so a host inventing values over many keys
+  // cannot take the dictionary's memory budget, and with it every other
+  // host's samples. 32 MiB is a sixth of that budget, and the values (pid,
+  // executable path and name, threads' names and ids) of some 200,000
+  // processes; a collector forwarding a fleet is one sender (kiln
+  // --sender-values).
+  uint64_t max_attribute_value_bytes_per_sender = uint64_t{32} << 20;
   // Retention (0 = keep forever): samples older than the age, and the
   // oldest samples while the store's directory (every file: tables, the
   // write-ahead log, RocksDB's own) exceeds the size, are deleted a whole

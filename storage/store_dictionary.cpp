@@ -169,7 +169,7 @@ absl::Status DictionaryPart::LoadTables(rocksdb::DB* db, rocksdb::ColumnFamilyHa
   for (uint32_t id = 0; id < d.strings.size(); ++id) g.string_ids.insert(id);
   g.DropWriteIndexes();
   g.RebuildWriteIndexes();
-  for (const Attribute& a : d.attributes) g.NoteValue(a.key, a.value);
+  for (uint32_t s = 0; s < d.AttributeSetCount(); ++s) g.NoteSet(d.AttributeSet(s));
   g.RecountStringBytes();
   return absl::OkStatus();
 }

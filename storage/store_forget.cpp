@@ -315,10 +315,14 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   for (uint32_t a = 1; a < d.AttributeSetCount(); ++a) {
     if (!live_sets[a]) continue;
     attrs.clear();
+    // The new dictionary has no string index yet: its sender by the old ids.
+    GlobalDictionary::SetSender sender = current.SenderOf(d.AttributeSet(a));
+    if (sender.key != GlobalDictionary::kNoSender) sender.key = string_map[sender.key];
+    if (sender.value != GlobalDictionary::kNoSender) sender.value = string_map[sender.value];
     // Keys stay in id order: renumbering keeps the strings' old order.
     for (const Attribute& o : d.AttributeSet(a)) {
       attrs.push_back({string_map[o.key], string_map[o.value]});
-      nd.NoteValue(attrs.back().key, attrs.back().value);  // n.strings holds it already
+      nd.NoteValue(attrs.back().key, attrs.back().value, sender);  // n.strings holds it already
     }
     const uint32_t id = static_cast<uint32_t>(n.AttributeSetCount());
     n.attributes.insert(n.attributes.end(), attrs.begin(), attrs.end());

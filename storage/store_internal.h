@@ -516,8 +516,42 @@ struct GlobalDictionary {
   // the caps.
   absl::flat_hash_map<uint32_t, absl::flat_hash_set<uint32_t>> values_by_key;
   absl::flat_hash_map<uint32_t, uint64_t> value_bytes_by_key;
-  void NoteValue(uint32_t key, uint32_t value) {
-    if (values_by_key[key].insert(value).second) value_bytes_by_key[key] += dict.strings[value].size();
+  // The bytes of the values each sender brought (by the string id of its
+  // kiln.sender value, which the receiver adds and a sender cannot set), so
+  // one host inventing values cannot fill the dictionary's memory budget
+  // and have retention delete every other host's samples. A value several
+  // senders use counts once, to the first one seen holding it (at open and
+  // after forgetting: the first in id order). The kiln.sender values
+  // themselves count to nobody.
+  absl::flat_hash_map<uint32_t, uint64_t> value_bytes_by_sender;
+  static constexpr uint32_t kNoSender = UINT32_MAX;
+  struct SetSender {
+    uint32_t key = kNoSender;    // the string id of "kiln.sender"
+    uint32_t value = kNoSender;  // its value in the set: the sender
+  };
+  // Who sent a set of this dictionary's attributes (kNoSender values for a
+  // capture's own sets, which no sender's cap bounds).
+  template <typename Attributes>
+  SetSender SenderOf(const Attributes& attrs) const {
+    auto key = string_ids.find(attr::kKilnSender);
+    if (key == string_ids.end()) return {};
+    for (const Attribute& a : attrs) {
+      if (a.key == *key) return {a.key, a.value};
+    }
+    return {*key, kNoSender};
+  }
+  // Counts a kept (key, value) for the caps: `sender` is the value of the
+  // set's kiln.sender or kNoSender.
+  void NoteValue(uint32_t key, uint32_t value, SetSender sender) {
+    if (!values_by_key[key].insert(value).second) return;
+    const uint64_t bytes = dict.strings[value].size();
+    value_bytes_by_key[key] += bytes;
+    if (sender.value != kNoSender && key != sender.key) value_bytes_by_sender[sender.value] += bytes;
+  }
+  template <typename Attributes>
+  void NoteSet(const Attributes& attrs) {
+    const SetSender sender = SenderOf(attrs);
+    for (const Attribute& a : attrs) NoteValue(a.key, a.value, sender);
   }
 
   GlobalDictionary(const GlobalDictionary&) = delete;
@@ -531,6 +565,7 @@ struct GlobalDictionary {
     RecountStringBytes();
     values_by_key = std::move(other.values_by_key);
     value_bytes_by_key = std::move(other.value_bytes_by_key);
+    value_bytes_by_sender = std::move(other.value_bytes_by_sender);
     string_ids = StringIdSet(dict.strings.size(), StringIdHash{&dict.strings}, StringIdEq{&dict.strings});
     for (uint32_t id = 0; id < dict.strings.size(); ++id) string_ids.insert(id);
     DropWriteIndexes();

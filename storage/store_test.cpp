@@ -1625,3 +1625,77 @@ TEST_CASE("past the dictionary's memory budget the oldest samples go a quarter a
 }
 
 }  // namespace kiln::storage
+
+namespace kiln::storage {
+namespace {
+
+// `batch` as the receiver hands it on from `sender`: kiln.sender joins
+// every attribute set.
+ProfileBatch FromSender(ProfileBatch batch, std::string_view sender) {
+  ProfileDictionary& d = batch.dict;
+  const uint32_t key = d.AddString(attr::kKilnSender), value = d.AddString(sender);
+  std::vector<Attribute> attributes;
+  std::vector<uint32_t> offsets{0, 0};  // set 0 stays the empty set
+  for (uint32_t s = 1; s < d.AttributeSetCount(); ++s) {
+    for (const Attribute& a : d.AttributeSet(s)) attributes.push_back(a);
+    attributes.push_back({key, value});
+    offsets.push_back(static_cast<uint32_t>(attributes.size()));
+  }
+  d.attributes = std::move(attributes);
+  d.attribute_set_offsets = std::move(offsets);
+  return batch;
+}
+
+ProfileBatch ThreadAt(int hour, std::string thread, std::string_view sender) {
+  return FromSender(testing::BatchFromFolded("main;w 1", {.first_time_ns = kForgetT0 + hour * kHourNs + 60'000'000'000,
+                                                          .thread = std::move(thread)}),
+                    sender);
+}
+
+std::vector<std::string> Threads(const Store& store) { return store.AttributeValues("thread.name", 100); }
+
+}  // namespace
+
+TEST_CASE("a sender's values are bounded in bytes: past its budget its new values are 'other', not others' values") {
+  TempDir dir;
+  StoreOptions o = AgeLimited();
+  o.max_attribute_value_bytes_per_sender = 12;  // six 2-byte thread names
+  const auto capped = [](const Store& s) { return s.DataLossTotals()[static_cast<size_t>(DataLoss::kAttributeCapped)]; };
+  {
+    auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, o);
+    REQUIRE(opened.ok());
+    auto store = std::move(*opened);
+    // A stranger invents thread names, one an hour; a6..a9 are past its 12 bytes.
+    for (int h = 0; h < 10; ++h) REQUIRE(store->Write(ThreadAt(h, "a" + std::to_string(h), "10.0.0.1")).ok());
+    CHECK(capped(*store) == 4);
+    // Another host's new values are its own: the stranger's budget is not its.
+    for (int h = 6; h < 10; ++h) REQUIRE(store->Write(ThreadAt(h, "b" + std::to_string(h), "10.0.0.2")).ok());
+    CHECK(capped(*store) == 4);
+    CHECK(Threads(*store) == std::vector<std::string>{"a0", "a1", "a2", "a3", "a4", "a5", "b6", "b7", "b8", "b9", "other"});
+    // Without a sender (a capture opened here) nothing is bounded by it.
+    REQUIRE(store->Write(testing::BatchFromFolded("main;w 1", {.thread = "c0"})).ok());
+    CHECK(capped(*store) == 4);
+    CHECK(store->Stats().samples == 15);  // every sample kept, with its value or "other"
+  }
+  // The budget holds across a restart: the bytes are counted again at open.
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, o);
+  REQUIRE(opened.ok());
+  auto store = std::move(*opened);
+  REQUIRE(store->Write(ThreadAt(9, "ax", "10.0.0.1")).ok());
+  REQUIRE(store->Write(ThreadAt(9, "bx", "10.0.0.2")).ok());
+  CHECK(capped(*store) == 5);
+  const std::vector<std::string> threads = Threads(*store);
+  CHECK(std::find(threads.begin(), threads.end(), "ax") == threads.end());
+  CHECK(std::find(threads.begin(), threads.end(), "bx") != threads.end());
+  // The budget counts what is kept: once retention deleted the stranger's
+  // old hours and forgetting dropped a0..a5, its new values are its own.
+  REQUIRE(store->ApplyRetention(kForgetT0 + 10 * kHourNs + 30 * 60'000'000'000LL).ok());  // keeps hours 7..9
+  REQUIRE(store->ForgetUnused().ok());
+  REQUIRE(store->Write(ThreadAt(10, "a10", "10.0.0.1")).ok());
+  CHECK(capped(*store) == 5);
+  const std::vector<std::string> kept = Threads(*store);
+  CHECK(std::find(kept.begin(), kept.end(), "a10") != kept.end());
+  CHECK(std::find(kept.begin(), kept.end(), "a0") == kept.end());
+}
+
+}  // namespace kiln::storage

@@ -131,11 +131,13 @@ class BatchInterner {
       // bound the per-key caps would see; the keys' combinations do not.
       const bool fold = d.AttributeSetCount() - 1 >= max_sets_;
       if (fold) ++capped_;
+      const GlobalDictionary::SetSender sender = fold ? GlobalDictionary::SetSender{} : SenderOf(&pending);
       attrs.clear();
       for (const PendingAttribute& p : pending) {
         Attribute g = p.global;
         if (fold) g.value = InternString("other");
-        if (ApplyCaps(&g, l.strings[p.key], fold ? std::string_view("other") : std::string_view(l.strings[p.value]))) {
+        if (ApplyCaps(&g, l.strings[p.key], fold ? std::string_view("other") : std::string_view(l.strings[p.value]),
+                      sender)) {
           attrs.push_back(g);
         }
       }
@@ -186,10 +188,13 @@ class BatchInterner {
   // Removes everything Intern() added (after a failed RocksDB write).
   void Undo(const GlobalDictionary::Mark& mark) {
     ProfileDictionary& d = g_.dict;
-    for (auto [key, value] : new_key_values_) {
+    for (auto [key, value, sender] : new_key_values_) {
       auto it = g_.values_by_key.find(key);
       if (it == g_.values_by_key.end()) continue;
-      if (it->second.erase(value) > 0) g_.value_bytes_by_key[key] -= g_.dict.strings[value].size();
+      if (it->second.erase(value) > 0) {
+        g_.value_bytes_by_key[key] -= g_.dict.strings[value].size();
+        if (sender != kAbsent) g_.value_bytes_by_sender[sender] -= g_.dict.strings[value].size();
+      }
       if (it->second.empty()) g_.values_by_key.erase(it);
     }
     for (size_t i = mark.strings; i < d.strings.size(); ++i) g_.string_ids.erase(static_cast<uint32_t>(i));
@@ -223,7 +228,7 @@ class BatchInterner {
   // this batch.
   uint64_t capped_ = 0;
   size_t max_values_per_key_ = SIZE_MAX, max_keys_ = SIZE_MAX, max_sets_ = SIZE_MAX;
-  uint64_t max_value_bytes_per_key_ = UINT64_MAX;
+  uint64_t max_value_bytes_per_key_ = UINT64_MAX, max_value_bytes_per_sender_ = UINT64_MAX;
 
   // Batch-local to global id maps, valid after Intern().
   std::vector<uint32_t> strings_, executables_, frames_, stacks_, attribute_sets_, links_, sample_types_;
@@ -231,8 +236,9 @@ class BatchInterner {
  private:
   // The cardinality caps (StoreOptions) on one attribute whose key and
   // value are global ids or kAbsent (then `key` and `value` are interned
-  // if they are kept): false to leave it out; its value may become "other".
-  bool ApplyCaps(Attribute* a, std::string_view key, std::string_view value) {
+  // if they are kept), in a set `sender` sent: false to leave it out; its
+  // value may become "other".
+  bool ApplyCaps(Attribute* a, std::string_view key, std::string_view value, GlobalDictionary::SetSender sender) {
     auto it = a->key == kAbsent ? g_.values_by_key.end() : g_.values_by_key.find(a->key);
     if (it == g_.values_by_key.end()) {
       if (g_.values_by_key.size() >= max_keys_) {
@@ -244,9 +250,13 @@ class BatchInterner {
     }
     if (a->value != kAbsent && it->second.contains(a->value)) return true;
     // A key's distinct values are bounded in number and in bytes (a sender
-    // inventing 16 KiB values would otherwise hold memory at will).
+    // inventing 16 KiB values would otherwise hold memory at will), and a
+    // sender's in bytes (so it cannot spread them over keys either).
     uint64_t& bytes = g_.value_bytes_by_key[a->key];
-    if (it->second.size() >= max_values_per_key_ || bytes + value.size() > max_value_bytes_per_key_) {
+    const uint32_t payer = a->key == sender.key ? kAbsent : sender.value;
+    uint64_t* sender_bytes = payer == kAbsent ? nullptr : &g_.value_bytes_by_sender[payer];
+    if (it->second.size() >= max_values_per_key_ || bytes + value.size() > max_value_bytes_per_key_ ||
+        (sender_bytes != nullptr && *sender_bytes + value.size() > max_value_bytes_per_sender_)) {
       ++capped_;
       a->value = InternString("other");
       if (it->second.contains(a->value)) return true;
@@ -255,10 +265,14 @@ class BatchInterner {
     }
     it->second.insert(a->value);
     bytes += g_.dict.strings[a->value].size();
-    new_key_values_.emplace_back(a->key, a->value);
+    if (sender_bytes != nullptr) *sender_bytes += g_.dict.strings[a->value].size();
+    new_key_values_.push_back({a->key, a->value, payer});
     return true;
   }
-  std::vector<std::pair<uint32_t, uint32_t>> new_key_values_;  // for Undo
+  struct NewValue {
+    uint32_t key, value, sender;
+  };
+  std::vector<NewValue> new_key_values_;  // for Undo
 
   uint32_t InternString(std::string_view s) {
     auto it = g_.string_ids.find(s);
@@ -293,6 +307,18 @@ class BatchInterner {
     Attribute global;  // ids, or kAbsent
     uint32_t key, value;  // batch string indexes
   };
+  // The sender of a new set (GlobalDictionary::value_bytes_by_sender): its
+  // kiln.sender key and value, interned first so the set's other values
+  // count against it.
+  GlobalDictionary::SetSender SenderOf(std::vector<PendingAttribute>* pending) {
+    for (PendingAttribute& p : *pending) {
+      if (local_->strings[p.key] != attr::kKilnSender) continue;
+      if (p.global.key == kAbsent) p.global.key = InternString(attr::kKilnSender);
+      if (p.global.value == kAbsent) p.global.value = InternString(local_->strings[p.value]);
+      return {p.global.key, p.global.value};
+    }
+    return {};
+  }
   const ProfileDictionary* local_ = nullptr;
   GlobalDictionary& g_;
   rocksdb::WriteBatch& wb_;
@@ -330,6 +356,7 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
   interner.max_keys_ = options_.max_attribute_keys;
   interner.max_sets_ = options_.max_attribute_sets;
   interner.max_value_bytes_per_key_ = options_.max_attribute_value_bytes_per_key;
+  interner.max_value_bytes_per_sender_ = options_.max_attribute_value_bytes_per_sender;
   if (auto s = interner.Intern(l); !s.ok()) {
     interner.Undo(mark);
     return s;

@@ -23,9 +23,10 @@ const std::array<DataLossInfo, kDataLossCount>& DataLossTable() {
       {DataLoss::kRetentionDeleted, "retention_deleted", LossSeverity::kInfo, "samples",
        "deleted: older or beyond the size the store keeps (--retention-age, --retention-size)"},
       {DataLoss::kAttributeCapped, "attribute_capped", LossSeverity::kWarning, "attributes",
-       "folded: a value of a key that already has 1,000,000 distinct values became \"other\", a key "
-       "beyond 4,096 distinct keys was left out, or a set of attributes beyond 2,000,000 distinct sets had "
-       "all its values made \"other\" (caps against a sender inventing values)"},
+       "folded: a value of a key that already has 1,000,000 distinct values (or 64 MiB of them), or of a "
+       "sender that already brought 32 MiB of values, became \"other\", a key beyond 4,096 distinct keys "
+       "was left out, or a set of attributes beyond 2,000,000 distinct sets had all its values made "
+       "\"other\" (caps against a sender inventing values)"},
       {DataLoss::kRateLimited, "rate_limited", LossSeverity::kWarning, "requests",
        "refused for now: the sender sent more request bytes per second than --max-sender-rate allows; "
        "senders retry"},
