@@ -285,11 +285,11 @@ const Product kProducts[] = {
            storage::BuildDiffTopFunctions(base, *out->stacks));
      }},
     {"heatmap",
-     SameWindowInputs<&Request::heatmap, &Request::timeline_window>,
+     SameWindowInputs<&Request::heatmap, &Request::heatmap_period_ns, &Request::timeline_window>,
      [](const Snapshot& from, Snapshot* to) { to->heatmap = from.heatmap; },
      [](storage::Store& store, Snapshot* out) {
        if (!out->request.heatmap) return;
-       const ui::HeatmapGrid grid = ui::HeatmapGridFor(out->request.timeline_window);
+       const ui::HeatmapGrid grid = ui::HeatmapGridFor(out->request.timeline_window, out->request.heatmap_period_ns);
        if (grid.columns <= 0) return;
        storage::Query q = out->request.query;
        q.from_ns = grid.Span().from_ns;

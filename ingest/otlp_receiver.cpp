@@ -144,6 +144,7 @@ struct Job {
   const grpc::ByteBuffer* request;
   grpc::ByteBuffer* response;
   std::string peer;
+  std::string host;  // PeerHost(peer): whose share of the in-flight budget it holds
   size_t bytes;
   bool new_host;  // logged by the worker: a log append waits for the disk
 };
@@ -368,6 +369,7 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
   // agent shows up as a sender whose requests are refused.
   const bool new_host = NotePeer(peer);
   if (!Authenticated(context, peer, reactor)) return reactor;
+  std::string host = PeerHost(peer);
   const size_t bytes = request->Length();
   if (bytes > static_cast<size_t>(options_.max_message_bytes)) {
     std::string message =
@@ -377,17 +379,17 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
     reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, message));
     return reactor;
   }
-  if (rate_limit_ && !rate_limit_->Admit(PeerHost(peer), bytes, storage::UnixNowNs())) {
+  if (rate_limit_ && !rate_limit_->Admit(host, bytes, storage::UnixNowNs())) {
     // Counted per sender and shown in Data quality, not logged per request.
     Count(peer, true, 0, 0, 0, DataLoss::kRateLimited);
     reactor->Finish(grpc::Status(
         grpc::StatusCode::UNAVAILABLE,
-        Cat("this sender (", PeerHost(peer), ") is over kiln's limit of ", rate_limit_->bytes_per_second(),
+        Cat("this sender (", host, ") is over kiln's limit of ", rate_limit_->bytes_per_second(),
             " request bytes per second (--max-sender-rate); retry later")));
     return reactor;
   }
   // The in-flight budget, shared out per host (InflightBudget).
-  if (const InflightBudget::Answer admitted = inflight_.Admit(PeerHost(peer), static_cast<int64_t>(bytes));
+  if (const InflightBudget::Answer admitted = inflight_.Admit(host, static_cast<int64_t>(bytes));
       admitted.verdict != InflightBudget::Verdict::kAdmitted) {
     Count(peer, true, 0, 0, 0, DataLoss::kOverloaded);
     reactor->Finish(grpc::Status(
@@ -395,14 +397,14 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
         admitted.verdict == InflightBudget::Verdict::kWriterBehind
             ? Cat("kiln's writer is behind (", admitted.held, " bytes of requests in flight, limit ",
                   admitted.limit, "); retry later")
-            : Cat("this sender (", PeerHost(peer), ") has ", admitted.held,
+            : Cat("this sender (", host, ") has ", admitted.held,
                   " bytes of requests in flight, its share of kiln's in-flight budget is ", admitted.limit,
                   " while other senders have theirs; retry later")));
     return reactor;
   }
   {
     std::lock_guard lock(queue_mu_);
-    queue_.push_back(Job{context, reactor, request, response, std::move(peer), bytes, new_host});
+    queue_.push_back(Job{context, reactor, request, response, std::move(peer), std::move(host), bytes, new_host});
   }
   queue_cv_.notify_one();
   return reactor;
@@ -425,13 +427,13 @@ void Receiver::WorkerLoop() {
     } else {
       status = Process(job, job.response, &log);
     }
-    inflight_.Release(PeerHost(job.peer), static_cast<int64_t>(job.bytes));
+    inflight_.Release(job.host, static_cast<int64_t>(job.bytes));
     job.reactor->Finish(status);  // `job`'s pointers are invalid from here on
     if (job.new_host) {
       Log(LogLevel::kInfo,
           IsLoopbackPeer(job.peer)
               ? Cat("first OTLP request from this machine (", job.peer, ")")
-              : Cat("first OTLP request from another host, ", PeerHost(job.peer), " (", job.peer, ")",
+              : Cat("first OTLP request from another host, ", job.host, " (", job.peer, ")",
                     options_.security.auth_token.empty() ? "; no token is required" : ""));
     }
     if (!log.message.empty()) Log(log.level, std::move(log.message));
@@ -496,7 +498,7 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
   // Who sent it, so the symbolizer reads this host's /proc only for data
   // that came from this host (app/symbol_service.cpp).
   NormalizeResult result =
-      NormalizeExportRequest(*request, {{std::string(storage::attr::kKilnSender), PeerHost(job.peer)}});
+      NormalizeExportRequest(*request, {{std::string(storage::attr::kKilnSender), job.host}});
   if (!result.batch.samples.empty()) {
     absl::Status written = store_->Write(result.batch);
     if (!written.ok()) {

@@ -849,7 +849,6 @@ class DictionaryPart {
     const GlobalDictionary& global() const { return part_.dict_; }
     const ProfileDictionary& dict() const { return part_.dict_.dict; }
     const std::shared_ptr<const IdRemaps>& remaps() const { return part_.remaps_; }
-    uint64_t Entries() const { return part_.Entries(); }
     uint64_t MemoryBytes() const { return part_.MemoryBytes(); }
 
    private:

@@ -34,6 +34,22 @@ std::string ShortenLabel(std::string_view label, size_t max_chars);
 // ("::push_back(int)", ".handleRequest", "/main.go"); "" when there is none.
 std::string_view LastComponent(std::string_view label);
 
+// The bytes of the UTF-8 character at `i` of `text`, by its lead byte (a
+// cut sequence at the end: what is left of it).
+inline size_t CharBytes(std::string_view text, size_t i) {
+  const auto lead = static_cast<unsigned char>(text[i]);
+  const size_t len = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return std::min(len, text.size() - i);
+}
+
+// `text`'s width: the sum of `advance` over its characters.
+template <typename AdvanceFn>
+float TextWidth(std::string_view text, AdvanceFn&& advance) {
+  float width = 0;
+  for (size_t i = 0; i < text.size(); i += CharBytes(text, i)) width += advance(text.substr(i, CharBytes(text, i)));
+  return width;
+}
+
 // Length in bytes of the longest prefix of `text` that, followed by "...",
 // fits in `max_width`; text.size() when the whole text fits without an
 // ellipsis; 0 when not even one character fits. `advance(c)` is the width of
@@ -43,15 +59,7 @@ size_t EllipsisPrefix(std::string_view text, float max_width, float ellipsis_wid
   float total = 0;
   size_t fits_with_ellipsis = 0;
   for (size_t i = 0; i < text.size();) {
-    size_t len = 1;
-    const auto lead = static_cast<unsigned char>(text[i]);
-    if (lead >= 0xf0)
-      len = 4;
-    else if (lead >= 0xe0)
-      len = 3;
-    else if (lead >= 0xc0)
-      len = 2;
-    if (i + len > text.size()) len = text.size() - i;
+    const size_t len = CharBytes(text, i);
     total += advance(text.substr(i, len));
     if (total + ellipsis_width <= max_width) fits_with_ellipsis = i + len;
     if (total > max_width) return fits_with_ellipsis;
@@ -77,13 +85,7 @@ std::string FitLabel(std::string_view label, size_t keep_from, float max_width, 
   std::string_view keep = label.substr(std::min(keep_from, label.size()));
   while (!keep.empty() && is_separator(keep[0])) keep.remove_prefix(1);
   if (keep.empty()) keep = label;
-  float keep_width = 0;
-  for (size_t i = 0; i < keep.size();) {
-    size_t len = 1;
-    while (i + len < keep.size() && (static_cast<unsigned char>(keep[i + len]) & 0xC0) == 0x80) ++len;
-    keep_width += advance(keep.substr(i, len));
-    i += len;
-  }
+  const float keep_width = TextWidth(keep, advance);
   if (keep.size() < label.size() && keep_width + ellipsis_width <= max_width) {
     // The longest start that leaves room for "..." and the kept part.
     std::string_view head = label.substr(0, std::min(keep_from, label.size()));

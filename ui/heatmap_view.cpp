@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "ui/format.h"
 #include "ui/frame_colors.h"
@@ -20,15 +21,20 @@ void HeatmapView::Draw(const ViewContext& context) {
     DrawLoadingOrError(context);
     return;
   }
-  const HeatmapGrid grid = HeatmapGridFor(a->request.timeline_window);
+  const HeatmapGrid grid = HeatmapGridFor(a->request.timeline_window, a->request.heatmap_period_ns);
   const storage::Timeline& t = *a->heatmap;
   if (grid.columns <= 0 || t.weights.size() != static_cast<size_t>(grid.columns) * grid.rows) {
     DrawLoadingOrError(context);
     return;
   }
   const storage::SampleType& type = a->request.query.sample_type;
-  ImGui::TextDisabled("Columns of %s, rows of %s (top to bottom). Drag from one cell to another to select those moments.",
-                      FormatDuration(grid.column_ns).c_str(), FormatDuration(grid.SliceNs()).c_str());
+  // The row height, and why: finer than the sampling period would only
+  // show which rows the samples' phase falls in.
+  const int64_t period = a->request.heatmap_period_ns;
+  const std::string why = period > 0 ? "never shorter than the " + FormatDuration(period) + " sampling period"
+                                     : "the sender did not say its sampling period";
+  ImGui::TextDisabled("Columns of %s, rows of %s (%s), top to bottom. Drag from one cell to another to select those moments.",
+                      FormatDuration(grid.column_ns).c_str(), FormatDuration(grid.SliceNs()).c_str(), why.c_str());
   if (session) {
     ImGui::SameLine();
     ImGui::BeginDisabled(session->selection.Empty());

@@ -57,6 +57,7 @@ struct AnalysisRequest {
   std::string sandwich_function;  // "" = no sandwich trees
   std::optional<BaselineRequest> baseline;  // a diff against it, when set
   bool heatmap = false;  // the FlameScope heat map of the timeline window (costs a scan)
+  int64_t heatmap_period_ns = 0;  // the sample type's sampling period: its slices are never shorter
   std::string source_function;  // the Source view's function ("" = none)
   std::string source_file;      // which of its files to show ("" = the heaviest)
   std::vector<std::pair<std::string, std::string>> source_path_map;  // prefix -> prefix
@@ -88,7 +89,7 @@ struct AnalysisSnapshot {
   std::shared_ptr<const std::vector<int64_t>> diff_left_offsets;
   std::shared_ptr<const FrameTypeWeights> diff_type_weights;
   std::shared_ptr<const std::vector<storage::DiffFunctionRow>> diff_functions;
-  // FlameScope: weight per slice of HeatmapGridFor(request.timeline_window),
+  // FlameScope: weight per slice of HeatmapGridFor(request.timeline_window, request.heatmap_period_ns),
   // bucket Bucket(column, row).
   std::shared_ptr<const storage::Timeline> heatmap;
   std::shared_ptr<const SourceListing> source;

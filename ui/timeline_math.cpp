@@ -124,16 +124,18 @@ TimeRange HeatmapGrid::Cell(int column, int row) const {
   return {from, row + 1 == rows ? start_ns + (column + 1) * column_ns : from + SliceNs()};
 }
 
-HeatmapGrid HeatmapGridFor(TimeRange window, int rows, int max_columns) {
+HeatmapGrid HeatmapGridFor(TimeRange window, int64_t period_ns, int max_rows, int max_columns) {
   HeatmapGrid g;
-  g.rows = std::max(rows, 1);
+  g.rows = std::max(max_rows, 1);
   if (window.Empty()) return g;
-  // Whole seconds per column, as few as fit; a column is a multiple of
-  // `rows` ns so every slice has the same width.
+  // Whole seconds per column, as few as fit.
   const int64_t span = window.Span();
   int64_t seconds = std::max<int64_t>(1, (span + static_cast<int64_t>(max_columns) * kNsPerSecond - 1) /
                                              (static_cast<int64_t>(max_columns) * kNsPerSecond));
   g.column_ns = seconds * kNsPerSecond;
+  // Slices of at least a period: each then holds one sample of a busy
+  // thread (or a whole number of them), not one or none by phase.
+  if (period_ns > 0) g.rows = static_cast<int>(std::clamp<int64_t>(g.column_ns / period_ns, 1, g.rows));
   g.start_ns = window.from_ns - (((window.from_ns % g.column_ns) + g.column_ns) % g.column_ns);
   g.columns = static_cast<int>((window.to_ns - g.start_ns + g.column_ns - 1) / g.column_ns);
   return g;

@@ -47,7 +47,10 @@ int BucketAt(int64_t start_ns, int64_t bucket_ns, int count, int64_t t_ns);
 
 // FlameScope's grid: columns of `column_ns` (one second unless the window
 // needs more than `max_columns` of them), each cut into `rows` slices from
-// top to bottom, starting at a whole column before the window.
+// top to bottom, starting at a whole column before the window. A slice is
+// never shorter than the sampling period `period_ns` (0 = not known): at
+// kiln-agent's 20 Hz a sample comes every 50 ms, and 20 ms slices showed
+// stripes (two rows of every five empty) instead of the load.
 struct HeatmapGrid {
   int64_t start_ns = 0;
   int64_t column_ns = kNsPerSecond;
@@ -60,7 +63,7 @@ struct HeatmapGrid {
   TimeRange Cell(int column, int row) const;
   int Bucket(int column, int row) const { return column * rows + row; }
 };
-HeatmapGrid HeatmapGridFor(TimeRange window, int rows = 50, int max_columns = 1200);
+HeatmapGrid HeatmapGridFor(TimeRange window, int64_t period_ns = 0, int max_rows = 50, int max_columns = 1200);
 // What dragging from one cell to another selects: every moment from the
 // earlier cell's start to the later cell's end, in time order (down a
 // column, then on to the next), as FlameScope selects.

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace kiln::ui {
 namespace {
 
@@ -72,6 +75,35 @@ TEST_CASE("FlameScope grid: whole-second columns of 20 ms slices, selections in 
   CHECK(day.column_ns == 72 * s);
   CHECK(day.columns == 1200);
   CHECK(HeatmapGridFor({}).columns == 0);
+}
+
+TEST_CASE("FlameScope grid: slices never shorter than the sampling period, so a steady load shows no stripes") {
+  const int64_t s = kNsPerSecond;
+  const TimeRange minute{100 * s, 160 * s};
+  // kiln-agent's default 20 Hz: 50 ms slices, 20 of them.
+  const HeatmapGrid agent = HeatmapGridFor(minute, 50'000'000);
+  CHECK(agent.rows == 20);
+  CHECK(agent.SliceNs() == 50'000'000);
+  // A thread busy all the minute, sampled every 50 ms at some phase: every
+  // cell holds the same count (with 20 ms slices, two rows of five were empty).
+  for (const int64_t phase : {int64_t{0}, int64_t{7'000'000}, int64_t{49'999'999}}) {
+    std::vector<int> per_cell(static_cast<size_t>(agent.columns) * agent.rows, 0);
+    for (int64_t t = minute.from_ns + phase; t < minute.to_ns; t += 50'000'000) {
+      const int column = static_cast<int>((t - agent.start_ns) / agent.column_ns);
+      for (int row = 0; row < agent.rows; ++row) {
+        if (agent.Cell(column, row).from_ns <= t && t < agent.Cell(column, row).to_ns) ++per_cell[agent.Bucket(column, row)];
+      }
+    }
+    CHECK(*std::min_element(per_cell.begin(), per_cell.end()) == 1);
+    CHECK(*std::max_element(per_cell.begin(), per_cell.end()) == 1);
+  }
+  // 100 Hz (pprof's default): the 50 rows of 20 ms, two samples each.
+  CHECK(HeatmapGridFor(minute, 10'000'000).rows == 50);
+  // 1 Hz: one row a column; slower still: still one.
+  CHECK(HeatmapGridFor(minute, s).rows == 1);
+  CHECK(HeatmapGridFor(minute, 5 * s).rows == 1);
+  // Unknown period: 20 ms.
+  CHECK(HeatmapGridFor(minute, 0).rows == 50);
 }
 
 }  // namespace kiln::ui

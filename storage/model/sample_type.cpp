@@ -69,6 +69,13 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 }  // namespace
 
 SampleType OnCpuSamples() { return {"samples", "count"}; }
+int64_t PeriodNs(const SampleTypeInfo& info) {
+  UnitClass cls;
+  const int64_t scale = UnitScale(info.period_unit, &cls);
+  if (cls != UnitClass::kTime || info.period <= 0 || info.period > INT64_MAX / scale) return 0;
+  return info.period * scale;
+}
+
 SampleType OffCpuTime() { return {"off_cpu", "nanoseconds"}; }
 SampleType ProbeEvents() { return {"events", "count"}; }
 

@@ -36,6 +36,11 @@ struct SampleTypeInfo {
   bool operator==(const SampleTypeInfo&) const = default;
 };
 
+// How often samples of this type were taken, in ns, when the producer said
+// so in a time unit (kiln-agent at 20 Hz: cpu/nanoseconds 50,000,000);
+// 0 otherwise (a count period, an allocation size, none).
+int64_t PeriodNs(const SampleTypeInfo& info);
+
 // The types Kiln's agent, the OpenTelemetry eBPF profiler and the demo send.
 SampleType OnCpuSamples();  // samples/count
 SampleType OffCpuTime();    // off_cpu/nanoseconds
