@@ -114,13 +114,6 @@ struct WindowDeleter {
   void operator()(GLFWwindow* w) const { glfwDestroyWindow(w); }
 };
 
-// Dear ImGui 1.87 named every key; 1.86 (Debian 12) indexes its key state by
-// the backend's key codes, GLFW's here.
-#if IMGUI_VERSION_NUM >= 18700
-#define KILN_KEY(glfw_key, imgui_key) imgui_key
-#else
-#define KILN_KEY(glfw_key, imgui_key) glfw_key
-#endif
 
 // ===========================================================================
 // [SECTION] Requests: from the session state to the worker
@@ -617,6 +610,7 @@ struct App {
       ImGui::End();
       return;
     }
+    if (ui::EscapeCloses()) show_store_settings = false;
     ImGui::TextWrapped("Store: %s", data_dir.c_str());
     // The live store's status as the worker last read it: Stats() walks the
     // data directory, too much to do every frame.
@@ -695,28 +689,51 @@ struct App {
   // [SECTION] Menus and keyboard shortcuts
   // =========================================================================
 
-  // ui::KeyboardShortcuts() lists these for the user; keep the two in step.
+  // The keys come from one table (ui::WindowKeys), which the shortcut
+  // list shows too.
+  static int KeyCode(const ui::WindowKey& k) {
+    // Dear ImGui 1.87 named every key; 1.86 (Debian 12) indexes its key
+    // state by the backend's key codes, GLFW's here.
+#if IMGUI_VERSION_NUM >= 18700
+    if (k.key >= 'A' && k.key <= 'Z') return ImGuiKey_A + (k.key - 'A');
+    if (k.key >= '0' && k.key <= '9') return ImGuiKey_0 + (k.key - '0');
+    return ImGuiKey_F1 + (k.function_key - 1);
+#else
+    // GLFW's codes for letters and digits are their ASCII codes.
+    return k.key != 0 ? k.key : GLFW_KEY_F1 + (k.function_key - 1);
+#endif
+  }
+  std::vector<std::string> ViewTitles() const {
+    std::vector<std::string> titles;
+    for (const auto& v : views) titles.emplace_back(v->Title());
+    return titles;
+  }
   void HandleShortcuts() {
     const ImGuiIO& io = ImGui::GetIO();
-    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_F1, ImGuiKey_F1), false)) show_shortcuts = !show_shortcuts;
-    if (!io.KeyCtrl || io.KeyShift || io.KeyAlt) return;
-    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_O, ImGuiKey_O), false)) open_dialog_requested = true;
-    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_F, ImGuiKey_F), false)) {
-      Src().session.focus_search = true;
-      Src().session.requested_tab = "flamegraph";
-    }
-    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_E, ImGuiKey_E), false) && Src().analysis && Src().analysis->slice)
-      export_dialog_requested = true;
-    if (ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_Q, ImGuiKey_Q), false)) quit_requested = true;
-    const bool tab_pressed[] = {ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_1, ImGuiKey_1), false),
-                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_2, ImGuiKey_2), false),
-                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_3, ImGuiKey_3), false),
-                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_4, ImGuiKey_4), false),
-                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_5, ImGuiKey_5), false),
-                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_6, ImGuiKey_6), false),
-                                ImGui::IsKeyPressed(KILN_KEY(GLFW_KEY_7, ImGuiKey_7), false)};
-    for (size_t i = 0; i < std::size(tab_pressed) && i < views.size(); ++i) {
-      if (tab_pressed[i]) Src().session.requested_tab = std::string(views[i]->Id());
+    for (const ui::WindowKey& k : ui::WindowKeys(views.size())) {
+      if (k.ctrl != io.KeyCtrl || (k.ctrl && (io.KeyShift || io.KeyAlt))) continue;
+      if (!ImGui::IsKeyPressed(KeyCode(k), false)) continue;
+      switch (k.command) {
+        case ui::WindowCommand::kShortcuts:
+          show_shortcuts = !show_shortcuts;
+          break;
+        case ui::WindowCommand::kOpen:
+          open_dialog_requested = true;
+          break;
+        case ui::WindowCommand::kExport:
+          if (Src().analysis && Src().analysis->slice) export_dialog_requested = true;
+          break;
+        case ui::WindowCommand::kQuit:
+          quit_requested = true;
+          break;
+        case ui::WindowCommand::kSearch:
+          Src().session.focus_search = true;
+          Src().session.requested_tab = "flamegraph";
+          break;
+        case ui::WindowCommand::kShowView:
+          Src().session.requested_tab = std::string(views[static_cast<size_t>(k.view)]->Id());
+          break;
+      }
     }
   }
 
@@ -769,7 +786,7 @@ struct App {
   }
 
   void DrawHelpWindows() {
-    ui::DrawShortcutsDialog(&show_shortcuts);
+    ui::DrawShortcutsDialog(&show_shortcuts, ViewTitles());
     if (!show_connect && !show_about) return;  // the receiver's stats are not free
     const std::string listen = ListenAddress();
     ui::DrawConnectDialog(&show_connect, listen, addresses, Access());

@@ -173,8 +173,13 @@ uint32_t MoveInFlame(const storage::FlameTree& tree, uint32_t node, FlameMove mo
   switch (move) {
     case FlameMove::kParent:
       return n.parent;
-    case FlameMove::kFirstChild:
-      return n.child_count > 0 ? n.first_child : node;
+    case FlameMove::kHeaviestChild: {
+      uint32_t heaviest = node;
+      for (uint32_t c = n.first_child; c < n.first_child + n.child_count; ++c) {
+        if (heaviest == node || tree.nodes[c].total > tree.nodes[heaviest].total) heaviest = c;
+      }
+      return heaviest;
+    }
     case FlameMove::kPreviousSibling:
     case FlameMove::kNextSibling: {
       if (node == 0) return node;

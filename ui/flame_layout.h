@@ -69,11 +69,12 @@ FrameTypeWeights ComputeFrameTypeWeights(const storage::FlameTree& tree);
 // Root-to-node path (root first, `node` last): the zoom breadcrumbs.
 std::vector<uint32_t> PathToNode(const storage::FlameTree& tree, uint32_t node);
 
-// Keyboard moves between nodes: up to the parent, down to the first child,
-// left/right to the previous/next sibling. Returns `node` itself where
-// there is nowhere to go (the root's parent, a leaf's child, the last
-// sibling's next).
-enum class FlameMove : uint8_t { kParent, kFirstChild, kPreviousSibling, kNextSibling };
+// Keyboard moves between nodes: up to the parent, down to the heaviest
+// child (the first of equals; the first child in name order was often a
+// sliver), left/right to the previous/next sibling. Returns `node` itself
+// where there is nowhere to go (the root's parent, a leaf's child, the
+// last sibling's next).
+enum class FlameMove : uint8_t { kParent, kHeaviestChild, kPreviousSibling, kNextSibling };
 uint32_t MoveInFlame(const storage::FlameTree& tree, uint32_t node, FlameMove move);
 // Whether `ancestor` is `node` or above it.
 bool IsAncestorOrSelf(const storage::FlameTree& tree, uint32_t ancestor, uint32_t node);

@@ -151,7 +151,7 @@ TEST_CASE("a million-node tree lays out only what is visible") {
 
 namespace kiln::ui {
 
-TEST_CASE("arrow keys move to the parent, the first child and the siblings") {
+TEST_CASE("arrow keys move to the parent, the heaviest child and the siblings") {
   const auto tree = testing::TreeFromFolded("main;a;x 2\nmain;a;y 2\nmain;b 4\n");
   auto find = [&](std::string_view label) {
     for (uint32_t i = 0; i < tree.nodes.size(); ++i) {
@@ -160,20 +160,28 @@ TEST_CASE("arrow keys move to the parent, the first child and the siblings") {
     return UINT32_MAX;
   };
   const uint32_t main = find("main"), a = find("a"), b = find("b"), x = find("x"), y = find("y");
-  CHECK(MoveInFlame(tree, 0, FlameMove::kFirstChild) == main);
-  CHECK(MoveInFlame(tree, main, FlameMove::kFirstChild) == a);
+  CHECK(MoveInFlame(tree, 0, FlameMove::kHeaviestChild) == main);
+  CHECK(MoveInFlame(tree, main, FlameMove::kHeaviestChild) == a);  // a and b weigh 4: the first
   CHECK(MoveInFlame(tree, a, FlameMove::kNextSibling) == b);
   CHECK(MoveInFlame(tree, b, FlameMove::kNextSibling) == b);  // the last stays
   CHECK(MoveInFlame(tree, b, FlameMove::kPreviousSibling) == a);
   CHECK(MoveInFlame(tree, a, FlameMove::kPreviousSibling) == a);
   CHECK(MoveInFlame(tree, x, FlameMove::kNextSibling) == y);
   CHECK(MoveInFlame(tree, y, FlameMove::kParent) == a);
-  CHECK(MoveInFlame(tree, b, FlameMove::kFirstChild) == b);  // a leaf
+  CHECK(MoveInFlame(tree, b, FlameMove::kHeaviestChild) == b);  // a leaf
   CHECK(MoveInFlame(tree, 0, FlameMove::kParent) == 0);
   CHECK(MoveInFlame(tree, 0, FlameMove::kNextSibling) == 0);
   CHECK(IsAncestorOrSelf(tree, a, y));
   CHECK(IsAncestorOrSelf(tree, 0, y));
   CHECK(!IsAncestorOrSelf(tree, b, y));
+  // Down goes where the time went, not to the leftmost sliver.
+  const auto skewed = testing::TreeFromFolded("main;aaa 1\nmain;hot 90\nmain;zzz 9\n");
+  uint32_t hot = 0, skewed_main = 0;
+  for (uint32_t i = 0; i < skewed.nodes.size(); ++i) {
+    if (skewed.Label(i) == "hot") hot = i;
+    if (skewed.Label(i) == "main") skewed_main = i;
+  }
+  CHECK(MoveInFlame(skewed, skewed_main, FlameMove::kHeaviestChild) == hot);
 }
 
 }  // namespace kiln::ui

@@ -372,7 +372,8 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
   const bool hovered = ImGui::IsItemHovered();
   const bool clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left);
   const bool right_clicked = ImGui::IsItemClicked(ImGuiMouseButton_Right);
-  const bool double_clicked = hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
+  // Anywhere on the canvas, the empty space beside and below the graph too.
+  const bool double_clicked = ImGui::IsWindowHovered() && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left);
 
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 clip_min = dl->GetClipRectMin();
@@ -446,19 +447,19 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
   }
 
   // Interaction: hover tooltip, click to zoom, double-click / Esc to zoom out.
-  if (hovered) {
+  if (double_clicked) {
+    // The double-click's first click may have zoomed in: undo that, then
+    // go out one level from where the user was.
+    if (ImGui::GetTime() - click_zoom_time_ <= ImGui::GetIO().MouseDoubleClickTime) {
+      ZoomTo(zoom_before_click_);
+    }
+    click_zoom_time_ = -1;
+    ZoomOut();
+  } else if (hovered) {
     const ImVec2 m = ImGui::GetMousePos();
     const int row = RowAt(m.y - origin.y - top_pad, rows, row_h, flame);
     const int hit = HitTest(layout_, m.x - origin.x, row);
-    if (double_clicked) {
-      // The double-click's first click already zoomed in: undo that, then
-      // go out one level from where the user was.
-      if (ImGui::GetTime() - click_zoom_time_ <= ImGui::GetIO().MouseDoubleClickTime) {
-        ZoomTo(zoom_before_click_);
-      }
-      click_zoom_time_ = -1;
-      ZoomOut();
-    } else if (hit >= 0) {
+    if (hit >= 0) {
       const FlameRect& r = layout_.rects[hit];
       DrawTooltip(context, r.node, r.merged);
       if (clicked && !r.merged) {
@@ -485,8 +486,8 @@ void FlamegraphView::HandleKeys(const ViewContext& context, bool flame) {
   auto pressed = [](ImGuiKey key) { return ImGui::IsKeyPressed(ImGui::GetKeyIndex(key), true); };
   const uint32_t from = selected_ != 0 ? selected_ : zoom_node_;
   // Up and down follow the picture: in flame mode the roots are below.
-  if (pressed(ImGuiKey_UpArrow)) Select(MoveInFlame(*tree_, from, flame ? FlameMove::kFirstChild : FlameMove::kParent));
-  if (pressed(ImGuiKey_DownArrow)) Select(MoveInFlame(*tree_, from, flame ? FlameMove::kParent : FlameMove::kFirstChild));
+  if (pressed(ImGuiKey_UpArrow)) Select(MoveInFlame(*tree_, from, flame ? FlameMove::kHeaviestChild : FlameMove::kParent));
+  if (pressed(ImGuiKey_DownArrow)) Select(MoveInFlame(*tree_, from, flame ? FlameMove::kParent : FlameMove::kHeaviestChild));
   if (pressed(ImGuiKey_LeftArrow)) Select(MoveInFlame(*tree_, from, FlameMove::kPreviousSibling));
   if (pressed(ImGuiKey_RightArrow)) Select(MoveInFlame(*tree_, from, FlameMove::kNextSibling));
   if ((pressed(ImGuiKey_Enter) || pressed(ImGuiKey_KeyPadEnter)) && selected_ != 0) ZoomTo(selected_);

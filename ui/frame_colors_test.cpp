@@ -56,3 +56,29 @@ TEST_CASE("packing, blending and text contrast") {
 
 }  // namespace
 }  // namespace kiln::ui
+
+#include <imgui.h>
+
+#include <cmath>
+
+#include "ui/theme.h"
+
+namespace kiln::ui {
+
+TEST_CASE("a hovered tab does not look like the open one, in both themes") {
+  ImGui::CreateContext();
+  auto distance = [](const ImVec4& a, const ImVec4& b) {
+    return std::sqrt((a.x - b.x) * (a.x - b.x) + (a.y - b.y) * (a.y - b.y) + (a.z - b.z) * (a.z - b.z));
+  };
+  for (const bool light : {false, true}) {
+    CAPTURE(light);
+    ApplyTheme(1.f, light);
+    const ImVec4* c = ImGui::GetStyle().Colors;
+    // Nearer the closed tabs than the open one (an orange hover read as a second open tab).
+    CHECK(distance(c[ImGuiCol_TabHovered], c[ImGuiCol_Tab]) < distance(c[ImGuiCol_TabHovered], c[ImGuiCol_TabActive]));
+    CHECK(distance(c[ImGuiCol_TabHovered], c[ImGuiCol_TabActive]) > 0.3f);
+  }
+  ImGui::DestroyContext();
+}
+
+}  // namespace kiln::ui

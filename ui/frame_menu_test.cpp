@@ -39,3 +39,40 @@ TEST_CASE("a tree node's menu target: call path without group levels, executable
 }
 
 }  // namespace kiln::ui
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ui/help_dialogs.h"
+
+namespace kiln::ui {
+
+TEST_CASE("the shortcut list is the table of keys the window acts on: Ctrl+N names the Nth view") {
+  const std::vector<std::string> titles = {"Flamegraph", "Top functions", "Call tree", "Sandwich",
+                                           "FlameScope", "Source",        "Executables", "Log"};
+  const std::vector<WindowKey> keys = WindowKeys(titles.size());
+  const std::vector<Shortcut> list = KeyboardShortcuts(titles);
+  std::set<std::string> labels;
+  for (const WindowKey& k : keys) {
+    CAPTURE(KeyLabel(k));
+    CHECK(labels.insert(KeyLabel(k)).second);  // one command a key
+    // Listed with that very label; a view key with that view's title.
+    auto line = std::find_if(list.begin(), list.end(), [&](const Shortcut& s) { return s.keys == KeyLabel(k); });
+    REQUIRE(line != list.end());
+    if (k.command == WindowCommand::kShowView) CHECK(line->action == "Show " + titles[static_cast<size_t>(k.view)]);
+  }
+  // Every view has its key (the list said Ctrl+1 .. Ctrl+7 for eight views).
+  for (size_t i = 0; i < titles.size(); ++i) {
+    CHECK(std::count_if(keys.begin(), keys.end(), [&](const WindowKey& k) {
+            return k.command == WindowCommand::kShowView && k.view == static_cast<int>(i) &&
+                   KeyLabel(k) == "Ctrl+" + std::to_string(i + 1);
+          }) == 1);
+  }
+  CHECK(std::find_if(list.begin(), list.end(), [](const Shortcut& s) { return s.keys == "F1"; }) != list.end());
+  // Past nine views there are no digits left: the tenth has no key.
+  CHECK(WindowKeys(12).size() == WindowKeys(9).size());
+}
+
+}  // namespace kiln::ui

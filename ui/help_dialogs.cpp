@@ -10,16 +10,43 @@
 
 namespace kiln::ui {
 
-const std::vector<Shortcut>& KeyboardShortcuts() {
-  static const std::vector<Shortcut> kShortcuts = {
-      {"Ctrl+O", "Open a capture file"},
-      {"Ctrl+E", "Export what the view shows"},
-      {"Ctrl+1 .. Ctrl+7", "Flamegraph, Top functions, Call tree, Sandwich, FlameScope, Executables, Log"},
-      {"F1", "This list"},
-      {"Ctrl+Q", "Quit"},
-      {"Ctrl+F or /", "Flamegraph: search"},
+std::vector<WindowKey> WindowKeys(size_t view_count) {
+  std::vector<WindowKey> keys = {
+      {.key = 'O', .ctrl = true, .command = WindowCommand::kOpen},
+      {.key = 'E', .ctrl = true, .command = WindowCommand::kExport},
+      {.function_key = 1, .command = WindowCommand::kShortcuts},
+      {.key = 'Q', .ctrl = true, .command = WindowCommand::kQuit},
+      {.key = 'F', .ctrl = true, .command = WindowCommand::kSearch},
+  };
+  for (size_t i = 0; i < std::min<size_t>(view_count, 9); ++i) {
+    keys.push_back({.key = static_cast<char>('1' + i), .ctrl = true, .command = WindowCommand::kShowView,
+                    .view = static_cast<int>(i)});
+  }
+  return keys;
+}
+
+std::string KeyLabel(const WindowKey& key) {
+  std::string label = key.ctrl ? "Ctrl+" : "";
+  return key.key != 0 ? label + key.key : label + "F" + std::to_string(key.function_key);
+}
+
+std::vector<Shortcut> KeyboardShortcuts(const std::vector<std::string>& view_titles) {
+  std::vector<Shortcut> list;
+  for (const WindowKey& k : WindowKeys(view_titles.size())) {
+    std::string action;
+    switch (k.command) {
+      case WindowCommand::kOpen: action = "Open a capture file"; break;
+      case WindowCommand::kExport: action = "Export what the view shows"; break;
+      case WindowCommand::kShortcuts: action = "This list"; break;
+      case WindowCommand::kQuit: action = "Quit"; break;
+      case WindowCommand::kSearch: action = "Flamegraph: search (also /)"; break;
+      case WindowCommand::kShowView: action = "Show " + view_titles[static_cast<size_t>(k.view)]; break;
+    }
+    list.push_back({KeyLabel(k), std::move(action)});
+  }
+  static const Shortcut kViewKeys[] = {
       {"n / N", "Flamegraph: next / previous match (scrolled and zoomed into view)"},
-      {"Arrows", "Flamegraph: parent, first child, previous / next sibling"},
+      {"Arrows", "Flamegraph: parent, heaviest child, previous / next sibling"},
       {"Enter", "Flamegraph: zoom to the selected frame"},
       {"Esc or Backspace", "Flamegraph: zoom out one level; dialogs: close"},
       {"?", "Flamegraph: this list"},
@@ -29,7 +56,8 @@ const std::vector<Shortcut>& KeyboardShortcuts() {
       {"Mouse wheel", "Timeline: zoom around the pointer"},
       {"Tab, arrows, Space", "Move between and use controls (Dear ImGui keyboard navigation)"},
   };
-  return kShortcuts;
+  list.insert(list.end(), std::begin(kViewKeys), std::end(kViewKeys));
+  return list;
 }
 
 void DrawConnectDialog(bool* open, const std::string& listen_address,
@@ -41,6 +69,7 @@ void DrawConnectDialog(bool* open, const std::string& listen_address,
     ImGui::End();
     return;
   }
+  if (EscapeCloses()) *open = false;
   if (listen_address.empty()) {
     ImGui::TextColored(CurrentPalette().error_text,
                        "This kiln is not receiving (see the Log); start it with --listen ADDRESS:PORT.");
@@ -95,17 +124,18 @@ void DrawConnectDialog(bool* open, const std::string& listen_address,
   ImGui::End();
 }
 
-void DrawShortcutsDialog(bool* open) {
+void DrawShortcutsDialog(bool* open, const std::vector<std::string>& view_titles) {
   if (!*open) return;
   ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 34, 0), ImGuiCond_FirstUseEver);
   if (ImGui::Begin("Keyboard shortcuts", open, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_AlwaysAutoResize)) {
+    if (EscapeCloses()) *open = false;
     if (ImGui::BeginTable("##shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
-      for (const Shortcut& s : KeyboardShortcuts()) {
+      for (const Shortcut& s : KeyboardShortcuts(view_titles)) {
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(s.keys);
+        ImGui::TextUnformatted(s.keys.c_str());
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(s.action);
+        ImGui::TextUnformatted(s.action.c_str());
       }
       ImGui::EndTable();
     }
@@ -116,6 +146,7 @@ void DrawShortcutsDialog(bool* open) {
 void DrawAboutDialog(bool* open, const AboutInfo& info) {
   if (!*open) return;
   if (ImGui::Begin("About Kiln", open, ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_AlwaysAutoResize)) {
+    if (EscapeCloses()) *open = false;
     ImGui::Text("Kiln %s", info.version.c_str());
     ImGui::TextDisabled("A desktop viewer for OpenTelemetry profiles, with an OTLP receiver.");
     ImGui::Separator();

@@ -89,6 +89,7 @@ void DrawDataQualityDialog(bool* open, const StatusSnapshot* status, SessionStat
     ImGui::End();
     return;
   }
+  if (EscapeCloses()) *open = false;
   if (status == nullptr) {
     ImGui::TextDisabled("Starting...");
     ImGui::End();

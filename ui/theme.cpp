@@ -86,7 +86,9 @@ void LightColors(ImGuiStyle& style) {
   c[ImGuiCol_ChildBg] = FromRgba(kLightPalette.background);
   c[ImGuiCol_PopupBg] = ImVec4(0.99f, 0.99f, 0.99f, 0.98f);
   c[ImGuiCol_ButtonActive] = ImVec4(0.93f, 0.6f, 0.3f, 1.f);
-  c[ImGuiCol_TabHovered] = ImVec4(0.95f, 0.65f, 0.35f, 0.9f);
+  // A hovered tab is lighter grey, not orange: an orange one read as the
+  // open tab.
+  c[ImGuiCol_TabHovered] = ImVec4(0.86f, 0.88f, 0.92f, 1.f);
   c[ImGuiCol_TabActive] = ImVec4(0.96f, 0.72f, 0.45f, 1.f);
   c[ImGuiCol_CheckMark] = ImVec4(0.8f, 0.4f, 0.05f, 1.f);
   c[ImGuiCol_SliderGrab] = ImVec4(0.8f, 0.4f, 0.05f, 1.f);
@@ -123,7 +125,7 @@ void DarkColors(ImGuiStyle& style) {
   c[ImGuiCol_HeaderHovered] = ImVec4(0.30f, 0.34f, 0.42f, 1.f);
   c[ImGuiCol_HeaderActive] = ImVec4(0.35f, 0.39f, 0.48f, 1.f);
   c[ImGuiCol_Tab] = ImVec4(0.16f, 0.17f, 0.21f, 1.f);
-  c[ImGuiCol_TabHovered] = ImVec4(0.85f, 0.50f, 0.20f, 0.85f);
+  c[ImGuiCol_TabHovered] = ImVec4(0.27f, 0.29f, 0.36f, 1.f);  // grey, as LightColors says why
   c[ImGuiCol_TabActive] = ImVec4(0.75f, 0.42f, 0.14f, 1.f);
   c[ImGuiCol_CheckMark] = ImVec4(0.95f, 0.62f, 0.25f, 1.f);
   c[ImGuiCol_SliderGrab] = ImVec4(0.95f, 0.62f, 0.25f, 1.f);

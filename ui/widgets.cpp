@@ -89,4 +89,9 @@ void FittedCellText(std::string_view text, size_t keep_from) {
   }
 }
 
+bool EscapeCloses() {
+  return ImGui::IsWindowFocused(ImGuiFocusedFlags_RootAndChildWindows) &&
+         ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false);
+}
+
 }  // namespace kiln::ui

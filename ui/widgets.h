@@ -46,4 +46,8 @@ std::string FitToWidth(std::string_view text, size_t keep_from, float width);
 // component), with the whole text as a tooltip when it was cut.
 void FittedCellText(std::string_view text, size_t keep_from);
 
+// Inside a dialog's Begin/End: Esc was pressed while it had focus (every
+// dialog closes on Esc, as its close button does).
+bool EscapeCloses();
+
 }  // namespace kiln::ui

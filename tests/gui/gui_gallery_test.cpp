@@ -43,6 +43,13 @@ namespace fs = std::filesystem;
 constexpr int kWidth = 1280;
 constexpr int kHeight = 800;
 
+// The registered views' titles, in tab order.
+std::vector<std::string> RegisteredTitles() {
+  std::vector<std::string> titles;
+  for (const auto& v : app::CreateViews()) titles.emplace_back(v->Title());
+  return titles;
+}
+
 // One window, one worker, the registered views; Shoot() draws a state until
 // the worker and the view are done and writes a PNG.
 class Gallery {
@@ -319,7 +326,7 @@ TEST_CASE("gallery of view states over the demo store") {
         ImGui::SetNextWindowPos(ImVec2(40, 60), ImGuiCond_Always);
         ui::DrawConnectDialog(&connect, "0.0.0.0:11000", {"192.0.2.10", "2001:db8::10"});
         ImGui::SetNextWindowPos(ImVec2(ImGui::GetIO().DisplaySize.x - 660, 60), ImGuiCond_Always);
-        ui::DrawShortcutsDialog(&shortcuts);
+        ui::DrawShortcutsDialog(&shortcuts, RegisteredTitles());
       }));
       CHECK(connect);  // still open: nothing closed them
       CHECK(shortcuts);

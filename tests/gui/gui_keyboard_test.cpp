@@ -1,8 +1,9 @@
 // Flamegraph keys in the real window: arrows, Enter and Esc typed through
-// XTest into kiln as a user would, and the window's pixels read back from
-// the X server. A capture "main;aaa 1 / main;bbb 99" makes the change
-// visible by colour: bbb fills its row until Down, Down, Enter zoom into
-// aaa, which then fills it, and Esc brings bbb back.
+// XTest into kiln as a user would, a double-click on empty space, and the
+// window's pixels read back from the X server. A capture "main;aaa 1 /
+// main;bbb 99" makes the change visible by colour: Down goes to the heavy
+// bbb, not the aaa sliver left of it; Left, Enter zoom into aaa, which then
+// fills its row, and Esc or a double-click brings bbb back.
 //
 // Needs a display (its own Xvfb when DISPLAY is unset); without one it
 // exits 77.
@@ -51,11 +52,11 @@ bool WaitForPicture(Display* d, Window w, ui::Rgba a_color, ui::Rgba b_color, si
   }
 }
 
-TEST_CASE("arrows select, Enter zooms into the selected frame and Esc zooms out, in the real window") {
+TEST_CASE("arrows select (down to the heaviest child), Enter zooms in, Esc and double-click zoom out, in the real window") {
   testing::TestDisplay::Get(KILN_TEST_NAME);
   unsetenv("DEBUGINFOD_URLS");
   const std::string dir = MakeTempDir();
-  // Default preferences (icicle: Down goes to the first child).
+  // Default preferences (icicle: Down goes to a child).
   setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
   setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
   const std::string capture = dir + "/two.folded";
@@ -80,15 +81,15 @@ TEST_CASE("arrows select, Enter zooms into the selected frame and Esc zooms out,
   XSync(d, False);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
 
-  // Down selects main (the root's first child), Down again aaa (main's
-  // first child, siblings in name order), Enter zooms into it: aaa now
-  // spans the row and bbb, not on its path, is gone.
+  // Down selects main (the root's only child), Down again bbb (main's
+  // heaviest child; aaa, first in name order, is a sliver), Enter zooms
+  // into it: bbb spans the row and aaa, not on its path, is gone.
   const size_t bbb_before = bbb;
   testing::TypeKey(d, XK_Down);
   testing::TypeKey(d, XK_Down);
   testing::TypeKey(d, XK_Return);
   CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
-                               [&](size_t a, size_t b) { return b == 0 && a > bbb_before / 2; }),
+                               [&](size_t a, size_t b) { return a == 0 && b > bbb_before / 2; }),
                 "after Down, Down, Enter: aaa " << aaa << " px, bbb " << bbb << " px");
 
   // Esc zooms back out: the whole tree again.
@@ -96,6 +97,19 @@ TEST_CASE("arrows select, Enter zooms into the selected frame and Esc zooms out,
   CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
                                [&](size_t a, size_t b) { return b > bbb_before / 2 && a < b / 20; }),
                 "after Esc: aaa " << aaa << " px, bbb " << bbb << " px");
+
+  // Left from bbb is aaa; Enter zooms into it: aaa spans the row.
+  testing::TypeKey(d, XK_Left);
+  testing::TypeKey(d, XK_Return);
+  CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
+                               [&](size_t a, size_t b) { return b == 0 && a > bbb_before / 2; }),
+                "after Left, Enter: aaa " << aaa << " px, bbb " << bbb << " px");
+
+  // A double-click on the empty space below the graph zooms out.
+  testing::ClickAt(d, w, 450, 480, 2);
+  CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
+                               [&](size_t a, size_t b) { return b > bbb_before / 2 && a < b / 20; }),
+                "after a double-click on empty space: aaa " << aaa << " px, bbb " << bbb << " px");
 
   XCloseDisplay(d);
   CHECK(kiln.Stop(SIGTERM) == 0);
