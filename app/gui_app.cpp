@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -110,6 +111,39 @@ double ResidentMegabytes() {
 volatile std::sig_atomic_t g_quit_signal = 0;
 void OnQuitSignal(int) { g_quit_signal = 1; }
 
+// Everything that should make the window draw: input, a worker's result or
+// changed status, a capture loaded, a file dialog's answer. An idle wait
+// that ends with none of them draws no frame (the window drew four a
+// second while nothing changed: 14 % of a core without a GPU).
+std::atomic<uint64_t> g_ui_events{0};
+void WakeUi() {
+  g_ui_events.fetch_add(1);
+  glfwPostEmptyEvent();
+}
+// Counting callbacks, installed before Dear ImGui's, which call them after
+// their own.
+void CountEvent() { g_ui_events.fetch_add(1, std::memory_order_relaxed); }
+void CountCursor(GLFWwindow*, double, double) { CountEvent(); }
+void CountButton(GLFWwindow*, int, int, int) { CountEvent(); }
+void CountScroll(GLFWwindow*, double, double) { CountEvent(); }
+void CountKey(GLFWwindow*, int, int, int, int) { CountEvent(); }
+void CountChar(GLFWwindow*, unsigned int) { CountEvent(); }
+void CountFlag(GLFWwindow*, int) { CountEvent(); }
+void CountRefresh(GLFWwindow*) { CountEvent(); }
+void CountSize(GLFWwindow*, int, int) { CountEvent(); }
+void CountEvents(GLFWwindow* w) {
+  glfwSetCursorPosCallback(w, CountCursor);
+  glfwSetMouseButtonCallback(w, CountButton);
+  glfwSetScrollCallback(w, CountScroll);
+  glfwSetKeyCallback(w, CountKey);
+  glfwSetCharCallback(w, CountChar);
+  glfwSetWindowFocusCallback(w, CountFlag);
+  glfwSetCursorEnterCallback(w, CountFlag);
+  glfwSetWindowIconifyCallback(w, CountFlag);
+  glfwSetWindowRefreshCallback(w, CountRefresh);
+  glfwSetFramebufferSizeCallback(w, CountSize);
+}
+
 struct WindowDeleter {
   void operator()(GLFWwindow* w) const { glfwDestroyWindow(w); }
 };
@@ -197,7 +231,7 @@ struct App {
   bool open_dialog_requested = false, export_dialog_requested = false, png_dialog_requested = false;
   bool symbols_dialog_requested = false;  // the Open dialog's browser, for ELF files
   bool open_builtin = false, symbols_builtin = false;
-  NativeFileDialog file_dialog{[] { glfwPostEmptyEvent(); }};
+  NativeFileDialog file_dialog{[] { WakeUi(); }};
   bool file_dialog_fallback_logged = false;
   char open_path[1024] = {};
   std::string browse_dir;                                    // listing cached for this directory
@@ -211,7 +245,7 @@ struct App {
 
   App(storage::Store& s, ReceiverControl* receiver, const GuiOptions& options, const DesktopSettings& loaded,
       const SettingsPaths& paths)
-      : sources(s, receiver, options.data_dir, [] { glfwPostEmptyEvent(); }),
+      : sources(s, receiver, options.data_dir, [] { WakeUi(); }),
         receiver(receiver),
         data_dir(options.data_dir),
         startup(options),
@@ -252,7 +286,7 @@ struct App {
       if (source->store == main_store) source_options.request_dir = main_request_dir;
       symbolizers[source->store] = std::make_unique<SymbolService>(*source->store, source_options, [worker] {
         worker->RefreshStatus();  // new statuses and SymbolsVersion: the views query again
-        glfwPostEmptyEvent();
+        WakeUi();
       });
     }
   }
@@ -1097,6 +1131,11 @@ struct App {
   }
 
   // Whether the active view shows its final data (for --screenshot).
+  // Something is moving that the window should follow at a frame rate: a
+  // query, a capture loading, symbols arriving, a PNG about to be saved.
+  bool Busy() const {
+    return Src().worker->Busy() || sources.Busy() || symbol_activity.busy || pending_png_frames > 0;
+  }
   bool Settled() const {
     const Source& src = Src();
     if (sources.Busy()) return false;  // captures from the command line are still loading
@@ -1115,6 +1154,7 @@ void OnDrop(GLFWwindow* window, int count, const char** paths) {
   auto* app = static_cast<App*>(glfwGetWindowUserPointer(window));
   if (!app) return;
   for (int i = 0; i < count; ++i) app->dropped.emplace_back(paths[i]);
+  CountEvent();
 }
 
 }  // namespace
@@ -1199,6 +1239,7 @@ int RunGui(storage::Store& store, ReceiverControl* receiver, const GuiOptions& o
     for (const std::string& problem : settings_problems) app.sources.Notify(true, "Settings: " + problem);
     app.freeze_after_first_request = screenshot;
     app.fonts = ui::ApplyTheme(ui_scale(app.settings), app.settings.theme == Theme::kLight);
+    CountEvents(window.get());
     ImGui_ImplGlfw_InitForOpenGL(window.get(), true);
     ImGui_ImplOpenGL3_Init("#version 150");
     glfwSetWindowUserPointer(window.get(), &app);
@@ -1231,14 +1272,24 @@ int RunGui(storage::Store& store, ReceiverControl* receiver, const GuiOptions& o
       // worker computes; the worker wakes us when a result lands.
       // ImGui settles some changes (tab switches, popups) one frame after
       // the input, so every wake-up draws two frames back to back.
+      bool draw = true;
       if (first_frame || screenshot || second_frame) {
         glfwPollEvents();
         second_frame = false;
       } else {
-        glfwWaitEventsTimeout(app.Src().worker->Busy() || app.sources.Busy() ? 1.0 / 30 : 0.5);
-        second_frame = true;
+        const bool busy = app.Busy();
+        const uint64_t events = g_ui_events.load();
+        glfwWaitEventsTimeout(busy ? 1.0 / 30 : 0.5);
+        draw = busy || g_ui_events.load() != events;
+        second_frame = draw;
       }
+      const size_t notices = app.sources.notices().size();
       app.Update();
+      // Nothing happened: the update may still have found due work (the
+      // live window's next step sends a query: busy) or let a notice
+      // expire; otherwise no frame. The wait still ends every half second,
+      // for the quit signal and the live window's steps.
+      if (!draw && !app.Busy() && app.sources.notices().size() == notices) continue;
       const double cpu_before = ThreadCpuMs();
       ImGui_ImplOpenGL3_NewFrame();
       ImGui_ImplGlfw_NewFrame();

@@ -103,12 +103,16 @@ void GuiWorker::Run() {
     }
     if (do_status) {
       auto status = PollStatus();
+      bool changed = true;
       {
         std::lock_guard lock(mutex_);
+        // A status the window would show as the last one was shown wakes
+        // nothing: an idle window drew a frame for each.
+        changed = !status_ || !status || !ui::SameToTheWindow(*status_, *status);
         status_ = std::move(status);
       }
       next_status = Clock::now() + std::chrono::seconds(1);
-      if (wake_ui_) wake_ui_();
+      if (changed && wake_ui_) wake_ui_();
       continue;
     }
     if (generation != 0) {

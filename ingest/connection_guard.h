@@ -94,6 +94,7 @@ struct ConnectionGuardStats {
   size_t max_connections = 0;  // as applied
   size_t max_per_host = 0;
   ConnectionCloseCounts closed{};  // since start
+  bool operator==(const ConnectionGuardStats&) const = default;
 };
 
 // gRPC's peer string with its IPv6 brackets unescaped ("ipv6:%5B::1%5D:5"

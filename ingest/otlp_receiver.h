@@ -57,6 +57,7 @@ struct PeerStats {
   uint64_t samples = 0;
   double samples_per_second = 0;  // over the last ~10 s
   storage::DataLossCounts losses{};  // what was refused or cut, by reason
+  bool operator==(const PeerStats&) const = default;
 };
 
 struct ReceiverStats {
@@ -79,6 +80,7 @@ struct ReceiverStats {
   std::vector<PeerStats> peers;     // seen in the last 60 s, most recent first
   // Connections as the guard last saw them, and what it closed, by reason.
   ConnectionGuardStats connections;
+  bool operator==(const ReceiverStats&) const = default;
 };
 
 class OtlpReceiver {

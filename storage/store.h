@@ -44,6 +44,7 @@ inline constexpr uint32_t kSchemaVersion = 5;
 struct SampleTypeCount {
   SampleTypeInfo info;
   uint64_t samples = 0;  // stored sample entries (events)
+  bool operator==(const SampleTypeCount&) const = default;
 };
 
 struct StoreStats {
@@ -67,6 +68,7 @@ struct StoreStats {
   struct PartBytes {
     std::string part;
     uint64_t bytes = 0;
+    bool operator==(const PartBytes&) const = default;
   };
   std::vector<PartBytes> part_bytes;
   // Bumps on every write and every deletion: "did anything change" for
@@ -96,6 +98,7 @@ struct StoreStats {
   uint64_t disk_free_bytes = 0;
   uint64_t disk_reserve_bytes = 0;
   std::string writes_refused;
+  bool operator==(const StoreStats&) const = default;
 };
 
 enum class LogLevel : uint8_t { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
@@ -106,6 +109,7 @@ struct LogEntry {
   int64_t time_ns = 0;
   LogLevel level = LogLevel::kInfo;
   std::string message;
+  bool operator==(const LogEntry&) const = default;
 };
 
 // Symbols are kept per executable identity key: "htlhash:<32 hex>" (the

@@ -57,3 +57,32 @@ TEST_CASE("new symbols make a new request, so the views rename frames without a 
 
 }  // namespace
 }  // namespace kiln::ui
+
+namespace kiln::ui {
+
+TEST_CASE("a status the window would show alike wakes nothing; one with news does") {
+  StatusSnapshot a;
+  a.taken_ns = 1;
+  a.stats.samples = 10;
+  a.stats.disk_free_bytes = 5'000'000'000;
+  a.receiver = ingest::ReceiverStats{};
+  StatusSnapshot b = a;
+  b.taken_ns = 2;                            // a second later
+  b.stats.disk_free_bytes = 4'999'000'000;  // another program wrote
+  CHECK(SameToTheWindow(a, b));
+  StatusSnapshot more = b;
+  more.stats.samples = 11;
+  CHECK(!SameToTheWindow(a, more));
+  StatusSnapshot sender = b;
+  sender.receiver->peers.push_back({.peer = "ipv4:127.0.0.1:5000", .samples_per_second = 20});
+  CHECK(!SameToTheWindow(a, sender));
+  StatusSnapshot logged = b;
+  logged.log.push_back({.sequence = 1, .message = "retention: deleted"});
+  CHECK(!SameToTheWindow(a, logged));
+  // While writes are refused the free space is what the status line shows.
+  StatusSnapshot full = a, fuller = b;
+  full.stats.writes_refused = fuller.stats.writes_refused = "disk nearly full";
+  CHECK(!SameToTheWindow(full, fuller));
+}
+
+}  // namespace kiln::ui

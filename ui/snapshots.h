@@ -118,7 +118,22 @@ struct StatusSnapshot {
   // (Store::SymbolStatuses(), re-read only when the version moves).
   uint64_t symbols_version = 0;
   std::shared_ptr<const std::map<std::string, storage::SymbolStatus>> symbol_statuses;
+  bool operator==(const StatusSnapshot&) const = default;
 };
+
+// Whether the window would show `a` and `b` alike: all of them but when
+// they were taken and the disk's free space while writes are accepted
+// (other programs move it every second; the window shows it only when it
+// refuses writes). The worker wakes the window only for a status that
+// differs: an idle window drew four frames a second.
+inline bool SameToTheWindow(const StatusSnapshot& a, const StatusSnapshot& b) {
+  StatusSnapshot b_as_a = b;  // once a second: the copy is cheap
+  b_as_a.taken_ns = a.taken_ns;
+  if (a.stats.writes_refused.empty() && b.stats.writes_refused.empty()) {
+    b_as_a.stats.disk_free_bytes = a.stats.disk_free_bytes;
+  }
+  return a == b_as_a;
+}
 
 // What the background symbolizer is doing (app/symbol_service.h), copied
 // into the view context each frame.

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -113,6 +115,54 @@ TEST_CASE("arrows select (down to the heaviest child), Enter zooms in, Esc and d
 
   XCloseDisplay(d);
   CHECK(kiln.Stop(SIGTERM) == 0);
+  for (const char* v : {"XDG_CONFIG_HOME", "XDG_STATE_HOME"}) unsetenv(v);
+  fs::remove_all(dir);
+}
+
+// The frames a window drew after its view was drawn with its data, as
+// KILN_REPORT_STARTUP prints them at exit ("... over N frames"; none when
+// there was no such frame).
+long FramesAfterSettled(const std::string& stderr_text) {
+  const std::string marker = "UI CPU per frame (NewFrame..Render) over ";
+  const size_t at = stderr_text.find(marker);
+  return at == std::string::npos ? 0 : std::atol(stderr_text.c_str() + at + marker.size());
+}
+
+TEST_CASE("an idle window draws no frames: nothing new, nothing drawn") {
+  testing::TestDisplay::Get(KILN_TEST_NAME);
+  unsetenv("DEBUGINFOD_URLS");
+  const std::string dir = MakeTempDir();
+  setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
+  setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
+  setenv("KILN_REPORT_STARTUP", "1", 1);
+  const std::string capture = dir + "/two.folded";
+  std::ofstream(capture) << "main;aaa 1\nmain;bbb 99\n";
+  const std::string err = dir + "/stderr.txt";
+  testing::ScopedChild kiln(testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir + "/store",
+                                                 "--size", "900x600", "--tab", "flamegraph", capture},
+                                                testing::ChildOutput::Inherit(), testing::ChildOutput::File(err)));
+  unsetenv("KILN_REPORT_STARTUP");
+  auto read_err = [&] {
+    std::ifstream in(err);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  // Drawn with its data, then left alone: no input, no agent, the capture
+  // loaded (its notice stays up 20 s, past this test).
+  bool settled = false;
+  for (auto deadline = Clock::now() + std::chrono::seconds(30); !settled && Clock::now() < deadline;) {
+    settled = read_err().find("view drawn with its data") != std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  REQUIRE_MESSAGE(settled, read_err());
+  const auto idle = std::chrono::seconds(8);
+  std::this_thread::sleep_for(idle);
+  CHECK(kiln.Stop(SIGTERM) == 0);
+  const long frames = FramesAfterSettled(read_err());
+  MESSAGE("frames drawn in the ", idle.count(), " s after the view settled: ", frames);
+  // It drew four a second (a wake every half second, two frames each):
+  // about 32 here. The notices' expiry and the last settling frames
+  // allow a few.
+  CHECK(frames <= 6);
   for (const char* v : {"XDG_CONFIG_HOME", "XDG_STATE_HOME"}) unsetenv(v);
   fs::remove_all(dir);
 }
