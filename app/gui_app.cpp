@@ -205,6 +205,8 @@ struct App {
   std::string store_settings_error;
   std::vector<std::string> addresses;  // for Connect an agent, read when it opens
   std::vector<std::unique_ptr<ui::View>> views;
+  // The window's keys for these views (ui::WindowKeys), built once.
+  std::vector<ui::WindowKey> window_keys;
   std::vector<ui::View*> view_ptrs;
   size_t active_view = 0;
   ui::HeaderBar header;
@@ -251,7 +253,8 @@ struct App {
         startup(options),
         settings(loaded),
         settings_paths(paths),
-        views(CreateViews()) {
+        views(CreateViews()),
+        window_keys(ui::WindowKeys(views.size())) {
     for (auto& v : views) view_ptrs.push_back(v.get());
     for (size_t i = 0; i < views.size(); ++i) {
       const std::string& tab = options.tab.empty() ? settings.tab : options.tab;
@@ -744,7 +747,7 @@ struct App {
   }
   void HandleShortcuts() {
     const ImGuiIO& io = ImGui::GetIO();
-    for (const ui::WindowKey& k : ui::WindowKeys(views.size())) {
+    for (const ui::WindowKey& k : window_keys) {
       if (k.ctrl != io.KeyCtrl || (k.ctrl && (io.KeyShift || io.KeyAlt))) continue;
       if (!ImGui::IsKeyPressed(KeyCode(k), false)) continue;
       switch (k.command) {
@@ -820,7 +823,7 @@ struct App {
   }
 
   void DrawHelpWindows() {
-    ui::DrawShortcutsDialog(&show_shortcuts, ViewTitles());
+    if (show_shortcuts) ui::DrawShortcutsDialog(&show_shortcuts, ViewTitles());  // titles only when shown
     if (!show_connect && !show_about) return;  // the receiver's stats are not free
     const std::string listen = ListenAddress();
     ui::DrawConnectDialog(&show_connect, listen, addresses, Access());
@@ -1130,12 +1133,12 @@ struct App {
     pending_png.clear();
   }
 
-  // Whether the active view shows its final data (for --screenshot).
   // Something is moving that the window should follow at a frame rate: a
   // query, a capture loading, symbols arriving, a PNG about to be saved.
   bool Busy() const {
     return Src().worker->Busy() || sources.Busy() || symbol_activity.busy || pending_png_frames > 0;
   }
+  // Whether the active view shows its final data (for --screenshot).
   bool Settled() const {
     const Source& src = Src();
     if (sources.Busy()) return false;  // captures from the command line are still loading
