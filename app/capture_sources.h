@@ -156,8 +156,8 @@ struct Source {
   bool IsCapture() const { return capture_store != nullptr; }
 };
 
-// A message for the user (shown above the status line) that is also in the
-// live store's Log.
+// A message for the user (shown over the window's bottom-right corner) that
+// is also in the live store's Log.
 // Errors stay until dismissed; other notices go after kInfoNoticeSeconds.
 struct Notice {
   bool error = false;
@@ -211,6 +211,9 @@ class SourceList {
   // Adds a notice and writes it to the live store's Log.
   void Notify(bool error, const std::string& text);
   void DismissNotices() { notices_.clear(); }
+  void DismissNotice(size_t index) {
+    if (index < notices_.size()) notices_.erase(notices_.begin() + static_cast<std::ptrdiff_t>(index));
+  }
 
  private:
   storage::Store& live_;

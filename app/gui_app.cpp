@@ -17,6 +17,7 @@
 #include "app/gui_app.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -173,6 +174,13 @@ void ApplyStartupChoices(const GuiOptions& options, const std::string& source_na
   }
 }
 
+// This kiln as samples name it, so the process grouping marks it.
+storage::OwnProcess OwnProcess() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  return {.pid = std::to_string(getpid()), .host = host};
+}
+
 // "Now" for a source: the clock for the live store; the newest sample for a
 // capture, so presets ("Last 15m") mean the capture's last 15 minutes.
 int64_t SourceNow(const Source& source) {
@@ -204,6 +212,7 @@ struct App {
   char retention_age_text[32] = {}, retention_size_text[32] = {};
   std::string store_settings_error;
   std::vector<std::string> addresses;  // for Connect an agent, read when it opens
+  const std::string local_agent = LocalAgent();  // how this machine runs kiln-agent
   std::vector<std::unique_ptr<ui::View>> views;
   // The window's keys for these views (ui::WindowKeys), built once.
   std::vector<ui::WindowKey> window_keys;
@@ -242,6 +251,7 @@ struct App {
   int export_format = 2;  // folded
   char export_path[1024] = {};
   char png_path[1024] = {};
+  std::string png_auto_path;  // the name png_path was given for the view, not typed
   std::string pending_png;  // written from the framebuffer once the dialog is gone
   int pending_png_frames = 0;
 
@@ -409,7 +419,12 @@ struct App {
     // same for every source (DrawFrame keeps the two in step).
     session.flame = settings.flame;
     session.tree.show_inline = settings.show_inline;
-    if (!std::exchange(src.startup_choices_applied, true)) ApplyStartupChoices(startup, src.name, &session);
+    if (!std::exchange(src.startup_choices_applied, true)) {
+      ApplyStartupChoices(startup, src.name, &session);
+      // Only the live store can hold this very process (a capture's pid is
+      // another run's).
+      if (!src.IsCapture()) session.tree.own = OwnProcess();
+    }
     if (!src.status) return;  // the window and the first query need the store's time range
     const int64_t now = SourceNow(src);
     const auto& stats = src.status->stats;
@@ -495,7 +510,7 @@ struct App {
     DrawMenuBar();
     Source& src = Src();
     const bool computing = src.worker->Busy();
-    header.Draw(view_ptrs, &active_view, src.session, src.status.get(), computing);
+    header.Draw(view_ptrs, &active_view, src.session, src.status.get(), src.analysis.get(), computing);
     DrawLoadsAndNotices();
 
     const float em = ImGui::GetFontSize();
@@ -528,7 +543,7 @@ struct App {
     src.session.tree.show_inline = settings.show_inline;
     const bool empty_store = src.status && src.status->stats.samples == 0;
     if (empty_store && view->Id() != "log") {
-      if (ui::DrawEmptyStoreHelp(src.status.get())) OpenConnect();
+      if (ui::DrawEmptyStoreHelp(src.status.get(), local_agent)) OpenConnect();
       empty_help_drawn = true;
     } else {
       view->Draw(context);
@@ -553,6 +568,7 @@ struct App {
     DrawDialogs();
     DrawStoreSettings();
     ImGui::End();
+    DrawNotices();
     DrawHelpWindows();
   }
 
@@ -826,7 +842,7 @@ struct App {
     if (show_shortcuts) ui::DrawShortcutsDialog(&show_shortcuts, ViewTitles());  // titles only when shown
     if (!show_connect && !show_about) return;  // the receiver's stats are not free
     const std::string listen = ListenAddress();
-    ui::DrawConnectDialog(&show_connect, listen, addresses, Access());
+    ui::DrawConnectDialog(&show_connect, listen, addresses, Access(), local_agent);
     ui::DrawAboutDialog(&show_about, {.version = kVersion,
                                       .store_path = data_dir,
                                       .listen_address = listen,
@@ -923,19 +939,50 @@ struct App {
       ImGui::SameLine();
       ImGui::TextDisabled("%s...", task->what().c_str());
     }
-    // The newest notices, errors in red; Dismiss clears them (they stay in
-    // the Log).
+  }
+
+  // The newest notices in one place: a panel over the bottom-right corner,
+  // above the status line, that moves nothing when it comes or goes (they
+  // stacked above the timeline and pushed the views down). Errors in red
+  // stay until their x; other notices go by themselves (kInfoNoticeSeconds).
+  // Every one is in the Log too.
+  void DrawNotices() {
     const auto& notices = sources.notices();
-    constexpr size_t kShown = 3;
-    for (size_t i = notices.size() > kShown ? notices.size() - kShown : 0; i < notices.size(); ++i) {
-      const Notice& n = notices[i];
-      const ImVec4 color = n.error ? ui::CurrentPalette().error_text : ui::CurrentPalette().info_text;
-      ImGui::TextColored(color, "%s", n.text.c_str());
-      if (i + 1 == notices.size()) {
+    if (notices.empty()) return;
+    const float em = ImGui::GetFontSize();
+    const ImGuiViewport* viewport = ImGui::GetMainViewport();
+    const ImVec2 corner(viewport->WorkPos.x + viewport->WorkSize.x - em * 0.6f,
+                        viewport->WorkPos.y + viewport->WorkSize.y - em * 2.4f);
+    ImGui::SetNextWindowPos(corner, ImGuiCond_Always, ImVec2(1.f, 1.f));
+    ImGui::SetNextWindowBgAlpha(0.96f);
+    const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize |
+                                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
+                                   ImGuiWindowFlags_NoNav | ImGuiWindowFlags_NoMove;
+    if (ImGui::Begin("##notices", nullptr, flags)) {
+      constexpr size_t kShown = 3;
+      const size_t first = notices.size() > kShown ? notices.size() - kShown : 0;
+      std::optional<size_t> dismiss;
+      ImGui::PushTextWrapPos(em * 34);
+      for (size_t i = notices.size(); i-- > first;) {  // newest on top
+        const Notice& n = notices[i];
+        ImGui::PushID(static_cast<int>(i));
+        if (ImGui::SmallButton("x")) dismiss = i;
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("Dismiss (it stays in the Log)");
         ImGui::SameLine();
-        if (ImGui::SmallButton("Dismiss")) sources.DismissNotices();
+        ImGui::PushStyleColor(ImGuiCol_Text, n.error ? ui::CurrentPalette().error_text : ui::CurrentPalette().info_text);
+        ImGui::TextUnformatted(n.text.c_str());
+        ImGui::PopStyleColor();
+        ImGui::PopID();
       }
+      ImGui::PopTextWrapPos();
+      if (first > 0) {
+        ImGui::TextDisabled("%zu older in the Log", first);
+        ImGui::SameLine();
+      }
+      if (notices.size() > 1 && ImGui::SmallButton("Dismiss all")) sources.DismissNotices();
+      if (dismiss) sources.DismissNotice(*dismiss);
     }
+    ImGui::End();
   }
 
   // =========================================================================
@@ -1018,16 +1065,18 @@ struct App {
     if (std::exchange(open_dialog_requested, false)) AskForFile("Open a capture", "open", &open_builtin);
     if (std::exchange(symbols_dialog_requested, false))
       AskForFile("Add symbols from a file", "symbols", &symbols_builtin);
-    if (open_builtin) {
-      open_builtin = false;
+    // Each opening lists the folder afresh (files written since the last
+    // time were missing, and its last error stayed).
+    const auto list_again = [this] {
       std::error_code ec;
-      if (browse_dir.empty()) RefreshListing(std::filesystem::current_path(ec).string());
+      RefreshListing(browse_dir.empty() ? std::filesystem::current_path(ec).string() : browse_dir);
+    };
+    if (std::exchange(open_builtin, false)) {
+      list_again();
       ImGui::OpenPopup("Open capture");
     }
-    if (symbols_builtin) {
-      symbols_builtin = false;
-      std::error_code ec;
-      if (browse_dir.empty()) RefreshListing(std::filesystem::current_path(ec).string());
+    if (std::exchange(symbols_builtin, false)) {
+      list_again();
       ImGui::OpenPopup("Add symbols from a file");
     }
     if (export_dialog_requested) {
@@ -1038,9 +1087,12 @@ struct App {
     }
     if (png_dialog_requested) {
       png_dialog_requested = false;
-      if (!png_path[0])
-        std::snprintf(png_path, sizeof png_path, "kiln-%s.png",
-                      std::string(views[active_view]->Id()).c_str());
+      // The name follows the view shown unless the user wrote their own
+      // (it said kiln-flamegraph.png over a Top functions view).
+      if (!png_path[0] || png_path == png_auto_path) {
+        png_auto_path = "kiln-" + std::string(views[active_view]->Id()) + ".png";
+        std::snprintf(png_path, sizeof png_path, "%s", png_auto_path.c_str());
+      }
       ImGui::OpenPopup("Save PNG of view");
     }
 

@@ -328,6 +328,12 @@ const Product kProducts[] = {
        out->executables =
            std::make_shared<const std::vector<storage::ExecutableRow>>(storage::BuildExecutableTable(*out->slice));
      }},
+    {"processes",
+     SameInputs<>,
+     [](const Snapshot& from, Snapshot* to) { to->processes = from.processes; },
+     [](storage::Store&, Snapshot* out) {
+       out->processes = std::make_shared<const std::vector<storage::ProcessSummary>>(storage::ProcessesOf(*out->slice));
+     }},
 };
 
 }  // namespace

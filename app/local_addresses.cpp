@@ -5,7 +5,14 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include "ui/connect_help.h"
 
 namespace kiln::app {
 
@@ -32,6 +39,15 @@ std::vector<std::string> LocalAddresses() {
   }
   v4.insert(v4.end(), v6.begin(), v6.end());
   return v4;
+}
+
+std::string LocalAgent() {
+  std::error_code ec;
+  // Linux only (so is the agent); elsewhere the commands say how to get one.
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const char* path = std::getenv("PATH");
+  return ui::LocalAgentCommand(ec ? std::string() : self.string(), path ? path : "",
+                               [](const std::string& p) { return access(p.c_str(), X_OK) == 0; });
 }
 
 }  // namespace kiln::app

@@ -10,4 +10,9 @@ namespace kiln::app {
 
 std::vector<std::string> LocalAddresses();
 
+// How this machine runs kiln-agent, for the commands the window shows
+// (ui::LocalAgentCommand from this program's path and PATH); "" when the
+// agent is nowhere to be found.
+std::string LocalAgent();
+
 }  // namespace kiln::app

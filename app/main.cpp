@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
   export_cmd->add_option("--input", input, "Read this capture file instead of a store (a converter)");
   export_cmd->add_option("--format", export_options.format, "folded, otlp, pprof or svg")->capture_default_str();
   CLI::Option* group_opt =
-      export_cmd->add_option("--group-by", export_options.group_by, "none, process, thread or an attribute key")
+      export_cmd->add_option("--group-by", export_options.group_by, "none, process, thread, instance (process and pid), instance-thread or an attribute key")
           ->capture_default_str();
   export_cmd->add_option("--sample-type,--kind", export_options.sample_type,
                          "The sample type to write: a type name (cpu, alloc_space), type/unit, or on-cpu, off-cpu, "
@@ -291,7 +291,7 @@ int main(int argc, char** argv) {
   }
   diff_cmd->add_option("--format", diff_options.format, "folded (difffolded.pl style), json or svg")->capture_default_str();
   diff_cmd->add_option("--sample-type", diff_options.sample_type, "The sample type to compare (default: each side's)");
-  diff_cmd->add_option("--group-by", diff_options.group_by, "none, process, thread or an attribute key")->capture_default_str();
+  diff_cmd->add_option("--group-by", diff_options.group_by, "none, process, thread, instance (process and pid), instance-thread or an attribute key")->capture_default_str();
   diff_cmd->add_option("--filter", diff_options.filters, "KEY=VALUE attribute filter for both sides (repeatable)");
   diff_cmd->add_flag("--absolute", diff_options.absolute, "Compare weights instead of shares of each side's total");
   diff_cmd->add_flag("--hide-inline", diff_options.hide_inline, "Leave inlined frames out");

@@ -38,6 +38,7 @@
 #include <set>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "google/protobuf/arena.h"
 #include "google/protobuf/stubs/logging.h"
@@ -49,6 +50,7 @@
 #include "ingest/wire_diagnostics.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "storage/disk_guard.h"
+#include "storage/model/sample_type.h"
 
 namespace kiln::ingest {
 
@@ -82,16 +84,73 @@ std::string Truncate(std::string s) {
 // [SECTION] Peer statistics and the log summary
 // ============================================================================
 
+// Counts per whole second over the last kRateSeconds, a ring indexed by
+// (second % kRateSeconds).
+class RateRing {
+ public:
+  void Add(int64_t second, uint64_t n) {
+    const int slot = static_cast<int>(second % kRateSeconds);
+    if (second_[slot] != second) {
+      second_[slot] = second;
+      count_[slot] = 0;
+    }
+    count_[slot] += n;
+  }
+  uint64_t Recent(int64_t second) const {
+    uint64_t recent = 0;
+    for (int i = 0; i < kRateSeconds; ++i) {
+      if (second - second_[i] < kRateSeconds) recent += count_[i];
+    }
+    return recent;
+  }
+
+ private:
+  int64_t second_[kRateSeconds] = {};
+  uint64_t count_[kRateSeconds] = {};
+};
+
+// A peer's sample types and host names are bounded: what a stranger sends
+// cannot grow them.
+constexpr size_t kMaxKindsPerPeer = 8;
+constexpr size_t kMaxHostsPerPeer = 4;
+
 struct PeerState {
   int64_t first_seen_ns = 0;
   int64_t last_seen_ns = 0;
   uint64_t requests = 0;
   uint64_t samples = 0;
-  // samples per whole second, ring indexed by (second % kRateSeconds)
-  int64_t second_[kRateSeconds] = {};
-  uint64_t second_samples_[kRateSeconds] = {};
+  RateRing rate;
+  std::map<std::string, RateRing> kind_rates;  // by SampleTypeLabel
+  std::vector<std::string> hosts;              // host.name values, first seen first
   storage::DataLossCounts losses{};
 };
+
+// What one accepted request held, per sample type and host name: counted
+// before taking the stats lock.
+struct RequestFacts {
+  std::map<std::string, uint64_t> samples_by_kind;
+  std::vector<std::string> hosts;
+};
+
+RequestFacts FactsOf(const storage::ProfileBatch& batch) {
+  RequestFacts facts;
+  const storage::ProfileDictionary& d = batch.dict;
+  std::vector<uint64_t> by_type(d.sample_types.size(), 0);
+  std::vector<uint8_t> set_seen(d.AttributeSetCount(), 0);
+  for (const storage::Sample& s : batch.samples) {
+    if (s.sample_type < by_type.size()) ++by_type[s.sample_type];
+    if (s.attribute_set >= set_seen.size() || std::exchange(set_seen[s.attribute_set], 1)) continue;
+    const std::string_view host = d.AttributeValue(s.attribute_set, storage::attr::kHostName);
+    if (!host.empty() && facts.hosts.size() < kMaxHostsPerPeer &&
+        std::find(facts.hosts.begin(), facts.hosts.end(), host) == facts.hosts.end()) {
+      facts.hosts.emplace_back(host);
+    }
+  }
+  for (size_t t = 0; t < by_type.size(); ++t) {
+    if (by_type[t] > 0) facts.samples_by_kind[storage::SampleTypeLabel(d.sample_types[t].type)] += by_type[t];
+  }
+  return facts;
+}
 
 // Counters since the last summary line.
 // How many distinct sending hosts are remembered for "first request from
@@ -186,6 +245,8 @@ class Receiver final : public OtlpReceiver {
   bool Authenticated(grpc::CallbackServerContext* context, const std::string& peer,
                      grpc::ServerUnaryReactor* reactor);
   // `loss`: why a failed request was refused (storage/model/data_loss.h).
+  // An accepted request's samples by kind, and its host names.
+  void CountKinds(const std::string& peer, const RequestFacts& facts);
   void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted, int64_t rejected,
              std::optional<DataLoss> loss = std::nullopt);
   void CountLoss(const std::string& peer, DataLoss reason, uint64_t n);
@@ -520,6 +581,7 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
   }
   if (!result.batch.samples.empty()) store_failing_.store(false);
   Count(job.peer, false, result.batch.samples.size(), result.accepted_profiles, result.rejected_profiles);
+  CountKinds(job.peer, FactsOf(result.batch));
   CountLoss(job.peer, DataLoss::kProfileRejected, static_cast<uint64_t>(result.rejected_profiles));
   CountLoss(job.peer, DataLoss::kStringTruncated, result.strings_truncated);
   collector::ExportProfilesServiceResponse answer;
@@ -637,13 +699,28 @@ void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int
   if (it == peers_.end()) return;
   PeerState& p = it->second;
   p.samples += samples;
+  p.rate.Add(storage::UnixNowNs() / 1'000'000'000, samples);
+}
+
+void Receiver::CountKinds(const std::string& peer, const RequestFacts& facts) {
+  std::lock_guard lock(stats_mu_);
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return;
+  PeerState& p = it->second;
   const int64_t second = storage::UnixNowNs() / 1'000'000'000;
-  const int slot = static_cast<int>(second % kRateSeconds);
-  if (p.second_[slot] != second) {
-    p.second_[slot] = second;
-    p.second_samples_[slot] = 0;
+  for (const auto& [kind, n] : facts.samples_by_kind) {
+    auto k = p.kind_rates.find(kind);
+    if (k == p.kind_rates.end()) {
+      if (p.kind_rates.size() >= kMaxKindsPerPeer) continue;  // still in the total
+      k = p.kind_rates.try_emplace(kind).first;
+    }
+    k->second.Add(second, n);
   }
-  p.second_samples_[slot] += samples;
+  for (const std::string& host : facts.hosts) {
+    if (p.hosts.size() < kMaxHostsPerPeer && std::find(p.hosts.begin(), p.hosts.end(), host) == p.hosts.end()) {
+      p.hosts.push_back(host);
+    }
+  }
 }
 
 ReceiverStats Receiver::stats() const {
@@ -656,17 +733,21 @@ ReceiverStats Receiver::stats() const {
     if (now - p.last_seen_ns > kPeerWindowNs) continue;
     PeerStats s;
     s.peer = peer;
+    s.address = PeerHost(peer);
     s.last_seen_ns = p.last_seen_ns;
     s.requests = p.requests;
     s.samples = p.samples;
     s.losses = p.losses;
-    uint64_t recent = 0;
-    for (int i = 0; i < kRateSeconds; ++i) {
-      if (second - p.second_[i] < kRateSeconds) recent += p.second_samples_[i];
-    }
+    for (const std::string& h : p.hosts) s.hosts += (s.hosts.empty() ? "" : ", ") + h;
     // A peer seen for 2 s has 2 s of history, not 10.
     const double span = std::clamp<double>((now - p.first_seen_ns) / 1e9, 1.0, kRateSeconds);
-    s.samples_per_second = recent / span;
+    s.samples_per_second = static_cast<double>(p.rate.Recent(second)) / span;
+    for (const auto& [kind, ring] : p.kind_rates) {
+      s.kinds.push_back({kind, static_cast<double>(ring.Recent(second)) / span});
+    }
+    std::stable_sort(s.kinds.begin(), s.kinds.end(), [](const PeerStats::KindRate& a, const PeerStats::KindRate& b) {
+      return a.per_second > b.per_second;
+    });
     out.peers.push_back(std::move(s));
   }
   std::sort(out.peers.begin(), out.peers.end(),

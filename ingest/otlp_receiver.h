@@ -52,10 +52,23 @@ bool IsLoopbackPeer(const std::string& peer);
 // One sending peer (an agent), as seen recently.
 struct PeerStats {
   std::string peer;           // gRPC peer string, e.g. "ipv4:127.0.0.1:53412"
+  std::string address;        // its host part (PeerHost): "127.0.0.1"
+  // The host.name values its samples carried, as sent ("build-7"; several
+  // joined by ", " for a collector forwarding hosts); "" when none.
+  std::string hosts;
   int64_t last_seen_ns = 0;   // Unix ns of its last request
   uint64_t requests = 0;
   uint64_t samples = 0;
-  double samples_per_second = 0;  // over the last ~10 s
+  double samples_per_second = 0;  // over the last ~10 s, every kind
+  // The same per sample type (storage::SampleTypeLabel: "On-CPU
+  // (samples)", "Off-CPU (ns)"), busiest first: an off-CPU event is not
+  // an on-CPU sample, and one total hid which was which.
+  struct KindRate {
+    std::string kind;
+    double per_second = 0;
+    bool operator==(const KindRate&) const = default;
+  };
+  std::vector<KindRate> kinds;
   storage::DataLossCounts losses{};  // what was refused or cut, by reason
   bool operator==(const PeerStats&) const = default;
 };

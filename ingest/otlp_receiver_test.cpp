@@ -19,6 +19,7 @@
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "storage/model/flame_tree.h"
 #include "storage/model/folded.h"
+#include "storage/model/sample_type.h"
 #include "tests/secret_file.h"
 #include "tests/temp_dir.h"
 
@@ -172,12 +173,41 @@ TEST_CASE("OK path: empty response, data in the store, stats and log") {
   CHECK(stats.profiles_accepted == 1);
   REQUIRE(stats.peers.size() == 1);
   CHECK(stats.peers[0].peer.find("127.0.0.1") != std::string::npos);
+  CHECK(stats.peers[0].address == "127.0.0.1");
   CHECK(stats.peers[0].samples == 30);
   CHECK(stats.peers[0].samples_per_second > 0);
   CHECK(stats.listen_address == Cat("127.0.0.1:", server.receiver->port()));
   CHECK(server.LogContains("first OTLP request from this machine (ipv4:127.0.0.1"));
   // Every sample carries its sender's address, as the receiver saw it.
   CHECK(server.store->AttributeValues("kiln.sender", 10) == std::vector<std::string>{"127.0.0.1"});
+}
+
+TEST_CASE("a sender's rates are per kind of sample, and it is named by its host.name") {
+  Server server;
+  OtlpRequestBuilder b;
+  int32_t exe = b.Mapping("/usr/bin/app");
+  int32_t stack = b.Stack({b.Location(exe, 0x10, {{"main"}})});
+  auto* rp = b.Resource({{"host.name", "build-7"}, {"process.pid", "1"}});
+  auto* on = b.AddProfile(rp);
+  for (int i = 0; i < 30; ++i) OtlpRequestBuilder::AddSample(on, stack, {}, {1'700'000'000'000'000'000ull + i});
+  auto* off = b.AddProfile(rp, "off_cpu", "nanoseconds", "", "");
+  for (int i = 0; i < 6; ++i) {
+    OtlpRequestBuilder::AddSample(off, stack, {}, {1'700'000'000'000'000'000ull + i}, {1'000'000});
+  }
+  collector::ExportProfilesServiceResponse response;
+  REQUIRE(server.Export(std::move(b.request), &response).ok());
+  const ReceiverStats stats = server.receiver->stats();
+  REQUIRE(stats.peers.size() == 1);
+  const PeerStats& p = stats.peers[0];
+  CHECK(p.hosts == "build-7");
+  CHECK(p.samples == 36);
+  REQUIRE(p.kinds.size() == 2);
+  // Busiest first; the rates are counts over the peer's seconds so far (1 s
+  // at least), so 30 and 6 stay apart in that ratio.
+  CHECK(p.kinds[0].kind == storage::SampleTypeLabel(storage::OnCpuSamples()));
+  CHECK(p.kinds[1].kind == storage::SampleTypeLabel(storage::OffCpuTime()));
+  CHECK(p.kinds[0].per_second == doctest::Approx(5 * p.kinds[1].per_second));
+  CHECK(p.samples_per_second == doctest::Approx(p.kinds[0].per_second + p.kinds[1].per_second));
 }
 
 TEST_CASE("a sender cannot set kiln.sender itself") {

@@ -1,6 +1,34 @@
 #include "ui/connect_help.h"
 
+#include <filesystem>
+#include <string_view>
+
 namespace kiln::ui {
+
+std::string LocalAgentCommand(const std::string& kiln_path, const std::string& path_env,
+                              const std::function<bool(const std::string&)>& is_executable) {
+  namespace fs = std::filesystem;
+  const fs::path here = fs::path(kiln_path).parent_path();
+  std::vector<fs::path> candidates = {here / ".." / "agent" / "kiln-agent", here / "kiln-agent"};
+  for (size_t start = 0; start <= path_env.size();) {
+    size_t end = path_env.find(':', start);
+    if (end == std::string::npos) end = path_env.size();
+    // An empty PATH entry is the current directory: not a place to offer.
+    if (end > start && path_env[start] == '/') candidates.push_back(fs::path(path_env.substr(start, end - start)) / "kiln-agent");
+    start = end + 1;
+  }
+  constexpr std::string_view kSudoPath[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                           "/usr/bin",        "/sbin",           "/bin"};
+  for (const fs::path& c : candidates) {
+    const fs::path found = c.lexically_normal();
+    if (!found.is_absolute() || !is_executable(found.string())) continue;
+    for (std::string_view dir : kSudoPath) {
+      if (found.parent_path() == fs::path(dir)) return "kiln-agent";
+    }
+    return found.string();
+  }
+  return "";
+}
 
 std::string PortOf(const std::string& listen_address) {
   const size_t colon = listen_address.rfind(':');
@@ -30,7 +58,7 @@ std::string AccessSummary(const std::string& listen_address, const ReceiverAcces
 
 std::vector<ConnectRecipe> ConnectRecipes(const std::string& listen_address,
                                           const std::vector<std::string>& addresses,
-                                          const ReceiverAccess& access) {
+                                          const ReceiverAccess& access, const std::string& local_agent) {
   std::string port = PortOf(listen_address);
   if (port.empty()) port = "11000";
   // A TLS certificate names a host; "localhost" is the name most carry.
@@ -54,10 +82,17 @@ std::vector<ConnectRecipe> ConnectRecipes(const std::string& listen_address,
 
   std::vector<ConnectRecipe> r;
   r.push_back({"kiln-agent on this machine",
-               "Samples every CPU of this Linux machine and sends here (needs root for BPF).",
-               "sudo kiln-agent -collection-agent=" + local + transport + local_token});
+               local_agent.empty()
+                   ? "Samples every CPU of this Linux machine and sends here (needs root for BPF). kiln-agent "
+                     "is not on this machine: install the kiln-agent package, or build it from source "
+                     "(bash packaging/test.sh builds build/agent/kiln-agent)."
+                   : "Samples every CPU of this Linux machine and sends here (needs root for BPF).",
+               "sudo " + (local_agent.empty() ? std::string("kiln-agent") : local_agent) +
+                   " -collection-agent=" + local + transport + local_token});
   r.push_back({"kiln-agent on another host",
-               "Run on the host to profile; it must reach this machine's port " + port + "." + token_note,
+               "Run on the host to profile (the kiln-agent package, or a copy of a build's "
+               "build/agent/kiln-agent); it must reach this machine's port " +
+                   port + "." + token_note,
                "sudo kiln-agent -collection-agent=" + remote + transport + remote_token});
   if (access.token || access.client_certificates) {
     r.push_back({"OpenTelemetry eBPF profiler (standalone)",

@@ -4,6 +4,7 @@
 // (app/local_addresses.h), the port from the receiver's listen address.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,22 @@ struct ConnectRecipe {
 // elsewhere uses the first address, or the laptop through an ssh tunnel.
 // With a token the commands pass it (-auth-token-file, the Collector's
 // headers); with TLS they verify kiln's certificate instead of -disable-tls.
+// `local_agent` is how this machine runs kiln-agent (LocalAgentCommand); ""
+// when it has none, and then the first recipe says how to get it.
 std::vector<ConnectRecipe> ConnectRecipes(const std::string& listen_address,
                                           const std::vector<std::string>& addresses,
-                                          const ReceiverAccess& access = {});
+                                          const ReceiverAccess& access = {},
+                                          const std::string& local_agent = "kiln-agent");
+
+// How to run kiln-agent on this machine, as the commands above write it:
+// the agent built beside this kiln (a source build: build/app/kiln and
+// build/agent/kiln-agent), then one installed beside it, then one on PATH;
+// "kiln-agent" when it is in a directory sudo searches (Debian's
+// secure_path), else its absolute path (a source build is on nobody's
+// PATH, and sudo would not find ~/.local/bin). "" when there is none.
+// `kiln_path` is this program's absolute path; `is_executable` tests a path.
+std::string LocalAgentCommand(const std::string& kiln_path, const std::string& path_env,
+                              const std::function<bool(const std::string&)>& is_executable);
 
 // The status line's one-line summary of who may send: "open to the network,
 // no token", "loopback only, no token", "token required", "TLS, token

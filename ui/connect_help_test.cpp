@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
+#include <string>
+
 namespace kiln::ui {
 namespace {
 
@@ -60,6 +63,37 @@ TEST_CASE("with TLS the agents verify kiln's certificate instead of -disable-tls
   CHECK(r[1].text == "sudo kiln-agent -collection-agent=192.168.1.20:11000 -tls-ca-file CA.pem");
   CHECK(r[3].text.find("    tls:\n      ca_file: CA.pem\n") != std::string::npos);
   CHECK(r[3].text.find("insecure") == std::string::npos);
+}
+
+TEST_CASE("the agent's command is the one beside this kiln, else on sudo's path, else how to get it") {
+  std::set<std::string> files;
+  const auto exists = [&files](const std::string& p) { return files.count(p) > 0; };
+  // A source build: build/app/kiln and build/agent/kiln-agent, on nobody's PATH.
+  files = {"/home/u/kiln/build/agent/kiln-agent", "/usr/bin/kiln-agent"};
+  CHECK(LocalAgentCommand("/home/u/kiln/build/app/kiln", "/usr/bin:/bin", exists) ==
+        "/home/u/kiln/build/agent/kiln-agent");
+  // Installed side by side (the packages, or cmake --install).
+  files = {"/usr/bin/kiln-agent"};
+  CHECK(LocalAgentCommand("/usr/bin/kiln", "/usr/bin:/bin", exists) == "kiln-agent");
+  files = {"/usr/local/bin/kiln-agent"};
+  CHECK(LocalAgentCommand("/usr/local/bin/kiln", "", exists) == "kiln-agent");
+  // On the user's PATH but where sudo does not look: the whole path.
+  files = {"/home/u/.local/bin/kiln-agent"};
+  CHECK(LocalAgentCommand("/opt/kiln/kiln", "/home/u/.local/bin:/usr/bin", exists) ==
+        "/home/u/.local/bin/kiln-agent");
+  // Relative PATH entries are not offered; nothing found is "".
+  files = {"bin/kiln-agent"};
+  CHECK(LocalAgentCommand("/opt/kiln/kiln", "bin::/usr/bin", exists) == "");
+  CHECK(LocalAgentCommand("", "", exists) == "");
+
+  auto r = ConnectRecipes("0.0.0.0:11000", {"192.168.1.20"}, {}, "/home/u/kiln/build/agent/kiln-agent");
+  CHECK(r[0].text == "sudo /home/u/kiln/build/agent/kiln-agent -collection-agent=127.0.0.1:11000 -disable-tls");
+  // Another host runs its own copy.
+  CHECK(r[1].text == "sudo kiln-agent -collection-agent=192.168.1.20:11000 -disable-tls");
+  r = ConnectRecipes("0.0.0.0:11000", {"192.168.1.20"}, {}, "");
+  CHECK(r[0].text == "sudo kiln-agent -collection-agent=127.0.0.1:11000 -disable-tls");
+  CHECK(r[0].explanation.find("kiln-agent is not on this machine") != std::string::npos);
+  CHECK(r[0].explanation.find("build/agent/kiln-agent") != std::string::npos);
 }
 
 TEST_CASE("the access summary warns only when any host that reaches the port can send") {

@@ -245,11 +245,28 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
     ImGui::SameLine();
     DrawInvertToggle(session);
     ImGui::SameLine();
-    static const char* kGroupNames[] = {"No grouping", "By process", "By process and thread"};
-    int group = static_cast<int>(session->tree.group_by);
-    ImGui::SetNextItemWidth(190.f * ImGui::GetFontSize() / 15.f);
-    if (ImGui::Combo("##group", &group, kGroupNames, 3)) {
-      session->tree.group_by = static_cast<storage::GroupBy>(group);
+    using storage::GroupBy;
+    // A process is one pid; processes of one name merge only when asked.
+    static constexpr std::pair<GroupBy, const char*> kGroups[] = {
+        {GroupBy::kNone, "No grouping"},
+        {GroupBy::kInstance, "By process"},
+        {GroupBy::kInstanceThread, "By process and thread"},
+        {GroupBy::kProcess, "By program name"},
+        {GroupBy::kThread, "By program name and thread"},
+    };
+    const char* shown = "By attribute";
+    for (const auto& [g, name] : kGroups) {
+      if (g == session->tree.group_by) shown = name;
+    }
+    ImGui::SetNextItemWidth(210.f * ImGui::GetFontSize() / 15.f);
+    if (ImGui::BeginCombo("##group", shown)) {
+      for (const auto& [g, name] : kGroups) {
+        if (ImGui::Selectable(name, g == session->tree.group_by)) session->tree.group_by = g;
+      }
+      ImGui::EndCombo();
+    }
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip("A process is one pid (\"python3 [1234]\"); by program name, every python3 is one block");
     }
     ImGui::SameLine();
   }
@@ -396,12 +413,14 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
       const float x0 = origin.x + r.x;
       const float x1 = x0 + std::max(r.width - (r.width > 3.f ? 1.f : 0.f), 1.f);
       dl->AddRectFilled(ImVec2(x0, y0), ImVec2(x1, y1), fill);
+      // New and gone subtrees are hatched, whatever their width.
+      if (*rect_marks_[i] != '\0') DrawHatch(dl, x0, y0, x1, y1, WithAlpha(TextColorOn(fill), 70), 6.f);
       if (match) dl->AddRect(ImVec2(x0, y0), ImVec2(x1, y1), CurrentPalette().contrast, 0, 0, 1.5f);
       if (r.merged || r.width < kMinLabelWidth) continue;
-      std::string marked;
-      if (*rect_marks_[i] != '\0') marked = rect_marks_[i] + tree_->Label(r.node);
-      const std::string& label = marked.empty() ? tree_->Label(r.node) : marked;
       const float room = r.width - 8.f;
+      std::string marked;
+      if (*rect_marks_[i] != '\0') marked = DiffBoxLabel(rect_marks_[i], tree_->Label(r.node), room, advance);
+      const std::string& label = marked.empty() ? tree_->Label(r.node) : marked;
       const size_t n = EllipsisPrefix(label, room, ellipsis_w, advance);
       const ImVec2 tp(x0 + 4.f, y0 + text_dy);
       const Rgba text = TextColorOn(fill);
@@ -410,7 +429,9 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
       } else {
         // Cut in the middle: the function stays (a Go or Java name cut at
         // the end lost it, and neighbours read alike).
-        const std::string shown = FitLabel(label, FunctionKeepFrom(label), room, ellipsis_w, advance);
+        const bool process = tree_->nodes[r.node].kind == NodeKind::kProcess;
+        const std::string shown =
+            FitLabel(label, process ? InstanceKeepFrom(label) : FunctionKeepFrom(label), room, ellipsis_w, advance);
         if (shown.empty()) continue;
         dl->AddText(font, font_size, tp, text, shown.data(), shown.data() + shown.size());
       }

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "storage/model/processes.h"
 #include "storage/model/sample_type.h"
 
 namespace kiln::ui {
@@ -23,6 +25,13 @@ std::string FormatPercent(double fraction);
 std::string FormatClock(int64_t unix_ns, bool millis = false);
 // Local "YYYY-MM-DD HH:MM:SS".
 std::string FormatDateTime(int64_t unix_ns);
+
+// A PID filter value as the filter list shows it: the pid, then what ran
+// under it in the selected range ("1234  python3  62.5%  11:02:03-11:05:10";
+// the times when the range kept them), or the bare pid when nothing did.
+// `total` is the range's weight.
+std::string PidValueLabel(std::string_view pid, const std::vector<storage::ProcessSummary>* processes,
+                          int64_t total);
 
 // `label` in at most `max_chars` characters, shortened in the middle so the
 // function's last component stays readable:
@@ -48,6 +57,18 @@ float TextWidth(std::string_view text, AdvanceFn&& advance) {
   float width = 0;
   for (size_t i = 0; i < text.size(); i += CharBytes(text, i)) width += advance(text.substr(i, CharBytes(text, i)));
   return width;
+}
+
+// A diff box's label: its mark ("new: ", "gone: ") before the name only
+// when both fit whole in `max_width`; else the name alone, which then has
+// all the room (the box's hatching says new or gone). A narrow "gone: pa..."
+// said less than "parse".
+template <typename AdvanceFn>
+std::string DiffBoxLabel(std::string_view mark, std::string_view name, float max_width, AdvanceFn&& advance) {
+  if (!mark.empty() && TextWidth(mark, advance) + TextWidth(name, advance) <= max_width) {
+    return std::string(mark) + std::string(name);
+  }
+  return std::string(name);
 }
 
 // Length in bytes of the longest prefix of `text` that, followed by "...",
@@ -106,6 +127,12 @@ std::string FitLabel(std::string_view label, size_t keep_from, float max_width, 
 
 // Where a frame label's last component starts (FitLabel's `keep_from`).
 inline size_t FunctionKeepFrom(std::string_view label) { return label.size() - LastComponent(label).size(); }
+// Where a process instance label's pid starts ("postgres [1234]": the pid
+// is what tells two postgres apart); the whole label stays when it has none.
+inline size_t InstanceKeepFrom(std::string_view label) {
+  const size_t open = label.rfind(" [");
+  return open == std::string_view::npos ? label.size() : open;
+}
 // Where a path's basename starts.
 inline size_t PathKeepFrom(std::string_view path) {
   const size_t slash = path.rfind('/');

@@ -5,6 +5,28 @@
 namespace kiln::ui {
 namespace {
 
+TEST_CASE("a PID filter value names what ran under it in the range") {
+  const int64_t t = 1'700'000'000'000'000'000;
+  const std::vector<storage::ProcessSummary> processes = {
+      {.pid = "1234", .name = "python3", .weight = 5, .events = 5, .first_ns = t, .last_ns = t + 65'000'000'000},
+      {.pid = "77", .name = "kiln", .weight = 3, .events = 3},
+  };
+  CHECK(PidValueLabel("1234", &processes, 8) ==
+        "1234  python3  62.5%  " + FormatClock(t) + "-" + FormatClock(t + 65'000'000'000));
+  CHECK(PidValueLabel("77", &processes, 8) == "77  kiln  37.5%");  // no sample times kept
+  CHECK(PidValueLabel("5", &processes, 8) == "5");                 // not in the range
+  CHECK(PidValueLabel("77", nullptr, 8) == "77");
+}
+
+TEST_CASE("a diff box keeps its new/gone mark only when mark and name fit whole") {
+  auto advance = [](std::string_view) { return 10.f; };
+  CHECK(DiffBoxLabel("gone: ", "parse", 110.f, advance) == "gone: parse");
+  // 10 characters of room: the mark would leave "pa..."; the name has it all.
+  CHECK(DiffBoxLabel("gone: ", "parse", 100.f, advance) == "parse");
+  CHECK(DiffBoxLabel("new: ", "handleRequest", 60.f, advance) == "handleRequest");
+  CHECK(DiffBoxLabel("", "parse", 500.f, advance) == "parse");
+}
+
 TEST_CASE("counts, durations, percentages, bytes") {
   CHECK(FormatCount(999) == "999");
   CHECK(FormatCount(1234) == "1.23k");
@@ -67,6 +89,10 @@ TEST_CASE("a label fitted to a width keeps its start and its last component: the
   CHECK(fit("org.apache.kafka.clients.producer.KafkaProducer.doSend", 200.f) == "org.apache...doSend");
   CHECK(fit("std::vector<int>::push_back(int const&)", 300.f) == "std::v...push_back(int const&)");
   CHECK(fit_path("/home/dev/src/server/handlers/login.go", 180.f) == "/home/d...login.go");
+  // A process keeps its pid, which tells two postgres apart.
+  CHECK(FitLabel("postgres [123456]", InstanceKeepFrom("postgres [123456]"), 140.f, 30.f, advance) ==
+        "po... [123456]");
+  CHECK(InstanceKeepFrom("main") == 4);
   // Room for the component only: "..." and the component.
   CHECK(fit("org.apache.kafka.KafkaProducer.doSend", 90.f) == "...doSend");
   // The component alone is too wide: its own start, never the package's.

@@ -124,6 +124,10 @@ void FrameMenu::Draw(SessionState* session) {
       if (name.rfind(prefix, 0) == 0) {
         key = process ? "process.pid" : "thread.id";
         value = name.substr(prefix.size());
+      } else if (const std::string_view pid = process ? storage::InstancePid(name) : ""; !pid.empty()) {
+        // One process instance ("python3 [1234]"): its pid, not every python3.
+        key = "process.pid";
+        value = std::string(pid);
       }
       if (ImGui::MenuItem(process ? "Filter to this process" : "Filter to this thread")) {
         session->AddFilterValue(key, value);

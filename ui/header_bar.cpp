@@ -28,7 +28,7 @@ std::string FilterKeyDisplayName(const std::string& key) {
 }
 
 void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, SessionState& session,
-                     const StatusSnapshot* status, bool computing) {
+                     const StatusSnapshot* status, const AnalysisSnapshot* analysis, bool computing) {
   // Row 1: name, tabs, kind, presets.
   ImGui::PushStyleColor(ImGuiCol_Text, CurrentPalette().accent_text);
   ImGui::TextUnformatted("Kiln");
@@ -119,7 +119,7 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
     ImGui::SameLine();
     Spinner();
   }
-  DrawFilterBar(session, status);
+  DrawFilterBar(session, status, analysis);
 }
 
 void HeaderBar::DrawSampleTypePicker(SessionState& session, const StatusSnapshot* status) {
@@ -153,7 +153,8 @@ void HeaderBar::DrawSampleTypePicker(SessionState& session, const StatusSnapshot
   }
 }
 
-void HeaderBar::DrawFilterBar(SessionState& session, const StatusSnapshot* status) {
+void HeaderBar::DrawFilterBar(SessionState& session, const StatusSnapshot* status,
+                              const AnalysisSnapshot* analysis) {
   ImGui::TextDisabled("Filters:");
   // Copy: removing a chip edits session.filters while we iterate.
   const auto filters = session.filters;
@@ -177,10 +178,11 @@ void HeaderBar::DrawFilterBar(SessionState& session, const StatusSnapshot* statu
     ImGui::SameLine();
     if (ImGui::SmallButton("Clear filters")) session.filters.clear();
   }
-  DrawFilterPopup(session, status);
+  DrawFilterPopup(session, status, analysis);
 }
 
-void HeaderBar::DrawFilterPopup(SessionState& session, const StatusSnapshot* status) {
+void HeaderBar::DrawFilterPopup(SessionState& session, const StatusSnapshot* status,
+                                const AnalysisSnapshot* analysis) {
   if (!ImGui::BeginPopup("##filter_popup")) return;
   if (!status || status->attribute_keys.empty()) {
     ImGui::TextDisabled("No attributes seen yet.");
@@ -217,10 +219,18 @@ void HeaderBar::DrawFilterPopup(SessionState& session, const StatusSnapshot* sta
   if (it == status->attribute_values.end() || it->second.empty()) {
     ImGui::TextDisabled("No values known yet.");
   } else {
+    // A pid says little on its own: what ran under it in the range.
+    const bool pids = popup_key_ == storage::attr::kProcessPid;
+    const auto* processes = pids && analysis ? analysis->processes.get() : nullptr;
+    const int64_t total = analysis && analysis->slice ? analysis->slice->total_weight : 0;
     for (const auto& v : it->second) {
-      if (value_filter_[0] && !LabelMatches(v, value_filter_)) continue;
+      const std::string shown = pids ? PidValueLabel(v, processes, total) : v;
+      if (value_filter_[0] && !LabelMatches(shown, value_filter_)) continue;
       bool on = session.HasFilterValue(popup_key_, v);
-      if (ImGui::Checkbox(v.c_str(), &on)) {
+      ImGui::PushID(v.c_str());
+      const bool clicked = ImGui::Checkbox(shown.c_str(), &on);
+      ImGui::PopID();
+      if (clicked) {
         if (on) {
           session.AddFilterValue(popup_key_, v);
         } else {

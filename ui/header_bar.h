@@ -16,15 +16,16 @@ class HeaderBar {
  public:
   // Draws the header; switches *active_view when a tab is clicked or the
   // session asks for another view.
+  // `analysis` (may be null) names the PID filter's values.
   void Draw(const std::vector<View*>& views, size_t* active_view, SessionState& session,
-            const StatusSnapshot* status, bool computing);
+            const StatusSnapshot* status, const AnalysisSnapshot* analysis, bool computing);
 
  private:
-  void DrawFilterBar(SessionState& session, const StatusSnapshot* status);
+  void DrawFilterBar(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis);
   // The sample types the source holds ("On-CPU (samples)", "Allocated
   // bytes", ...), the current one first when the source has none of it yet.
   void DrawSampleTypePicker(SessionState& session, const StatusSnapshot* status);
-  void DrawFilterPopup(SessionState& session, const StatusSnapshot* status);
+  void DrawFilterPopup(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis);
 
   std::string popup_key_;
   char value_filter_[128] = {};

@@ -60,8 +60,8 @@ std::vector<Shortcut> KeyboardShortcuts(const std::vector<std::string>& view_tit
   return list;
 }
 
-void DrawConnectDialog(bool* open, const std::string& listen_address,
-                       const std::vector<std::string>& addresses, const ReceiverAccess& access) {
+void DrawConnectDialog(bool* open, const std::string& listen_address, const std::vector<std::string>& addresses,
+                       const ReceiverAccess& access, const std::string& local_agent) {
   if (!*open) return;
   const float em = ImGui::GetFontSize();
   ImGui::SetNextWindowSize(ImVec2(em * 48, em * 36), ImGuiCond_FirstUseEver);
@@ -101,7 +101,7 @@ void DrawConnectDialog(bool* open, const std::string& listen_address,
   }
   ImGui::Separator();
   int id = 0;
-  for (const ConnectRecipe& r : ConnectRecipes(listen_address, addresses, access)) {
+  for (const ConnectRecipe& r : ConnectRecipes(listen_address, addresses, access, local_agent)) {
     ImGui::PushID(id++);
     ImGui::TextUnformatted(r.title.c_str());
     ImGui::PushTextWrapPos(0.f);

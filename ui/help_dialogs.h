@@ -42,9 +42,10 @@ struct AboutInfo {
   std::string state_path;        // state.ini
 };
 
-// `addresses`: this machine's, most useful first (app/local_addresses.h).
-void DrawConnectDialog(bool* open, const std::string& listen_address,
-                       const std::vector<std::string>& addresses, const ReceiverAccess& access = {});
+// `addresses`: this machine's, most useful first (app/local_addresses.h);
+// `local_agent`: how this machine runs kiln-agent (LocalAgentCommand).
+void DrawConnectDialog(bool* open, const std::string& listen_address, const std::vector<std::string>& addresses,
+                       const ReceiverAccess& access, const std::string& local_agent);
 void DrawShortcutsDialog(bool* open, const std::vector<std::string>& view_titles);
 void DrawAboutDialog(bool* open, const AboutInfo& info);
 

@@ -33,6 +33,17 @@ bool SessionState::HasFilterValue(const std::string& key, const std::string& val
   return false;
 }
 
+TimeRange SessionState::BaselineRange() const {
+  using Kind = Baseline::Kind;
+  if (baseline.kind == Kind::kRange) return baseline.range;
+  if (baseline.kind != Kind::kPreviousPeriod) return {};
+  // Only a bounded range has a period before it.
+  const TimeRange range = QueryRange();
+  const int64_t length = range.to_ns - range.from_ns;
+  if (range.Empty() || length <= 0) return {};
+  return {range.from_ns - length, range.from_ns};
+}
+
 AnalysisRequest RequestFor(const SessionState& session, uint64_t data_version, int buckets) {
   AnalysisRequest r;
   r.query.sample_type = session.sample_type;
@@ -51,18 +62,10 @@ AnalysisRequest RequestFor(const SessionState& session, uint64_t data_version, i
     BaselineRequest base;
     base.query = r.query;
     base.normalized = b.normalized;
-    if (b.kind == Kind::kPreviousPeriod) {
-      // As long as the shown range, just before it (only for a bounded one).
-      const int64_t length = range.to_ns - range.from_ns;
-      if (range.Empty() || length <= 0) {
-        base.query.from_ns = base.query.to_ns = 0;
-      } else {
-        base.query.from_ns = range.from_ns - length;
-        base.query.to_ns = range.from_ns;
-      }
-    } else if (b.kind == Kind::kRange) {
-      base.query.from_ns = b.range.from_ns;
-      base.query.to_ns = b.range.to_ns;
+    if (b.kind == Kind::kPreviousPeriod || b.kind == Kind::kRange) {
+      const TimeRange times = session.BaselineRange();
+      base.query.from_ns = times.from_ns;
+      base.query.to_ns = times.to_ns;
     } else if (b.kind == Kind::kFilters) {
       base.query.filters = b.filters;
     } else if (b.kind == Kind::kSource) {

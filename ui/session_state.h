@@ -43,7 +43,9 @@ struct SessionState {
 
   // Grouping, inline frames and the transforms (chips) applied to this
   // source's stacks: what every tree view and export builds with.
-  storage::FlameTreeOptions tree{.group_by = storage::GroupBy::kThread};
+  // Each process apart (two python3, every kiln on a host), its threads
+  // under it.
+  storage::FlameTreeOptions tree{.group_by = storage::GroupBy::kInstanceThread};
   bool flame = false;  // roots at the bottom instead of the top (icicle)
 
   // What the user typed in the flamegraph's search box and the Top
@@ -92,6 +94,11 @@ struct SessionState {
   bool show_unsymbolized = false;
 
   TimeRange QueryRange() const { return selection.Empty() ? window : selection; }
+  // The times a diff compares with in this source: the previous period
+  // (as long as the shown range, just before it) or the chosen range;
+  // empty for a baseline of filters or another source (all of its times),
+  // and without a baseline. Drawn on the timeline, and what is queried.
+  TimeRange BaselineRange() const;
   void AddFilterValue(const std::string& key, const std::string& value);
   void RemoveFilterValue(const std::string& key, const std::string& value);
   bool HasFilterValue(const std::string& key, const std::string& value) const;

@@ -32,6 +32,30 @@ TEST_CASE("the query range is the selection, else the window") {
   CHECK(s.QueryRange() == TimeRange{120, 150});
 }
 
+TEST_CASE("the baseline's times: the period before the shown range, or the chosen range") {
+  using Kind = SessionState::Baseline::Kind;
+  SessionState s;
+  s.window = {1000, 2000};
+  CHECK(s.BaselineRange().Empty());  // no baseline
+  s.baseline.kind = Kind::kPreviousPeriod;
+  CHECK(s.BaselineRange() == TimeRange{0, 1000});
+  s.selection = {1500, 1800};
+  CHECK(s.BaselineRange() == TimeRange{1200, 1500});
+  // The request compares with exactly what the timeline marks.
+  const AnalysisRequest r = RequestFor(s, 1, 100);
+  REQUIRE(r.baseline.has_value());
+  CHECK(r.baseline->query.from_ns == 1200);
+  CHECK(r.baseline->query.to_ns == 1500);
+  s.baseline.kind = Kind::kRange;
+  s.baseline.range = {100, 300};
+  CHECK(s.BaselineRange() == TimeRange{100, 300});
+  // Filters or another source: not a range of this source's times.
+  s.baseline.kind = Kind::kFilters;
+  CHECK(s.BaselineRange().Empty());
+  s.baseline.kind = Kind::kSource;
+  CHECK(s.BaselineRange().Empty());
+}
+
 TEST_CASE("requests compare by everything that changes the result") {
   AnalysisRequest a;
   a.query.filters = {{"thread.name", {"main"}}};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ingest/otlp_receiver.h"
+#include "storage/model/processes.h"
 #include "storage/model/diff.h"
 #include "storage/model/flame_tree.h"
 #include "storage/model/source_lines.h"
@@ -94,6 +95,8 @@ struct AnalysisSnapshot {
   std::shared_ptr<const storage::Timeline> heatmap;
   std::shared_ptr<const SourceListing> source;
   std::shared_ptr<const std::vector<storage::ExecutableRow>> executables;
+  // The slice's processes (storage::ProcessesOf): the PID filter's names.
+  std::shared_ptr<const std::vector<storage::ProcessSummary>> processes;
   std::shared_ptr<const storage::Timeline> timeline;
   std::string error;  // non-empty when the query failed; the rest may be stale or null
   double query_ms = 0;

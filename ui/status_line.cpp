@@ -4,6 +4,7 @@
 
 #include <imgui.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,6 +18,58 @@ namespace kiln::ui {
 
 ReceiverAccess AccessOf(const ingest::ReceiverStats& stats) {
   return {.token = stats.token_required, .tls = stats.tls, .client_certificates = stats.client_certificates};
+}
+
+namespace {
+
+// "On-CPU (samples)" -> "On-CPU": the rate says per second, the kind is
+// enough.
+std::string KindName(const std::string& label) {
+  const size_t paren = label.rfind(" (");
+  return paren == std::string::npos || label.back() != ')' ? label : label.substr(0, paren);
+}
+
+std::string Rate(double per_second) {
+  if (per_second >= 100 || per_second == 0) return FormatCount(static_cast<uint64_t>(per_second + 0.5)) + "/s";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f/s", per_second);
+  return buf;
+}
+
+std::string KindRates(const std::vector<ingest::PeerStats::KindRate>& kinds) {
+  std::string s;
+  for (const auto& k : kinds) s += (s.empty() ? "" : ", ") + KindName(k.kind) + " " + Rate(k.per_second);
+  return s;
+}
+
+}  // namespace
+
+std::string AgentRatesSummary(const std::vector<ingest::PeerStats>& peers) {
+  if (peers.empty()) return "no agents in the last minute";
+  // Per kind over every sender, the busiest first.
+  std::vector<ingest::PeerStats::KindRate> kinds;
+  for (const auto& p : peers) {
+    for (const auto& k : p.kinds) {
+      auto it = std::find_if(kinds.begin(), kinds.end(), [&k](const auto& e) { return e.kind == k.kind; });
+      if (it == kinds.end()) {
+        kinds.push_back(k);
+      } else {
+        it->per_second += k.per_second;
+      }
+    }
+  }
+  std::stable_sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.per_second > b.per_second; });
+  std::string s = std::to_string(peers.size()) + (peers.size() == 1 ? " agent" : " agents");
+  const std::string rates = KindRates(kinds);
+  return rates.empty() ? s + ", idle" : s + ": " + rates;
+}
+
+std::string SenderSummary(const ingest::PeerStats& peer) {
+  std::string s = peer.hosts.empty() ? peer.address : peer.hosts + " (" + peer.address + ")";
+  const std::string rates = KindRates(peer.kinds);
+  s += ": " + (rates.empty() ? std::string("idle") : rates) + ", " + FormatCount(peer.requests) +
+       (peer.requests == 1 ? " request" : " requests");
+  return s;
 }
 
 namespace {
@@ -143,7 +196,8 @@ void DrawDataQualityDialog(bool* open, const StatusSnapshot* status, SessionStat
         const uint64_t n = p.losses[static_cast<size_t>(info.reason)];
         if (n > 0) lost += (lost.empty() ? "" : ", ") + std::string(info.name) + " " + FormatCount(n);
       }
-      ImGui::Text("%s: %s requests, %s samples%s%s", p.peer.c_str(), FormatCount(p.requests).c_str(),
+      const std::string who = p.hosts.empty() ? p.address : p.hosts + " (" + p.address + ")";
+      ImGui::Text("%s: %s requests, %s samples%s%s", who.c_str(), FormatCount(p.requests).c_str(),
                   FormatCount(p.samples).c_str(), lost.empty() ? "" : "; ", lost.c_str());
     }
   }
@@ -234,20 +288,14 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
   if (status->receiver) {
     const auto& r = *status->receiver;
     StatusSeparator();
-    double rate = 0;
-    for (const auto& p : r.peers) rate += p.samples_per_second;
+    const std::string agents = AgentRatesSummary(r.peers);
     if (r.peers.empty()) {
-      ImGui::TextDisabled("no agents in the last minute");
+      ImGui::TextDisabled("%s", agents.c_str());
     } else {
-      ImGui::Text("%zu agent%s, %s samples/s", r.peers.size(), r.peers.size() == 1 ? "" : "s",
-                  FormatCount(static_cast<uint64_t>(rate + 0.5)).c_str());
+      ImGui::TextUnformatted(agents.c_str());
       if (ImGui::IsItemHovered()) {
         ImGui::BeginTooltip();
-        for (const auto& p : r.peers) {
-          ImGui::Text("%s: %s samples/s, %s requests", p.peer.c_str(),
-                      FormatCount(static_cast<uint64_t>(p.samples_per_second + 0.5)).c_str(),
-                      FormatCount(p.requests).c_str());
-        }
+        for (const auto& p : r.peers) ImGui::TextUnformatted(SenderSummary(p).c_str());
         ImGui::EndTooltip();
       }
     }
@@ -337,7 +385,7 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
   return actions;
 }
 
-bool DrawEmptyStoreHelp(const StatusSnapshot* status) {
+bool DrawEmptyStoreHelp(const StatusSnapshot* status, const std::string& local_agent) {
   const float em = ImGui::GetFontSize();
   ImGui::Dummy(ImVec2(0, em));
   ImGui::Indent(em);
@@ -348,7 +396,8 @@ bool DrawEmptyStoreHelp(const StatusSnapshot* status) {
       status && status->receiver ? status->receiver->listen_address : std::string("0.0.0.0:11000");
   // The commands use the port kiln actually listens on (ui/connect_help.h).
   const std::vector<ConnectRecipe> recipes =
-      ConnectRecipes(listen, {}, status && status->receiver ? AccessOf(*status->receiver) : ReceiverAccess{});
+      ConnectRecipes(listen, {}, status && status->receiver ? AccessOf(*status->receiver) : ReceiverAccess{},
+                     local_agent);
   if (status && status->receiver) {
     ImGui::Text(
         "Kiln is listening for OTLP profiles on %s. Data shows up here within a second or two of "

@@ -38,9 +38,18 @@ uint64_t DataLossBadgeCount(const StatusSnapshot& status);
 // The receiver's access as its stats tell it (no token file: the app knows it).
 ReceiverAccess AccessOf(const ingest::ReceiverStats& stats);
 
+// The status line's senders: how many, and their rates per kind of sample
+// ("2 agents: On-CPU 38/s, Off-CPU 6.0/s"); an off-CPU event is not an
+// on-CPU sample, so they are never added up.
+std::string AgentRatesSummary(const std::vector<ingest::PeerStats>& peers);
+// One sender as its tooltip line reads: host names first, then the
+// address ("build-7 (10.0.0.5): On-CPU 19/s, Off-CPU 3.0/s, 120 requests").
+std::string SenderSummary(const ingest::PeerStats& peer);
+
 // How to get data in: the agent command line, a button for the Connect an
 // agent dialog (other hosts, the Collector, ssh), opening a capture, the
-// demo. Returns true when that button was clicked.
-bool DrawEmptyStoreHelp(const StatusSnapshot* status);
+// demo. Returns true when that button was clicked. `local_agent` as
+// ConnectRecipes takes it.
+bool DrawEmptyStoreHelp(const StatusSnapshot* status, const std::string& local_agent);
 
 }  // namespace kiln::ui

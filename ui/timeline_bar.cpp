@@ -8,6 +8,7 @@
 #include "ui/format.h"
 #include "ui/frame_colors.h"
 #include "ui/theme.h"
+#include "ui/widgets.h"
 
 namespace kiln::ui {
 
@@ -86,6 +87,27 @@ void TimelineBar::Draw(SessionState& session, const AnalysisSnapshot* analysis, 
     dl->AddRectFilled(p0, ImVec2(x0, p0.y + plot_h), shade);
     dl->AddRectFilled(ImVec2(x1, p0.y), ImVec2(p0.x + width, p0.y + plot_h), shade);
     dl->AddRect(ImVec2(x0, p0.y), ImVec2(x1, p0.y + plot_h), WithAlpha(CurrentPalette().contrast, 160));
+  }
+
+  // The diff's baseline, when it is a time range of this source: hatched
+  // and named at its foot, over the shading (it lies outside the
+  // selection, where the shading would hide it).
+  if (const TimeRange base = session.BaselineRange(); !base.Empty()) {
+    const float x0 = std::max(TimeToX(window, base.from_ns, p0.x, width), p0.x);
+    const float x1 = std::min(TimeToX(window, base.to_ns, p0.x, width), p0.x + width);
+    if (x1 > x0) {
+      const Rgba tint = PackRgba(0x9a, 0x6c, 0xd8);  // neither the bars' blue/orange nor the diff's red/green
+      dl->AddRectFilled(ImVec2(x0, p0.y), ImVec2(x1, p0.y + plot_h), WithAlpha(tint, 60));
+      DrawHatch(dl, x0, p0.y, x1, p0.y + plot_h, WithAlpha(tint, 220), 7.f);
+      const char* text = "baseline";
+      const ImVec2 size = ImGui::CalcTextSize(text);
+      if (x1 - x0 > size.x + 6.f) {
+        const ImVec2 at(x0 + 3.f, p0.y + plot_h - size.y - 2.f);
+        dl->AddRectFilled(ImVec2(at.x - 2.f, at.y), ImVec2(at.x + size.x + 2.f, at.y + size.y),
+                          CurrentPalette().plot_label_box, 3.f);
+        dl->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), text);
+      }
+    }
   }
 
   // The range every view shows, in words, at the plot's top-left corner.

@@ -35,6 +35,16 @@ void Spinner(float radius) {
   ImGui::Dummy(ImVec2(radius * 2.f + 2.f, h));
 }
 
+void DrawHatch(ImDrawList* dl, float x0, float y0, float x1, float y1, Rgba color, float spacing) {
+  if (x1 <= x0 || y1 <= y0 || spacing <= 0) return;
+  dl->PushClipRect(ImVec2(x0, y0), ImVec2(x1, y1), true);
+  const float h = y1 - y0;
+  // Lines rising to the right; the first starts left of the box so its
+  // lower-left corner is covered too.
+  for (float x = x0 - h; x < x1; x += spacing) dl->AddLine(ImVec2(x, y1), ImVec2(x + h, y0), color, 1.f);
+  dl->PopClipRect();
+}
+
 void InlineBar(double fraction, Rgba color, std::string_view text) {
   const ImVec2 p = ImGui::GetCursorScreenPos();
   const float w = ImGui::GetContentRegionAvail().x;

@@ -8,6 +8,7 @@
 #include "ui/frame_colors.h"
 
 struct ImFont;
+struct ImDrawList;
 
 namespace kiln::ui {
 
@@ -20,6 +21,11 @@ void Spinner(float radius = 0.f);
 // A horizontal bar filling `fraction` of the current table cell / item
 // width, with `text` drawn over it.
 void InlineBar(double fraction, Rgba color, std::string_view text);
+
+// Diagonal lines `spacing` apart over the rectangle (x0, y0)-(x1, y1),
+// clipped to it: marks a region without hiding what is under it (a diff's
+// new and gone boxes, the baseline on the timeline).
+void DrawHatch(ImDrawList* dl, float x0, float y0, float x1, float y1, Rgba color, float spacing);
 
 // What a view shows before its first data: the query's error in red when
 // it failed, else a spinner and "Loading...".

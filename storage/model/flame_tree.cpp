@@ -14,6 +14,8 @@ bool ParseGroupBy(std::string_view name, FlameTreeOptions* options) {
   if (name == "none") options->group_by = GroupBy::kNone;
   else if (name == "process") options->group_by = GroupBy::kProcess;
   else if (name == "thread") options->group_by = GroupBy::kThread;
+  else if (name == "instance") options->group_by = GroupBy::kInstance;
+  else if (name == "instance-thread") options->group_by = GroupBy::kInstanceThread;
   else if (name.empty()) return false;
   else {
     options->group_by = GroupBy::kAttribute;
@@ -35,6 +37,33 @@ std::string ProcessLabel(const ProfileDictionary& dict, uint32_t attribute_set) 
     return "pid " + std::string(v);
   }
   return std::string(kUnknownProcess);
+}
+
+std::string ProcessInstanceLabel(const ProfileDictionary& dict, uint32_t attribute_set, const OwnProcess& own) {
+  std::string label = ProcessLabel(dict, attribute_set);
+  const std::string_view pid = dict.AttributeValue(attribute_set, attr::kProcessPid);
+  // "pid 42" already says it.
+  if (pid.empty() || label.rfind("pid ", 0) == 0) return label;
+  label += " [" + std::string(pid) + "]";
+  if (!own.pid.empty() && pid == own.pid) {
+    const std::string_view host = dict.AttributeValue(attribute_set, attr::kHostName);
+    const bool here = host.empty() ? IsLoopbackAddress(dict.AttributeValue(attribute_set, attr::kKilnSender))
+                                   : host == own.host;
+    if (here) label += " (this Kiln)";
+  }
+  return label;
+}
+
+std::string_view InstancePid(std::string_view label) {
+  const size_t open = label.rfind(" [");
+  if (open == std::string_view::npos) return {};
+  const size_t close = label.find(']', open);
+  if (close == std::string_view::npos || close == open + 2) return {};
+  const std::string_view pid = label.substr(open + 2, close - open - 2);
+  if (pid.find_first_not_of("0123456789") != std::string_view::npos) return {};
+  const std::string_view rest = label.substr(close + 1);
+  if (!rest.empty() && rest != " (this Kiln)") return {};
+  return pid;
 }
 
 std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set) {
@@ -113,20 +142,31 @@ FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTr
   struct Level {
     NodeKind kind;
     uint32_t unknown;  // the label of a sample that names nothing here
-    std::string (*label)(const ProfileDictionary&, uint32_t, std::string_view);
+    std::string (*label)(const ProfileDictionary&, uint32_t, const FlameTreeOptions&);
   };
   std::vector<Level> levels;
-  auto process = [](const ProfileDictionary& d, uint32_t set, std::string_view) { return ProcessLabel(d, set); };
-  auto thread = [](const ProfileDictionary& d, uint32_t set, std::string_view) { return ThreadLabel(d, set); };
-  if (options.group_by == GroupBy::kProcess || options.group_by == GroupBy::kThread) {
+  auto process = [](const ProfileDictionary& d, uint32_t set, const FlameTreeOptions&) {
+    return ProcessLabel(d, set);
+  };
+  auto instance = [](const ProfileDictionary& d, uint32_t set, const FlameTreeOptions& o) {
+    return ProcessInstanceLabel(d, set, o.own);
+  };
+  auto thread = [](const ProfileDictionary& d, uint32_t set, const FlameTreeOptions&) { return ThreadLabel(d, set); };
+  auto attribute = [](const ProfileDictionary& d, uint32_t set, const FlameTreeOptions& o) {
+    return AttributeGroupLabel(d, set, o.group_attribute);
+  };
+  const GroupBy g = options.group_by;
+  if (g == GroupBy::kProcess || g == GroupBy::kThread) {
     levels.push_back({NodeKind::kProcess, labels.Intern(std::string(kUnknownProcess)), process});
   }
-  if (options.group_by == GroupBy::kThread) {
+  if (g == GroupBy::kInstance || g == GroupBy::kInstanceThread) {
+    levels.push_back({NodeKind::kProcess, labels.Intern(std::string(kUnknownProcess)), instance});
+  }
+  if (g == GroupBy::kThread || g == GroupBy::kInstanceThread) {
     levels.push_back({NodeKind::kThread, labels.Intern(std::string(kUnknownThread)), thread});
   }
-  if (options.group_by == GroupBy::kAttribute) {
-    levels.push_back({NodeKind::kGroup, labels.Intern("no " + options.group_attribute),
-                      &AttributeGroupLabel});
+  if (g == GroupBy::kAttribute) {
+    levels.push_back({NodeKind::kGroup, labels.Intern("no " + options.group_attribute), attribute});
   }
   constexpr uint32_t kUnset = UINT32_MAX;
   // level_label[input][level][attribute set]
@@ -144,7 +184,7 @@ FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTr
     for (size_t e = 0; e < in.size() && dict != nullptr; ++e) {
       for (size_t l = 0; l < levels.size(); ++l) {
         uint32_t& label = level_label[i][l][in.attribute_sets[e]];
-        if (label == kUnset) label = labels.Intern(levels[l].label(*dict, in.attribute_sets[e], options.group_attribute));
+        if (label == kUnset) label = labels.Intern(levels[l].label(*dict, in.attribute_sets[e], options));
         level_used[l] = level_used[l] || label != levels[l].unknown;
       }
     }

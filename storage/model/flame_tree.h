@@ -22,8 +22,21 @@ enum class GroupBy : uint8_t {
   kProcess,    // root -> process (executable name) -> frames
   kThread,     // root -> process -> thread name -> frames
   kAttribute,  // root -> value of FlameTreeOptions::group_attribute -> frames
+  // Each process on its own ("python3 [1234]"), not every process of a
+  // name merged: two python3 scripts, or every kiln on a host.
+  kInstance,        // root -> process instance -> frames
+  kInstanceThread,  // root -> process instance -> thread name -> frames
   // A level no sample has information for (every one "unknown") is left
   // out of the tree.
+};
+
+// This program's own process, so that a viewer profiled by an agent on its
+// own host can tell itself apart ("kiln [4321] (this Kiln)"): its pid and
+// host name. Empty: nothing is marked (exports, other tools).
+struct OwnProcess {
+  std::string pid;
+  std::string host;
+  bool operator==(const OwnProcess&) const = default;
 };
 
 enum class NodeKind : uint8_t { kRoot, kProcess, kThread, kFrame, kGroup /* an attribute value */ };
@@ -33,10 +46,12 @@ struct FlameTreeOptions {
   std::string group_attribute;  // the key for GroupBy::kAttribute
   bool show_inline = true;      // false: drop frames marked inlined
   std::vector<Transform> transforms;  // applied in order before the tree is built
+  OwnProcess own;                     // marked in process instance labels
   bool operator==(const FlameTreeOptions&) const = default;
 };
-// "none", "process", "thread", or any other text as an attribute key
-// ("service.version", "container.id"). False for an empty name.
+// "none", "process", "thread", "instance", "instance-thread", or any other
+// text as an attribute key ("service.version", "container.id"). False for
+// an empty name.
 bool ParseGroupBy(std::string_view name, FlameTreeOptions* options);
 
 struct FlameNode {
@@ -108,6 +123,13 @@ inline constexpr std::string_view kUnknownProcess = "unknown";
 inline constexpr std::string_view kUnknownThread = "unknown thread";
 std::string ProcessLabel(const ProfileDictionary& dict, uint32_t attribute_set);
 std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set);
+// One process: ProcessLabel and its pid, "python3 [1234]" (a sample with
+// no pid: ProcessLabel alone), " (this Kiln)" after it when it is `own`'s
+// pid on `own`'s host (host.name; a sample without one counts as this host
+// when a loopback sender sent it).
+std::string ProcessInstanceLabel(const ProfileDictionary& dict, uint32_t attribute_set, const OwnProcess& own);
+// The pid of a process instance label, "" when it names none.
+std::string_view InstancePid(std::string_view label);
 // The node label of GroupBy::kAttribute: the value, or "no KEY".
 std::string AttributeGroupLabel(const ProfileDictionary& dict, uint32_t attribute_set, std::string_view key);
 

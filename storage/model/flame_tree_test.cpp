@@ -54,6 +54,71 @@ TEST_CASE("group by none, process and thread") {
         "        g 1 self=1\n");
 }
 
+TEST_CASE("processes of one name stay apart by instance; this Kiln's own process is marked") {
+  using Attrs = std::vector<std::pair<std::string, std::string>>;
+  // Two python3 scripts, kiln itself on this host (pid 7 on "laptop"),
+  // and a pid 7 on another host, which is not this Kiln.
+  auto batch = testing::BatchFromFolded("main;a 2", {.process = "python3", .thread = "MainThread",
+                                                     .attributes = Attrs{{"process.pid", "100"}}});
+  testing::AppendBatch(&batch, testing::BatchFromFolded("main;b 1", {.process = "python3", .thread = "MainThread",
+                                                                     .attributes = Attrs{{"process.pid", "200"}}}));
+  testing::AppendBatch(&batch, testing::BatchFromFolded(
+                                   "draw 4", {.process = "kiln", .attributes = Attrs{{"process.pid", "7"},
+                                                                                    {"host.name", "laptop"}}}));
+  testing::AppendBatch(&batch, testing::BatchFromFolded(
+                                   "serve 1", {.process = "kiln", .attributes = Attrs{{"process.pid", "7"},
+                                                                                     {"host.name", "server"}}}));
+  const OwnProcess own{.pid = "7", .host = "laptop"};
+  const FlameTreeOptions by_name{.group_by = GroupBy::kProcess, .own = own};
+  const FlameTreeOptions by_instance{.group_by = GroupBy::kInstanceThread, .own = own};
+  CHECK(Tree(batch, by_name) ==
+        "all 8\n"
+        "  kiln 5\n"
+        "    draw 4 self=4\n"
+        "    serve 1 self=1\n"
+        "  python3 3\n"
+        "    main 3\n"
+        "      a 2 self=2\n"
+        "      b 1 self=1\n");
+  CHECK(Tree(batch, by_instance) ==
+        "all 8\n"
+        "  kiln [7] 1\n"
+        "    unknown thread 1\n"
+        "      serve 1 self=1\n"
+        "  kiln [7] (this Kiln) 4\n"
+        "    unknown thread 4\n"
+        "      draw 4 self=4\n"
+        "  python3 [100] 2\n"
+        "    MainThread 2\n"
+        "      main 2\n"
+        "        a 2 self=2\n"
+        "  python3 [200] 1\n"
+        "    MainThread 1\n"
+        "      main 1\n"
+        "        b 1 self=1\n");
+  // Nothing is marked without an own process (exports, other tools).
+  CHECK(Tree(batch, {.group_by = GroupBy::kInstance}).find("this Kiln") == std::string::npos);
+  CHECK(InstancePid("python3 [100]") == "100");
+  CHECK(InstancePid("kiln [7] (this Kiln)") == "7");
+  CHECK(InstancePid("weird [name] x") == "");
+  CHECK(InstancePid("pid 42") == "");
+
+  // No host.name: this host when a loopback sender sent it.
+  ProfileDictionary d;
+  const auto set = [&d](std::string_view sender) {
+    return d.AddAttributeSet({{d.AddString("process.executable.name"), d.AddString("kiln")},
+                              {d.AddString("process.pid"), d.AddString("7")},
+                              {d.AddString("kiln.sender"), d.AddString(sender)}});
+  };
+  CHECK(ProcessInstanceLabel(d, set("127.0.0.1"), own) == "kiln [7] (this Kiln)");
+  CHECK(ProcessInstanceLabel(d, set("10.0.0.5"), own) == "kiln [7]");
+  const uint32_t pid_only = d.AddAttributeSet({{d.AddString("process.pid"), d.AddString("9")}});
+  CHECK(ProcessInstanceLabel(d, pid_only, own) == "pid 9");
+  FlameTreeOptions parsed;
+  CHECK(ParseGroupBy("instance-thread", &parsed));
+  CHECK(parsed.group_by == GroupBy::kInstanceThread);
+}
+
 TEST_CASE("process label falls back from name to path to service to pid") {
   ProfileDictionary d;
   uint32_t s1 = d.AddAttributeSet({{d.AddString("process.executable.path"), d.AddString("/usr/bin/python3")}});

@@ -19,6 +19,7 @@ ProfileBatch BatchFromFolded(std::string_view text, const FoldedFixtureOptions& 
   if (!options.thread.empty()) {
     attrs.push_back({d.AddString(attr::kThreadName), d.AddString(options.thread)});
   }
+  for (const auto& [key, value] : options.attributes) attrs.push_back({d.AddString(key), d.AddString(value)});
   uint32_t set = attrs.empty() ? 0 : d.AddAttributeSet(attrs);
   const uint32_t sample_type = d.AddSampleType(options.sample_type);
   int64_t t = options.first_time_ns;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "storage/model/profile_model.h"
@@ -17,6 +18,8 @@ struct FoldedFixtureOptions {
   int64_t first_time_ns = 1'700'000'000'000'000'000;  // samples are 1 ms apart from here
   std::string process;                                // process.executable.name of every sample ("" = none)
   std::string thread;                                 // thread.name of every sample ("" = none)
+  // Any other attributes of every sample (process.pid, host.name, ...).
+  std::vector<std::pair<std::string, std::string>> attributes;
   // The value per event; a line's count N makes N samples of this value.
   int64_t value = 1;
 };

@@ -116,7 +116,7 @@ class Gallery {
       ImGui::Begin("kiln", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
       if (before_header) before_header();
       const bool computing = worker_.Busy();
-      header_.Draw(view_ptrs_, &active_, session_, status.get(), computing);
+      header_.Draw(view_ptrs_, &active_, session_, status.get(), analysis.get(), computing);
       timeline_.Draw(session_, analysis.get(), session_.window, ImGui::GetFontSize() * 4.6f);
       ImGui::Separator();
       ImGui::BeginChild("##content", ImVec2(0, -ImGui::GetFrameHeightWithSpacing() - 4.f));
@@ -263,6 +263,14 @@ TEST_CASE("gallery of view states over the demo store") {
       // timeline): unchanged grey, no native orange.
       CHECK(CountNear(p, ui::DiffColor(0.0), 12, p.height / 4) > 5000);
       CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kNative), 30, p.height / 4) < 200);
+      // The baseline (the first half) is hatched on the timeline in violet:
+      // neither the bars' orange nor the diff's red and blue.
+      size_t violet = 0;
+      for (size_t i = 0; i < p.data.size() / 4; ++i) {
+        const ui::Rgba c = p.data[i];
+        violet += ui::RedOf(c) > ui::GreenOf(c) + 30 && ui::BlueOf(c) > ui::GreenOf(c) + 50;
+      }
+      CHECK(violet > 300);
       const Pixels top = Load(gallery.Shoot("diff-top", "top"));
       std::set<ui::Rgba> colors(top.data.begin(), top.data.end());
       CHECK(colors.size() > 50);
@@ -324,7 +332,7 @@ TEST_CASE("gallery of view states over the demo store") {
       bool connect = true, shortcuts = true;
       const Pixels p = Load(gallery.Shoot("help-connect", "flamegraph", [&] {
         ImGui::SetNextWindowPos(ImVec2(40, 60), ImGuiCond_Always);
-        ui::DrawConnectDialog(&connect, "0.0.0.0:11000", {"192.0.2.10", "2001:db8::10"});
+        ui::DrawConnectDialog(&connect, "0.0.0.0:11000", {"192.0.2.10", "2001:db8::10"}, {}, "kiln-agent");
         ImGui::SetNextWindowPos(ImVec2(ImGui::GetIO().DisplaySize.x - 660, 60), ImGuiCond_Always);
         ui::DrawShortcutsDialog(&shortcuts, RegisteredTitles());
       }));
