@@ -163,7 +163,7 @@ constexpr int64_t kLiveStepNs = 2 * ui::kNsPerSecond;
 // what to compare with (never a source with itself).
 void ApplyStartupChoices(const GuiOptions& options, const std::string& source_name, ui::SessionState* session) {
   session->tree.transforms = options.transforms;
-  session->sandwich_function = options.sandwich_function;
+  if (!options.sandwich_function.empty()) session->view_args["sandwich"] = options.sandwich_function;
   session->source_function = options.source_function;
   session->source_path_map = options.source_path_map;
   if (options.compare == "previous") {
@@ -455,6 +455,7 @@ struct App {
       session.window = ui::PresetRange(session.preset, now, stats.first_sample_ns, stats.last_sample_ns);
     }
     ui::AnalysisRequest request = ui::RequestFor(session, src.data_version, timeline_buckets);
+    ui::AddViewProducts(view_ptrs, session, &request);
     request.symbols_version = src.status->symbols_version;
     request.heatmap = views[active_view]->Id() == "heatmap";
     for (const storage::SampleTypeCount& c : stats.sample_types) {

@@ -237,19 +237,6 @@ const Product kProducts[] = {
        out->top_functions =
            std::make_shared<const std::vector<storage::TopFunctionRow>>(storage::BuildTopFunctions(*out->stacks));
      }},
-    {"sandwich",
-     SameInputs<&Request::tree_options, &Request::sandwich_function>,
-     [](const Snapshot& from, Snapshot* to) {
-       to->callers_tree = from.callers_tree;
-       to->callees_tree = from.callees_tree;
-     },
-     [](storage::Store&, Snapshot* out) {
-       const std::string& f = out->request.sandwich_function;
-       if (f.empty()) return;
-       storage::Sandwich sandwich = storage::BuildSandwich(*out->stacks, f);
-       out->callers_tree = std::make_shared<const storage::FlameTree>(std::move(sandwich.callers));
-       out->callees_tree = std::make_shared<const storage::FlameTree>(std::move(sandwich.callees));
-     }},
     {"baseline",
      SameInputs<&Request::baseline>,
      [](const Snapshot& from, Snapshot* to) { to->baseline_slice = from.baseline_slice; },
@@ -356,6 +343,7 @@ std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generati
       if (previous_) {
         out->slice = previous_->slice;
         for (const Product& p : kProducts) p.carry(*previous_, out.get());
+        out->view_results = previous_->view_results;
       }
       return out;
     }
@@ -369,6 +357,22 @@ std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generati
     } else {
       p.build(store_, out.get());
     }
+  }
+  // The views' own products, after the shared ones they build from (the
+  // stacks: so they follow the slice and the tree options as well as their
+  // own inputs).
+  for (const auto& [id, asked] : request.view_products) {
+    if (asked.inputs.empty() || asked.build == nullptr) continue;
+    if (previous != nullptr && SameInputs<&Request::tree_options>(previous->request, request)) {
+      const auto was = previous->request.view_products.find(id);
+      const auto kept = previous->view_results.find(id);
+      if (was != previous->request.view_products.end() && was->second == asked &&
+          kept != previous->view_results.end()) {
+        out->view_results[id] = kept->second;
+        continue;
+      }
+    }
+    if (auto result = asked.build(*out, asked.inputs)) out->view_results[id] = std::move(result);
   }
   out->build_ms = MsSince(build_start);
   return out;

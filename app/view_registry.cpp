@@ -4,6 +4,7 @@
 #include "ui/executables_view.h"
 #include "ui/flamegraph_view.h"
 #include "ui/heatmap_view.h"
+#include "ui/sandwich_view.h"
 #include "ui/source_view.h"
 #include "ui/log_view.h"
 #include "ui/top_functions_view.h"

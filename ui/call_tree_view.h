@@ -1,9 +1,6 @@
 // Call tree tab: the flamegraph's tree (same grouping, inline frames and
 // transforms) as an expandable table with total and self columns in the
-// sample type's unit; the Inverted toggle makes it bottom-up. And the
-// Sandwich tab: one function's callers (merged across its call sites,
-// inverted) above its callees, for a function picked from any view's
-// right-click menu.
+// sample type's unit; the Inverted toggle makes it bottom-up.
 #pragma once
 
 #include "ui/call_tree.h"
@@ -20,19 +17,6 @@ class CallTreeView : public View {
 
  private:
   CallTreeTable table_;
-  bool settled_ = false;
-};
-
-class SandwichView : public View {
- public:
-  std::string_view Id() const override { return "sandwich"; }
-  std::string_view Title() const override { return "Sandwich"; }
-  void Draw(const ViewContext& context) override;
-  bool Settled() const override { return settled_; }
-
- private:
-  CallTreeTable callers_, callees_;
-  char function_[512] = {};
   bool settled_ = false;
 };
 

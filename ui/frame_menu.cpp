@@ -95,8 +95,7 @@ void FrameMenu::Draw(SessionState* session) {
       }
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Its source file with the weight of each line");
       if (ImGui::MenuItem("Show in Sandwich")) {
-        session->sandwich_function = name;
-        session->requested_tab = "sandwich";
+        session->OpenView("sandwich", name);
       }
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Its callers above it and its callees below, each merged");
       if (ImGui::MenuItem("Merge function")) Push(session, Kind::kMerge, name);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,8 +61,19 @@ struct SessionState {
   uint64_t flame_search_serial = 0;
   bool flame_zoom_to_search = false;  // zoom to the matches' common ancestor
   bool focus_search = false;          // Ctrl+F: the flamegraph puts the cursor in its search box
-  // The Sandwich view's function (set from any view's right-click menu).
-  std::string sandwich_function;
+  // Each view's own argument in this source, by view id (the Sandwich's
+  // function), kept here so it is per source; any view may open another
+  // with one (OpenView: "Show in Sandwich").
+  std::map<std::string, std::string> view_args;
+  const std::string& ViewArg(const std::string& view_id) const {
+    static const std::string kNone;
+    const auto it = view_args.find(view_id);
+    return it == view_args.end() ? kNone : it->second;
+  }
+  void OpenView(const std::string& view_id, std::string arg) {
+    view_args[view_id] = std::move(arg);
+    requested_tab = view_id;
+  }
 
   // What the views compare with (a diff): nothing, the period just before
   // the shown range, a range kept from an earlier selection, the filters

@@ -45,6 +45,19 @@ struct SourceListing {
   std::string error;                           // "not found at PATH", ...
 };
 
+struct AnalysisSnapshot;
+
+// A view's own part of an analysis (View::Product): what it asks for, as
+// text, and how the worker builds it from the shared products. The build
+// runs on the worker thread with nothing of the view object: a plain
+// function of the snapshot (its slice and stacks) and the inputs.
+using ViewBuild = std::shared_ptr<const void> (*)(const AnalysisSnapshot& snapshot, const std::string& inputs);
+struct ViewProductRequest {
+  std::string inputs;  // "" = nothing asked: no result
+  ViewBuild build = nullptr;
+  bool operator==(const ViewProductRequest&) const = default;
+};
+
 // Everything that determines an analysis result. Two equal requests give
 // the same snapshot, so the UI submits only when this changes.
 struct AnalysisRequest {
@@ -55,7 +68,8 @@ struct AnalysisRequest {
   uint64_t data_version = 0;  // bumps when the store gained samples (live)
   // Store::SymbolsVersion(): new symbols rename frames, so query again.
   uint64_t symbols_version = 0;
-  std::string sandwich_function;  // "" = no sandwich trees
+  // The views' own products, by view id (AddViewProducts).
+  std::map<std::string, ViewProductRequest> view_products;
   std::optional<BaselineRequest> baseline;  // a diff against it, when set
   bool heatmap = false;  // the FlameScope heat map of the timeline window (costs a scan)
   int64_t heatmap_period_ns = 0;  // the sample type's sampling period: its slices are never shorter
@@ -77,10 +91,21 @@ struct AnalysisSnapshot {
   std::shared_ptr<const std::vector<int64_t>> left_offsets;  // ComputeLeftOffsets(*tree)
   std::shared_ptr<const FrameTypeWeights> type_weights;      // ComputeFrameTypeWeights(*tree)
   std::shared_ptr<const std::vector<storage::TopFunctionRow>> top_functions;
-  // The sandwich of request.sandwich_function: its callers (inverted, the
-  // function at the root) and its callees (the function at the root).
-  std::shared_ptr<const storage::FlameTree> callers_tree;
-  std::shared_ptr<const storage::FlameTree> callees_tree;
+  // The views' own products, by view id: what their ViewBuild returned
+  // for request.view_products' inputs (absent when nothing was asked).
+  std::map<std::string, std::shared_ptr<const void>> view_results;
+  // View `id`'s result as the type its build made (the view knows it).
+  template <typename T>
+  std::shared_ptr<const T> ViewResult(const std::string& id) const {
+    const auto it = view_results.find(id);
+    return it == view_results.end() ? nullptr : std::static_pointer_cast<const T>(it->second);
+  }
+  // The inputs view `id`'s result was built for ("" when none).
+  const std::string& ViewInputs(const std::string& id) const {
+    static const std::string kNone;
+    const auto it = request.view_products.find(id);
+    return it == request.view_products.end() ? kNone : it->second.inputs;
+  }
   // With a baseline: its slice, the diff of the two (transformed alike),
   // the tree a diff flame graph lays out (the diff's own tree) with its
   // offsets and legend weights, and Top functions of both sides.

@@ -50,6 +50,21 @@ class View {
   // True when the last Draw() showed the context's current data completely
   // (used by --screenshot to know when to capture).
   virtual bool Settled() const = 0;
+
+  // A view that computes something of its own (beyond the shared tree and
+  // tables) says what from a source's session, and how the worker builds
+  // it; the result comes back as AnalysisSnapshot::ViewResult<T>(Id()).
+  // Nothing outside the view's files names it: no request field, no
+  // snapshot field, no worker entry.
+  struct Product {
+    std::string (*inputs)(const SessionState& session) = nullptr;  // "" = nothing asked now
+    ViewBuild build = nullptr;
+  };
+  virtual Product OwnProduct() const { return {}; }
 };
+
+// Every view's own product for `session` into `request` (by view id):
+// what the app (and any test driving the worker) adds to RequestFor's.
+void AddViewProducts(const std::vector<View*>& views, const SessionState& session, AnalysisRequest* request);
 
 }  // namespace kiln::ui

@@ -101,6 +101,7 @@ class Gallery {
                                             status->stats.first_sample_ns, status->stats.last_sample_ns);
         }
         ui::AnalysisRequest request = ui::RequestFor(session_);
+        ui::AddViewProducts(view_ptrs_, session_, &request);
         request.heatmap = view_id == "heatmap";
         if (!submitted_ || !(request == last_)) {
           generation_ = worker_.Submit(request);
@@ -238,7 +239,7 @@ TEST_CASE("gallery of view states over the demo store") {
       CHECK(colors.size() > 50);
     }
     SUBCASE("sandwich of a recursive function") {
-      gallery.session().sandwich_function = "fib";
+      gallery.session().view_args["sandwich"] = "fib";
       const Pixels p = Load(gallery.Shoot("sandwich", "sandwich"));
       // Python rows (fib and its callers) in both halves.
       CHECK(CountNear(p, ui::FrameTypeColor(storage::FrameType::kPython), 30) > 300);

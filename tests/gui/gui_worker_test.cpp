@@ -14,6 +14,7 @@
 #include "storage/model/folded.h"
 #include "storage/model/test_fixtures.h"
 #include "storage/store.h"
+#include "ui/view.h"
 
 namespace kiln::app {
 namespace {
@@ -113,6 +114,78 @@ TEST_CASE("the worker rebuilds only the products whose inputs changed") {
   CHECK(sixth->baseline_slice == fifth->baseline_slice);
   CHECK(sixth->diff != fifth->diff);
   CHECK(sixth->diff_functions);
+}
+
+
+// A view that exists only in this file: the weight of the stacks that go
+// through its argument. It names nothing outside itself (no request or
+// snapshot field, no worker entry), as a new view in its own files would.
+class ThroughView : public ui::View {
+ public:
+  std::string_view Id() const override { return "through"; }
+  std::string_view Title() const override { return "Through"; }
+  void Draw(const ui::ViewContext&) override {}
+  bool Settled() const override { return true; }
+  Product OwnProduct() const override {
+    return {.inputs = [](const ui::SessionState& s) { return s.ViewArg("through"); },
+            .build = [](const ui::AnalysisSnapshot& snapshot, const std::string& function) -> std::shared_ptr<const void> {
+              int64_t weight = 0;
+              const storage::Stacks& stacks = *snapshot.stacks;
+              for (size_t e = 0; e < stacks.size(); ++e) {
+                for (uint32_t i = stacks.offsets[e]; i < stacks.offsets[e + 1]; ++i) {
+                  if ((*stacks.functions)[stacks.elements[i]].name == function) {
+                    weight += stacks.weights[e];
+                    break;
+                  }
+                }
+              }
+              return std::make_shared<const int64_t>(weight);
+            }};
+  }
+};
+
+TEST_CASE("a view's own product: built by the worker from its inputs, kept while they hold, rebuilt after") {
+  TempStore t;
+  REQUIRE(t.store->Write(storage::testing::BatchFromFolded("main;a;b 3\nmain;c 1", {.process = "app"})).ok());
+  GuiWorker worker(*t.store, nullptr, t.dir, {});
+  ThroughView view;
+  const std::vector<ui::View*> views = {&view};
+  ui::SessionState session;
+  const auto request = [&] {
+    ui::AnalysisRequest r;
+    r.timeline_window = {1'700'000'000'000'000'000, 1'700'000'000'010'000'000};
+    r.tree_options = session.tree;
+    ui::AddViewProducts(views, session, &r);
+    return r;
+  };
+  // Nothing asked: no result.
+  auto none = Answer(worker, request());
+  CHECK(none->ViewResult<int64_t>("through") == nullptr);
+
+  session.OpenView("through", "a");
+  CHECK(session.requested_tab == "through");
+  auto a = Answer(worker, request());
+  REQUIRE(a->ViewResult<int64_t>("through"));
+  CHECK(*a->ViewResult<int64_t>("through") == 3);
+  CHECK(a->ViewInputs("through") == "a");
+
+  // Another shared input (a transform): the slice is kept, the view's
+  // product built again from the new stacks.
+  session.tree.transforms.push_back(*storage::ParseTransform("merge=a"));
+  auto merged = Answer(worker, request());
+  CHECK(merged->slice == a->slice);
+  REQUIRE(merged->ViewResult<int64_t>("through"));
+  CHECK(*merged->ViewResult<int64_t>("through") == 0);  // a merged into main
+  // Nothing changed: the very same result object.
+  ui::AnalysisRequest same = request();
+  same.timeline_buckets += 1;  // only the timeline changes
+  auto again = Answer(worker, same);
+  CHECK(again->ViewResult<int64_t>("through") == merged->ViewResult<int64_t>("through"));
+  // Its own input: built again.
+  session.tree.transforms.clear();
+  session.view_args["through"] = "c";
+  auto c = Answer(worker, request());
+  CHECK(*c->ViewResult<int64_t>("through") == 1);
 }
 
 }  // namespace kiln::app
