@@ -53,6 +53,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <limits>
 #include <map>
 #include <memory>
@@ -62,6 +63,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -992,6 +994,23 @@ class RetentionPart {
   // blocks (RocksStore::SizeCut): each takes a larger share of its step.
   // Guarded by pass_mutex().
   int dictionary_steps = 0;
+  // Records the store's measured size at a size pass and returns how much
+  // it grew within one bucket's time (kBucketNs) at most over the last
+  // three: what arrives before the next deletion can free anything
+  // (retention deletes whole buckets, forgetting follows it), so a pass
+  // leaves that much room under the limit. Guarded by pass_mutex().
+  uint64_t GrowthPerBucket(int64_t now_ns, uint64_t size_bytes) {
+    sizes_.emplace_back(now_ns, size_bytes);
+    while (!sizes_.empty() && now_ns - sizes_.front().first > 3 * kBucketNs) sizes_.pop_front();
+    uint64_t growth = 0;
+    for (size_t j = 0; j < sizes_.size(); ++j) {
+      for (size_t i = 0; i < j; ++i) {
+        if (sizes_[j].first - sizes_[i].first > kBucketNs || sizes_[j].second <= sizes_[i].second) continue;
+        growth = std::max(growth, sizes_[j].second - sizes_[i].second);
+      }
+    }
+    return growth;
+  }
   // Writes during a pass's count from its snapshot, guarded by the store's
   // write_mutex_.
   struct Watch {
@@ -1013,6 +1032,7 @@ class RetentionPart {
   std::atomic<uint64_t> written_since_pass_{0};
   std::atomic<uint64_t> deleted_{0};
   std::mutex pass_mutex_;
+  std::deque<std::pair<int64_t, uint64_t>> sizes_;  // (time, bytes) of recent size passes
   mutable std::mutex problem_mutex_;
   std::string problem_;
 };
