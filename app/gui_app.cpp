@@ -52,6 +52,7 @@
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "app/view_registry.h"
+#include "ui/source_view.h"
 #include "app/window_icon.h"
 #include "kiln_version.h"
 #include "storage/store.h"
@@ -164,8 +165,8 @@ constexpr int64_t kLiveStepNs = 2 * ui::kNsPerSecond;
 void ApplyStartupChoices(const GuiOptions& options, const std::string& source_name, ui::SessionState* session) {
   session->tree.transforms = options.transforms;
   if (!options.sandwich_function.empty()) session->view_args["sandwich"] = options.sandwich_function;
-  session->source_function = options.source_function;
-  session->source_path_map = options.source_path_map;
+  if (!options.source_function.empty()) session->view_args["source"] = options.source_function;
+  if (!options.source_path_map.empty()) session->view_args["source map"] = ui::EncodeSourcePathMap(options.source_path_map);
   if (options.compare == "previous") {
     session->baseline.kind = ui::SessionState::Baseline::Kind::kPreviousPeriod;
   } else if (!options.compare.empty() && options.compare != source_name) {

@@ -1,8 +1,6 @@
 #include "app/gui_worker.h"
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 
 #include "app/receiver_control.h"
 #include "ingest/otlp_receiver.h"
@@ -155,37 +153,6 @@ bool SameWindowInputs(const Request& a, const Request& b) {
   return SameSource(a, b) && ((a.*Members == b.*Members) && ...);
 }
 
-// Reads listing->path into listing->text: a regular file of at most
-// 16 MiB (never a FIFO or device, which could block the worker), else a
-// clear error naming the path.
-void ReadSourceFile(ui::SourceListing* listing) {
-  std::error_code ec;
-  const std::filesystem::path path(listing->path);
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) {
-    listing->error = "not found at " + listing->path;
-    return;
-  }
-  if (!std::filesystem::is_regular_file(status)) {
-    listing->error = listing->path + " is not a regular file";
-    return;
-  }
-  constexpr uintmax_t kMaxBytes = 16 << 20;
-  if (std::filesystem::file_size(path, ec) > kMaxBytes) {
-    listing->error = listing->path + " is larger than 16 MiB";
-    return;
-  }
-  std::ifstream in(path);
-  if (!in) {
-    listing->error = "cannot read " + listing->path;
-    return;
-  }
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    listing->text.push_back(std::move(line));
-  }
-}
-
 // One product of an analysis: the request fields it depends on, how to
 // carry it over from the previous snapshot when they are unchanged, and how
 // to build it (from the request and the products listed before it). A new
@@ -289,32 +256,6 @@ const Product kProducts[] = {
        auto t = store.RunTimeline(q, grid.columns * grid.rows);
        if (t.ok()) out->heatmap = std::make_shared<const storage::Timeline>(*std::move(t));
      }},
-    {"source",
-     SameInputs<&Request::tree_options, &Request::source_function, &Request::source_file,
-                &Request::source_path_map>,
-     [](const Snapshot& from, Snapshot* to) { to->source = from.source; },
-     [](storage::Store&, Snapshot* out) {
-       const Request& r = out->request;
-       if (r.source_function.empty()) return;
-       auto listing = std::make_shared<ui::SourceListing>();
-       listing->function = r.source_function;
-       listing->files = storage::SourceLinesOf(*out->slice, r.source_function, r.tree_options.show_inline);
-       for (size_t i = 0; i < listing->files.size(); ++i) {
-         if (listing->files[i].file == r.source_file) listing->shown = i;
-       }
-       if (!listing->files.empty()) {
-         listing->path = storage::MapSourcePath(listing->files[listing->shown].file, r.source_path_map);
-         ReadSourceFile(listing.get());
-       }
-       out->source = std::move(listing);
-     }},
-    {"executables",
-     SameInputs<>,
-     [](const Snapshot& from, Snapshot* to) { to->executables = from.executables; },
-     [](storage::Store&, Snapshot* out) {
-       out->executables =
-           std::make_shared<const std::vector<storage::ExecutableRow>>(storage::BuildExecutableTable(*out->slice));
-     }},
     {"processes",
      SameInputs<>,
      [](const Snapshot& from, Snapshot* to) { to->processes = from.processes; },
@@ -358,12 +299,15 @@ std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generati
       p.build(store_, out.get());
     }
   }
-  // The views' own products, after the shared ones they build from (the
-  // stacks: so they follow the slice and the tree options as well as their
-  // own inputs).
+  // The views' own products, after the shared ones they build from: they
+  // follow the slice (and the tree options, when built from the stacks) as
+  // well as their own inputs.
   for (const auto& [id, asked] : request.view_products) {
     if (asked.inputs.empty() || asked.build == nullptr) continue;
-    if (previous != nullptr && SameInputs<&Request::tree_options>(previous->request, request)) {
+    const bool same_base = previous != nullptr && (asked.uses_stacks
+                                                       ? SameInputs<&Request::tree_options>(previous->request, request)
+                                                       : SameInputs<>(previous->request, request));
+    if (same_base) {
       const auto was = previous->request.view_products.find(id);
       const auto kept = previous->view_results.find(id);
       if (was != previous->request.view_products.end() && was->second == asked &&

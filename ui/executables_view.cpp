@@ -139,11 +139,25 @@ void ExecutablesView::DrawUnsymbolized(const ViewContext& context, const Executa
   ImGui::EndTable();
 }
 
+View::Product ExecutablesView::OwnProduct() const {
+  // Always asked (the worker always built it before): one pass over the
+  // slice, kept while the slice is.
+  return {.inputs = [](const SessionState&) { return std::string("rows"); },
+          .build = [](const AnalysisSnapshot& snapshot, const std::string&) -> std::shared_ptr<const void> {
+            return std::make_shared<const std::vector<storage::ExecutableRow>>(
+                storage::BuildExecutableTable(*snapshot.slice));
+          },
+          .uses_stacks = false};
+}
+
 void ExecutablesView::Draw(const ViewContext& context) {
   settled_ = false;
-  if (context.analysis && context.analysis->executables != rows_) {
-    rows_ = context.analysis->executables;
-    order_dirty_ = true;
+  if (context.analysis) {
+    if (auto rows = context.analysis->ViewResult<std::vector<storage::ExecutableRow>>(std::string(Id()));
+        rows != rows_) {
+      rows_ = std::move(rows);
+      order_dirty_ = true;
+    }
   }
   if (context.status && context.status->symbol_statuses != statuses_) {
     statuses_ = context.status->symbol_statuses;

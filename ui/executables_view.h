@@ -19,6 +19,8 @@ class ExecutablesView : public View {
   std::string_view Title() const override { return "Executables"; }
   void Draw(const ViewContext& context) override;
   bool Settled() const override { return settled_; }
+  // Its rows (storage::BuildExecutableTable), from the slice alone.
+  Product OwnProduct() const override;
 
  private:
   void DrawToolbar(const ViewContext& context, const storage::ExecutableRow* selected);

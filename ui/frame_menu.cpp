@@ -89,9 +89,7 @@ void FrameMenu::Draw(SessionState* session) {
       if (ImGui::MenuItem("Callers of this function")) Push(session, Kind::kCallersOf, name);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Who calls it, merged across call sites, inverted");
       if (ImGui::MenuItem("Show source")) {
-        session->source_function = name;
-        session->source_file.clear();
-        session->requested_tab = "source";
+        session->OpenView("source", name);
       }
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Its source file with the weight of each line");
       if (ImGui::MenuItem("Show in Sandwich")) {

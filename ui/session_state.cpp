@@ -52,9 +52,6 @@ AnalysisRequest RequestFor(const SessionState& session, uint64_t data_version, i
   r.query.to_ns = range.to_ns;
   r.query.filters = session.filters;
   r.tree_options = session.tree;
-  r.source_function = session.source_function;
-  r.source_file = session.source_file;
-  r.source_path_map = session.source_path_map;
   using Kind = SessionState::Baseline::Kind;
   const SessionState::Baseline& b = session.baseline;
   if (b.kind != Kind::kNone) {

@@ -61,9 +61,10 @@ struct SessionState {
   uint64_t flame_search_serial = 0;
   bool flame_zoom_to_search = false;  // zoom to the matches' common ancestor
   bool focus_search = false;          // Ctrl+F: the flamegraph puts the cursor in its search box
-  // Each view's own argument in this source, by view id (the Sandwich's
-  // function), kept here so it is per source; any view may open another
-  // with one (OpenView: "Show in Sandwich").
+  // Each view's own arguments in this source: by view id (the Sandwich's
+  // function), and by "id/name" for more (the Source view's file); kept
+  // here so they are per source. Any view may open another with its
+  // argument (OpenView: "Show in Sandwich"), which resets the "id/..." ones.
   std::map<std::string, std::string> view_args;
   const std::string& ViewArg(const std::string& view_id) const {
     static const std::string kNone;
@@ -71,6 +72,10 @@ struct SessionState {
     return it == view_args.end() ? kNone : it->second;
   }
   void OpenView(const std::string& view_id, std::string arg) {
+    const std::string prefix = view_id + "/";
+    for (auto it = view_args.lower_bound(prefix); it != view_args.end() && it->first.rfind(prefix, 0) == 0;) {
+      it = view_args.erase(it);
+    }
     view_args[view_id] = std::move(arg);
     requested_tab = view_id;
   }
@@ -90,11 +95,6 @@ struct SessionState {
   };
   Baseline baseline;
 
-  // The Source view: its function and file, and where sources built
-  // elsewhere are found here (path prefix -> prefix).
-  std::string source_function;
-  std::string source_file;
-  std::vector<std::pair<std::string, std::string>> source_path_map;
 
   // Executables view: the selected executable by identity (rows are rebuilt
   // with every query) and whether its unsymbolized addresses are listed.

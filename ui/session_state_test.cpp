@@ -1,4 +1,5 @@
 #include "ui/session_state.h"
+#include "ui/source_view.h"
 
 #include <doctest/doctest.h>
 
@@ -54,6 +55,23 @@ TEST_CASE("the baseline's times: the period before the shown range, or the chose
   CHECK(s.BaselineRange().Empty());
   s.baseline.kind = Kind::kSource;
   CHECK(s.BaselineRange().Empty());
+}
+
+TEST_CASE("opening a view with an argument resets its other arguments, not its neighbours'") {
+  SessionState s;
+  s.view_args["source"] = "parse";
+  s.view_args["source/file"] = "/src/parse_inline.h";
+  s.view_args["source map"] = EncodeSourcePathMap({{"/build/", "/home/me/"}, {"/a", "/b"}});
+  s.view_args["sandwich"] = "main";
+  s.OpenView("source", "read");
+  CHECK(s.requested_tab == "source");
+  CHECK(s.ViewArg("source") == "read");
+  CHECK(s.ViewArg("source/file").empty());  // that file was parse's
+  CHECK(s.ViewArg("sandwich") == "main");
+  // The path map outlives the function, whole.
+  CHECK(DecodeSourcePathMap(s.ViewArg("source map")) ==
+        SourcePathMap{{"/build/", "/home/me/"}, {"/a", "/b"}});
+  CHECK(DecodeSourcePathMap("").empty());
 }
 
 TEST_CASE("requests compare by everything that changes the result") {

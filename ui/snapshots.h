@@ -34,17 +34,6 @@ struct BaselineRequest {
   bool operator==(const BaselineRequest&) const = default;
 };
 
-// The Source view's data: a function's weight per line of its source
-// files, and the heaviest file's text as read from disk.
-struct SourceListing {
-  std::string function;
-  std::vector<storage::FunctionSource> files;  // heaviest first
-  size_t shown = 0;                            // which of files the text is
-  std::string path;                            // where it was looked for (after the prefix map)
-  std::vector<std::string> text;               // its lines; empty when not read
-  std::string error;                           // "not found at PATH", ...
-};
-
 struct AnalysisSnapshot;
 
 // A view's own part of an analysis (View::Product): what it asks for, as
@@ -55,6 +44,7 @@ using ViewBuild = std::shared_ptr<const void> (*)(const AnalysisSnapshot& snapsh
 struct ViewProductRequest {
   std::string inputs;  // "" = nothing asked: no result
   ViewBuild build = nullptr;
+  bool uses_stacks = true;  // false: from the slice alone
   bool operator==(const ViewProductRequest&) const = default;
 };
 
@@ -73,9 +63,6 @@ struct AnalysisRequest {
   std::optional<BaselineRequest> baseline;  // a diff against it, when set
   bool heatmap = false;  // the FlameScope heat map of the timeline window (costs a scan)
   int64_t heatmap_period_ns = 0;  // the sample type's sampling period: its slices are never shorter
-  std::string source_function;  // the Source view's function ("" = none)
-  std::string source_file;      // which of its files to show ("" = the heaviest)
-  std::vector<std::pair<std::string, std::string>> source_path_map;  // prefix -> prefix
 
   bool operator==(const AnalysisRequest&) const = default;
 };
@@ -118,8 +105,6 @@ struct AnalysisSnapshot {
   // FlameScope: weight per slice of HeatmapGridFor(request.timeline_window, request.heatmap_period_ns),
   // bucket Bucket(column, row).
   std::shared_ptr<const storage::Timeline> heatmap;
-  std::shared_ptr<const SourceListing> source;
-  std::shared_ptr<const std::vector<storage::ExecutableRow>> executables;
   // The slice's processes (storage::ProcessesOf): the PID filter's names.
   std::shared_ptr<const std::vector<storage::ProcessSummary>> processes;
   std::shared_ptr<const storage::Timeline> timeline;

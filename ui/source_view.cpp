@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 #include "ui/format.h"
 #include "ui/frame_colors.h"
@@ -12,22 +14,121 @@
 
 namespace kiln::ui {
 
+namespace {
+
+constexpr const char* kFunction = "source";
+constexpr const char* kFile = "source/file";  // reset when another function is opened
+constexpr const char* kMap = "source map";    // kept across functions
+// Separators that no path or function name holds.
+constexpr char kField = '\x1f', kPair = '\x1e', kEntry = '\x1d';
+
+// Reads listing->path into listing->text: a regular file of at most
+// 16 MiB (never a FIFO or device, which could block the worker), else a
+// clear error naming the path.
+void ReadSourceFile(SourceListing* listing) {
+  std::error_code ec;
+  const std::filesystem::path path(listing->path);
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) {
+    listing->error = "not found at " + listing->path;
+    return;
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    listing->error = listing->path + " is not a regular file";
+    return;
+  }
+  constexpr uintmax_t kMaxBytes = 16 << 20;
+  if (std::filesystem::file_size(path, ec) > kMaxBytes) {
+    listing->error = listing->path + " is larger than 16 MiB";
+    return;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    listing->error = "cannot read " + listing->path;
+    return;
+  }
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    listing->text.push_back(std::move(line));
+  }
+}
+
+std::vector<std::string> Split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t at; (at = text.find(separator, start)) != std::string::npos; start = at + 1) {
+    parts.push_back(text.substr(start, at - start));
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+// Worker thread: the function's lines from the slice, and its file read
+// through the path map. `inputs` is "function, file, map" (SourceInputs).
+std::shared_ptr<const void> BuildListing(const AnalysisSnapshot& snapshot, const std::string& inputs) {
+  const std::vector<std::string> fields = Split(inputs, kField);
+  if (fields.size() != 3 || !snapshot.slice) return nullptr;
+  auto listing = std::make_shared<SourceListing>();
+  listing->function = fields[0];
+  listing->files =
+      storage::SourceLinesOf(*snapshot.slice, listing->function, snapshot.request.tree_options.show_inline);
+  for (size_t i = 0; i < listing->files.size(); ++i) {
+    if (listing->files[i].file == fields[1]) listing->shown = i;
+  }
+  if (!listing->files.empty()) {
+    listing->path = storage::MapSourcePath(listing->files[listing->shown].file, DecodeSourcePathMap(fields[2]));
+    ReadSourceFile(listing.get());
+  }
+  return listing;
+}
+
+std::string SourceInputs(const SessionState& session) {
+  const std::string& function = session.ViewArg(kFunction);
+  if (function.empty()) return "";
+  return function + kField + session.ViewArg(kFile) + kField + session.ViewArg(kMap);
+}
+
+}  // namespace
+
+std::string EncodeSourcePathMap(const SourcePathMap& map) {
+  std::string text;
+  for (const auto& [from, to] : map) {
+    if (!text.empty()) text += kEntry;
+    text += from + kPair + to;
+  }
+  return text;
+}
+
+SourcePathMap DecodeSourcePathMap(const std::string& text) {
+  SourcePathMap map;
+  if (text.empty()) return map;
+  for (const std::string& entry : Split(text, kEntry)) {
+    const size_t pair = entry.find(kPair);
+    if (pair != std::string::npos) map.emplace_back(entry.substr(0, pair), entry.substr(pair + 1));
+  }
+  return map;
+}
+
+View::Product SourceView::OwnProduct() const { return {.inputs = &SourceInputs, .build = &BuildListing}; }
+
 void SourceView::Draw(const ViewContext& context) {
   settled_ = false;
   SessionState* session = context.session;
   if (session == nullptr) return;
-  if (session->source_function.empty()) {
+  const std::string& function = session->ViewArg(kFunction);
+  if (function.empty()) {
     ImGui::TextDisabled("Right-click a frame in the Flamegraph, Call tree or Top functions > Show source.");
     settled_ = true;
     return;
   }
   const AnalysisSnapshot* a = context.analysis;
-  if (!a || !a->source || a->source->function != session->source_function) {
+  const auto listing = a ? a->ViewResult<SourceListing>(kFunction) : nullptr;
+  if (!listing || listing->function != function) {
     DrawLoadingOrError(context);
     return;
   }
-  if (a->source != listing_) {
-    listing_ = a->source;
+  if (listing != listing_) {
+    listing_ = listing;
     scroll_to_hottest_ = true;
   }
   const SourceListing& l = *listing_;
@@ -44,7 +145,7 @@ void SourceView::Draw(const ViewContext& context) {
   if (ImGui::BeginCombo("##file", file.file.c_str())) {
     for (const storage::FunctionSource& f : l.files) {
       const std::string item = f.file + "  (" + FormatValue(type, f.total) + ")";
-      if (ImGui::Selectable(item.c_str(), &f == &file)) session->source_file = f.file;
+      if (ImGui::Selectable(item.c_str(), &f == &file)) session->view_args[kFile] = f.file;
     }
     ImGui::EndCombo();
   }
@@ -70,15 +171,16 @@ void SourceView::Draw(const ViewContext& context) {
     ImGui::InputTextWithHint("##to", "/home/me/src/", map_to_, sizeof map_to_);
     ImGui::SameLine();
     if (ImGui::Button("Apply") && map_from_[0] != 0) {
-      session->source_path_map.insert(session->source_path_map.begin(), {map_from_, map_to_});
+      SourcePathMap map = DecodeSourcePathMap(session->ViewArg(kMap));
+      map.insert(map.begin(), {map_from_, map_to_});
+      session->view_args[kMap] = EncodeSourcePathMap(map);
     }
   }
-  if (!session->source_path_map.empty()) {
-    ImGui::TextDisabled("Path map: %s -> %s%s", session->source_path_map[0].first.c_str(),
-                        session->source_path_map[0].second.c_str(),
-                        session->source_path_map.size() > 1 ? " (and more)" : "");
+  if (const SourcePathMap map = DecodeSourcePathMap(session->ViewArg(kMap)); !map.empty()) {
+    ImGui::TextDisabled("Path map: %s -> %s%s", map[0].first.c_str(), map[0].second.c_str(),
+                        map.size() > 1 ? " (and more)" : "");
     ImGui::SameLine();
-    if (ImGui::SmallButton("Clear")) session->source_path_map.clear();
+    if (ImGui::SmallButton("Clear")) session->view_args.erase(kMap);
   }
   // Lines with weight, and the text when it was read: every line of the
   // file, or only the weighted ones.

@@ -6,7 +6,7 @@ void AddViewProducts(const std::vector<View*>& views, const SessionState& sessio
   for (const View* view : views) {
     const View::Product product = view->OwnProduct();
     if (product.inputs == nullptr || product.build == nullptr) continue;
-    request->view_products[std::string(view->Id())] = {product.inputs(session), product.build};
+    request->view_products[std::string(view->Id())] = {product.inputs(session), product.build, product.uses_stacks};
   }
 }
 

@@ -59,6 +59,9 @@ class View {
   struct Product {
     std::string (*inputs)(const SessionState& session) = nullptr;  // "" = nothing asked now
     ViewBuild build = nullptr;
+    // Built from the stacks (transforms, grouping: rebuilt when they
+    // change), or from the slice alone (kept across them).
+    bool uses_stacks = true;
   };
   virtual Product OwnProduct() const { return {}; }
 };

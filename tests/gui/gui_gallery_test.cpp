@@ -283,7 +283,7 @@ TEST_CASE("gallery of view states over the demo store") {
       CHECK(colors.size() > 20);
     }
     SUBCASE("source of a function whose file is not on this machine") {
-      gallery.session().source_function = "fib";
+      gallery.session().view_args["source"] = "fib";
       const Pixels p = Load(gallery.Shoot("source-missing", "source"));
       // "Source not found at /srv/app/report.py" in the error colour.
       const ImVec4 e = ui::CurrentPalette().error_text;
