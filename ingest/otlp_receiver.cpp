@@ -244,11 +244,10 @@ class Receiver final : public OtlpReceiver {
   // first refusal per host.
   bool Authenticated(grpc::CallbackServerContext* context, const std::string& peer,
                      grpc::ServerUnaryReactor* reactor);
-  // `loss`: why a failed request was refused (storage/model/data_loss.h).
-  // An accepted request's samples by kind, and its host names.
-  void CountKinds(const std::string& peer, const RequestFacts& facts);
+  // `loss`: why a failed request was refused (storage/model/data_loss.h);
+  // `facts`: an accepted request's samples by kind and its host names.
   void Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted, int64_t rejected,
-             std::optional<DataLoss> loss = std::nullopt);
+             std::optional<DataLoss> loss = std::nullopt, const RequestFacts* facts = nullptr);
   void CountLoss(const std::string& peer, DataLoss reason, uint64_t n);
   void CountLossLocked(const std::string& peer, DataLoss reason, uint64_t n);
   // Adds the counts since the last call to the store's totals.
@@ -580,8 +579,9 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
     }
   }
   if (!result.batch.samples.empty()) store_failing_.store(false);
-  Count(job.peer, false, result.batch.samples.size(), result.accepted_profiles, result.rejected_profiles);
-  CountKinds(job.peer, FactsOf(result.batch));
+  const RequestFacts facts = FactsOf(result.batch);
+  Count(job.peer, false, result.batch.samples.size(), result.accepted_profiles, result.rejected_profiles,
+        std::nullopt, &facts);
   CountLoss(job.peer, DataLoss::kProfileRejected, static_cast<uint64_t>(result.rejected_profiles));
   CountLoss(job.peer, DataLoss::kStringTruncated, result.strings_truncated);
   collector::ExportProfilesServiceResponse answer;
@@ -681,7 +681,7 @@ void Receiver::FlushLosses() {
 }
 
 void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int64_t accepted,
-                     int64_t rejected, std::optional<DataLoss> loss) {
+                     int64_t rejected, std::optional<DataLoss> loss, const RequestFacts* facts) {
   std::lock_guard lock(stats_mu_);
   if (loss) CountLossLocked(peer, *loss, 1);
   ++totals_.requests;
@@ -699,16 +699,10 @@ void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int
   if (it == peers_.end()) return;
   PeerState& p = it->second;
   p.samples += samples;
-  p.rate.Add(storage::UnixNowNs() / 1'000'000'000, samples);
-}
-
-void Receiver::CountKinds(const std::string& peer, const RequestFacts& facts) {
-  std::lock_guard lock(stats_mu_);
-  auto it = peers_.find(peer);
-  if (it == peers_.end()) return;
-  PeerState& p = it->second;
   const int64_t second = storage::UnixNowNs() / 1'000'000'000;
-  for (const auto& [kind, n] : facts.samples_by_kind) {
+  p.rate.Add(second, samples);
+  if (facts == nullptr) return;
+  for (const auto& [kind, n] : facts->samples_by_kind) {
     auto k = p.kind_rates.find(kind);
     if (k == p.kind_rates.end()) {
       if (p.kind_rates.size() >= kMaxKindsPerPeer) continue;  // still in the total
@@ -716,7 +710,7 @@ void Receiver::CountKinds(const std::string& peer, const RequestFacts& facts) {
     }
     k->second.Add(second, n);
   }
-  for (const std::string& host : facts.hosts) {
+  for (const std::string& host : facts->hosts) {
     if (p.hosts.size() < kMaxHostsPerPeer && std::find(p.hosts.begin(), p.hosts.end(), host) == p.hosts.end()) {
       p.hosts.push_back(host);
     }

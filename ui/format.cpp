@@ -43,17 +43,12 @@ std::string FormatDateTime(int64_t unix_ns) {
   return buf;
 }
 
-std::string PidValueLabel(std::string_view pid, const std::vector<storage::ProcessSummary>* processes,
-                          int64_t total) {
+std::string PidValueLabel(std::string_view pid, const storage::ProcessSummary* process, int64_t total) {
   std::string label(pid);
-  if (processes == nullptr) return label;
-  for (const storage::ProcessSummary& p : *processes) {
-    if (p.pid != pid) continue;
-    label += "  " + p.name;
-    if (total > 0) label += "  " + FormatPercent(static_cast<double>(p.weight) / static_cast<double>(total));
-    if (p.first_ns != 0) label += "  " + FormatClock(p.first_ns) + "-" + FormatClock(p.last_ns);
-    break;
-  }
+  if (process == nullptr) return label;
+  label += "  " + process->name;
+  if (total > 0) label += "  " + FormatPercent(static_cast<double>(process->weight) / static_cast<double>(total));
+  if (process->first_ns != 0) label += "  " + FormatClock(process->first_ns) + "-" + FormatClock(process->last_ns);
   return label;
 }
 

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "storage/model/processes.h"
 #include "storage/model/sample_type.h"
@@ -27,11 +26,11 @@ std::string FormatClock(int64_t unix_ns, bool millis = false);
 std::string FormatDateTime(int64_t unix_ns);
 
 // A PID filter value as the filter list shows it: the pid, then what ran
-// under it in the selected range ("1234  python3  62.5%  11:02:03-11:05:10";
-// the times when the range kept them), or the bare pid when nothing did.
-// `total` is the range's weight.
-std::string PidValueLabel(std::string_view pid, const std::vector<storage::ProcessSummary>* processes,
-                          int64_t total);
+// under it in the selected range (`process`, its ProcessesOf entry:
+// "1234  python3  62.5%  11:02:03-11:05:10"; the times when the range kept
+// them), or the bare pid when nothing did (null). `total` is the range's
+// weight.
+std::string PidValueLabel(std::string_view pid, const storage::ProcessSummary* process, int64_t total);
 
 // `label` in at most `max_chars` characters, shortened in the middle so the
 // function's last component stays readable:

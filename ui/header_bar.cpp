@@ -3,6 +3,8 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_map>
 
 #include "ui/flame_search.h"
 #include "ui/format.h"
@@ -220,11 +222,17 @@ void HeaderBar::DrawFilterPopup(SessionState& session, const StatusSnapshot* sta
     ImGui::TextDisabled("No values known yet.");
   } else {
     // A pid says little on its own: what ran under it in the range.
+    // Looked up once a frame, not a scan of the processes per value.
     const bool pids = popup_key_ == storage::attr::kProcessPid;
-    const auto* processes = pids && analysis ? analysis->processes.get() : nullptr;
+    std::unordered_map<std::string_view, const storage::ProcessSummary*> process_of_pid;
+    if (pids && analysis && analysis->processes) {
+      for (const storage::ProcessSummary& p : *analysis->processes) process_of_pid.emplace(p.pid, &p);
+    }
     const int64_t total = analysis && analysis->slice ? analysis->slice->total_weight : 0;
     for (const auto& v : it->second) {
-      const std::string shown = pids ? PidValueLabel(v, processes, total) : v;
+      const auto found = pids ? process_of_pid.find(v) : process_of_pid.end();
+      const std::string shown =
+          pids ? PidValueLabel(v, found == process_of_pid.end() ? nullptr : found->second, total) : v;
       if (value_filter_[0] && !LabelMatches(shown, value_filter_)) continue;
       bool on = session.HasFilterValue(popup_key_, v);
       ImGui::PushID(v.c_str());

@@ -36,6 +36,11 @@ std::string Rate(double per_second) {
   return buf;
 }
 
+// A sender as people know it: its host names, then the address.
+std::string SenderName(const ingest::PeerStats& peer) {
+  return peer.hosts.empty() ? peer.address : peer.hosts + " (" + peer.address + ")";
+}
+
 std::string KindRates(const std::vector<ingest::PeerStats::KindRate>& kinds) {
   std::string s;
   for (const auto& k : kinds) s += (s.empty() ? "" : ", ") + KindName(k.kind) + " " + Rate(k.per_second);
@@ -65,7 +70,7 @@ std::string AgentRatesSummary(const std::vector<ingest::PeerStats>& peers) {
 }
 
 std::string SenderSummary(const ingest::PeerStats& peer) {
-  std::string s = peer.hosts.empty() ? peer.address : peer.hosts + " (" + peer.address + ")";
+  std::string s = SenderName(peer);
   const std::string rates = KindRates(peer.kinds);
   s += ": " + (rates.empty() ? std::string("idle") : rates) + ", " + FormatCount(peer.requests) +
        (peer.requests == 1 ? " request" : " requests");
@@ -196,8 +201,7 @@ void DrawDataQualityDialog(bool* open, const StatusSnapshot* status, SessionStat
         const uint64_t n = p.losses[static_cast<size_t>(info.reason)];
         if (n > 0) lost += (lost.empty() ? "" : ", ") + std::string(info.name) + " " + FormatCount(n);
       }
-      const std::string who = p.hosts.empty() ? p.address : p.hosts + " (" + p.address + ")";
-      ImGui::Text("%s: %s requests, %s samples%s%s", who.c_str(), FormatCount(p.requests).c_str(),
+      ImGui::Text("%s: %s requests, %s samples%s%s", SenderName(p).c_str(), FormatCount(p.requests).c_str(),
                   FormatCount(p.samples).c_str(), lost.empty() ? "" : "; ", lost.c_str());
     }
   }
