@@ -269,6 +269,10 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(ps.files_read), perf_maps.MemoryBytes() / 1e6,
                     static_cast<unsigned long long>(ps.bad_lines), static_cast<unsigned long long>(ps.refused),
                     static_cast<unsigned long long>(ps.over_limit));
+      if (cs.python_trampolines_merged > 0)
+        std::printf("kiln-agent:   JIT: %llu Python -X perf trampolines left out where the interpreter's own frames "
+                    "name the same calls\n",
+                    static_cast<unsigned long long>(cs.python_trampolines_merged));
       for (const std::string& notice : perf_maps.TakeNotices()) std::printf("kiln-agent:   %s\n", notice.c_str());
     }
     if (options.verbose)

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace kiln::agent {
@@ -39,6 +40,68 @@ constexpr std::array<std::string_view, 6> kV8Functions = {"JS", "LazyCompile", "
 constexpr std::array<std::string_view, 7> kV8Other = {"Builtin", "BytecodeHandler", "Stub",   "RegExp",
                                                       "Handler", "Callback",        "Baseline"};
 
+bool JavaIdentifierChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+         static_cast<unsigned char>(c) >= 0x80;
+}
+
+// HotSpot (jcmd PID Compiler.perfmap, -XX:+DumpPerfMapAtExit) names a
+// compiled method "RETURN_TYPE PACKAGE.CLASS.METHOD(ARGUMENT TYPES)":
+// "long Chain.leafWork(long)", "void java.lang.Object.<init>()". Its other
+// code blobs ("Interpreter", "StubRoutines (1)") are not methods. As
+// async-profiler and the OpenTelemetry profiler do, the frame is
+// "PACKAGE.CLASS.METHOD": the return type and argument list are dropped, so
+// overloads share a frame.
+std::optional<JitSymbol> ParseJvmName(std::string_view name) {
+  if (name.empty() || name.back() != ')') return std::nullopt;
+  const std::size_t open = name.find('(');
+  const std::size_t space = name.rfind(' ', open);
+  if (open == std::string_view::npos || space == std::string_view::npos || space == 0) return std::nullopt;
+  const std::string_view type = name.substr(0, space);
+  const std::string_view method = name.substr(space + 1, open - space - 1);
+  const std::size_t dot = method.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == method.size()) return std::nullopt;
+  // The return type is one Java type: a name, maybe qualified, maybe an array.
+  const bool type_ok = std::all_of(type.begin(), type.end(), [](char c) {
+    return JavaIdentifierChar(c) || c == '.' || c == '[' || c == ']';
+  });
+  const std::string_view simple = method.substr(dot + 1);
+  const bool method_ok = std::all_of(method.begin(), method.begin() + static_cast<std::ptrdiff_t>(dot),
+                                     [](char c) { return JavaIdentifierChar(c) || c == '.'; }) &&
+                         (simple == "<init>" || simple == "<clinit>" ||
+                          std::all_of(simple.begin(), simple.end(), JavaIdentifierChar));
+  if (!type_ok || !method_ok) return std::nullopt;
+  JitSymbol s;
+  s.runtime = JitRuntime::kJvm;
+  s.function = std::string(method);
+  return s;
+}
+
+// .NET (DOTNET_PerfMapEnabled=1) names a method
+// "RETURN_TYPE [ASSEMBLY] NAMESPACE.CLASS::METHOD(ARGUMENTS)[TIER]":
+// "void [System.Private.CoreLib] System.Threading.Thread::StartCallback()[Optimized]".
+// The frame is "NAMESPACE.CLASS::METHOD"; the tier (Tier0, Tier1,
+// Optimized, PreJIT, ...) changes as the method is recompiled and is not
+// part of its identity.
+std::optional<JitSymbol> ParseDotnetName(std::string_view name) {
+  if (name.empty() || name.back() != ']') return std::nullopt;
+  const std::size_t tier = name.rfind('[');
+  if (tier == std::string_view::npos || tier == 0 || name[tier - 1] != ')') return std::nullopt;
+  const std::string_view signature = name.substr(0, tier);
+  const std::size_t assembly_end = signature.find("] ");
+  const std::size_t assembly_start = signature.find('[');
+  if (assembly_start == std::string_view::npos || assembly_end == std::string_view::npos ||
+      assembly_end < assembly_start)
+    return std::nullopt;
+  std::string_view method = signature.substr(assembly_end + 2);
+  method = method.substr(0, method.find('('));
+  if (method.find("::") == std::string_view::npos) return std::nullopt;
+  JitSymbol s;
+  s.runtime = JitRuntime::kDotnet;
+  s.function = std::string(method);
+  return s;
+}
+
 }  // namespace
 
 JitSymbol ParseJitName(std::string_view name) {
@@ -52,6 +115,8 @@ JitSymbol ParseJitName(std::string_view name) {
     if (colon != std::string_view::npos) s.file = std::string(rest.substr(colon + 1));
     return s;
   }
+  if (std::optional<JitSymbol> jvm = ParseJvmName(name)) return *jvm;
+  if (std::optional<JitSymbol> dotnet = ParseDotnetName(name)) return *dotnet;
   const std::size_t colon = name.find(':');
   const std::string_view kind = colon == std::string_view::npos ? std::string_view() : name.substr(0, colon);
   if (std::find(kV8Other.begin(), kV8Other.end(), kind) != kV8Other.end()) {

@@ -29,7 +29,7 @@
 
 namespace kiln::agent {
 
-enum class JitRuntime : std::uint8_t { kOther, kV8, kPython };
+enum class JitRuntime : std::uint8_t { kOther, kV8, kPython, kJvm, kDotnet };
 
 // One code object's name, split into a frame's parts.
 struct JitSymbol {
@@ -40,8 +40,11 @@ struct JitSymbol {
 };
 
 // "JS:*leafWork /app/x.js:2:18" -> {leafWork, /app/x.js, 2, V8};
-// "py::handler:/app/h.py" -> {handler, /app/h.py, 0, Python}; anything else
-// (Java, .NET, V8 builtins) keeps its name whole. Pure.
+// "py::handler:/app/h.py" -> {handler, /app/h.py, 0, Python};
+// "long app.Chain.leaf(long)" -> {app.Chain.leaf, JVM};
+// "void [App] App.Chain::Leaf(int64)[Optimized]" -> {App.Chain::Leaf, .NET};
+// anything else (V8 builtins, the JVM's interpreter and stubs) keeps its
+// name whole. Pure.
 JitSymbol ParseJitName(std::string_view name);
 
 // One process's perf map as read so far: 24 bytes a code object plus its

@@ -34,9 +34,34 @@ TEST_CASE("perf maps: names split into function, file and line by runtime") {
   CHECK(py.runtime == JitRuntime::kPython);
   CHECK(py.function == "Handler.run");
   CHECK(py.file == "/srv/app/handler.py");
-  JitSymbol java = ParseJitName("java.lang.String::hashCode");
-  CHECK(java.runtime == JitRuntime::kOther);
-  CHECK(java.function == "java.lang.String::hashCode");
+  JitSymbol other = ParseJitName("java.lang.String::hashCode");
+  CHECK(other.runtime == JitRuntime::kOther);
+  CHECK(other.function == "java.lang.String::hashCode");
+}
+
+TEST_CASE("perf maps: the JVM's and .NET's method names, without return type, arguments or tier") {
+  // Lines as OpenJDK 17's `jcmd PID Compiler.perfmap` wrote them.
+  JitSymbol leaf = ParseJitName("long Chain.leafWork(long)");
+  CHECK(leaf.runtime == JitRuntime::kJvm);
+  CHECK(leaf.function == "Chain.leafWork");
+  CHECK(leaf.file.empty());
+  CHECK(ParseJitName("void java.lang.System.arraycopy(java.lang.Object, int, java.lang.Object, int, int)").function ==
+        "java.lang.System.arraycopy");
+  CHECK(ParseJitName("void java.lang.Object.<init>()").function == "java.lang.Object.<init>");
+  CHECK(ParseJitName("java.lang.Object[] java.util.Arrays.copyOf(java.lang.Object[], int)").function ==
+        "java.util.Arrays.copyOf");
+  CHECK(ParseJitName("int app.Outer$Inner.lambda$run$0(int)").function == "app.Outer$Inner.lambda$run$0");
+  // The JVM's other code blobs are not methods: kept whole, runtime unknown.
+  CHECK(ParseJitName("Interpreter").runtime == JitRuntime::kOther);
+  CHECK(ParseJitName("StubRoutines (1)").runtime == JitRuntime::kOther);
+  CHECK(ParseJitName("StubRoutines (1)").function == "StubRoutines (1)");
+  CHECK(ParseJitName("RuntimeStub - _new_array_Java").runtime == JitRuntime::kOther);
+  // .NET's perf map (DOTNET_PerfMapEnabled=1), as its runtime formats it.
+  JitSymbol net = ParseJitName("void [System.Private.CoreLib] System.Threading.Thread::StartCallback()[Optimized]");
+  CHECK(net.runtime == JitRuntime::kDotnet);
+  CHECK(net.function == "System.Threading.Thread::StartCallback");
+  CHECK(ParseJitName("int64 [chain] Chain::Middle(int32,int64)[Tier0]").function == "Chain::Middle");
+  CHECK(ParseJitName("stub<1> AllocateTemporaryEntryPoints<PreJIT>").runtime == JitRuntime::kOther);
 }
 
 TEST_CASE("perf maps: lines, partial lines, bad lines, newer code over older") {

@@ -21,14 +21,16 @@
 namespace kiln::agent {
 
 // As OTLP's profile.frame.type names them: native, kernel, jit (code from a
-// perf map whose runtime the name does not tell), v8js, cpython.
-enum class FrameType : std::uint8_t { kNative, kKernel, kJit, kV8, kPython };
+// perf map whose runtime the name does not tell), v8js, cpython, jvm, dotnet.
+enum class FrameType : std::uint8_t { kNative, kKernel, kJit, kV8, kPython, kJvm, kDotnet };
 inline const char* FrameTypeName(FrameType type) {
   switch (type) {
     case FrameType::kKernel: return "kernel";
     case FrameType::kJit: return "jit";
     case FrameType::kV8: return "v8js";
     case FrameType::kPython: return "cpython";
+    case FrameType::kJvm: return "jvm";
+    case FrameType::kDotnet: return "dotnet";
     case FrameType::kNative: break;
   }
   return "native";

@@ -13,6 +13,17 @@
 namespace kiln::agent {
 namespace {
 
+FrameType JitFrameType(JitRuntime runtime) {
+  switch (runtime) {
+    case JitRuntime::kV8: return FrameType::kV8;
+    case JitRuntime::kPython: return FrameType::kPython;
+    case JitRuntime::kJvm: return FrameType::kJvm;
+    case JitRuntime::kDotnet: return FrameType::kDotnet;
+    case JitRuntime::kOther: break;
+  }
+  return FrameType::kJit;
+}
+
 std::int64_t NowNs(clockid_t clock) {
   timespec ts{};
   clock_gettime(clock, &ts);
@@ -189,11 +200,19 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
       }
     }
   }
+  // Python 3.12+ run with -X perf calls each Python function through a
+  // trampoline named "py::FUNCTION:FILE" in its perf map. Where the walker
+  // also read the interpreter's frames (with their lines), a trampoline is
+  // the same call again: it is left out. Without them (an interpreter the
+  // walker cannot read), the trampolines are the Python frames there are.
+  bool interpreter_frames = false;
+  std::vector<std::size_t> trampolines;
   for (std::size_t i = 0; i < user_frames; ++i) {
     std::uint64_t raw = ev.frames[ev.kernel_frames + i];
     if (raw & KILN_PY_FRAME_BIT) {
       // A Python frame the walker recorded in place of the eval loop's.
       stack.frames.push_back(python_ ? python_->NameFrame(process.pid, raw) : Frame{FrameType::kPython});
+      interpreter_frames = true;
       continue;
     }
     Frame f;
@@ -209,8 +228,14 @@ Stack SampleCollector::ResolveStack(ProcessInfo& process, const kiln_sample_even
       f.line = name.line;
     } else if (!resolved.mapping) {
       NameJitFrame(process, address, &f);
+      if (f.type == FrameType::kPython) trampolines.push_back(stack.frames.size());
     }
     stack.frames.push_back(std::move(f));
+  }
+  if (interpreter_frames && !trampolines.empty()) {
+    for (auto it = trampolines.rbegin(); it != trampolines.rend(); ++it)
+      stack.frames.erase(stack.frames.begin() + static_cast<std::ptrdiff_t>(*it));
+    stats_.python_trampolines_merged += trampolines.size();
   }
   return stack;
 }
@@ -224,8 +249,7 @@ void SampleCollector::NameJitFrame(const ProcessInfo& process, std::uint64_t add
   std::optional<JitSymbol> s = perf_maps_->Lookup(process.pid, address);
   if (!s) return;
   ++stats_.jit_frames_named;
-  f->type = s->runtime == JitRuntime::kV8 ? FrameType::kV8 : s->runtime == JitRuntime::kPython ? FrameType::kPython
-                                                                                                 : FrameType::kJit;
+  f->type = JitFrameType(s->runtime);
   f->function = s->function;
   f->file = s->file;
   f->line = s->line;

@@ -39,6 +39,9 @@ struct CollectorStats {
   std::uint64_t off_cpu_unpaired = 0;         // an end without its begin (lost, or too many waiting)
   std::uint64_t jit_frames = 0;               // frames in anonymous executable memory (resolutions)
   std::uint64_t jit_frames_named = 0;         // of those, named from a perf map
+  // Python -X perf trampolines (py:: in the perf map) left out of a stack
+  // whose Python frames were read from the interpreter: the same calls.
+  std::uint64_t python_trampolines_merged = 0;
 };
 
 class SampleCollector {

@@ -15,7 +15,14 @@
 //   3. a Go program built stripped (-ldflags='-s -w', as Go is shipped):
 //      every frame named from Go's line table, runtime.main > main.main >
 //      main.middle x6 > main.leaf (go tool addr2line is the oracle for the
-//      names in symbols_go_test).
+//      names in symbols_go_test);
+//   4. a JVM (OpenJDK 17, -XX:+PreserveFramePointer) running a known chain,
+//      Chain.outer -> Chain.middle x8 -> Chain.leafWork, its perf map
+//      written by `jcmd PID Compiler.perfmap` once the chain is compiled,
+//      and `perf record -g` recording it at the same time: the Java methods
+//      in perf's order under the launcher's JavaMain, on to start_thread as
+//      often as perf's walk, typed jvm, named without return type or
+//      arguments.
 
 #include <signal.h>
 #include <unistd.h>
@@ -25,6 +32,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -109,6 +117,120 @@ JsChain CountJsChain(const std::map<std::string, std::int64_t>& folded, const st
   return c;
 }
 
+const char* kChainJava = R"(
+public class Chain {
+  static long leafWork(long n) {
+    long x = 0;
+    for (long i = 0; i < n; i++) x = (x * 31 + i) % 1000003;
+    return x;
+  }
+  static long middle(int depth, long n) {
+    if (depth == 0) return leafWork(n);
+    return middle(depth - 1, n) + 1;
+  }
+  static long outer(double seconds) {
+    long s = 0;
+    long end = System.currentTimeMillis() + (long) (seconds * 1000);
+    while (System.currentTimeMillis() < end) s += middle(7, 20000);
+    return s;
+  }
+  public static void main(String[] args) {
+    System.out.println("pid=" + ProcessHandle.current().pid());
+    System.out.println("sum=" + outer(Double.parseDouble(args[0])));
+  }
+}
+)";
+
+// Of a process's samples in Chain.leafWork: those whose Java frames, root
+// first, are Chain.outer (when not inlined), Chain.middle at least once
+// (C2 inlines some of the recursion) and Chain.leafWork; and of those, the
+// ones that reach the launcher's JavaMain and start_thread below them.
+// `java_name` turns a frame into "Chain.middle" or "".
+template <typename JavaName>
+JsChain CountJavaChain(const std::map<std::string, std::int64_t>& folded, const std::string& prefix,
+                       JavaName java_name) {
+  JsChain c;
+  for (const auto& [stack, n] : folded) {
+    if (stack.rfind(prefix + ";", 0) != 0) continue;
+    std::vector<std::string> java;
+    bool launcher = false, thread = false;
+    for (const std::string& f : SplitFolded(stack)) {
+      const std::string name = java_name(f);
+      if (!name.empty()) java.push_back(name);
+      if (f == "JavaMain") launcher = true;
+      if (f == "start_thread") thread = true;
+    }
+    if (java.empty() || java.back() != "Chain.leafWork") continue;
+    c.in_leaf += n;
+    std::string chain;
+    for (const std::string& f : java) chain += (chain.empty() ? "" : ">") + f;
+    c.chains[chain] += n;
+    std::size_t first_middle = java.front() == "Chain.outer" ? 1 : 0;
+    const bool shape = java.size() >= first_middle + 2 &&
+                       std::all_of(java.begin() + static_cast<long>(first_middle), java.end() - 1,
+                                   [](const std::string& f) { return f == "Chain.middle"; });
+    if (shape) {
+      c.whole_chain += n;
+      if (launcher && thread) c.to_main += n;
+    }
+  }
+  return c;
+}
+
+// perf script's frames, one per line: "\t7f12... long Chain.middle(int, long)
+// (/tmp/perf-1234.map)". The symbol holds spaces, so FoldPerfScript (first
+// word) does not fit; folded here with the whole symbol, apart from the
+// agent's parser.
+std::map<std::string, std::int64_t> FoldPerfScriptWhole(const std::string& text, long long pid,
+                                                        const std::string& label) {
+  std::map<std::string, std::int64_t> out;
+  std::istringstream in(text);
+  std::vector<std::string> frames;
+  bool ours = false;
+  auto finish = [&] {
+    if (ours && !frames.empty()) {
+      std::string folded = label;
+      for (auto it = frames.rbegin(); it != frames.rend(); ++it) folded += ";" + *it;
+      out[folded]++;
+    }
+    frames.clear();
+    ours = false;
+  };
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) {
+      finish();
+      continue;
+    }
+    if (line[0] != '\t' && line[0] != ' ') {
+      finish();
+      std::istringstream head(line);
+      std::string comm, pid_tid;
+      head >> comm >> pid_tid;
+      ours = std::atoll(pid_tid.c_str()) == pid;
+      continue;
+    }
+    const std::size_t start = line.find_first_not_of(" \t");
+    const std::size_t symbol = line.find(' ', start);
+    const std::size_t dso = line.rfind(" (");
+    if (symbol == std::string::npos || dso == std::string::npos || dso <= symbol) continue;
+    std::string name = line.substr(symbol + 1, dso - symbol - 1);
+    if (const std::size_t plus = name.rfind("+0x"); plus != std::string::npos) name.erase(plus);
+    frames.push_back(name);
+  }
+  finish();
+  return out;
+}
+
+// "long Chain.middle(int, long)" (perf, from the JVM's perf map) ->
+// "Chain.middle"; the agent's frames are "Chain.middle" already.
+std::string JavaMethod(const std::string& frame) {
+  for (const char* m : {"Chain.outer", "Chain.middle", "Chain.leafWork"}) {
+    const std::string method = m;
+    if (frame == method || frame.find(" " + method + "(") != std::string::npos) return method;
+  }
+  return "";
+}
+
 std::string MostCommon(const std::map<std::string, std::int64_t>& counts) {
   std::string best;
   std::int64_t most = -1;
@@ -180,6 +302,36 @@ int main() {
                                       gostripped, KILN_GO_CHAIN_SOURCE},
                                      go_dir + "/build.out", go_dir + "/build.err"));
     if (built == 0) go_rc = WaitExit(Spawn({gostripped, "3"}, go_dir + "/run.out", go_dir + "/run.err"));
+  }
+
+  // 4. A JVM running the Java chain, perf recording it too.
+  const bool have_java = access("/usr/bin/java", X_OK) == 0 && access("/usr/bin/javac", X_OK) == 0 &&
+                         access("/usr/bin/jcmd", X_OK) == 0;
+  const std::string java_dir = dir + "/java";
+  std::filesystem::create_directories(java_dir);
+  std::ofstream(java_dir + "/Chain.java") << kChainJava;
+  int java_rc = -1, jcmd_rc = -1;
+  long long java_pid = 0;
+  const std::string java_perf_text = java_dir + "/java.perf.txt";
+  if (have_java &&
+      WaitExit(Spawn({"/usr/bin/javac", "-d", java_dir, java_dir + "/Chain.java"}, java_dir + "/javac.out",
+                     java_dir + "/javac.err")) == 0) {
+    const std::string java_out = java_dir + "/java.out";
+    pid_t java = Spawn({"/usr/bin/java", "-XX:+PreserveFramePointer", "-cp", java_dir, "Chain", "7"}, java_out,
+                       java_dir + "/java.err");
+    // C2 compiles the chain within a second or two; the perf map is a
+    // snapshot of the code cache when jcmd asks, so ask once it is there.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    jcmd_rc = WaitExit(Spawn({"/usr/bin/jcmd", std::to_string(java), "Compiler.perfmap"}, java_dir + "/jcmd.out",
+                             java_dir + "/jcmd.err"));
+    const std::string java_perf_data = java_dir + "/java.perf.data";
+    WaitExit(Spawn({"perf", "record", "-q", "-g", "-F", "99", "-e", "cpu-clock", "-p", std::to_string(java), "-o",
+                    java_perf_data, "--", "sleep", "3"},
+                   java_dir + "/perf.out", java_dir + "/perf.err"));
+    WaitExit(Spawn({"perf", "script", "--no-inline", "-i", java_perf_data, "-F", "comm,pid,tid,ip,sym,dso"},
+                   java_perf_text, java_dir + "/perf-script.err"));
+    java_rc = WaitExit(java);
+    java_pid = ValueAfter(ReadFile(java_out), "pid");
   }
 
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -279,6 +431,45 @@ int main() {
                 "runtime.main > main.main > main.middle x6 > main.leaf\n",
                 (long long)total, (long long)named, (long long)in_leaf, Percent(share).c_str());
     Check(in_leaf > 200 && share >= 0.9, "stripped Go frames are named from .gopclntab, the whole chain in order");
+  }
+
+  // --- 4. the JVM against perf --------------------------------------------------
+  Check(have_java, "java, javac and jcmd (openjdk-17-jdk-headless) are installed");
+  Check(java_rc == 0 && jcmd_rc == 0, "the JVM ran the chain and jcmd wrote its perf map: " +
+                                          ReadFile(java_dir + "/javac.err") + ReadFile(java_dir + "/java.err") +
+                                          ReadFile(java_dir + "/jcmd.out"));
+  if (java_rc == 0 && jcmd_rc == 0) {
+    // Samples of the java process only (its pid), as perf's are.
+    std::map<std::string, std::int64_t> agent_java;
+    for (const auto& [stack, n] : profile.stacks_by_pid[java_pid])
+      if (stack.rfind("java;", 0) == 0) agent_java[stack] += n;
+    const auto perf_java = FoldPerfScriptWhole(ReadFile(java_perf_text), java_pid, "java");
+    JsChain ja = CountJavaChain(agent_java, "java", [](const std::string& f) { return JavaMethod(f); });
+    JsChain jp = CountJavaChain(perf_java, "java", [](const std::string& f) { return JavaMethod(f); });
+    std::printf("\n    | java Chain | samples in Chain.leafWork | [outer>]middle..>leafWork | and on to start_thread |\n"
+                "    |---|---|---|---|\n"
+                "    | kiln-agent | %lld | %s | %s |\n"
+                "    | perf -g (frame pointers) | %lld | %s | %s |\n",
+                (long long)ja.in_leaf, Percent(ja.in_leaf ? double(ja.whole_chain) / ja.in_leaf : 0).c_str(),
+                Percent(ja.in_leaf ? double(ja.to_main) / ja.in_leaf : 0).c_str(), (long long)jp.in_leaf,
+                Percent(jp.in_leaf ? double(jp.whole_chain) / jp.in_leaf : 0).c_str(),
+                Percent(jp.in_leaf ? double(jp.to_main) / jp.in_leaf : 0).c_str());
+    PrintTop(agent_java, "java", 2);
+    PrintTop(perf_java, "java", 2);
+    Check(ja.in_leaf > 200 && jp.in_leaf > 50, "both sampled the JVM in Chain.leafWork");
+    const double ja_whole = ja.in_leaf ? double(ja.to_main) / double(ja.in_leaf) : 0;
+    const double jp_whole = jp.in_leaf ? double(jp.to_main) / double(jp.in_leaf) : 0;
+    Check(ja_whole >= 0.9, "Chain.middle.. > Chain.leafWork under JavaMain, on to start_thread, in " +
+                               Percent(ja_whole) + " of Chain.leafWork samples");
+    Check(ja_whole >= jp_whole - 0.05, "as often as perf's frame-pointer walk (" + Percent(jp_whole) + ")");
+    const std::string ja_chain = MostCommon(ja.chains), jp_chain = MostCommon(jp.chains);
+    std::printf("    most common Java chain: kiln-agent %s, perf %s\n", ja_chain.c_str(), jp_chain.c_str());
+    Check(!ja_chain.empty() && ja_chain == jp_chain, "the same Java frames as perf's, in the same order");
+    bool jvm_typed = false;
+    for (const auto& [pid, summary] : profile.processes)
+      if (pid == java_pid) jvm_typed = summary.frame_types.count("jvm") == 1;
+    Check(jvm_typed, "the Java frames are typed jvm");
+    std::filesystem::remove("/tmp/perf-" + std::to_string(java_pid) + ".map");
   }
 
   return Verdict(dir);

@@ -9,6 +9,8 @@
 //      frame's file and line where the script has them (the script itself
 //      marks the lines: the interpreter runs exactly those), a C frame
 //      between via_sorted and key_fn, and the late thread named;
+//      sid's 3.13 runs it once more with -X perf (each call also through a
+//      perf-map trampoline): still each call once;
 //   2. the same interpreter under a name of a version kiln-agent has no
 //      layout for (python3.9): reported once with the reason, its samples
 //      keep their native frames, and the agent goes on.
@@ -167,6 +169,10 @@ struct Interpreter {
   std::vector<std::string> argv;
   std::string script;  // the script's path as the process sees it
   bool required = true;
+  // Run with -X perf: where the interpreter's frames were not read (a
+  // thread's first samples, before its state is known) the perf map's
+  // trampolines name the calls, without lines.
+  bool trampolines = false;
 };
 
 struct ChainResult {
@@ -248,6 +254,7 @@ void CheckChain(const FoldedProfile& profile, const Interpreter& in, const std::
         seen += " " + p;
         const auto colon = p.rfind(':');
         const int n = std::atoi(p.c_str() + colon + 1);
+        if (in.trampolines && n == 0 && p.substr(0, colon) == in.script) continue;
         if (p.substr(0, colon) != in.script || n < first || n > last) ok = false;
       }
     ok = ok && it->second.count(in.script + ":" + std::to_string(line.at(marker))) == 1;
@@ -293,6 +300,16 @@ int main() {
                               {"unshare", "--mount", "--pid", "--fork", "chroot", sid, std::string("/usr/bin/python") + v,
                                "/tmp/kiln-chain.py", "6"},
                               "/tmp/kiln-chain.py"});
+    // 3.13 again with -X perf: each Python call also goes through a
+    // trampoline named in /tmp/perf-1.map (pid 1 in its namespace). The
+    // chain must still be each call once. A copy under a name of its own
+    // (the suffix is the old ABI mark, same version) folds its samples apart.
+    std::filesystem::copy_file(sid + "/usr/bin/python3.13", sid + "/usr/local/bin/python3.13m",
+                               std::filesystem::copy_options::overwrite_existing);
+    interpreters.push_back({"python3.13m",
+                            {"unshare", "--mount", "--pid", "--fork", "chroot", sid, "/usr/local/bin/python3.13m", "-X",
+                             "perf", "/tmp/kiln-chain.py", "6"},
+                            "/tmp/kiln-chain.py", true, true});
   }
   for (const char* v : {"3.10.13", "3.12.1"}) {
     std::string exe = std::string("/root/.pyenv/versions/") + v + "/bin/python" + std::string(v).substr(0, 4);
@@ -349,6 +366,15 @@ int main() {
   for (std::size_t i = 0; i < interpreters.size(); ++i) {
     Check(results[i].exit_code == 0, interpreters[i].label + " ran the chain: " + results[i].err);
     CheckChain(profile, interpreters[i], line);
+  }
+  if (have_sid) {
+    // The -X perf run's trampolines were found in its perf map (through
+    // /proc/PID/root, under its namespace's pid) and left out as the same
+    // calls: CheckChain saw each call once.
+    Check(out.find("Python -X perf trampolines left out") != std::string::npos,
+          "python3.13m -X perf: its perf map's trampolines are merged with the interpreter's frames");
+    for (const auto& e : std::filesystem::directory_iterator(sid + "/tmp"))
+      if (e.path().filename().string().rfind("perf-", 0) == 0) std::filesystem::remove(e.path());
   }
 
   // --- 2. a version without a layout ---------------------------------------------
