@@ -5,58 +5,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
-#include <mutex>
+#include <optional>
+#include <utility>
 
-#include "file_id.h"
-#include "libelf_util.h"
-
-#ifdef KILN_HAVE_LZMA
-#include <lzma.h>
-#endif
+#include "ingest/symbols/elf_image_elfutils.h"
+#include "ingest/symbols/mini_debug_info.h"
 
 namespace kiln::agent {
 namespace {
 
-constexpr std::uint32_t kNoteGnuBuildId = 3;  // NT_GNU_BUILD_ID
-constexpr std::size_t kMaxDebugDataBytes = 256u << 20;
-
-std::string ElfError() { return elf_errmsg(-1); }
-
-// An Elf* over its own duplicate of a descriptor, mapped read-only, for
-// tables whose names point into it.
-class MappedElf {
- public:
-  explicit MappedElf(int fd) : fd_(dup(fd)) {
-    if (fd_ >= 0) elf_ = elf_begin(fd_, ELF_C_READ_MMAP, nullptr);
-  }
-  ~MappedElf() {
-    if (elf_) elf_end(elf_);
-    if (fd_ >= 0) close(fd_);
-  }
-  MappedElf(const MappedElf&) = delete;
-  MappedElf& operator=(const MappedElf&) = delete;
-  Elf* elf() const { return elf_; }
-
- private:
-  int fd_;
-  Elf* elf_ = nullptr;
-};
-
-std::string BuildIdFromNotes(Elf_Data* data) {
-  std::size_t offset = 0;
-  GElf_Nhdr nhdr;
-  std::size_t name_off = 0, desc_off = 0;
-  while ((offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
-    if (nhdr.n_type == kNoteGnuBuildId && nhdr.n_namesz == 4 &&
-        std::memcmp(static_cast<const char*>(data->d_buf) + name_off, "GNU", 4) == 0) {
-      auto* desc = static_cast<const std::uint8_t*>(data->d_buf) + desc_off;
-      return HexLower(std::span(desc, nhdr.n_descsz));
-    }
-  }
-  return {};
-}
-
+using symbols::internal::BuildIdFromNotes;
+using symbols::internal::ElfImage;
+using symbols::internal::ElfSection;
 
 // Adds the function symbols of every SHT_SYMTAB / SHT_DYNSYM section of `elf`
 // whose type is `section_type`. Returns how many were added.
@@ -85,52 +45,21 @@ std::size_t AddFunctionSymbols(Elf* elf, std::uint32_t section_type, SymbolTable
   return added;
 }
 
-#ifdef KILN_HAVE_LZMA
-// .gnu_debugdata is a complete .xz stream; its size after decompression is
-// unknown up front, so decode in steps into a growing buffer.
-bool XzDecode(const std::uint8_t* in, std::size_t in_size, std::vector<std::uint8_t>& out) {
-  lzma_stream strm = LZMA_STREAM_INIT;
-  if (lzma_stream_decoder(&strm, UINT64_MAX, 0) != LZMA_OK) return false;
-  out.resize(in_size * 4 + 4096);
-  strm.next_in = in;
-  strm.avail_in = in_size;
-  strm.next_out = out.data();
-  strm.avail_out = out.size();
-  lzma_ret ret;
-  while ((ret = lzma_code(&strm, LZMA_FINISH)) == LZMA_OK || ret == LZMA_BUF_ERROR) {
-    if (strm.avail_out != 0 && ret == LZMA_BUF_ERROR) break;
-    if (out.size() >= kMaxDebugDataBytes) break;
-    std::size_t used = out.size() - strm.avail_out;
-    out.resize(out.size() * 2);
-    strm.next_out = out.data() + used;
-    strm.avail_out = out.size() - used;
-  }
-  bool ok = ret == LZMA_STREAM_END;
-  if (ok) out.resize(out.size() - strm.avail_out);
-  lzma_end(&strm);
-  return ok;
-}
-#endif
-
-std::size_t AddDebugDataSymbols(Elf* elf, SymbolTable& table) {
-#ifdef KILN_HAVE_LZMA
-  std::optional<ElfSection> section = FindElfSection(elf, ".gnu_debugdata");
+std::size_t AddDebugDataSymbols(const ElfImage& image, SymbolTable& table) {
+  std::optional<ElfSection> section = image.FindSectionWithData(".gnu_debugdata");
   if (!section) return 0;
   Elf_Data* data = elf_rawdata(section->scn, nullptr);
   if (!data || !data->d_buf || data->d_size == 0) return 0;
-  auto inner = std::make_shared<std::vector<std::uint8_t>>();
-  if (!XzDecode(static_cast<const std::uint8_t*>(data->d_buf), data->d_size, *inner)) return 0;
-  std::shared_ptr<Elf> mini(elf_memory(reinterpret_cast<char*>(inner->data()), inner->size()), ElfCloser());
-  if (!mini) return 0;
-  // Names point into the decompressed image: keep it (and its Elf) alive.
-  table.KeepAlive(inner);
-  table.KeepAlive(mini);
-  return AddFunctionSymbols(mini.get(), SHT_SYMTAB, table);
-#else
-  (void)elf;
-  (void)table;
-  return 0;
-#endif
+  absl::StatusOr<std::string> inner =
+      symbols::internal::XzDecode(static_cast<const std::uint8_t*>(data->d_buf), data->d_size, image.name());
+  if (!inner.ok()) return 0;
+  absl::StatusOr<ElfImage> mini = ElfImage::FromOwnedBytes(std::move(*inner), image.name() + " (.gnu_debugdata)");
+  if (!mini.ok()) return 0;
+  // Names point into the decompressed image: the table keeps it alive.
+  auto kept = std::make_shared<ElfImage>(std::move(*mini));
+  const std::size_t added = AddFunctionSymbols(kept->elf(), SHT_SYMTAB, table);
+  table.KeepAlive(std::move(kept));
+  return added;
 }
 
 }  // namespace
@@ -149,30 +78,29 @@ std::string DebugFilePathForBuildId(std::string_view build_id) {
          ".debug";
 }
 
-Result<ElfInfo> ReadElfInfo(int fd) {
-  InitLibelf();
-  ElfPtr elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
-  if (!elf.get() || elf_kind(elf.get()) != ELF_K_ELF)
-    return Result<ElfInfo>::Error("not an ELF file: " + ElfError());
+Result<ElfInfo> ReadElfInfo(int fd, const std::string& name) {
+  absl::StatusOr<ElfImage> image = ElfImage::FromFd(fd, name);
+  if (!image.ok()) return Result<ElfInfo>::Error(std::string(image.status().message()));
+  Elf* elf = image->elf();
   GElf_Ehdr ehdr;
-  if (!gelf_getehdr(elf.get(), &ehdr)) return Result<ElfInfo>::Error("bad ELF header: " + ElfError());
+  if (!gelf_getehdr(elf, &ehdr)) return Result<ElfInfo>::Error(name + ": bad ELF header: " + elf_errmsg(-1));
   ElfInfo info;
   info.is_shared = ehdr.e_type == ET_DYN;
   std::size_t phnum = 0;
-  if (elf_getphdrnum(elf.get(), &phnum) != 0) return Result<ElfInfo>::Error("bad program headers");
+  if (elf_getphdrnum(elf, &phnum) != 0) return Result<ElfInfo>::Error(name + ": bad program headers");
   for (std::size_t i = 0; i < phnum; ++i) {
     GElf_Phdr ph;
-    if (!gelf_getphdr(elf.get(), static_cast<int>(i), &ph)) continue;
+    if (!gelf_getphdr(elf, static_cast<int>(i), &ph)) continue;
     if (ph.p_type == PT_LOAD) {
       info.loads.push_back({ph.p_offset, ph.p_vaddr, ph.p_filesz, ph.p_memsz, (ph.p_flags & PF_X) != 0});
     } else if (ph.p_type == PT_NOTE && info.gnu_build_id.empty()) {
       Elf_Data* data =
-          elf_getdata_rawchunk(elf.get(), static_cast<off_t>(ph.p_offset), ph.p_filesz, ELF_T_NHDR);
+          elf_getdata_rawchunk(elf, static_cast<off_t>(ph.p_offset), ph.p_filesz, ELF_T_NHDR);
       if (data) info.gnu_build_id = BuildIdFromNotes(data);
     }
   }
   if (info.gnu_build_id.empty()) {  // files without PT_NOTE still may have the section
-    if (std::optional<ElfSection> notes = FindElfSection(elf.get(), ".note.gnu.build-id")) {
+    if (std::optional<ElfSection> notes = image->FindSectionWithData(".note.gnu.build-id")) {
       if (Elf_Data* data = elf_getdata(notes->scn, nullptr)) info.gnu_build_id = BuildIdFromNotes(data);
     }
   }
@@ -232,15 +160,15 @@ std::size_t SymbolTable::MemoryBytes() const {
   return n;
 }
 
-Result<ElfSymbolsReport> AddElfSymbols(int fd, SymbolTable& table) {
-  InitLibelf();
-  auto source = std::make_shared<MappedElf>(fd);
-  if (!source->elf() || elf_kind(source->elf()) != ELF_K_ELF)
-    return Result<ElfSymbolsReport>::Error("not an ELF file: " + ElfError());
+Result<ElfSymbolsReport> AddElfSymbols(int fd, SymbolTable& table, const std::string& name) {
+  absl::StatusOr<ElfImage> image = ElfImage::FromFd(fd, name);
+  if (!image.ok()) return Result<ElfSymbolsReport>::Error(std::string(image.status().message()));
+  // elf_strptr points into the mapped file: the table keeps the image.
+  auto source = std::make_shared<ElfImage>(std::move(*image));
   ElfSymbolsReport r;
   r.from_symtab = AddFunctionSymbols(source->elf(), SHT_SYMTAB, table);
   r.from_dynsym = AddFunctionSymbols(source->elf(), SHT_DYNSYM, table);
-  if (r.from_symtab == 0) r.from_debugdata = AddDebugDataSymbols(source->elf(), table);
+  if (r.from_symtab == 0) r.from_debugdata = AddDebugDataSymbols(*source, table);
   table.KeepAlive(std::move(source));
   return r;
 }

@@ -1,5 +1,7 @@
 #pragma once
-// Reading the parts of an ELF file the agent needs, with libelf (elfutils):
+// Reading the parts of an ELF file the agent needs, through kiln's checked
+// libelf opener (ingest/symbols' ElfImage: the viewer's, so hostile files
+// meet the same checks in both):
 //   ReadElfInfo:    load segments (to turn a file offset into an ELF virtual
 //                   address) and the GNU build id. Cheap: headers and notes.
 //   AddElfSymbols:  function symbols from .symtab, .dynsym and MiniDebugInfo
@@ -37,7 +39,8 @@ struct ElfInfo {
   std::uint64_t FileOffsetToVaddr(std::uint64_t file_offset) const;
 };
 
-[[nodiscard]] Result<ElfInfo> ReadElfInfo(int fd);
+// `name` (the file's path) is for messages.
+[[nodiscard]] Result<ElfInfo> ReadElfInfo(int fd, const std::string& name = "ELF file");
 
 // Where this host keeps the separate debug file of a GNU build id (Debian's
 // -dbg / -dbgsym packages): /usr/lib/debug/.build-id/xx/rest.debug, or ""
@@ -91,6 +94,6 @@ struct ElfSymbolsReport {
 // Adds the file's function symbols to `table` (call table.Finish() after the
 // last file). Several files can feed one table: a binary and its separate
 // debug file. The table keeps its own duplicate of `fd` and the mapping.
-[[nodiscard]] Result<ElfSymbolsReport> AddElfSymbols(int fd, SymbolTable& table);
+[[nodiscard]] Result<ElfSymbolsReport> AddElfSymbols(int fd, SymbolTable& table, const std::string& name = "ELF file");
 
 }  // namespace kiln::agent

@@ -78,7 +78,6 @@ TEST_CASE("elf: symbol table edges") {
   CHECK(t.Lookup(0x3010).empty());
 }
 
-#ifdef KILN_HAVE_LZMA
 TEST_CASE("elf: MiniDebugInfo (.gnu_debugdata) symbols of a stripped binary") {
   // Build one the way distributions do: keep the function symbols in an
   // xz-compressed ELF inside the stripped binary. Needs gcc and binutils.
@@ -111,4 +110,3 @@ TEST_CASE("elf: MiniDebugInfo (.gnu_debugdata) symbols of a stripped binary") {
   CHECK(table.Lookup(std::stoull(address_text, nullptr, 16) + 1) == "hidden_fn");
   std::system(("rm -rf " + dir).c_str());
 }
-#endif

@@ -38,7 +38,7 @@ Result<std::shared_ptr<const ExecutableEntry>> ExecutableCache::Identify(const s
   std::size_t slash = maps_path.rfind('/');
   file->file_name = slash == std::string::npos ? maps_path : maps_path.substr(slash + 1);
   file->htlhash = std::move(htl).value();
-  if (auto elf = ReadElfInfo(fd); elf) {
+  if (auto elf = ReadElfInfo(fd, open_path); elf) {
     file->gnu_build_id = elf->gnu_build_id;
     entry->elf = std::move(elf).value();
   }

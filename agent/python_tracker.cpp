@@ -16,7 +16,7 @@
 #include <tuple>
 
 #include "elf_file.h"
-#include "libelf_util.h"
+#include "ingest/symbols/elf_image_elfutils.h"
 #include "unwind_table.h"
 
 namespace kiln::agent {
@@ -60,12 +60,10 @@ struct InterpreterElf {
 
 void ScanElf(const std::string& path, const std::vector<std::string>& wanted, InterpreterElf* out,
              bool want_section) {
-  InitLibelf();
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  ElfPtr elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
-  if (elf && elf_kind(elf.get()) == ELF_K_ELF) {
-    for (Elf_Scn* scn = elf_nextscn(elf.get(), nullptr); scn; scn = elf_nextscn(elf.get(), scn)) {
+  absl::StatusOr<symbols::internal::ElfImage> image = symbols::internal::ElfImage::Open(path);
+  if (image.ok()) {
+    Elf* elf = image->elf();
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
       GElf_Shdr shdr;
       if (!gelf_getshdr(scn, &shdr) || (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM)) continue;
       Elf_Data* data = elf_getdata(scn, nullptr);
@@ -74,13 +72,13 @@ void ScanElf(const std::string& path, const std::vector<std::string>& wanted, In
       for (std::size_t i = 0; i < n; ++i) {
         GElf_Sym sym;
         if (!gelf_getsym(data, static_cast<int>(i), &sym) || sym.st_value == 0) continue;
-        const char* name = elf_strptr(elf.get(), shdr.sh_link, sym.st_name);
+        const char* name = elf_strptr(elf, shdr.sh_link, sym.st_name);
         if (!name || std::find(wanted.begin(), wanted.end(), name) == wanted.end()) continue;
         out->symbols.try_emplace(name, ElfSymbolHit{sym.st_value, sym.st_size});
       }
     }
     if (want_section) {
-      if (auto s = FindElfSection(elf.get(), ".PyRuntime")) {
+      if (auto s = image->FindSectionWithData(".PyRuntime")) {
         Elf_Data* data = elf_getdata(s->scn, nullptr);
         if (data && data->d_buf) {
           std::size_t n = std::min<std::size_t>(data->d_size, 8192);
@@ -89,7 +87,6 @@ void ScanElf(const std::string& path, const std::vector<std::string>& wanted, In
       }
     }
   }
-  close(fd);
 }
 
 // The process's threads: tid in its own pid namespace -> tid on the host,

@@ -22,12 +22,12 @@ void Symbolizer::LoadTable(const ExecutableEntry& executable, FileSymbols& fs) {
   std::string debug_path = DebugFilePathForBuildId(executable.file->gnu_build_id);
   if (!debug_path.empty()) {
     if (int fd = open(debug_path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-      (void)AddElfSymbols(fd, fs.table);
+      (void)AddElfSymbols(fd, fs.table, debug_path);
       close(fd);
     }
   }
   if (int fd = open(executable.open_path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-    (void)AddElfSymbols(fd, fs.table);
+    (void)AddElfSymbols(fd, fs.table, executable.open_path);
     close(fd);
   }
   fs.table.Finish();

@@ -15,10 +15,12 @@
 #include <string_view>
 
 #include "ingest/symbols/go_pclntab.h"
-#include "libelf_util.h"
+#include "ingest/symbols/elf_image_elfutils.h"
 
 namespace kiln::agent {
 namespace {
+
+using symbols::internal::ElfImage;
 
 // DWARF register numbers (System V x86-64 psABI, figure 3.36).
 constexpr int kRegFp = 6;   // rbp
@@ -95,7 +97,7 @@ bool ReadEncoded(const std::uint8_t*& p, const std::uint8_t* end, std::uint8_t e
 // FDE start addresses from .eh_frame_hdr's binary search table, sorted.
 Result<std::vector<std::uint64_t>> EhFrameHdrStarts(Elf* elf) {
   using R = Result<std::vector<std::uint64_t>>;
-  auto hdr = FindElfSection(elf, ".eh_frame_hdr");
+  auto hdr = symbols::internal::FindSectionWithData(elf, ".eh_frame_hdr");
   if (!hdr) return R::Error("no .eh_frame_hdr");
   Elf_Data* data = elf_getdata(hdr->scn, nullptr);
   if (!data || data->d_size < 4) return R::Error(".eh_frame_hdr is truncated");
@@ -130,7 +132,7 @@ Result<std::vector<std::uint64_t>> EhFrameHdrStarts(Elf* elf) {
 // FDE start addresses in .debug_frame (absolute, address-sized), sorted.
 std::vector<std::uint64_t> DebugFrameStarts(Elf* elf) {
   std::vector<std::uint64_t> starts;
-  auto sec = FindElfSection(elf, ".debug_frame");
+  auto sec = symbols::internal::FindSectionWithData(elf, ".debug_frame");
   if (!sec) return starts;
   Elf_Data* data = elf_getdata(sec->scn, nullptr);
   const unsigned char* ident = reinterpret_cast<const unsigned char*>(elf_getident(elf, nullptr));
@@ -356,8 +358,8 @@ Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t
 // the outermost frames, as _start is in C.
 Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, std::vector<Span>& out) {
   using R = Result<std::size_t>;
-  auto pcln = FindElfSection(elf, ".gopclntab");
-  auto text = FindElfSection(elf, ".text");
+  auto pcln = symbols::internal::FindSectionWithData(elf, ".gopclntab");
+  auto text = symbols::internal::FindSectionWithData(elf, ".text");
   if (!pcln || !text) return std::size_t{0};
   Elf_Data* data = elf_rawdata(pcln->scn, nullptr);
   if (!data || !data->d_buf) return R::Error(".gopclntab cannot be read");
@@ -484,24 +486,20 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
 
 Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd, UnwindTableLimits limits) {
   using R = Result<UnwindTable>;
-  InitLibelf();
-  ElfPtr elf{elf_begin(fd, ELF_C_READ_MMAP, nullptr)};
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return R::Error(std::string("not ELF: ") + elf_errmsg(-1));
-  ElfPtr debug;
-  if (debug_fd >= 0) {
-    debug.reset(elf_begin(debug_fd, ELF_C_READ_MMAP, nullptr));
-    if (debug && elf_kind(debug.get()) != ELF_K_ELF) debug.reset();
-  }
-  return BuildFromElf(elf.get(), debug.get(), limits);
+  absl::StatusOr<ElfImage> image = ElfImage::FromFd(fd, "ELF file");
+  if (!image.ok()) return R::Error(std::string(image.status().message()));
+  // A separate debug file that does not open is left out, not an error.
+  absl::StatusOr<ElfImage> debug =
+      debug_fd >= 0 ? ElfImage::FromFd(debug_fd, "debug file") : absl::NotFoundError("no debug file");
+  return BuildFromElf(image->elf(), debug.ok() ? debug->elf() : nullptr, limits);
 }
 
 Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size, UnwindTableLimits limits) {
   using R = Result<UnwindTable>;
-  InitLibelf();
-  // elf_memory wants a mutable pointer but only reads with ELF_C_READ_MMAP.
-  ElfPtr elf{elf_memory(static_cast<char*>(const_cast<void*>(image)), size)};
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return R::Error(std::string("not ELF: ") + elf_errmsg(-1));
-  return BuildFromElf(elf.get(), nullptr, limits);
+  absl::StatusOr<ElfImage> elf =
+      ElfImage::FromBytes(std::string_view(static_cast<const char*>(image), size), "ELF image in memory");
+  if (!elf.ok()) return R::Error(std::string(elf.status().message()));
+  return BuildFromElf(elf->elf(), nullptr, limits);
 }
 
 // Where the split-off cold part of the function at [start, start + size)
@@ -515,11 +513,11 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> FindSplitColdPart(int fd,
   constexpr int kMinColdHits = 8;
   constexpr std::uint64_t kMaxHotBytes = 1 << 20;
   if (size == 0 || size > kMaxHotBytes) return std::nullopt;
-  InitLibelf();
-  ElfPtr elf{elf_begin(fd, ELF_C_READ_MMAP, nullptr)};
-  if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return std::nullopt;
+  absl::StatusOr<ElfImage> image = ElfImage::FromFd(fd, "ELF file");
+  if (!image.ok()) return std::nullopt;
+  Elf* elf = image->elf();
   const std::uint8_t* code = nullptr;
-  for (Elf_Scn* scn = elf_nextscn(elf.get(), nullptr); scn && !code; scn = elf_nextscn(elf.get(), scn)) {
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn && !code; scn = elf_nextscn(elf, scn)) {
     GElf_Shdr shdr;
     if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_PROGBITS || !(shdr.sh_flags & SHF_EXECINSTR)) continue;
     if (start < shdr.sh_addr || start + size > shdr.sh_addr + shdr.sh_size) continue;
@@ -527,8 +525,8 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> FindSplitColdPart(int fd,
     if (data && data->d_buf && data->d_size == shdr.sh_size)
       code = static_cast<const std::uint8_t*>(data->d_buf) + (start - shdr.sh_addr);
   }
-  auto starts = EhFrameHdrStarts(elf.get());
-  CfiPtr cfi{code && starts ? dwarf_getcfi_elf(elf.get()) : nullptr};
+  auto starts = EhFrameHdrStarts(elf);
+  CfiPtr cfi{code && starts ? dwarf_getcfi_elf(elf) : nullptr};
   if (!cfi || starts->empty()) return std::nullopt;
   std::map<std::size_t, int> hits;  // FDE (index in starts) -> jump targets in it
   for (std::uint64_t i = 0; i + 5 <= size; ++i) {

@@ -8,19 +8,6 @@
 namespace kiln::symbols::internal {
 namespace {
 
-std::string BuildIdFromNotes(Elf_Data* data) {
-  if (!data || !data->d_buf) return {};
-  size_t offset = 0, name_off = 0, desc_off = 0;
-  GElf_Nhdr nhdr;
-  while ((offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
-    if (nhdr.n_type == kNoteGnuBuildId && nhdr.n_namesz == 4 && nhdr.n_descsz > 0 &&
-        std::memcmp(static_cast<const char*>(data->d_buf) + name_off, "GNU", 4) == 0) {
-      return HexLower(std::span(static_cast<const uint8_t*>(data->d_buf) + desc_off, nhdr.n_descsz));
-    }
-  }
-  return {};
-}
-
 absl::StatusOr<ElfIdentity> IdentityOf(const ElfImage& image) {
   ElfIdentity id;
   id.path = image.name();

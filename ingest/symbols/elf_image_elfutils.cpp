@@ -1,12 +1,17 @@
 #include "ingest/symbols/elf_image_elfutils.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "ingest/symbols/elf_checks.h"
+#include "ingest/symbols/elf_identity.h"
+#include "ingest/symbols/elf_identity_backend.h"
 
 namespace kiln::symbols::internal {
 namespace {
@@ -19,17 +24,27 @@ void InitLibelf() {
 }  // namespace
 
 absl::StatusOr<ElfImage> ElfImage::Open(const std::string& path) {
-  InitLibelf();
-  ElfImage image;
-  image.name_ = path;
   auto fd = OpenForReading(path);
   if (!fd.ok()) return fd.status();
-  image.fd_ = *fd;
-  auto size = CheckOpenedFile(path, image.fd_);
+  return FromOwnedFd(*fd, path);
+}
+
+absl::StatusOr<ElfImage> ElfImage::FromFd(int fd, const std::string& name) {
+  const int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) return absl::ResourceExhaustedError(absl::StrCat(name, ": cannot duplicate its descriptor: ", strerror(errno)));
+  return FromOwnedFd(own, name);
+}
+
+absl::StatusOr<ElfImage> ElfImage::FromOwnedFd(int fd, const std::string& name) {
+  InitLibelf();
+  ElfImage image;
+  image.name_ = name;
+  image.fd_ = fd;
+  auto size = CheckOpenedFile(name, image.fd_);
   if (!size.ok()) return size.status();
   image.size_ = *size;
   image.elf_ = elf_begin(image.fd_, ELF_C_READ_MMAP, nullptr);
-  if (!image.elf_) return Invalid(path, absl::StrCat("libelf cannot open it: ", elf_errmsg(-1)));
+  if (!image.elf_) return Invalid(name, absl::StrCat("libelf cannot open it: ", elf_errmsg(-1)));
   if (absl::Status s = image.Check(); !s.ok()) return s;
   return image;
 }
@@ -95,6 +110,36 @@ Elf_Scn* ElfImage::FindSection(std::string_view name, GElf_Shdr* shdr) const {
     if (gelf_getshdr(scn, shdr) && SectionName(*shdr) == name) return scn;
   }
   return nullptr;
+}
+
+std::optional<ElfSection> ElfImage::FindSectionWithData(std::string_view name) const {
+  return internal::FindSectionWithData(elf_, name);
+}
+
+std::optional<ElfSection> FindSectionWithData(Elf* elf, std::string_view name) {
+  size_t shstrndx = 0;
+  if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0) return std::nullopt;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    ElfSection s;
+    s.scn = scn;
+    if (!gelf_getshdr(scn, &s.shdr) || s.shdr.sh_type == SHT_NOBITS) continue;
+    const char* n = elf_strptr(elf, shstrndx, s.shdr.sh_name);
+    if (n && name == n) return s;
+  }
+  return std::nullopt;
+}
+
+std::string BuildIdFromNotes(Elf_Data* data) {
+  if (!data || !data->d_buf) return {};
+  size_t offset = 0, name_off = 0, desc_off = 0;
+  GElf_Nhdr nhdr;
+  while ((offset = gelf_getnote(data, offset, &nhdr, &name_off, &desc_off)) > 0) {
+    if (nhdr.n_type == kNoteGnuBuildId && nhdr.n_namesz == 4 && nhdr.n_descsz > 0 &&
+        std::memcmp(static_cast<const char*>(data->d_buf) + name_off, "GNU", 4) == 0) {
+      return HexLower(std::span(static_cast<const uint8_t*>(data->d_buf) + desc_off, nhdr.n_descsz));
+    }
+  }
+  return {};
 }
 
 ElfImage::ElfImage(ElfImage&& other) noexcept { *this = std::move(other); }

@@ -1,6 +1,8 @@
-// ElfImage (internal to ingest/symbols, elfutils backend): one ELF file
-// opened with libelf and checked up front (elf_checks.h), so the readers
-// after it can trust offsets and sizes.
+// ElfImage (elfutils backend): one ELF file opened with libelf and checked
+// up front (elf_checks.h), so the readers after it can trust offsets and
+// sizes. kiln's symbol readers and kiln-agent (its symbols, unwind tables
+// and interpreter scans; Linux, so always this backend) open every ELF file
+// through it.
 //
 // Checks: ELF magic, class and byte order, a complete ELF header, and that
 // the program and section header tables and every section's data lie inside
@@ -14,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,10 +25,28 @@
 
 namespace kiln::symbols::internal {
 
+// A section and its header.
+struct ElfSection {
+  Elf_Scn* scn = nullptr;
+  GElf_Shdr shdr{};
+};
+
+// NT_GNU_BUILD_ID from a note section's or segment's data, lowercase hex;
+// "" when it holds none.
+std::string BuildIdFromNotes(Elf_Data* data);
+
+// The first section called `name` that has bytes in the file (not
+// SHT_NOBITS, as a separate debug file's .text is), in an image's Elf (or a
+// section-reading helper's).
+std::optional<ElfSection> FindSectionWithData(Elf* elf, std::string_view name);
+
 class ElfImage {
  public:
   // Maps the file read-only (ELF_C_READ_MMAP).
   [[nodiscard]] static absl::StatusOr<ElfImage> Open(const std::string& path);
+  // The same through a descriptor the caller keeps (a file opened through
+  // /proc/PID/root): the image holds its own duplicate.
+  [[nodiscard]] static absl::StatusOr<ElfImage> FromFd(int fd, const std::string& name);
   // Over a private copy of `bytes`; `name` is used in messages.
   [[nodiscard]] static absl::StatusOr<ElfImage> FromBytes(std::string_view bytes, const std::string& name);
   // Over `bytes`, which the image keeps: for bytes built only to be read
@@ -51,9 +72,12 @@ class ElfImage {
   std::string_view SectionName(const GElf_Shdr& shdr) const;
   // The first section called `name`, or nullptr.
   Elf_Scn* FindSection(std::string_view name, GElf_Shdr* shdr) const;
+  // FindSectionWithData(elf(), name).
+  std::optional<ElfSection> FindSectionWithData(std::string_view name) const;
 
  private:
   ElfImage() = default;
+  static absl::StatusOr<ElfImage> FromOwnedFd(int fd, const std::string& name);
   absl::Status Check();
   void Release();
 

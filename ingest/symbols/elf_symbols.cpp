@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "ingest/symbols/elf_checks.h"
 #include "ingest/symbols/elf_identity.h"
+#include "ingest/symbols/mini_debug_info.h"
 #include "ingest/symbols/symbol_reader_common.h"
 
 namespace kiln::symbols {

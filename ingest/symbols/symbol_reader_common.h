@@ -29,11 +29,6 @@ struct ElfFunction {
   std::string name;  // demangled
 };
 
-// .gnu_debugdata is a complete .xz stream whose decompressed size is not
-// stored up front, so it is decoded in steps into a growing buffer
-// (bounded). `name` is the ELF file's, for messages.
-[[nodiscard]] absl::StatusOr<std::string> XzDecode(const uint8_t* in, size_t in_size,
-                                                   const std::string& name);
 
 // ELF function names by start address (the first one listed wins), for
 // DWARF functions that have no linkage name.

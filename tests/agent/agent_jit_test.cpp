@@ -239,6 +239,26 @@ std::string MostCommon(const std::map<std::string, std::int64_t>& counts) {
   return best;
 }
 
+// The agent's chain against perf's on the same process: a table of both,
+// then what both runtimes must show: the whole chain on to the thread's
+// root in 90 % of leaf samples, as often as perf, the same frames in the
+// same order.
+void CompareWithPerf(const std::string& table_head, const std::string& what, const JsChain& a, const JsChain& p) {
+  auto share = [](std::int64_t part, std::int64_t all) { return all ? double(part) / double(all) : 0.0; };
+  std::printf("\n    | %s |\n    |---|---|---|---|\n"
+              "    | kiln-agent | %lld | %s | %s |\n"
+              "    | perf -g (frame pointers) | %lld | %s | %s |\n",
+              table_head.c_str(), (long long)a.in_leaf, Percent(share(a.whole_chain, a.in_leaf)).c_str(),
+              Percent(share(a.to_main, a.in_leaf)).c_str(), (long long)p.in_leaf,
+              Percent(share(p.whole_chain, p.in_leaf)).c_str(), Percent(share(p.to_main, p.in_leaf)).c_str());
+  const double a_whole = share(a.to_main, a.in_leaf), p_whole = share(p.to_main, p.in_leaf);
+  Check(a_whole >= 0.9, what + " in " + Percent(a_whole) + " of leaf samples");
+  Check(a_whole >= p_whole - 0.05, "as often as perf's frame-pointer walk (" + Percent(p_whole) + ")");
+  const std::string a_chain = MostCommon(a.chains), p_chain = MostCommon(p.chains);
+  std::printf("    most common chain: kiln-agent %s, perf %s\n", a_chain.c_str(), p_chain.c_str());
+  Check(!a_chain.empty() && a_chain == p_chain, "the same frames as perf's, in the same order");
+}
+
 }  // namespace
 
 int main() {
@@ -363,24 +383,11 @@ int main() {
   // --- 1. the chain against perf ------------------------------------------------
   JsChain a = CountJsChain(agent_node, "node", false);
   JsChain p = CountJsChain(perf_folded, "node", true);
-  std::printf("\n    | node chain.js | samples in leafWork | outer>middle..>leafWork | and on to main |\n"
-              "    |---|---|---|---|\n"
-              "    | kiln-agent | %lld | %s | %s |\n"
-              "    | perf -g (frame pointers) | %lld | %s | %s |\n",
-              (long long)a.in_leaf, Percent(a.in_leaf ? double(a.whole_chain) / a.in_leaf : 0).c_str(),
-              Percent(a.in_leaf ? double(a.to_main) / a.in_leaf : 0).c_str(), (long long)p.in_leaf,
-              Percent(p.in_leaf ? double(p.whole_chain) / p.in_leaf : 0).c_str(),
-              Percent(p.in_leaf ? double(p.to_main) / p.in_leaf : 0).c_str());
   PrintTop(agent_node, "node", 3);
   PrintTop(perf_folded, "node", 3);
   Check(a.in_leaf > 300 && p.in_leaf > 100, "both sampled node in leafWork");
-  const double a_whole = a.in_leaf ? double(a.to_main) / double(a.in_leaf) : 0;
-  const double p_whole = p.in_leaf ? double(p.to_main) / double(p.in_leaf) : 0;
-  Check(a_whole >= 0.9, "outer > middle.. > leafWork, then on to main, in " + Percent(a_whole) + " of leafWork samples");
-  Check(a_whole >= p_whole - 0.05, "as often as perf's frame-pointer walk (" + Percent(p_whole) + ")");
-  const std::string a_chain = MostCommon(a.chains), p_chain = MostCommon(p.chains);
-  std::printf("    most common JavaScript chain: kiln-agent %s, perf %s\n", a_chain.c_str(), p_chain.c_str());
-  Check(!a_chain.empty() && a_chain == p_chain, "the same JavaScript frames as perf's, in the same order");
+  CompareWithPerf("node chain.js | samples in leafWork | outer>middle..>leafWork | and on to main",
+                  "outer > middle.. > leafWork, then on to main,", a, p);
   bool typed = false;
   for (const auto& [pid, summary] : profile.processes)
     if (pid == node_pid) typed = summary.frame_types.count("v8js") == 1;
@@ -446,25 +453,11 @@ int main() {
     const auto perf_java = FoldPerfScriptWhole(ReadFile(java_perf_text), java_pid, "java");
     JsChain ja = CountJavaChain(agent_java, "java", [](const std::string& f) { return JavaMethod(f); });
     JsChain jp = CountJavaChain(perf_java, "java", [](const std::string& f) { return JavaMethod(f); });
-    std::printf("\n    | java Chain | samples in Chain.leafWork | [outer>]middle..>leafWork | and on to start_thread |\n"
-                "    |---|---|---|---|\n"
-                "    | kiln-agent | %lld | %s | %s |\n"
-                "    | perf -g (frame pointers) | %lld | %s | %s |\n",
-                (long long)ja.in_leaf, Percent(ja.in_leaf ? double(ja.whole_chain) / ja.in_leaf : 0).c_str(),
-                Percent(ja.in_leaf ? double(ja.to_main) / ja.in_leaf : 0).c_str(), (long long)jp.in_leaf,
-                Percent(jp.in_leaf ? double(jp.whole_chain) / jp.in_leaf : 0).c_str(),
-                Percent(jp.in_leaf ? double(jp.to_main) / jp.in_leaf : 0).c_str());
     PrintTop(agent_java, "java", 2);
     PrintTop(perf_java, "java", 2);
     Check(ja.in_leaf > 200 && jp.in_leaf > 50, "both sampled the JVM in Chain.leafWork");
-    const double ja_whole = ja.in_leaf ? double(ja.to_main) / double(ja.in_leaf) : 0;
-    const double jp_whole = jp.in_leaf ? double(jp.to_main) / double(jp.in_leaf) : 0;
-    Check(ja_whole >= 0.9, "Chain.middle.. > Chain.leafWork under JavaMain, on to start_thread, in " +
-                               Percent(ja_whole) + " of Chain.leafWork samples");
-    Check(ja_whole >= jp_whole - 0.05, "as often as perf's frame-pointer walk (" + Percent(jp_whole) + ")");
-    const std::string ja_chain = MostCommon(ja.chains), jp_chain = MostCommon(jp.chains);
-    std::printf("    most common Java chain: kiln-agent %s, perf %s\n", ja_chain.c_str(), jp_chain.c_str());
-    Check(!ja_chain.empty() && ja_chain == jp_chain, "the same Java frames as perf's, in the same order");
+    CompareWithPerf("java Chain | samples in Chain.leafWork | [outer>]middle..>leafWork | and on to start_thread",
+                    "Chain.middle.. > Chain.leafWork under JavaMain, on to start_thread,", ja, jp);
     bool jvm_typed = false;
     for (const auto& [pid, summary] : profile.processes)
       if (pid == java_pid) jvm_typed = summary.frame_types.count("jvm") == 1;
