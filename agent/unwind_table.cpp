@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -313,12 +314,38 @@ struct Span {
   std::uint32_t start() const { return row.pc; }
 };
 
+// Spans from each source of call frame information in turn (.eh_frame, the
+// file's and then its debug file's .debug_frame, Go's line table): where
+// two cover one address, the earlier source wins. Each source is a deque,
+// not one vector: a vector that doubles holds its old and new buffers at
+// once (36 MB for libLLVM's 1.3 M spans, the agent's peak), a deque grows a
+// block at a time, and SpansToRows frees its blocks as it consumes them.
+struct SpanSources {
+  std::vector<std::deque<Span>> sources;
+  std::size_t total = 0;
+  // Spans that do not start where the one before them in their source
+  // ended: each may need a "no CFI" row before it, so the rows number at
+  // most total + breaks, and SpansToRows reserves exactly that (a vector
+  // left to double would hold 1.5-2x the rows during the copy).
+  std::size_t breaks = 0;
+  std::deque<Span>& Next() {
+    sources.emplace_back();
+    return sources.back();
+  }
+  void Add(std::deque<Span>& source, const Span& span) {
+    if (source.empty() || source.back().end != span.start()) ++breaks;
+    source.push_back(span);
+    ++total;
+  }
+};
+
 // Walks every FDE of `cfi` from the given start addresses, appending one span
 // per row libdw reports.
 Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t>& starts,
-                                 const UnwindTableLimits& limits, std::vector<Span>& out,
+                                 const UnwindTableLimits& limits, SpanSources& spans,
                                  UnwindTableStats& stats) {
   using R = Result<std::size_t>;
+  std::deque<Span>& out = spans.Next();
   std::size_t added = 0;
   for (std::size_t i = 0; i < starts.size(); ++i) {
     std::uint64_t addr = starts[i];
@@ -337,10 +364,10 @@ Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t
       if (row_end > stop) row_end = stop;  // overlapping FDEs: the next one wins
       if (row_end > (1ULL << 32))
         return R::Error("code above 4 GiB (0x" + std::to_string(row_end) + "), not supported");
-      out.push_back({static_cast<std::uint32_t>(row_end), RowFromFrame(frame, addr)});
+      spans.Add(out, {static_cast<std::uint32_t>(row_end), RowFromFrame(frame, addr)});
       std::free(frame);
       ++added;
-      if (out.size() > limits.max_rows)
+      if (spans.total > limits.max_rows)
         return R::Error(limits.TooManyRows());
       addr = row_end;
     }
@@ -356,7 +383,7 @@ Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t
 // saved the caller's frame pointer at CFA - 16 (Go's amd64 prologue:
 // SUBQ $n, SP; MOVQ BP, n-8(SP)). The goroutine and thread entry points are
 // the outermost frames, as _start is in C.
-Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, std::vector<Span>& out) {
+Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, SpanSources& spans) {
   using R = Result<std::size_t>;
   auto pcln = symbols::internal::FindSectionWithData(elf, ".gopclntab");
   auto text = symbols::internal::FindSectionWithData(elf, ".text");
@@ -366,6 +393,7 @@ Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, std::v
   absl::StatusOr<symbols::GoLineTable> table =
       symbols::GoLineTable::Parse(std::string(static_cast<const char*>(data->d_buf), data->d_size), text->shdr.sh_addr);
   if (!table.ok()) return R::Error(".gopclntab: " + std::string(table.status().message()));
+  std::deque<Span>& out = spans.Next();
   std::size_t added = 0;
   bool too_high = false;
   for (std::uint32_t i = 0; i < table->functions() && !too_high; ++i) {
@@ -390,11 +418,11 @@ Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, std::v
         row.rules = KILN_CFA_SP | ((delta > 0 ? KILN_REG_AT_CFA : KILN_REG_SAME) << 4);
         row.fp_offset = static_cast<__s8>(delta > 0 ? -2 : 0);
       }
-      out.push_back({static_cast<std::uint32_t>(end), row});
+      spans.Add(out, {static_cast<std::uint32_t>(end), row});
       ++added;
-      return out.size() <= limits.max_rows;
+      return spans.total <= limits.max_rows;
     });
-    if (out.size() > limits.max_rows) return R::Error(limits.TooManyRows());
+    if (spans.total > limits.max_rows) return R::Error(limits.TooManyRows());
   }
   if (too_high) return R::Error("Go code above 4 GiB, not supported");
   return added;
@@ -402,12 +430,24 @@ Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, std::v
 
 // Sorted, non-overlapping spans -> rows with "no CFI" rows in the gaps,
 // adjacent equal rules merged.
-std::vector<kiln_unwind_row> SpansToRows(std::vector<Span>& spans, UnwindTableStats& stats) {
-  std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start() < b.start(); });
+std::vector<kiln_unwind_row> SpansToRows(SpanSources& spans, UnwindTableStats& stats) {
+  // Each source comes in address order (FDEs walked from sorted starts, Go's
+  // functions in pc order); sorted here where one does not. Then one merge,
+  // the earlier source first at equal starts, as a stable sort of them all
+  // would order them, without its buffer of every span.
+  auto by_start = [](const Span& a, const Span& b) { return a.start() < b.start(); };
+  for (std::deque<Span>& source : spans.sources)
+    if (!std::is_sorted(source.begin(), source.end(), by_start)) std::stable_sort(source.begin(), source.end(), by_start);
   std::vector<kiln_unwind_row> rows;
-  rows.reserve(spans.size() + 16);
+  rows.reserve(spans.total + spans.breaks + 1);
   std::uint64_t covered_to = 0;
-  for (const Span& s : spans) {
+  while (true) {
+    std::deque<Span>* first = nullptr;
+    for (std::deque<Span>& source : spans.sources)
+      if (!source.empty() && (!first || source.front().start() < first->front().start())) first = &source;
+    if (!first) break;
+    const Span s = first->front();
+    first->pop_front();
     if (s.end <= covered_to) continue;  // fully shadowed (.debug_frame under .eh_frame)
     std::uint64_t start = std::max<std::uint64_t>(s.start(), covered_to);
     if (start > covered_to && covered_to != 0) {
@@ -433,7 +473,7 @@ std::vector<kiln_unwind_row> SpansToRows(std::vector<Span>& spans, UnwindTableSt
 Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimits& limits) {
   using R = Result<UnwindTable>;
   UnwindTable table;
-  std::vector<Span> spans;
+  SpanSources spans;
   std::string eh_problem;
 
   if (CfiPtr cfi{dwarf_getcfi_elf(elf)}) {
@@ -467,15 +507,15 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
   // Go's line table, for Go code no CFI covers (all of it, once stripped).
   // A damaged one refuses the file only when it was all there was: a cgo
   // program's C code keeps its CFI.
-  const bool had_cfi = !spans.empty();
+  const bool had_cfi = spans.total > 0;
   auto go = AddGoSpans(elf, limits, spans);
   if (!go && (!had_cfi || go.error() == limits.TooManyRows())) return R::Error(go.error());
   table.stats.rows_from_go = go ? *go : 0;
-  if (spans.empty())
+  if (spans.total == 0)
     return R::Error(eh_problem.empty() ? "no call frame information" : eh_problem + ", no .debug_frame");
-  // .eh_frame spans come first: the stable sort keeps them ahead of
-  // .debug_frame spans that start at the same address, and SpansToRows never
-  // lets a later span override an earlier one.
+  // .eh_frame spans come first: SpansToRows takes them ahead of
+  // .debug_frame spans that start at the same address, and never lets a
+  // later span override an earlier one.
   table.rows = SpansToRows(spans, table.stats);
   if (table.rows.size() > limits.max_rows)
     return R::Error(limits.TooManyRows());
