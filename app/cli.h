@@ -22,6 +22,7 @@ struct SymbolFlags {
 
 struct HeadlessOptions {
   ReceiverFlags receiver;  // --listen, --auth-token-file, --tls-*
+  std::string metrics_listen;  // --metrics-listen: "" = no /metrics
   // --disk-reserve: new data is refused while less is free (StoreOptions).
   uint64_t disk_reserve_bytes = storage::StoreOptions().disk_reserve_bytes;
   // --retention-age, --retention-size (README, "Retention"); 0 keeps

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "app/metrics_listen.h"
 #include "app/desktop_settings.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
@@ -73,6 +74,18 @@ int RunHeadless(const HeadlessOptions& options) {
                 .c_str());
   std::fflush(stdout);
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "listening on " + (*receiver)->stats().listen_address);
+  std::shared_ptr<void> metrics;  // stops before the receiver and store go
+  if (!options.metrics_listen.empty()) {
+    absl::StatusOr<std::shared_ptr<void>> started = StartMetricsListen(
+        options.metrics_listen,
+        [r = receiver->get()]() -> std::optional<ingest::ReceiverStats> { return r->stats(); }, **store,
+        security.auth_token);
+    if (!started.ok()) {
+      std::fprintf(stderr, "kiln: %s\n", std::string(started.status().message()).c_str());
+      return 1;
+    }
+    metrics = *std::move(started);
+  }
 
   // Names for native frames, found in the background (logged in the store,
   // visible with `kiln symbols list`).
@@ -133,6 +146,7 @@ int RunHeadless(const HeadlessOptions& options) {
   std::fflush(stdout);
   stop = true;
   reporter.join();
+  metrics.reset();
   (*receiver)->Stop();
   symbols.reset();  // cancels a read or download in progress
   echo_log();

@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include "app/cli.h"
+#include "app/metrics_listen.h"
 #include "app/demo_profile.h"
 #include "app/desktop_settings.h"
 #include "app/gui_app.h"
@@ -155,9 +156,21 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
                                 "not receiving: " + std::string(started.message()));
     }
   }
+  std::shared_ptr<void> metrics;  // stops before the receiver and store go
+  if (!where.metrics_listen.empty()) {
+    absl::StatusOr<std::shared_ptr<void>> started = StartMetricsListen(
+        where.metrics_listen, [r = receiver.get()] { return r->stats(); }, **store,
+        resolved->options.security.auth_token);
+    if (!started.ok()) {
+      std::fprintf(stderr, "kiln: %s\n", std::string(started.status().message()).c_str());
+      return 1;
+    }
+    metrics = *std::move(started);
+  }
   gui.data_dir = data_dir;
   gui.saved_token_file = SavedTokenFile(settings_paths.preferences);
   int code = RunGui(**store, receiver.get(), gui);
+  metrics.reset();
   receiver.reset();
   store->reset();
   if (gui.demo) std::filesystem::remove_all(data_dir);
@@ -186,6 +199,9 @@ int main(int argc, char** argv) {
       cli.add_option("--listen", where.receiver.listen_address,
                      "Address for OTLP gRPC (default 0.0.0.0:11000; the window also receives with --demo, "
                      "--screenshot or capture files only when this is given)");
+  cli.add_option("--metrics-listen", where.metrics_listen,
+                 "Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); with a token, scrapes "
+                 "send it as basic auth's password");
   cli.add_option("--auth-token-file", where.receiver.auth_token_file,
                  "Require senders to present the token in this file (authorization: Bearer); also "
                  "KILN_AUTH_TOKEN");

@@ -6,7 +6,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 
 if [[ "$(uname -s)" == Darwin ]]; then
-  brew install cmake ninja pkg-config grpc protobuf rocksdb doctest cli11 glfw abseil zstd llvm xz curl re2 nlohmann-json
+  brew install cmake ninja pkg-config grpc protobuf rocksdb doctest cli11 glfw abseil zstd llvm xz curl re2 nlohmann-json prometheus-cpp
   exit 0
 fi
 

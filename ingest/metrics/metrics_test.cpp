@@ -1,0 +1,209 @@
+// Prometheus metrics: the text kiln serves is read back by an independent
+// parser (Python's prometheus_client, Debian's python3-prometheus-client),
+// first from stats built here, then scraped over HTTP from a real receiver
+// and store that were sent good and bad requests.
+#include "ingest/metrics/metrics_exporter.h"
+
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "ingest/otlp_request_builder.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "tests/temp_dir.h"
+
+namespace kiln::ingest {
+namespace {
+
+namespace collector = opentelemetry::proto::collector::profiles::v1development;
+using ::kiln::testing::TempDir;
+
+constexpr const char* kPython = "/usr/bin/python3";
+
+// "name{k="v",...}" -> value, as prometheus_client.parser reads `text`
+// (labels sorted by name). Fails the test when the parser refuses it.
+std::map<std::string, double> Parse(const std::string& text) {
+  TempDir dir("kiln-metrics");
+  const std::string in = dir.path + "/metrics.txt", script = dir.path + "/parse.py";
+  std::ofstream(in) << text;
+  std::ofstream(script) << "import sys\n"
+                           "from prometheus_client.parser import text_string_to_metric_families\n"
+                           "for family in text_string_to_metric_families(open(sys.argv[1]).read()):\n"
+                           "    for s in family.samples:\n"
+                           "        labels = ','.join('%s=\"%s\"' % (k, s.labels[k]) for k in sorted(s.labels))\n"
+                           "        print('%s{%s}\\t%r\\t%s' % (s.name, labels, s.value, family.type))\n";
+  const std::string command = std::string(kPython) + " " + script + " " + in + " 2>&1";
+  FILE* p = popen(command.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  const int rc = pclose(p);
+  REQUIRE_MESSAGE(rc == 0, "prometheus_client could not parse it: " << out);
+  std::map<std::string, double> values;
+  std::istringstream lines(out);
+  // name TAB value TAB type: label values hold spaces ("On-CPU (samples)").
+  for (std::string line; std::getline(lines, line);) {
+    const size_t tab = line.find('\t');
+    REQUIRE_MESSAGE(tab != std::string::npos, line);
+    values[line.substr(0, tab)] = std::stod(line.substr(tab + 1));
+  }
+  return values;
+}
+
+// GET /metrics over HTTP/1.0: status line and body.
+std::pair<std::string, std::string> Get(int port, const std::string& basic_auth = "") {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n";
+  if (!basic_auth.empty()) request += "Authorization: Basic " + basic_auth + "\r\n";
+  request += "\r\n";
+  REQUIRE(write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
+  std::string response;
+  char buf[8192];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) response.append(buf, static_cast<size_t>(n));
+  close(fd);
+  const size_t head_end = response.find("\r\n\r\n");
+  REQUIRE(head_end != std::string::npos);
+  return {response.substr(0, response.find("\r\n")), response.substr(head_end + 4)};
+}
+
+bool HavePython() {
+  return std::system((std::string(kPython) + " -c 'import prometheus_client' 2>/dev/null").c_str()) == 0;
+}
+
+TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Prometheus parser reads them") {
+  REQUIRE_MESSAGE(HavePython(), "python3-prometheus-client is the oracle (packaging/debian-packages.txt)");
+  ReceiverStats r;
+  r.requests = 12;
+  r.requests_failed = 2;
+  r.profiles_accepted = 20;
+  r.samples_accepted = 3456;
+  r.losses[static_cast<size_t>(storage::DataLoss::kUndecodable)] = 1;
+  r.losses[static_cast<size_t>(storage::DataLoss::kStringTruncated)] = 7;
+  r.connections.open = 3;
+  r.connections.closed[static_cast<size_t>(ConnectionClose::kIdle)] = 5;
+  PeerStats peer;
+  peer.address = "10.0.0.5";
+  peer.hosts = "build-7";
+  peer.kinds = {{"On-CPU (samples)", 19.5}};
+  r.peers.push_back(peer);
+  storage::StoreStats s;
+  s.samples = 900;
+  s.disk_bytes = 1 << 20;
+  s.part_bytes = {{"samples", 1000}, {"dictionary", 2000}};
+  s.samples_deleted_by_retention = 44;
+  s.writes_refused = "disk nearly full";
+
+  const std::map<std::string, double> m = Parse(MetricsText(MetricFamilies(&r, s)));
+  CHECK(m.at("kiln_requests_total{}") == 12);
+  CHECK(m.at("kiln_requests_failed_total{}") == 2);
+  CHECK(m.at("kiln_samples_accepted_total{}") == 3456);
+  CHECK(m.at("kiln_data_lost_total{reason=\"undecodable\",unit=\"requests\"}") == 1);
+  CHECK(m.at("kiln_data_lost_total{reason=\"string_truncated\",unit=\"strings\"}") == 7);
+  // Every reason has its series, zero until it happens.
+  CHECK(m.at("kiln_data_lost_total{reason=\"disk_reserve\",unit=\"requests\"}") == 0);
+  CHECK(m.at("kiln_connections_closed_total{reason=\"idle\"}") == 5);
+  CHECK(m.at("kiln_connections_open{}") == 3);
+  CHECK(m.at("kiln_sender_samples_per_second{host=\"build-7\",sample_type=\"On-CPU (samples)\",sender=\"10.0.0.5\"}") ==
+        19.5);
+  CHECK(m.at("kiln_store_part_bytes{part=\"dictionary\"}") == 2000);
+  CHECK(m.at("kiln_store_disk_bytes{}") == 1 << 20);
+  CHECK(m.at("kiln_retention_deleted_samples_total{}") == 44);
+  CHECK(m.at("kiln_store_writes_refused{}") == 1);
+
+  // Not receiving (a window on captures): no receiver series, not zeros.
+  const std::map<std::string, double> store_only = Parse(MetricsText(MetricFamilies(nullptr, s)));
+  CHECK(store_only.count("kiln_requests_total{}") == 0);
+  CHECK(store_only.at("kiln_store_samples{}") == 900);
+}
+
+// One process, `samples` on-CPU samples.
+collector::ExportProfilesServiceRequest Request(int samples) {
+  OtlpRequestBuilder b;
+  const int32_t exe = b.Mapping("/usr/bin/app", "00112233445566778899aabbccddeeff");
+  const int32_t stack = b.Stack({b.Location(exe, 0x1234, {{"leaf"}}), b.Location(exe, 0x10, {{"main"}})});
+  auto* p = b.AddProfile(b.Resource({{"process.pid", "42"}, {"process.executable.name", "app"}}));
+  for (int i = 0; i < samples; ++i)
+    OtlpRequestBuilder::AddSample(p, stack, {}, {1'700'000'000'000'000'000ull + i * 1'000'000ull});
+  return std::move(b.request);
+}
+
+TEST_CASE("metrics: scraped over HTTP from a real receiver, they count what was sent and refused") {
+  REQUIRE_MESSAGE(HavePython(), "python3-prometheus-client is the oracle (packaging/debian-packages.txt)");
+  TempDir dir;
+  auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
+  REQUIRE(store.ok());
+  ReceiverOptions options;
+  options.listen_address = "127.0.0.1:0";
+  auto receiver = OtlpReceiver::Start(store->get(), options);
+  REQUIRE_MESSAGE(receiver.ok(), receiver.status().ToString());
+  MetricsSources sources;
+  sources.receiver = [r = receiver->get()]() -> std::optional<ReceiverStats> { return r->stats(); };
+  sources.store = [s = store->get()] { return s->Stats(); };
+  auto exporter = MetricsExporter::Start("127.0.0.1:0", sources, "s3cret");
+  REQUIRE_MESSAGE(exporter.ok(), exporter.status().ToString());
+  const int port = (*exporter)->port();
+  REQUIRE(port > 0);
+
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string((*receiver)->port()),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = collector::ProfilesService::NewStub(channel);
+  for (int samples : {30, 12}) {
+    grpc::ClientContext context;
+    collector::ExportProfilesServiceResponse response;
+    REQUIRE(stub->Export(&context, Request(samples), &response).ok());
+  }
+  {  // Not a request at all: refused whole, counted as undecodable.
+    grpc::GenericStub raw(channel);
+    grpc::ClientContext context;
+    grpc::Slice slice(std::string("\xff\xff\xff garbage", 12));
+    grpc::ByteBuffer request(&slice, 1), response;
+    std::promise<grpc::Status> done;
+    raw.UnaryCall(&context, "/opentelemetry.proto.collector.profiles.v1development.ProfilesService/Export",
+                  grpc::StubOptions(), &request, &response, [&done](grpc::Status st) { done.set_value(st); });
+    CHECK_FALSE(done.get_future().get().ok());
+  }
+
+  // Without the token (basic auth's password), nothing is served.
+  CHECK(Get(port).first.find(" 401 ") != std::string::npos);
+  // "scraper:s3cret" in base64.
+  const auto [status, body] = Get(port, "c2NyYXBlcjpzM2NyZXQ=");
+  REQUIRE_MESSAGE(status.find(" 200 ") != std::string::npos, status);
+  const std::map<std::string, double> m = Parse(body);
+  CHECK(m.at("kiln_requests_total{}") == 3);
+  CHECK(m.at("kiln_requests_failed_total{}") == 1);
+  CHECK(m.at("kiln_samples_accepted_total{}") == 42);
+  CHECK(m.at("kiln_data_lost_total{reason=\"undecodable\",unit=\"requests\"}") == 1);
+  CHECK(m.at("kiln_store_samples{}") == (*store)->Stats().samples);
+  CHECK(m.at("kiln_store_samples{}") == 42);
+  CHECK(m.at("kiln_senders{}") == 1);
+  CHECK(m.at("kiln_store_disk_bytes{}") > 0);
+
+  // A second exporter on the same port: a clear error, not a crash.
+  auto again = MetricsExporter::Start("127.0.0.1:" + std::to_string(port), sources);
+  REQUIRE_FALSE(again.ok());
+  CHECK(std::string(again.status().message()).find("--metrics-listen 127.0.0.1:") != std::string::npos);
+
+  exporter->reset();
+  (*receiver)->Stop();
+}
+
+}  // namespace
+}  // namespace kiln::ingest
