@@ -278,6 +278,7 @@ class Receiver final : public OtlpReceiver {
   std::vector<std::thread> workers_;
   InflightBudget inflight_{options_.max_inflight_bytes};
   std::atomic<bool> store_failing_{false};  // the last store write failed
+  std::atomic<uint64_t> bytes_received_{0};  // request bytes from senders that may send
 
   std::mutex summary_mu_;
   std::condition_variable summary_cv_;
@@ -431,6 +432,7 @@ grpc::ServerUnaryReactor* Receiver::Accept(grpc::CallbackServerContext* context,
   if (!Authenticated(context, peer, reactor)) return reactor;
   std::string host = PeerHost(peer);
   const size_t bytes = request->Length();
+  bytes_received_.fetch_add(bytes, std::memory_order_relaxed);
   if (bytes > static_cast<size_t>(options_.max_message_bytes)) {
     std::string message =
         Cat("request of ", bytes, " bytes exceeds the limit of ", options_.max_message_bytes, " bytes");
@@ -720,6 +722,7 @@ void Receiver::Count(const std::string& peer, bool failed, uint64_t samples, int
 ReceiverStats Receiver::stats() const {
   std::lock_guard lock(stats_mu_);
   ReceiverStats out = totals_;
+  out.bytes_received = bytes_received_.load(std::memory_order_relaxed);
   if (guard_) out.connections = guard_->stats();
   const int64_t now = storage::UnixNowNs();
   const int64_t second = now / 1'000'000'000;

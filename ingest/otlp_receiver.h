@@ -81,6 +81,9 @@ struct ReceiverStats {
   uint64_t profiles_rejected = 0;
   uint64_t samples_accepted = 0;
   uint64_t requests_unauthenticated = 0;  // refused for a missing or wrong token
+  // Request bytes as they arrived (compressed when sent so) from senders
+  // that may send; a stranger's refused requests are not counted.
+  uint64_t bytes_received = 0;
   // Since start, by reason (storage/model/data_loss.h); the store keeps the
   // totals across restarts.
   storage::DataLossCounts losses{};

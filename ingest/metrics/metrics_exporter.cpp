@@ -57,6 +57,8 @@ void AddReceiver(const ReceiverStats& r, Families& f) {
   f.Counter("kiln_requests_failed_total", "Requests answered with an error (refused whole)", D(r.requests_failed));
   f.Counter("kiln_requests_unauthenticated_total", "Requests refused for a missing or wrong token",
             D(r.requests_unauthenticated));
+  f.Counter("kiln_received_bytes_total", "Request bytes received (as sent, compressed or not) from senders that may send",
+            D(r.bytes_received));
   f.Counter("kiln_profiles_accepted_total", "Profiles stored", D(r.profiles_accepted));
   f.Counter("kiln_profiles_rejected_total", "Profiles refused (a bad index, sample shape or layout)",
             D(r.profiles_rejected));

@@ -165,10 +165,13 @@ TEST_CASE("metrics: scraped over HTTP from a real receiver, they count what was 
   auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string((*receiver)->port()),
                                      grpc::InsecureChannelCredentials());
   auto stub = collector::ProfilesService::NewStub(channel);
+  size_t bytes_sent = 0;
   for (int samples : {30, 12}) {
     grpc::ClientContext context;
     collector::ExportProfilesServiceResponse response;
-    REQUIRE(stub->Export(&context, Request(samples), &response).ok());
+    const collector::ExportProfilesServiceRequest request = Request(samples);
+    bytes_sent += request.ByteSizeLong();
+    REQUIRE(stub->Export(&context, request, &response).ok());
   }
   {  // Not a request at all: refused whole, counted as undecodable.
     grpc::GenericStub raw(channel);
@@ -190,6 +193,8 @@ TEST_CASE("metrics: scraped over HTTP from a real receiver, they count what was 
   CHECK(m.at("kiln_requests_total{}") == 3);
   CHECK(m.at("kiln_requests_failed_total{}") == 1);
   CHECK(m.at("kiln_samples_accepted_total{}") == 42);
+  // The two requests' bytes and the 12 bytes of garbage.
+  CHECK(m.at("kiln_received_bytes_total{}") == static_cast<double>(bytes_sent + 12));
   CHECK(m.at("kiln_data_lost_total{reason=\"undecodable\",unit=\"requests\"}") == 1);
   CHECK(m.at("kiln_store_samples{}") == (*store)->Stats().samples);
   CHECK(m.at("kiln_store_samples{}") == 42);
