@@ -85,6 +85,16 @@ int RunDiff(const DiffOptions& options);
 // code (1, naming the file, when it cannot be written).
 int WriteCommandOutput(std::string_view command, const std::string& bytes, const std::string& path);
 
+// `kiln dump FILE...`: every sample of each capture, one block each (or
+// one JSON object per line with --json). Exit 1 when a file failed.
+struct DumpOptions {
+  std::vector<std::string> files;
+  bool json = false;
+  bool raw_names = false;
+  uint64_t limit = 0;  // 0 = every sample
+};
+int RunDump(const DumpOptions& options);
+
 struct StatsOptions {
   std::string data_dir;
 };

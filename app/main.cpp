@@ -329,6 +329,15 @@ int main(int argc, char** argv) {
   import_cmd->add_option("files", import_options.files, "OTLP (protobuf/JSON), pprof, folded or perf script files")
       ->required();
 
+  DumpOptions dump_options;
+  CLI::App* dump_cmd =
+      cli.add_subcommand("dump", "Print every sample of capture files readably: stack, attributes, values, times");
+  dump_cmd->add_flag("--json", dump_options.json, "One JSON object per sample and line");
+  dump_cmd->add_option("--limit", dump_options.limit, "At most this many samples per file (0: all)");
+  dump_cmd->add_flag("--raw-names", dump_options.raw_names, "perf script and folded: keep C++/Rust names mangled");
+  dump_cmd->add_option("files", dump_options.files, "OTLP (protobuf/JSON), pprof, folded or perf script files")
+      ->required();
+
   StatsOptions stats_options;
   stats_options.data_dir = where.data_dir;
   CLI::App* stats_cmd = cli.add_subcommand("stats", "Show what a store holds");
@@ -400,6 +409,7 @@ int main(int argc, char** argv) {
   if (export_cmd->parsed()) return RunExport(export_options);
   if (import_cmd->parsed()) return capture::RunImportCommand(import_options, std::cout, std::cerr);
   if (stats_cmd->parsed()) return RunStats(stats_options);
+  if (dump_cmd->parsed()) return RunDump(dump_options);
   if (symbols_add_cmd->parsed()) return RunSymbolsAdd(symbols_add);
   if (symbols_list_cmd->parsed()) return RunSymbolsList(symbols_list);
   if (headless && (!open_files.empty() || !positional_files.empty())) {

@@ -1,0 +1,126 @@
+// `kiln dump`, run as a user runs it: the text for a small corpus file
+// (golden, read against the file's own two stacks), and --json checked
+// against official protobuf decoding (protoc --decode of the same OTLP
+// request): as many samples, the same total value, every line a JSON object.
+#include <doctest/doctest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/child_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kiln::testing::ChildOutput;
+using kiln::testing::SpawnChild;
+using kiln::testing::WaitChild;
+
+std::string Source() {
+  const char* s = std::getenv("KILN_SOURCE_DIR");
+  return s != nullptr ? s : ".";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct Dir {
+  std::string path;
+  Dir() {
+    std::string t = (fs::temp_directory_path() / "kiln-dump-test-XXXXXX").string();
+    path = mkdtemp(t.data());
+  }
+  ~Dir() { fs::remove_all(path); }
+};
+
+std::pair<int, std::string> Run(const std::vector<std::string>& argv, const std::string& out) {
+  int code = WaitChild(SpawnChild(argv, ChildOutput::File(out)));
+  return {code, ReadFile(out)};
+}
+
+TEST_CASE("kiln dump: each sample with its type, value, time and stack, leaf first") {
+  Dir dir;
+  const auto [code, text] =
+      Run({KILN_BINARY, "dump", Source() + "/tests/data/corpus/parca/two-stacks.pb.gz"}, dir.path + "/out");
+  CHECK(code == 0);
+  // Parca's two-stacks profile: two CPU samples (316 and 52.6 ms), each a
+  // two-frame stack whose leaf names why its unwinding stopped.
+  const std::string expected =
+      "# " + Source() + "/tests/data/corpus/parca/two-stacks.pb.gz: pprof (gzip), 2 samples\n"
+      "\n"
+      "sample 1: cpu/nanoseconds = 316 ms at 2024-05-21T11:12:23.109000000Z\n"
+      "  stack, leaf first (2 frames):\n"
+      "    PcNotCovered  [native]\n"
+      "    unwind failed  [native]\n"
+      "\n"
+      "sample 2: cpu/nanoseconds = 52.6 ms at 2024-05-21T11:12:23.109000000Z\n"
+      "  stack, leaf first (2 frames):\n"
+      "    ChunkNotFound  [native]\n"
+      "    unwind failed  [native]\n"
+      "\n";
+  CHECK(text == expected);
+}
+
+TEST_CASE("kiln dump --json: as many samples and the same total as protoc decodes from the OTLP request") {
+  REQUIRE_MESSAGE(access("/usr/bin/python3", X_OK) == 0, "/usr/bin/python3 reads protoc's output");
+  Dir dir;
+  const std::string otlp = dir.path + "/p.otlp";
+  REQUIRE(Run({KILN_BINARY, "export", "--input", Source() + "/tests/data/corpus/parca/profile1.pb.gz", "--format",
+               "otlp", "-o", otlp},
+              dir.path + "/export.out")
+              .first == 0);
+  const auto [code, lines] = Run({KILN_BINARY, "dump", "--json", otlp}, dir.path + "/dump.json");
+  REQUIRE(code == 0);
+  // The oracle: protoc decodes the request (gzip as kiln wrote it); each
+  // Sample is one sample per timestamp (or one without), its values summed.
+  const std::string script = dir.path + "/check.py";
+  std::ofstream(script)
+      << "import json, re, subprocess, sys, gzip\n"
+         "raw = open(sys.argv[1], 'rb').read()\n"
+         "if raw[:2] == b'\\x1f\\x8b': raw = gzip.decompress(raw)\n"
+         "text = subprocess.run([sys.argv[2], '--decode=opentelemetry.proto.collector.profiles.v1development."
+         "ExportProfilesServiceRequest', '-I', sys.argv[3], 'opentelemetry/proto/collector/profiles/v1development/"
+         "profiles_service.proto'], input=raw, capture_output=True, check=True).stdout.decode()\n"
+         "count = total = 0\n"
+         "for block in re.findall(r'\\n(\\s+)samples \\{\\n(.*?)\\n\\1\\}', text, re.S):\n"
+         "    body = block[1]\n"
+         "    times = len(re.findall(r'timestamps_unix_nano:', body))\n"
+         "    values = [int(v) for v in re.findall(r'\\bvalues: (-?\\d+)', body)]\n"
+         "    count += max(1, times)\n"
+         "    total += sum(values) if values else max(1, times)\n"
+         "dumped = [json.loads(line) for line in open(sys.argv[4])]\n"
+         "assert all(isinstance(d, dict) and d['stack'] for d in dumped), 'a line without a stack'\n"
+         "print(count, total, len(dumped), sum(d['value'] for d in dumped))\n";
+  const auto [check_code, check] =
+      Run({"/usr/bin/python3", script, otlp, KILN_PROTOC, Source() + "/proto", dir.path + "/dump.json"},
+          dir.path + "/check.out");
+  REQUIRE_MESSAGE(check_code == 0, check);
+  std::istringstream in(check);
+  long long count = 0, total = 0, dumped = 0, dumped_total = 0;
+  in >> count >> total >> dumped >> dumped_total;
+  MESSAGE("protoc: " << count << " samples, total " << total << "; kiln dump --json: " << dumped << ", "
+                     << dumped_total);
+  CHECK(count > 10);
+  CHECK(dumped == count);
+  CHECK(dumped_total == total);
+}
+
+TEST_CASE("kiln dump: a file that is not a profile is refused by name, exit 1") {
+  Dir dir;
+  const std::string png = dir.path + "/x.png";
+  std::ofstream(png) << std::string("\x89PNG\r\n\x1a\n", 8) << std::string(64, '\0');
+  const auto [code, out] = Run({KILN_BINARY, "dump", png}, dir.path + "/out");
+  CHECK(code == 1);
+  CHECK(out.empty());
+}
+
+}  // namespace
