@@ -89,6 +89,7 @@ int WriteCommandOutput(std::string_view command, const std::string& bytes, const
 // one JSON object per line with --json). Exit 1 when a file failed.
 struct DumpOptions {
   std::vector<std::string> files;
+  std::string listen;  // --listen ADDR: a receiver that prints and stores nothing
   bool json = false;
   bool raw_names = false;
   uint64_t limit = 0;  // 0 = every sample

@@ -1,16 +1,102 @@
 // `kiln dump FILE...`: every sample of a capture, readably (or as JSON
-// lines), for people debugging what a producer sends.
+// lines), for people debugging what a producer sends; `kiln dump --listen
+// ADDR`: the same for every request an OTLP receiver that stores nothing
+// is sent.
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <mutex>
 #include <string>
 
 #include "app/cli.h"
 #include "ingest/capture/capture.h"
 #include "ingest/capture/dump.h"
+#include "ingest/otlp_receiver.h"
 #include "storage/model/sample_type.h"
+#include "storage/store.h"
 
 namespace kiln::app {
+namespace {
+
+int RunDumpListen(const DumpOptions& options) {
+  // Before any thread starts: only sigwait() below sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // The receiver keeps its Log in a store; samples are not written to it.
+  // A private one, removed on the way out.
+  std::string dir = (std::filesystem::temp_directory_path() / "kiln-dump-XXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) {
+    std::perror("kiln dump: a temporary directory");
+    return 1;
+  }
+  struct Remove {
+    std::string path;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } remove{dir};
+  auto store = storage::Store::Open(dir, storage::Store::Mode::kReadWrite);
+  if (!store.ok()) {
+    std::fprintf(stderr, "kiln dump: %s\n", std::string(store.status().message()).c_str());
+    return 1;
+  }
+  std::FILE* head = options.json ? stderr : stdout;
+  std::mutex mu;  // receiver workers print one request at a time
+  uint64_t number = 0;
+  ingest::ReceiverOptions receiver_options;
+  receiver_options.listen_address = options.listen;
+  receiver_options.store_samples = false;
+  receiver_options.on_batch = [&](const std::string& peer, const storage::ProfileBatch& batch) {
+    std::lock_guard lock(mu);
+    std::fprintf(head, "# request from %s: %s samples\n", peer.c_str(), storage::FormatCount(batch.samples.size()).c_str());
+    if (!options.json) std::fprintf(stdout, "\n");
+    for (const storage::Sample& s : batch.samples) {
+      ++number;
+      std::fputs(options.json ? (capture::DumpSampleJson(batch, s) + "\n").c_str()
+                              : capture::DumpSampleText(batch, s, number).c_str(),
+                 stdout);
+    }
+    std::fflush(stdout);
+    std::fflush(head);
+  };
+  auto receiver = ingest::OtlpReceiver::Start(store->get(), receiver_options);
+  if (!receiver.ok()) {
+    std::fprintf(stderr, "kiln dump: %s\n", std::string(receiver.status().message()).c_str());
+    return 1;
+  }
+  std::fprintf(head, "# kiln dump: listening on %s for OTLP profiles, printing each request, storing nothing; "
+                     "Ctrl-C stops\n",
+               (*receiver)->stats().listen_address.c_str());
+  std::fflush(head);
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  (*receiver)->Stop();
+  std::lock_guard lock(mu);
+  std::fprintf(head, "# kiln dump: stopped after %s samples\n", storage::FormatCount(number).c_str());
+  return 0;
+}
+
+}  // namespace
 
 int RunDump(const DumpOptions& options) {
+  if (!options.listen.empty()) {
+    if (!options.files.empty()) {
+      std::fprintf(stderr, "kiln dump: give files or --listen, not both\n");
+      return 2;
+    }
+    return RunDumpListen(options);
+  }
+  if (options.files.empty()) {
+    std::fprintf(stderr, "kiln dump: give capture files, or --listen ADDR to print what senders send\n");
+    return 2;
+  }
   int code = 0;
   for (const std::string& path : options.files) {
     capture::ImportOptions import;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "app/cli.h"
-#include "app/metrics_listen.h"
 #include "app/desktop_settings.h"
+#include "app/metrics_listen.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "ingest/otlp_receiver.h"

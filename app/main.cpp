@@ -331,12 +331,14 @@ int main(int argc, char** argv) {
 
   DumpOptions dump_options;
   CLI::App* dump_cmd =
-      cli.add_subcommand("dump", "Print every sample of capture files readably: stack, attributes, values, times");
+      cli.add_subcommand("dump", "Print every sample of capture files (or of requests sent to --listen) readably");
   dump_cmd->add_flag("--json", dump_options.json, "One JSON object per sample and line");
   dump_cmd->add_option("--limit", dump_options.limit, "At most this many samples per file (0: all)");
   dump_cmd->add_flag("--raw-names", dump_options.raw_names, "perf script and folded: keep C++/Rust names mangled");
-  dump_cmd->add_option("files", dump_options.files, "OTLP (protobuf/JSON), pprof, folded or perf script files")
-      ->required();
+  dump_cmd->add_option("--listen", dump_options.listen,
+                       "Receive OTLP gRPC on this address (e.g. 127.0.0.1:11000) and print each request; stores "
+                       "nothing");
+  dump_cmd->add_option("files", dump_options.files, "OTLP (protobuf/JSON), pprof, folded or perf script files");
 
   StatsOptions stats_options;
   stats_options.data_dir = where.data_dir;

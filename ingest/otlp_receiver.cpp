@@ -561,7 +561,8 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
   // that came from this host (app/symbol_service.cpp).
   NormalizeResult result =
       NormalizeExportRequest(*request, {{std::string(storage::attr::kKilnSender), job.host}});
-  if (!result.batch.samples.empty()) {
+  if (options_.on_batch && !result.batch.samples.empty()) options_.on_batch(job.peer, result.batch);
+  if (!result.batch.samples.empty() && options_.store_samples) {
     absl::Status written = store_->Write(result.batch);
     if (!written.ok()) {
       Count(job.peer, true, 0, 0, 0,

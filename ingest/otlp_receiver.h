@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,12 @@ struct ReceiverOptions {
   // connections and requests being read); under pressure it slows
   // senders' flow-control windows.
   size_t grpc_memory_bytes = size_t{256} << 20;
+  // Called with each accepted request's normalized samples and who sent
+  // them, on a receiver worker (several may call at once), before they are
+  // stored: `kiln dump --listen` prints them. With `store_samples` false
+  // they are then dropped, not written (the store keeps only the Log).
+  std::function<void(const std::string& peer, const storage::ProfileBatch& batch)> on_batch;
+  bool store_samples = true;
 };
 
 // The host part of a gRPC peer string ("ipv4:10.0.0.5:53412" ->

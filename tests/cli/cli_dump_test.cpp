@@ -1,23 +1,31 @@
 // `kiln dump`, run as a user runs it: the text for a small corpus file
-// (golden, read against the file's own two stacks), and --json checked
-// against official protobuf decoding (protoc --decode of the same OTLP
-// request): as many samples, the same total value, every line a JSON object.
+// (golden, read against the file's own two stacks), --json checked against
+// official protobuf decoding (protoc --decode of the same OTLP request): as
+// many samples, the same total value, every line a JSON object; and
+// `kiln dump --listen` printing what a real gRPC client sends it.
 #include <doctest/doctest.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "ingest/otlp_request_builder.h"
+#include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "tests/child_process.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using kiln::testing::ChildOutput;
+using kiln::testing::ScopedChild;
 using kiln::testing::SpawnChild;
 using kiln::testing::WaitChild;
 
@@ -121,6 +129,48 @@ TEST_CASE("kiln dump: a file that is not a profile is refused by name, exit 1") 
   const auto [code, out] = Run({KILN_BINARY, "dump", png}, dir.path + "/out");
   CHECK(code == 1);
   CHECK(out.empty());
+}
+
+TEST_CASE("kiln dump --listen: prints each request a sender makes, with the sender, and stores nothing") {
+  Dir dir;
+  const std::string out = dir.path + "/out";
+  ScopedChild dump(SpawnChild({KILN_BINARY, "dump", "--listen", "127.0.0.1:0"}, ChildOutput::File(out)));
+  // Its first line says where it listens (port 0: one the system chose).
+  const std::string marker = "listening on 127.0.0.1:";
+  std::string text;
+  for (int i = 0; i < 300 && text.find(" for OTLP") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    text = ReadFile(out);
+  }
+  const size_t at = text.find(marker);
+  REQUIRE_MESSAGE(at != std::string::npos, text);
+  const int port = std::atoi(text.c_str() + at + marker.size());
+  REQUIRE(port > 0);
+
+  namespace collector = opentelemetry::proto::collector::profiles::v1development;
+  kiln::ingest::OtlpRequestBuilder b;
+  const int32_t exe = b.Mapping("/usr/bin/app", "00112233445566778899aabbccddeeff");
+  const int32_t stack = b.Stack({b.Location(exe, 0x1234, {{"leaf_fn", "app.c", 12}}), b.Location(exe, 0x10, {{"main"}})});
+  auto* p = b.AddProfile(b.Resource({{"process.pid", "42"}, {"process.executable.name", "app"}}));
+  kiln::ingest::OtlpRequestBuilder::AddSample(p, stack, {b.StringAttribute("thread.name", "worker-1")},
+                                              {1'700'000'000'000'000'000ull, 1'700'000'000'001'000'000ull});
+  auto stub = collector::ProfilesService::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  collector::ExportProfilesServiceResponse response;
+  REQUIRE(stub->Export(&context, b.request, &response).ok());
+
+  for (int i = 0; i < 300 && ReadFile(out).find("sample 2:") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(dump.Stop(SIGINT) == 0);
+  text = ReadFile(out);
+  CHECK(text.find("# request from ipv4:127.0.0.1:") != std::string::npos);
+  CHECK(text.find("sample 1: samples/count = 1 sample at 2023-11-14T22:13:20.000000000Z") != std::string::npos);
+  CHECK(text.find("sample 2: samples/count = 1 sample at 2023-11-14T22:13:20.001000000Z") != std::string::npos);
+  CHECK(text.find("process.pid=42") != std::string::npos);
+  CHECK(text.find("thread.name=worker-1") != std::string::npos);
+  CHECK(text.find("    leaf_fn  app.c:12  [native]  /usr/bin/app 0x1234\n    main") != std::string::npos);
+  CHECK(text.find("# kiln dump: stopped after 2 samples") != std::string::npos);
 }
 
 }  // namespace
