@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -38,6 +40,13 @@ inline uint64_t DirectoryBytes(const std::string& dir) {
     if (it->is_regular_file(size_ec)) bytes += it->file_size(size_ec);
   }
   return bytes;
+}
+
+// A file's whole content ("" when it cannot be read): what a command the
+// test ran wrote.
+inline std::string ReadWholeFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 }  // namespace kiln::testing

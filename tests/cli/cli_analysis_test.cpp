@@ -16,11 +16,14 @@
 #include <vector>
 
 #include "tests/child_process.h"
+#include "tests/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using kiln::testing::ChildOutput;
+using kiln::testing::ReadWholeFile;
+using kiln::testing::TempDir;
 using kiln::testing::SpawnChild;
 using kiln::testing::WaitChild;
 
@@ -31,28 +34,12 @@ std::string Source() {
 std::string Vertx() { return Source() + "/tests/data/corpus/speedscope/folded/perf-vertx-stacks-01-collapsed-all.txt"; }
 std::string Reference() { return Source() + "/tests/cli/folded_reference.py"; }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-struct Dir {
-  std::string path;
-  Dir() {
-    std::string t = (fs::temp_directory_path() / "kiln-cli-test-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~Dir() { fs::remove_all(path); }
-};
-
 // Runs argv with stdout into a file; returns {exit code, stdout}. stderr
 // is the test's own.
-std::pair<int, std::string> Run(const std::vector<std::string>& argv, const Dir& dir) {
+std::pair<int, std::string> Run(const std::vector<std::string>& argv, const TempDir& dir) {
   const std::string out = dir.path + "/stdout";
   int code = WaitChild(SpawnChild(argv, ChildOutput::File(out)));
-  return {code, ReadFile(out)};
+  return {code, ReadWholeFile(out)};
 }
 
 std::string Kiln() { return KILN_BINARY; }
@@ -102,7 +89,7 @@ void RequirePython() {
 
 TEST_CASE("kiln export transforms equal the reference, on a capture file and on a store") {
   RequirePython();
-  Dir dir;
+  TempDir dir;
   // The same capture in a store, through the real import command.
   const std::string store = dir.path + "/store";
   REQUIRE(Run({Kiln(), "import", "--raw-names", "--data-dir", store, Vertx()}, dir).first == 0);
@@ -126,7 +113,7 @@ TEST_CASE("kiln export transforms equal the reference, on a capture file and on 
 
 TEST_CASE("the order of transform flags is the order they apply in") {
   RequirePython();
-  Dir dir;
+  TempDir dir;
   auto a = Run(Concat(Concat({Kiln(), "export", "--input", Vertx()}, kAsWritten),
                       {"--focus", "Interpreter", "--invert"}), dir);
   auto b = Run(Concat(Concat({Kiln(), "export", "--input", Vertx()}, kAsWritten),
@@ -140,17 +127,17 @@ TEST_CASE("the order of transform flags is the order they apply in") {
 
 TEST_CASE("a bad transform is refused with the reason") {
   RequirePython();
-  Dir dir;
+  TempDir dir;
   const std::string err = dir.path + "/stderr";
   int code = WaitChild(SpawnChild({Kiln(), "export", "--input", Vertx(), "--hide", "(unclosed"}, ChildOutput::Null(),
                                   ChildOutput::File(err)));
   CHECK(code == 2);
-  CHECK(ReadFile(err).find("invalid pattern \"(unclosed\"") != std::string::npos);
+  CHECK(ReadWholeFile(err).find("invalid pattern \"(unclosed\"") != std::string::npos);
 }
 
 TEST_CASE("kiln diff: folded and JSON equal the reference, for files and stores") {
   RequirePython();
-  Dir dir;
+  TempDir dir;
   // A target derived from the capture: every third stack gone, every fifth
   // doubled, one new stack.
   const std::string target = dir.path + "/target.folded";
@@ -234,19 +221,19 @@ assert all("base " in t and "target " in t for t in titles)
 
 TEST_CASE("kiln diff refuses sides with different sample types and says how to choose") {
   RequirePython();
-  Dir dir;
+  TempDir dir;
   const std::string err = dir.path + "/stderr";
   const std::string pprof = Source() + "/tests/data/corpus/pprof/sample.cpu.pb.gz";
   int code = WaitChild(SpawnChild({Kiln(), "diff", Vertx(), pprof}, ChildOutput::Null(), ChildOutput::File(err)));
   CHECK(code == 2);
-  CHECK(ReadFile(err).find("pick one with --sample-type") != std::string::npos);
+  CHECK(ReadWholeFile(err).find("pick one with --sample-type") != std::string::npos);
 }
 
 TEST_CASE("an OTLP export of a store range keeps every sample's time: the round trip answers sub-ranges alike") {
   // A perf script capture with sample times over about 2 s, imported, then
   // exported from the store as OTLP and imported into a second store.
   const std::string capture = Source() + "/tests/data/corpus/flamegraph/perf-funcab-cmd-01.txt";
-  Dir dir;
+  TempDir dir;
   const std::string first = dir.path + "/first", second = dir.path + "/second", otlp = dir.path + "/range.otlp";
   REQUIRE(Run({Kiln(), "import", "--data-dir", first, capture}, dir).first == 0);
   REQUIRE(Run({Kiln(), "export", "--data-dir", first, "--format", "otlp", "-o", otlp}, dir).first == 0);

@@ -20,11 +20,14 @@
 #include "ingest/otlp_request_builder.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "tests/child_process.h"
+#include "tests/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using kiln::testing::ChildOutput;
+using kiln::testing::ReadWholeFile;
+using kiln::testing::TempDir;
 using kiln::testing::ScopedChild;
 using kiln::testing::SpawnChild;
 using kiln::testing::WaitChild;
@@ -34,29 +37,13 @@ std::string Source() {
   return s != nullptr ? s : ".";
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-struct Dir {
-  std::string path;
-  Dir() {
-    std::string t = (fs::temp_directory_path() / "kiln-dump-test-XXXXXX").string();
-    path = mkdtemp(t.data());
-  }
-  ~Dir() { fs::remove_all(path); }
-};
-
 std::pair<int, std::string> Run(const std::vector<std::string>& argv, const std::string& out) {
   int code = WaitChild(SpawnChild(argv, ChildOutput::File(out)));
-  return {code, ReadFile(out)};
+  return {code, ReadWholeFile(out)};
 }
 
 TEST_CASE("kiln dump: each sample with its type, value, time and stack, leaf first") {
-  Dir dir;
+  TempDir dir;
   const auto [code, text] =
       Run({KILN_BINARY, "dump", Source() + "/tests/data/corpus/parca/two-stacks.pb.gz"}, dir.path + "/out");
   CHECK(code == 0);
@@ -80,7 +67,7 @@ TEST_CASE("kiln dump: each sample with its type, value, time and stack, leaf fir
 
 TEST_CASE("kiln dump --json: as many samples and the same total as protoc decodes from the OTLP request") {
   REQUIRE_MESSAGE(access("/usr/bin/python3", X_OK) == 0, "/usr/bin/python3 reads protoc's output");
-  Dir dir;
+  TempDir dir;
   const std::string otlp = dir.path + "/p.otlp";
   REQUIRE(Run({KILN_BINARY, "export", "--input", Source() + "/tests/data/corpus/parca/profile1.pb.gz", "--format",
                "otlp", "-o", otlp},
@@ -123,7 +110,7 @@ TEST_CASE("kiln dump --json: as many samples and the same total as protoc decode
 }
 
 TEST_CASE("kiln dump: a file that is not a profile is refused by name, exit 1") {
-  Dir dir;
+  TempDir dir;
   const std::string png = dir.path + "/x.png";
   std::ofstream(png) << std::string("\x89PNG\r\n\x1a\n", 8) << std::string(64, '\0');
   const auto [code, out] = Run({KILN_BINARY, "dump", png}, dir.path + "/out");
@@ -132,7 +119,7 @@ TEST_CASE("kiln dump: a file that is not a profile is refused by name, exit 1") 
 }
 
 TEST_CASE("kiln dump --listen: prints each request a sender makes, with the sender, and stores nothing") {
-  Dir dir;
+  TempDir dir;
   const std::string out = dir.path + "/out";
   ScopedChild dump(SpawnChild({KILN_BINARY, "dump", "--listen", "127.0.0.1:0"}, ChildOutput::File(out)));
   // Its first line says where it listens (port 0: one the system chose).
@@ -140,7 +127,7 @@ TEST_CASE("kiln dump --listen: prints each request a sender makes, with the send
   std::string text;
   for (int i = 0; i < 300 && text.find(" for OTLP") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    text = ReadFile(out);
+    text = ReadWholeFile(out);
   }
   const size_t at = text.find(marker);
   REQUIRE_MESSAGE(at != std::string::npos, text);
@@ -160,10 +147,10 @@ TEST_CASE("kiln dump --listen: prints each request a sender makes, with the send
   collector::ExportProfilesServiceResponse response;
   REQUIRE(stub->Export(&context, b.request, &response).ok());
 
-  for (int i = 0; i < 300 && ReadFile(out).find("sample 2:") == std::string::npos; ++i)
+  for (int i = 0; i < 300 && ReadWholeFile(out).find("sample 2:") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(dump.Stop(SIGINT) == 0);
-  text = ReadFile(out);
+  text = ReadWholeFile(out);
   CHECK(text.find("# request from ipv4:127.0.0.1:") != std::string::npos);
   CHECK(text.find("sample 1: samples/count = 1 sample at 2023-11-14T22:13:20.000000000Z") != std::string::npos);
   CHECK(text.find("sample 2: samples/count = 1 sample at 2023-11-14T22:13:20.001000000Z") != std::string::npos);
