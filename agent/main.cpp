@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<BpfSampler> sampler = std::move(started).value();
+  if (sampler->off_cpu()) collector.SetOffCpuProbability(options.off_cpu_threshold);
   UnwindLoader unwinder(processes, sampler->unwind_maps());
   collector.SetUnwindLoader(&unwinder);
   PythonTracker python(processes, sampler->python_maps());

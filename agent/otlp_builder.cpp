@@ -160,6 +160,16 @@ ExportRequest BuildExportRequest(const ProfileBatch& batch, std::string_view age
   const std::int32_t ns_str = dict.String("nanoseconds");
   const std::int32_t off_cpu_str = dict.String("off_cpu");
   const std::int64_t period = batch.samples_per_second > 0 ? 1000000000LL / batch.samples_per_second : 0;
+  // The off-CPU profiles' sampling probability, once in the table: every
+  // off-CPU profile points at it (kiln scales by it; others see an
+  // attribute).
+  std::int32_t probability_attribute = 0;
+  if (batch.off_cpu_probability > 0) {
+    probability_attribute = request.dictionary().attribute_table_size();
+    auto* kv = request.mutable_dictionary()->add_attribute_table();
+    kv->set_key_strindex(dict.String(kSamplingProbabilityKey));
+    kv->mutable_value()->set_double_value(batch.off_cpu_probability);
+  }
 
   for (const ProcessProfile& process : batch.processes) {
     if (process.samples.empty() && process.off_cpu.empty()) continue;
@@ -219,7 +229,11 @@ ExportRequest BuildExportRequest(const ProfileBatch& batch, std::string_view age
       }
     };
     if (!process.samples.empty()) add_profile(process.samples, samples_str, count_str, true);
-    if (!process.off_cpu.empty()) add_profile(process.off_cpu, off_cpu_str, ns_str, false);
+    if (!process.off_cpu.empty()) {
+      add_profile(process.off_cpu, off_cpu_str, ns_str, false);
+      if (probability_attribute > 0)
+        sp->mutable_profiles(sp->profiles_size() - 1)->add_attribute_indices(probability_attribute);
+    }
   }
   return request;
 }

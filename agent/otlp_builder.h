@@ -26,6 +26,11 @@ namespace kiln::agent {
 using ExportRequest = opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceRequest;
 
 inline constexpr const char* kAgentScopeName = "kiln-agent";
+// On each off-CPU profile (a double): the probability with which a blocked
+// period was followed, so a receiver can estimate real time. kiln reads the
+// same key (storage::attr::kSamplingProbability); the agent links no
+// storage, so the string is written twice.
+inline constexpr const char* kSamplingProbabilityKey = "kiln.sampling.probability";
 
 ExportRequest BuildExportRequest(const ProfileBatch& batch, std::string_view agent_version = "");
 

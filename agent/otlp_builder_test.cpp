@@ -201,6 +201,26 @@ TEST_CASE("otlp builder: Python frames of one code object at two lines are two l
   CHECK(leaf.lines(0).function_index() == below.lines(0).function_index());
 }
 
+TEST_CASE("otlp builder: off-CPU profiles say the share of blocked periods they hold") {
+  ProfileBatch b = SampleBatch();
+  b.off_cpu_probability = 0.1;
+  b.processes[0].off_cpu.push_back(SampleGroup{0, 100, 1, "worker", {b.start_unix_ns + 40}, {7'000'000}});
+  ExportRequest r = BuildExportRequest(b, "1.2.3");
+  CHECK(kiln::agent::testing::CheckExportRequest(r).empty());
+  const auto& profiles = r.resource_profiles(0).scope_profiles(0).profiles();
+  REQUIRE(profiles.size() == 2);
+  auto probability = [&](const auto& profile) -> double {
+    for (int a : profile.attribute_indices()) {
+      const auto& kv = r.dictionary().attribute_table(a);
+      if (Str(r, kv.key_strindex()) == "kiln.sampling.probability") return kv.value().double_value();
+    }
+    return -1;
+  };
+  CHECK(Str(r, profiles[1].sample_type().type_strindex()) == "off_cpu");
+  CHECK(probability(profiles[1]) == doctest::Approx(0.1));
+  CHECK(probability(profiles[0]) == -1);  // on-CPU ticks are every tick
+}
+
 TEST_CASE("otlp builder: an empty batch is a valid empty request") {
   ExportRequest r = BuildExportRequest(ProfileBatch{});
   CHECK(r.resource_profiles_size() == 0);

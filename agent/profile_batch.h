@@ -92,6 +92,10 @@ struct ProfileBatch {
   std::uint64_t start_unix_ns = 0;
   std::uint64_t end_unix_ns = 0;
   int samples_per_second = 20;
+  // The share of blocked periods the BPF side followed (-off-cpu-threshold):
+  // the off-CPU profile says it, so a receiver can estimate real time
+  // (kiln divides by it). 0 when off-CPU is off.
+  double off_cpu_probability = 0;
   std::string host_name;
   std::vector<std::pair<std::string, std::string>> resource_attributes;  // on every process
   std::vector<ProcessProfile> processes;

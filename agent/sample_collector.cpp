@@ -385,6 +385,7 @@ ProfileBatch SampleCollector::TakeBatch(
   batch.start_unix_ns = batch_start_unix_ns_;
   batch.end_unix_ns = static_cast<std::uint64_t>(NowNs(CLOCK_REALTIME));
   batch.samples_per_second = samples_per_second_;
+  batch.off_cpu_probability = off_cpu_probability_;
   batch.host_name = host_name;
   batch.resource_attributes = resource_attributes;
   batch.processes.reserve(current_.size() + finished_.size());

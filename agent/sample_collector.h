@@ -55,6 +55,8 @@ class SampleCollector {
   void SetPerfMaps(PerfMaps* maps) { perf_maps_ = maps; }
   // Reads CPython processes' frames (with the unwind loader); optional.
   void SetPythonTracker(PythonTracker* python) { python_ = python; }
+  // The off-CPU sampling probability each batch reports (0: off).
+  void SetOffCpuProbability(double p) { off_cpu_probability_ = p; }
 
   // One ring buffer record (any kind); malformed ones are counted, not fatal.
   void OnRecord(const void* data, std::size_t size);
@@ -122,6 +124,7 @@ class SampleCollector {
   Symbolizer& symbolizer_;
   const KernelSymbols& kernel_;
   int samples_per_second_;
+  double off_cpu_probability_ = 0;
   std::unordered_map<std::uint32_t, ProcessState> current_;
   std::unordered_map<std::uint32_t, PendingOffCpu> pending_off_cpu_;  // by tid
   std::vector<ProcessProfile> finished_;  // closed by an exec this interval

@@ -262,6 +262,12 @@ const Product kProducts[] = {
      [](storage::Store&, Snapshot* out) {
        out->processes = std::make_shared<const std::vector<storage::ProcessSummary>>(storage::ProcessesOf(*out->slice));
      }},
+    {"sampling",
+     SameInputs<>,
+     [](const Snapshot& from, Snapshot* to) { to->sampling = from.sampling; },
+     [](storage::Store&, Snapshot* out) {
+       out->sampling = std::make_shared<const storage::SamplingNote>(storage::SamplingNoteOf(*out->slice));
+     }},
 };
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "ingest/otlp_normalizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
@@ -825,6 +826,28 @@ void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
     base_attributes_.swap(base_scratch_);
   }
 
+  // A profile its sender recorded a share of (kiln-agent's off-CPU with
+  // -off-cpu-threshold 0.1 follows 1 blocked period in 10) is scaled up to
+  // an estimate of the whole; the attribute stays on its samples, so the
+  // window can say the values are estimates.
+  double scale = 1;
+  for (int32_t a : profile.attribute_indices()) {
+    if (a <= 0 || a >= dict_.attribute_table_size()) continue;
+    const otlp::KeyValueAndUnit& kv = dict_.attribute_table(a);
+    if (Str(kv.key_strindex()) != storage::attr::kSamplingProbability) continue;
+    const double p = kv.value().value_case() == common::AnyValue::kDoubleValue ? kv.value().double_value() : 0;
+    // Below one in a million it is not a sampling rate anyone uses: left
+    // unscaled rather than multiplied into nonsense.
+    if (p >= 1e-6 && p < 1) scale = 1 / p;
+  }
+  auto scaled = [scale](int64_t v) -> int64_t {
+    if (scale == 1) return v;
+    const double d = static_cast<double>(v) * scale;
+    if (d >= 9.2e18) return std::numeric_limits<int64_t>::max();
+    if (d <= -9.2e18) return std::numeric_limits<int64_t>::min();
+    return static_cast<int64_t>(std::llround(d));
+  };
+
   std::vector<storage::Sample>& samples = result_.batch.samples;
   const size_t needed = samples.size() + event_count;
   if (needed > samples.capacity()) samples.reserve(std::max(needed, samples.capacity() * 2));
@@ -848,10 +871,10 @@ void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
     const int timestamps = s.timestamps_unix_nano_size();
     if (timestamps == 0) {
       out.time_ns = profile_time;
-      out.value = s.values(0);
+      out.value = scaled(s.values(0));
       samples.push_back(out);
     } else if (s.values_size() == 0) {
-      out.value = 1;
+      out.value = scaled(1);
       for (uint64_t t : s.timestamps_unix_nano()) {
         out.time_ns = static_cast<int64_t>(t);
         samples.push_back(out);
@@ -859,7 +882,7 @@ void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
     } else {
       for (int k = 0; k < timestamps; ++k) {
         out.time_ns = static_cast<int64_t>(s.timestamps_unix_nano(k));
-        out.value = s.values(k);
+        out.value = scaled(s.values(k));
         samples.push_back(out);
       }
     }

@@ -144,6 +144,36 @@ TEST_CASE("the three sample shapes") {
         "off_cpu/nanoseconds t=50 v=2000 main;handler {}\n");
 }
 
+TEST_CASE("a profile that says its sampling probability is scaled to an estimate of the whole") {
+  Fixture f;
+  auto* rp = f.b.Resource({});
+  auto* off = f.b.AddProfile(rp, "off_cpu", "nanoseconds", "", "");
+  OtlpRequestBuilder::AnyValue p;
+  p.set_double_value(0.1);  // kiln-agent -off-cpu-threshold 0.1
+  off->add_attribute_indices(f.b.Attribute("kiln.sampling.probability", p));
+  OtlpRequestBuilder::AddSample(off, f.stack_b, {}, {40, 50}, {1000, 2001});
+  // The same without it: kept as sent.
+  auto* plain = f.b.AddProfile(rp, "off_cpu", "nanoseconds", "", "");
+  OtlpRequestBuilder::AddSample(plain, f.stack_b, {}, {60}, {1000});
+  // Nonsense probabilities (0, 1e-9, above 1, a string) scale nothing.
+  for (double bad : {0.0, 1e-9, 1.5}) {
+    auto* odd = f.b.AddProfile(rp, "off_cpu", "nanoseconds", "", "");
+    OtlpRequestBuilder::AnyValue v;
+    v.set_double_value(bad);
+    odd->add_attribute_indices(f.b.Attribute("kiln.sampling.probability", v));
+    OtlpRequestBuilder::AddSample(odd, f.stack_b, {}, {70}, {5});
+  }
+  NormalizeResult r = NormalizeExportRequest(f.b.request);
+  REQUIRE(r.batch.samples.size() == 6);
+  CHECK(r.batch.samples[0].value == 10000);
+  CHECK(r.batch.samples[1].value == 20010);
+  CHECK(r.batch.samples[2].value == 1000);
+  for (int i = 3; i < 6; ++i) CHECK(r.batch.samples[i].value == 5);
+  // The probability stays on the scaled samples, so the window can say so.
+  CHECK(r.batch.dict.AttributeValue(r.batch.samples[0].attribute_set, "kiln.sampling.probability") == "0.1");
+  CHECK(r.batch.dict.AttributeValue(r.batch.samples[2].attribute_set, "kiln.sampling.probability").empty());
+}
+
 TEST_CASE("sample types are kept as sent, with their period; unknown ones are not folded together") {
   struct Case {
     const char *type, *unit, *ptype, *punit;

@@ -72,7 +72,7 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
   }
 
   ImGui::SameLine(0, ImGui::GetFontSize());
-  DrawSampleTypePicker(session, status);
+  DrawSampleTypePicker(session, status, analysis);
 
   if (session.offline && session.untimed) {
     // No times per sample: nothing to choose a range from. The facts instead.
@@ -124,7 +124,8 @@ void HeaderBar::Draw(const std::vector<View*>& views, size_t* active_view, Sessi
   DrawFilterBar(session, status, analysis);
 }
 
-void HeaderBar::DrawSampleTypePicker(SessionState& session, const StatusSnapshot* status) {
+void HeaderBar::DrawSampleTypePicker(SessionState& session, const StatusSnapshot* status,
+                                     const AnalysisSnapshot* analysis) {
   std::vector<storage::SampleTypeInfo> types;
   if (status != nullptr) {
     for (const storage::SampleTypeCount& c : status->stats.sample_types) types.push_back(c.info);
@@ -152,6 +153,19 @@ void HeaderBar::DrawSampleTypePicker(SessionState& session, const StatusSnapshot
       if (!current->period_type.empty()) tip += " of " + current->period_type;
     }
     ImGui::SetTooltip("%s", tip.c_str());
+  }
+  // Values scaled up from a sampled share, or off-CPU time that may be a
+  // share nobody said: the picker says so, in words on hover.
+  if (analysis != nullptr && analysis->sampling && analysis->sampling->kind != storage::SamplingNote::Kind::kNone &&
+      analysis->request.query.sample_type == session.sample_type) {
+    ImGui::SameLine();
+    ImGui::TextColored(CurrentPalette().warning_text, "%s", analysis->sampling->label.c_str());
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 28.f, 0));
+      ImGui::BeginTooltip();
+      ImGui::TextWrapped("%s", analysis->sampling->text.c_str());
+      ImGui::EndTooltip();
+    }
   }
 }
 

@@ -24,7 +24,7 @@ class HeaderBar {
   void DrawFilterBar(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis);
   // The sample types the source holds ("On-CPU (samples)", "Allocated
   // bytes", ...), the current one first when the source has none of it yet.
-  void DrawSampleTypePicker(SessionState& session, const StatusSnapshot* status);
+  void DrawSampleTypePicker(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis);
   void DrawFilterPopup(SessionState& session, const StatusSnapshot* status, const AnalysisSnapshot* analysis);
 
   std::string popup_key_;

@@ -14,6 +14,7 @@
 
 #include "ingest/otlp_receiver.h"
 #include "storage/model/processes.h"
+#include "storage/model/sampling.h"
 #include "storage/model/diff.h"
 #include "storage/model/flame_tree.h"
 #include "storage/model/source_lines.h"
@@ -107,6 +108,8 @@ struct AnalysisSnapshot {
   std::shared_ptr<const storage::Timeline> heatmap;
   // The slice's processes (storage::ProcessesOf): the PID filter's names.
   std::shared_ptr<const std::vector<storage::ProcessSummary>> processes;
+  // Whether the values are estimates from a sampled share (storage::SamplingNoteOf).
+  std::shared_ptr<const storage::SamplingNote> sampling;
   std::shared_ptr<const storage::Timeline> timeline;
   std::string error;  // non-empty when the query failed; the rest may be stale or null
   double query_ms = 0;

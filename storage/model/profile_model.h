@@ -221,6 +221,11 @@ inline constexpr std::string_view kKilnSender = "kiln.sender";
 inline constexpr std::string_view kThreadName = "thread.name";
 inline constexpr std::string_view kThreadId = "thread.id";
 inline constexpr std::string_view kCpu = "cpu.logical_number";
+// On a profile: the share (0..1] of events its sender recorded, e.g.
+// kiln-agent's off-CPU -off-cpu-threshold. kiln's normalizer divides the
+// profile's values by it (an estimate of the whole) and the window says so.
+// kiln-agent writes the same key (agent/otlp_builder.h).
+inline constexpr std::string_view kSamplingProbability = "kiln.sampling.probability";
 }  // namespace attr
 
 // True for this machine's loopback addresses as kiln.sender holds them
