@@ -2,6 +2,8 @@
 // process exit code. main.cpp parses arguments (CLI11) and dispatches.
 #pragma once
 
+#include <signal.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +45,11 @@ struct HeadlessOptions {
 absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& options);
 // Runs the receiver and the store until SIGINT/SIGTERM.
 int RunHeadless(const HeadlessOptions& options);
+
+// Blocks SIGINT and SIGTERM in this thread and returns them, for sigwait():
+// called before any thread starts, so gRPC's threads inherit the mask and
+// only the sigwait() of `kiln --headless` or `kiln dump --listen` sees them.
+sigset_t BlockShutdownSignals();
 
 struct ExportOptions {
   std::string data_dir;

@@ -2,7 +2,6 @@
 // lines), for people debugging what a producer sends; `kiln dump --listen
 // ADDR`: the same for every request an OTLP receiver that stores nothing
 // is sent.
-#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -21,13 +20,16 @@
 namespace kiln::app {
 namespace {
 
+// One sample as --json or the text form asks: the one printer of both modes.
+void PrintSample(const DumpOptions& options, const storage::ProfileBatch& batch, const storage::Sample& s,
+                 uint64_t number) {
+  std::fputs(options.json ? (capture::DumpSampleJson(batch, s) + "\n").c_str()
+                          : capture::DumpSampleText(batch, s, number).c_str(),
+             stdout);
+}
+
 int RunDumpListen(const DumpOptions& options) {
-  // Before any thread starts: only sigwait() below sees them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockShutdownSignals();
   // The receiver keeps its Log in a store; samples are not written to it.
   // A private one, removed on the way out.
   std::string dir = (std::filesystem::temp_directory_path() / "kiln-dump-XXXXXX").string();
@@ -57,12 +59,7 @@ int RunDumpListen(const DumpOptions& options) {
     std::lock_guard lock(mu);
     std::fprintf(head, "# request from %s: %s samples\n", peer.c_str(), storage::FormatCount(batch.samples.size()).c_str());
     if (!options.json) std::fprintf(stdout, "\n");
-    for (const storage::Sample& s : batch.samples) {
-      ++number;
-      std::fputs(options.json ? (capture::DumpSampleJson(batch, s) + "\n").c_str()
-                              : capture::DumpSampleText(batch, s, number).c_str(),
-                 stdout);
-    }
+    for (const storage::Sample& s : batch.samples) PrintSample(options, batch, s, ++number);
     std::fflush(stdout);
     std::fflush(head);
   };
@@ -129,12 +126,7 @@ int RunDump(const DumpOptions& options) {
                      static_cast<unsigned long long>(options.limit));
         break;
       }
-      ++number;
-      if (options.json) {
-        std::fputs((capture::DumpSampleJson(batch, s) + "\n").c_str(), stdout);
-      } else {
-        std::fputs(capture::DumpSampleText(batch, s, number).c_str(), stdout);
-      }
+      PrintSample(options, batch, s, ++number);
     }
   }
   std::fflush(stdout);

@@ -19,14 +19,17 @@
 
 namespace kiln::app {
 
-int RunHeadless(const HeadlessOptions& options) {
-  // Block the shutdown signals before any thread starts, so gRPC's threads
-  // inherit the mask and only sigwait() below sees them.
+sigset_t BlockShutdownSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+int RunHeadless(const HeadlessOptions& options) {
+  const sigset_t signals = BlockShutdownSignals();
 
   absl::StatusOr<storage::StoreOptions> store_options = StoreOptionsFrom(options);
   if (!store_options.ok()) {
