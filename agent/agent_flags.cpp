@@ -152,7 +152,7 @@ const std::vector<FlagDef>& Flags() {
          return {};
        }},
       {"unwind-table-rows", false,
-       "Rows of call frame information the BPF maps hold, 8 bytes each (default 2097152: 16 MiB)",
+       "Rows of call frame information the BPF maps hold, 4 bytes each (default 4194304: 16 MiB)",
        [](std::string_view v, AgentOptions& o) -> std::string {
          std::uint32_t n = 0;
          auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);

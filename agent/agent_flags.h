@@ -37,7 +37,7 @@ struct AgentOptions {
   bool symbolize = true;  // -no-symbolize turns host symbolization off
   bool verbose = false;
   double off_cpu_threshold = 0;               // probability a switched-out thread is followed
-  std::uint32_t unwind_table_rows = 2u << 20;  // CFI rows in the BPF maps
+  std::uint32_t unwind_table_rows = 4u << 20;  // CFI rows in the BPF maps (4 bytes each)
   std::size_t max_unsent_bytes = 16u << 20;  // queue bound before dropping oldest
   bool show_version = false;
   bool show_help = false;

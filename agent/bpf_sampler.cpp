@@ -216,6 +216,7 @@ int BpfSampler::Poll(std::chrono::milliseconds timeout) {
 UnwindMapFds BpfSampler::unwind_maps() const {
   UnwindMapFds fds;
   fds.rows = bpf_map__fd(skel_->maps.unwind_rows);
+  fds.infos = bpf_map__fd(skel_->maps.unwind_infos);
   fds.files = bpf_map__fd(skel_->maps.unwind_files);
   fds.mappings = bpf_map__fd(skel_->maps.proc_mappings);
   fds.process_state = bpf_map__fd(skel_->maps.proc_state);
@@ -247,7 +248,8 @@ WalkStats BpfSampler::walk_stats() const {
 std::size_t BpfSampler::map_memory_bytes() const {
   // Rows and files: preallocated arrays. Trie nodes: key + value + ~48
   // bytes of node each, at the bound. Hash: key + value + ~64 bytes each.
-  return ring_bytes_ + std::size_t{sizes_.rows} * sizeof(kiln_unwind_row) +
+  return ring_bytes_ + std::size_t{sizes_.rows} * sizeof(__u32) +
+         std::size_t{KILN_UNWIND_INFOS} * sizeof(kiln_unwind_info) +
          std::size_t{sizes_.files} * sizeof(kiln_unwind_file) +
          std::size_t{sizes_.mapping_entries} * (sizeof(kiln_mapping_key) + sizeof(kiln_unwind_mapping) + 48) +
          std::size_t{sizes_.processes} * (8 + 64) +

@@ -202,19 +202,19 @@ int main(int argc, char** argv) {
       };
       std::printf(
           "kiln-agent:   stacks: %.1f%% whole (outermost frame reached), %llu frames from CFI, %llu from frame "
-          "pointers; %zu processes and %zu tables loaded (%zu of %u rows, %.2fs building)\n",
+          "pointers; %zu processes and %zu tables loaded (%zu of %u rows, %zu distinct rules, %.2fs building)\n",
           end_share(KILN_WALK_OUTERMOST), static_cast<unsigned long long>(ws.cfi_frames),
           static_cast<unsigned long long>(ws.fp_frames), us.processes_loaded, us.tables_loaded, us.rows_in_use,
-          us.row_capacity, us.build_seconds);
+          us.row_capacity, us.unwind_infos, us.build_seconds);
       // What did not get rows, and why, in the default report: on a busy
       // desktop this is where stacks are cut short.
       if (us.tables_evicted_idle > 0 || !us.refused_by_reason.empty()) {
         std::string why;
         for (const auto& [reason, files] : us.refused_by_reason)
           why += (why.empty() ? "" : ", ") + std::to_string(files) + " " + reason;
-        std::printf("kiln-agent:   tables of idle processes evicted %zu times (%zu built again when they ran); "
-                    "files refused: %s\n",
-                    us.tables_evicted_idle, us.tables_reloaded, why.empty() ? "none" : why.c_str());
+        std::printf("kiln-agent:   tables of idle processes evicted %zu times (%zu built again when they ran), "
+                    "moved together %zu times; files refused: %s\n",
+                    us.tables_evicted_idle, us.tables_reloaded, us.defragmented, why.empty() ? "none" : why.c_str());
       }
       if (options.verbose) {
         static const char* kEndNames[KILN_WALK_END_COUNT] = {

@@ -6,6 +6,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -64,10 +65,10 @@ std::vector<std::pair<std::uint32_t, std::uint64_t>> CoverRange(std::uint64_t st
   return blocks;
 }
 
-UnwindLoader::UnwindLoader(ProcessTracker& processes, UnwindMapFds fds) : processes_(processes), fds_(fds) {
+UnwindLoader::UnwindLoader(ProcessTracker& processes, UnwindMapFds fds)
+    : processes_(processes), fds_(fds), space_(fds.row_capacity) {
   stats_.row_capacity = fds_.row_capacity;
   for (std::uint32_t s = fds_.file_capacity; s > 0; --s) free_slots_.push_back(s - 1);
-  if (fds_.row_capacity > 0) free_rows_[0] = fds_.row_capacity;
   vdso_image_ = ReadOwnVdso();
   builder_ = std::thread([this] { BuildLoop(); });
 }
@@ -90,35 +91,111 @@ void UnwindLoader::Refuse(const std::string& name, const std::string& reason) {
   if (stats_.refused[name.empty() ? reason : name + ": " + reason]++ == 0) stats_.refused_by_reason[reason]++;
 }
 
-bool UnwindLoader::AllocateRows(std::uint32_t count, std::uint32_t* first) {
-  for (;;) {
-    for (auto it = free_rows_.begin(); it != free_rows_.end(); ++it) {
-      if (it->second < count) continue;
-      *first = it->first;
-      std::uint32_t rest = it->second - count, at = it->first + count;
-      free_rows_.erase(it);
-      if (rest > 0) free_rows_[at] = rest;
-      return true;
-    }
-    if (!EvictOneUnused() && !EvictIdle()) return false;
+std::optional<std::uint32_t> RowSpace::Allocate(std::uint32_t count) {
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < count) continue;
+    std::uint32_t first = it->first, rest = it->second - count;
+    free_.erase(it);
+    if (rest > 0) free_[first + count] = rest;
+    return first;
   }
+  return std::nullopt;
 }
 
-void UnwindLoader::FreeRows(std::uint32_t first, std::uint32_t count) {
+void RowSpace::Free(std::uint32_t first, std::uint32_t count) {
   if (count == 0) return;
-  auto [it, inserted] = free_rows_.emplace(first, count);
+  auto [it, inserted] = free_.emplace(first, count);
   // Merge with the neighbours so long runs stay available.
-  if (auto next = std::next(it); next != free_rows_.end() && it->first + it->second == next->first) {
+  if (auto next = std::next(it); next != free_.end() && it->first + it->second == next->first) {
     it->second += next->second;
-    free_rows_.erase(next);
+    free_.erase(next);
   }
-  if (it != free_rows_.begin()) {
+  if (it != free_.begin()) {
     auto prev = std::prev(it);
     if (prev->first + prev->second == it->first) {
       prev->second += it->second;
-      free_rows_.erase(it);
+      free_.erase(it);
     }
   }
+}
+
+std::vector<std::uint32_t> RowSpace::Pack(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& runs) {
+  std::vector<std::uint32_t> to;
+  std::uint32_t cursor = 0;
+  for (const auto& [first, count] : runs) {
+    to.push_back(cursor);
+    cursor += count;
+  }
+  free_.clear();
+  if (cursor < capacity_) free_[cursor] = capacity_ - cursor;
+  return to;
+}
+
+std::uint32_t RowSpace::free_rows() const {
+  std::uint32_t n = 0;
+  for (const auto& [first, count] : free_) n += count;
+  return n;
+}
+
+bool UnwindLoader::AllocateRows(std::uint32_t count, std::uint32_t* first) {
+  for (;;) {
+    if (std::optional<std::uint32_t> at = space_.Allocate(count)) {
+      *first = *at;
+      return true;
+    }
+    if (EvictOneUnused() || EvictIdle()) continue;
+    // Enough rows are free, but in pieces between tables in use: close the
+    // gaps once, then the first fit is the free run at the end.
+    if (space_.free_rows() < count || space_.free_runs() <= 1) return false;
+    Defragment();
+  }
+}
+
+void UnwindLoader::WriteRows(std::uint32_t first, const std::uint32_t* words, std::uint32_t n) {
+  std::vector<std::uint32_t> keys(n);
+  for (std::uint32_t i = 0; i < n; ++i) keys[i] = first + i;
+  __u32 count = n;
+  // One syscall for the whole run; element by element where the kernel
+  // has no batch operations for arrays (before 5.6).
+  if (bpf_map_update_batch(fds_.rows, keys.data(), words, &count, nullptr) != 0) {
+    for (std::uint32_t i = 0; i < n; ++i) bpf_map_update_elem(fds_.rows, &keys[i], &words[i], BPF_ANY);
+  }
+}
+
+void UnwindLoader::Defragment() {
+  std::vector<FileTable*> loaded;
+  for (auto& [key, t] : tables_)
+    if (t.row_count > 0) loaded.push_back(&t);
+  std::sort(loaded.begin(), loaded.end(), [](const FileTable* a, const FileTable* b) { return a->first_row < b->first_row; });
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> runs;
+  for (const FileTable* t : loaded) runs.emplace_back(t->first_row, t->row_count);
+  std::vector<std::uint32_t> to = space_.Pack(runs);
+  std::vector<std::uint32_t> words, keys;
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    FileTable* t = loaded[i];
+    const std::uint32_t n = t->row_count;
+    if (t->first_row == to[i]) continue;
+    // Read the run back (we keep no copy: it would double the agent's
+    // RSS), hide the table while it moves (walks take frame pointers for
+    // that moment, as for a table not loaded yet), then show it at its new
+    // place. Moving down in order never writes over a run not yet moved.
+    words.assign(n, 0);
+    keys.resize(n);
+    __u32 count = n, start = t->first_row, next = 0;
+    bool read = bpf_map_lookup_batch(fds_.rows, &start, &next, keys.data(), words.data(), &count, nullptr) == 0 &&
+                count == n;
+    for (std::uint32_t r = 0; !read && r < n; ++r) {
+      std::uint32_t key = t->first_row + r;
+      bpf_map_lookup_elem(fds_.rows, &key, &words[r]);
+    }
+    kiln_unwind_file hidden{};
+    bpf_map_update_elem(fds_.files, &t->slot, &hidden, BPF_ANY);
+    WriteRows(to[i], words.data(), n);
+    t->first_row = to[i];
+    kiln_unwind_file file{t->first_row, n, 0, t->first_page};
+    bpf_map_update_elem(fds_.files, &t->slot, &file, BPF_ANY);
+  }
+  ++stats_.defragmented;
 }
 
 void UnwindLoader::Evict(std::unordered_map<std::string, FileTable>::iterator it) {
@@ -126,7 +203,7 @@ void UnwindLoader::Evict(std::unordered_map<std::string, FileTable>::iterator it
   if (t.lru != unused_lru_.end()) unused_lru_.erase(t.lru);
   kiln_unwind_file empty{};
   bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
-  FreeRows(t.first_row, t.row_count);
+  space_.Free(t.first_row, t.row_count);
   stats_.rows_in_use -= t.row_count;
   if (t.row_count > 0) --stats_.tables_loaded;
   free_slots_.push_back(t.slot);
@@ -168,7 +245,7 @@ bool UnwindLoader::EvictIdle() {
   kiln_unwind_file empty{};
   empty.flags = KILN_FILE_WAKE_ON_MISS;
   bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
-  FreeRows(t.first_row, t.row_count);
+  space_.Free(t.first_row, t.row_count);
   stats_.rows_in_use -= t.row_count;
   --stats_.tables_loaded;
   t.first_row = t.row_count = 0;
@@ -183,9 +260,32 @@ void UnwindLoader::NoteSampled(ProcessInfo& process, bool table_missing) {
   auto it = loaded_.find(process.pid);
   if (it == loaded_.end()) return;
   const auto now = std::chrono::steady_clock::now();
-  it->second.last_sampled = now;
+  LoadedProcess& lp = it->second;
+  lp.last_sampled = now;
+  if (now - lp.window_start >= kHotWindow) {
+    lp.previous_window_samples = now - lp.window_start < 2 * kHotWindow ? lp.window_samples : 0;
+    lp.window_samples = 0;
+    lp.window_start = now;
+  }
+  ++lp.window_samples;
   if (!table_missing) return;
-  for (const std::string& key : it->second.files) {
+  // A process sampled once or twice woke for a moment (a sleeper's timer):
+  // building its tables again would take rows from the processes that run,
+  // and keep them for kHotWindow. One that keeps running gets them within
+  // a few samples.
+  if (lp.window_samples + lp.previous_window_samples < kReloadSamples) {
+    // The walker wakes us on a miss once: arm it again, so that the next
+    // samples arrive now, not at the consumer's next timed poll.
+    for (const std::string& key : lp.files) {
+      auto t = tables_.find(key);
+      if (t == tables_.end() || !t->second.evicted || t->second.row_count != 0) continue;
+      kiln_unwind_file rearmed{};
+      rearmed.flags = KILN_FILE_WAKE_ON_MISS;
+      bpf_map_update_elem(fds_.files, &t->second.slot, &rearmed, BPF_ANY);
+    }
+    return;
+  }
+  for (const std::string& key : lp.files) {
     auto t = tables_.find(key);
     if (t != tables_.end() && t->second.evicted && now >= t->second.retry_at) {
       LoadProcess(process);  // TableFor builds the evicted ones again
@@ -301,11 +401,26 @@ std::size_t UnwindLoader::Poll() {
       Refuse(d.job.name, built.error());
       continue;
     }
-    std::uint32_t n = static_cast<std::uint32_t>(built->rows.size());
-    if (built->rows.size() > fds_.row_capacity) {
+    Result<CompactUnwindRows> compact = CompactRows(built->rows, infos_);
+    built->rows = std::vector<UnwindRow>();  // free it before trimming
+    if (!compact) {
+      Refuse(d.job.name, compact.error());
+      continue;
+    }
+    // Rules are never taken back: a rule met once is met again (a host's
+    // compilers emit a few thousand), and the map holds 64K of them.
+    for (std::size_t i = infos_written_; i < infos_.infos().size(); ++i) {
+      auto key = static_cast<std::uint32_t>(i);
+      bpf_map_update_elem(fds_.infos, &key, &infos_.infos()[i], BPF_ANY);
+    }
+    infos_written_ = infos_.infos().size();
+    stats_.unwind_infos = infos_written_;
+    std::vector<std::uint32_t>& words = compact->words;
+    if (words.size() > fds_.row_capacity) {
       Refuse(d.job.name, "larger than all of unwind_rows (raise -unwind-table-rows)");
       continue;
     }
+    auto n = static_cast<std::uint32_t>(words.size());
     if (!AllocateRows(n, &t.first_row)) {
       // Every row belongs to a process sampled within kHotWindow: tried
       // again when its process runs, later and later while that lasts.
@@ -317,20 +432,14 @@ std::size_t UnwindLoader::Poll() {
     }
     t.retry_backoff = kRetryAfter;
     ++stats_.tables_built;
-    std::vector<std::uint32_t> keys(n);
-    for (std::uint32_t i = 0; i < n; ++i) keys[i] = t.first_row + i;
-    __u32 count = n;
-    // One syscall for the whole run; element by element where the kernel
-    // has no batch operations for arrays (before 5.6).
-    if (bpf_map_update_batch(fds_.rows, keys.data(), built->rows.data(), &count, nullptr) != 0) {
-      for (std::uint32_t i = 0; i < n; ++i) bpf_map_update_elem(fds_.rows, &keys[i], &built->rows[i], BPF_ANY);
-    }
+    WriteRows(t.first_row, words.data(), n);
     t.row_count = n;
     stats_.rows_in_use += n;
     ++stats_.tables_loaded;
-    kiln_unwind_file file{t.first_row, t.row_count, 0, 0};
+    t.first_page = compact->first_page;
+    kiln_unwind_file file{t.first_row, t.row_count, 0, t.first_page};
     bpf_map_update_elem(fds_.files, &t.slot, &file, BPF_ANY);
-    built->rows = std::vector<kiln_unwind_row>();  // free it before trimming
+    compact->words = std::vector<std::uint32_t>();
     // A big library's table is tens of MB while it is built; give it back.
     if (n > 100000) malloc_trim(0);
   }

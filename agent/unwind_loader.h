@@ -15,8 +15,10 @@
 //     gives its rows up, if none of them was sampled in the last kHotWindow:
 //     rows go to what is being sampled. Its slot stays (the processes'
 //     entries point at it, "no rows" to the walker), and when one of them
-//     is sampled again the walker says so (KILN_SAMPLE_FLAG_TABLE_MISSING)
-//     and the table is built again;
+//     runs again (a few samples, not one moment's wake) the walker says so
+//     (KILN_SAMPLE_FLAG_TABLE_MISSING) and the table is built again;
+//   - rows in use are 4 bytes each (CompactRows); when enough are free but
+//     only in pieces between tables in use, the tables are moved together;
 //   - a file whose table cannot be built, or does not fit, is remembered
 //     with the reason and walked with frame pointers; one that did not fit
 //     is tried again (after kRetryAfter, doubling to a minute) when its
@@ -35,6 +37,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -46,7 +49,8 @@
 namespace kiln::agent {
 
 struct UnwindMapFds {
-  int rows = -1;           // ARRAY of kiln_unwind_row
+  int rows = -1;           // ARRAY of __u32: runs of compacted rows (CompactRows)
+  int infos = -1;          // ARRAY of kiln_unwind_info
   int files = -1;          // ARRAY of kiln_unwind_file
   int mappings = -1;       // LPM_TRIE kiln_mapping_key -> kiln_unwind_mapping
   int process_state = -1;  // HASH pid -> KILN_PROCESS_*
@@ -61,14 +65,37 @@ struct UnwindLoaderStats {
   std::size_t tables_evicted = 0;      // unmapped tables whose rows were needed
   std::size_t tables_evicted_idle = 0; // mapped by processes not sampled lately
   std::size_t tables_reloaded = 0;     // built again when their process ran again
+  std::size_t defragmented = 0;        // times the tables were moved together to make one free run
   std::size_t open_gone = 0;           // files whose process exited before they were opened
   std::uint32_t row_capacity = 0;
-  std::size_t rows_in_use = 0;        // in unwind_rows now
+  std::size_t rows_in_use = 0;        // in unwind_rows now (4 bytes each, page index included)
+  std::size_t unwind_infos = 0;       // distinct rules in unwind_infos
   std::size_t tables_loaded = 0;      // with their rows in unwind_rows now
   std::size_t mapping_entries = 0;    // LPM entries now
   double build_seconds = 0;           // spent in BuildUnwindTable
   std::map<std::string, std::size_t> refused;  // "file: reason" -> times
   std::map<std::string, std::size_t> refused_by_reason;  // reason -> files
+};
+
+// unwind_rows' free space: runs kept merged, first fit. Pure, for tests.
+class RowSpace {
+ public:
+  explicit RowSpace(std::uint32_t capacity) : capacity_(capacity) {
+    if (capacity > 0) free_[0] = capacity;
+  }
+  // The first of `count` contiguous rows, or nullopt when no free run holds them.
+  std::optional<std::uint32_t> Allocate(std::uint32_t count);
+  void Free(std::uint32_t first, std::uint32_t count);
+  // Where each of `runs` (first, count; in use, sorted by first) goes when
+  // they are moved together from row 0 in their order; the free rows are
+  // then one run at the end.
+  std::vector<std::uint32_t> Pack(const std::vector<std::pair<std::uint32_t, std::uint32_t>>& runs);
+  std::uint32_t free_rows() const;
+  std::size_t free_runs() const { return free_.size(); }
+
+ private:
+  std::uint32_t capacity_;
+  std::map<std::uint32_t, std::uint32_t> free_;  // first -> count
 };
 
 class UnwindLoader {
@@ -82,12 +109,14 @@ class UnwindLoader {
   // long a file that did not fit waits before it is tried again.
   static constexpr auto kHotWindow = std::chrono::seconds(2);
   static constexpr auto kRetryAfter = std::chrono::seconds(1);
+  // Samples within about two kHotWindows before an evicted table is built again.
+  static constexpr std::uint32_t kReloadSamples = 3;
 
   // Loads (or reloads, after its maps changed) a process's mappings.
   void LoadProcess(ProcessInfo& process);
   // A sample of a loaded process arrived: its tables are in use. With
   // `table_missing` (the walker met a file without rows) its evicted tables
-  // are built again.
+  // are built again, once it has been sampled kReloadSamples times.
   void NoteSampled(ProcessInfo& process, bool table_missing);
   // The process exec'd or exited: its entries go.
   void ForgetProcess(std::uint32_t pid);
@@ -106,6 +135,7 @@ class UnwindLoader {
     std::uint32_t slot = 0;
     std::uint32_t first_row = 0;
     std::uint32_t row_count = 0;  // 0: building, refused or evicted (frame pointers)
+    std::uint32_t first_page = 0; // kiln_unwind_file's
     std::size_t users = 0;        // loaded processes mapping it
     std::list<std::string>::iterator lru;
     // Rows given up (evicted while mapped, or they did not fit): built
@@ -118,6 +148,9 @@ class UnwindLoader {
     std::vector<std::vector<std::uint8_t>> keys;  // LPM keys written
     std::vector<std::string> files;               // table keys in use
     std::chrono::steady_clock::time_point last_sampled{};
+    // Samples in the kHotWindow that started at window_start, and in the one before.
+    std::chrono::steady_clock::time_point window_start{};
+    std::uint32_t window_samples = 0, previous_window_samples = 0;
   };
 
   // `name` is how the Log names the file when its table is refused.
@@ -138,7 +171,9 @@ class UnwindLoader {
   FileTable* TableFor(const std::string& key, const std::string& name, const std::string& open_path,
                       const std::string& debug_path, const void* image, std::size_t image_size);
   bool AllocateRows(std::uint32_t count, std::uint32_t* first);
-  void FreeRows(std::uint32_t first, std::uint32_t count);
+  void WriteRows(std::uint32_t first, const std::uint32_t* words, std::uint32_t n);
+  // Moves the loaded tables together, leaving one free run at the end.
+  void Defragment();
   bool EvictOneUnused();
   // Takes the rows of the table whose processes were sampled longest ago
   // (none within kHotWindow); false if there is none.
@@ -157,9 +192,11 @@ class UnwindLoader {
   std::unordered_map<std::string, FileTable> tables_;
   std::list<std::string> unused_lru_;  // tables no process maps, oldest first
   std::vector<std::uint32_t> free_slots_;
-  std::map<std::uint32_t, std::uint32_t> free_rows_;  // first -> count
+  RowSpace space_;
   std::unordered_map<std::uint32_t, LoadedProcess> loaded_;
   std::vector<std::uint8_t> vdso_image_;
+  UnwindInfoTable infos_;
+  std::size_t infos_written_ = 0;  // of infos_, in the BPF map
   UnwindLoaderStats stats_;
   std::size_t builds_pending_ = 0;
 

@@ -234,8 +234,8 @@ RegKind ClassifyRegister(Dwarf_Frame* frame, int reg, std::int64_t* offset) {
   return RegKind::kOther;
 }
 
-kiln_unwind_row PackRow(std::uint64_t pc, int cfa_rule, std::int64_t cfa_offset, int fp_rule, std::int64_t fp_offset) {
-  kiln_unwind_row row{};
+UnwindRow PackRow(std::uint64_t pc, int cfa_rule, std::int64_t cfa_offset, int fp_rule, std::int64_t fp_offset) {
+  UnwindRow row{};
   row.pc = static_cast<__u32>(pc);
   if (cfa_rule == KILN_CFA_OUTERMOST || cfa_rule == KILN_CFA_UNSUPPORTED || cfa_rule == KILN_CFA_NONE) {
     row.rules = static_cast<__u8>(cfa_rule);
@@ -256,7 +256,7 @@ kiln_unwind_row PackRow(std::uint64_t pc, int cfa_rule, std::int64_t cfa_offset,
   return row;
 }
 
-kiln_unwind_row RowFromFrame(Dwarf_Frame* frame, std::uint64_t pc) {
+UnwindRow RowFromFrame(Dwarf_Frame* frame, std::uint64_t pc) {
   Dwarf_Addr start = 0, end = 0;
   bool signal = false;
   int ra_reg = dwarf_frame_info(frame, &start, &end, &signal);
@@ -302,7 +302,7 @@ kiln_unwind_row RowFromFrame(Dwarf_Frame* frame, std::uint64_t pc) {
   return PackRow(pc, cfa_rule, cfa_offset, fp_rule, fp_off);
 }
 
-bool SameRule(const kiln_unwind_row& a, const kiln_unwind_row& b) {
+bool SameRule(const UnwindRow& a, const UnwindRow& b) {
   return a.rules == b.rules && a.cfa_offset == b.cfa_offset && a.fp_offset == b.fp_offset;
 }
 
@@ -310,7 +310,7 @@ bool SameRule(const kiln_unwind_row& a, const kiln_unwind_row& b) {
 // a 100 MB library has over a million of them.
 struct Span {
   std::uint32_t end;
-  kiln_unwind_row row;
+  UnwindRow row;
   std::uint32_t start() const { return row.pc; }
 };
 
@@ -407,7 +407,7 @@ Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, SpanSo
         return false;
       }
       if (end <= start) return true;
-      kiln_unwind_row row{};
+      UnwindRow row{};
       row.pc = static_cast<__u32>(start);
       if (outermost) {
         row.rules = KILN_CFA_OUTERMOST;
@@ -430,7 +430,7 @@ Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, SpanSo
 
 // Sorted, non-overlapping spans -> rows with "no CFI" rows in the gaps,
 // adjacent equal rules merged.
-std::vector<kiln_unwind_row> SpansToRows(SpanSources& spans, UnwindTableStats& stats) {
+std::vector<UnwindRow> SpansToRows(SpanSources& spans, UnwindTableStats& stats) {
   // Each source comes in address order (FDEs walked from sorted starts, Go's
   // functions in pc order); sorted here where one does not. Then one merge,
   // the earlier source first at equal starts, as a stable sort of them all
@@ -438,7 +438,7 @@ std::vector<kiln_unwind_row> SpansToRows(SpanSources& spans, UnwindTableStats& s
   auto by_start = [](const Span& a, const Span& b) { return a.start() < b.start(); };
   for (std::deque<Span>& source : spans.sources)
     if (!std::is_sorted(source.begin(), source.end(), by_start)) std::stable_sort(source.begin(), source.end(), by_start);
-  std::vector<kiln_unwind_row> rows;
+  std::vector<UnwindRow> rows;
   rows.reserve(spans.total + spans.breaks + 1);
   std::uint64_t covered_to = 0;
   while (true) {
@@ -451,19 +451,19 @@ std::vector<kiln_unwind_row> SpansToRows(SpanSources& spans, UnwindTableStats& s
     if (s.end <= covered_to) continue;  // fully shadowed (.debug_frame under .eh_frame)
     std::uint64_t start = std::max<std::uint64_t>(s.start(), covered_to);
     if (start > covered_to && covered_to != 0) {
-      kiln_unwind_row gap{};
+      UnwindRow gap{};
       gap.pc = static_cast<__u32>(covered_to);
       gap.rules = KILN_CFA_NONE;
       if (rows.empty() || !SameRule(rows.back(), gap)) rows.push_back(gap);
     }
-    kiln_unwind_row row = s.row;
+    UnwindRow row = s.row;
     row.pc = static_cast<__u32>(start);
-    if (KILN_ROW_CFA_RULE(&row) == KILN_CFA_UNSUPPORTED) ++stats.unsupported_rows;
-    if (KILN_ROW_CFA_RULE(&row) == KILN_CFA_OUTERMOST) ++stats.outermost_rows;
+    if (KILN_CFA_RULE_OF(&row) == KILN_CFA_UNSUPPORTED) ++stats.unsupported_rows;
+    if (KILN_CFA_RULE_OF(&row) == KILN_CFA_OUTERMOST) ++stats.outermost_rows;
     if (rows.empty() || !SameRule(rows.back(), row)) rows.push_back(row);
     covered_to = s.end;
   }
-  kiln_unwind_row last{};
+  UnwindRow last{};
   last.pc = static_cast<__u32>(covered_to);
   last.rules = KILN_CFA_NONE;
   rows.push_back(last);
@@ -609,10 +609,10 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> FindSplitColdPart(int fd,
   return std::make_pair(from, to - from);
 }
 
-std::string FormatUnwindRow(const kiln_unwind_row& row) {
+std::string FormatUnwindRow(const UnwindRow& row) {
   char buf[160], fp[32];
-  int cfa_rule = KILN_ROW_CFA_RULE(&row);
-  switch (KILN_ROW_FP_RULE(&row)) {
+  int cfa_rule = KILN_CFA_RULE_OF(&row);
+  switch (KILN_FP_RULE_OF(&row)) {
     case KILN_REG_SAME: std::snprintf(fp, sizeof(fp), "same"); break;
     case KILN_REG_AT_CFA: std::snprintf(fp, sizeof(fp), "cfa%+d", row.fp_offset * 8); break;
     case KILN_REG_AT_SP: std::snprintf(fp, sizeof(fp), "*(sp%+d)", row.fp_offset * 8); break;
@@ -637,9 +637,91 @@ std::string FormatUnwindRow(const kiln_unwind_row& row) {
   return buf;
 }
 
-const kiln_unwind_row* FindUnwindRow(const std::vector<kiln_unwind_row>& rows, std::uint64_t vaddr) {
+std::optional<std::uint16_t> UnwindInfoTable::Intern(const kiln_unwind_info& info) {
+  std::uint32_t key;
+  static_assert(sizeof(key) == sizeof(info));
+  std::memcpy(&key, &info, sizeof(key));
+  if (auto it = index_.find(key); it != index_.end()) return it->second;
+  if (infos_.size() >= capacity_) return std::nullopt;
+  auto number = static_cast<std::uint16_t>(infos_.size());
+  infos_.push_back(info);
+  index_.emplace(key, number);
+  return number;
+}
+
+Result<CompactUnwindRows> CompactRows(const std::vector<UnwindRow>& rows, UnwindInfoTable& infos) {
+  using R = Result<CompactUnwindRows>;
+  CompactUnwindRows out;
+  if (rows.empty()) return out;
+  if (rows.back().pc < rows.front().pc) return R::Error("unwind rows out of order");
+  out.first_page = rows.front().pc >> KILN_PAGE_BITS;
+  std::size_t pages = (rows.back().pc >> KILN_PAGE_BITS) - out.first_page + 1;
+  out.words.reserve(pages + 1 + rows.size());
+  out.words.resize(pages + 1);
+  std::size_t page = 0;  // pages whose start is written
+  std::uint32_t last_key = 0;
+  std::uint16_t last_number = 0;
+  bool have_last = false;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const UnwindRow& r = rows[i];
+    if (i > 0 && r.pc < rows[i - 1].pc) return R::Error("unwind rows out of order");
+    kiln_unwind_info info{r.cfa_offset, r.rules, r.fp_offset};
+    std::uint32_t key;
+    std::memcpy(&key, &info, sizeof(key));
+    // Neighbouring rows often share a rule: skip the hash lookup.
+    if (!have_last || key != last_key) {
+      std::optional<std::uint16_t> number = infos.Intern(info);
+      if (!number) return R::Error("unwind_infos full (" + std::to_string(infos.infos().size()) + " distinct rules)");
+      last_key = key;
+      last_number = *number;
+      have_last = true;
+    }
+    std::uint32_t word = (r.pc & 0xffffu) | (std::uint32_t{last_number} << 16);
+    // Two rows at one pc: the later one holds it, as in FindUnwindRow.
+    if (i > 0 && r.pc == rows[i - 1].pc) {
+      out.words.back() = word;
+      continue;
+    }
+    std::size_t row_page = (r.pc >> KILN_PAGE_BITS) - out.first_page;
+    // Pages up to this row's start here (an empty page starts at the next
+    // row: the walker then takes the row before it, from an earlier page).
+    while (page <= row_page) out.words[page++] = static_cast<std::uint32_t>(out.words.size());
+    out.words.push_back(word);
+  }
+  while (page <= pages) out.words[page++] = static_cast<std::uint32_t>(out.words.size());
+  return out;
+}
+
+std::optional<kiln_unwind_info> FindCompactRow(const CompactUnwindRows& table,
+                                               const std::vector<kiln_unwind_info>& infos, std::uint64_t vaddr) {
+  const std::vector<std::uint32_t>& w = table.words;
+  if (w.empty() || (vaddr >> KILN_PAGE_BITS) < table.first_page) return std::nullopt;
+  std::uint64_t page = (vaddr >> KILN_PAGE_BITS) - table.first_page;
+  std::uint32_t rows_start = w[0];
+  if (page + 1 >= rows_start) return std::nullopt;  // past the last page
+  std::uint32_t lo = w[page], hi = w[page + 1], found = 0;
+  std::uint32_t low = vaddr & 0xffffu;
+  while (lo < hi) {
+    std::uint32_t mid = lo + (hi - lo) / 2;
+    if (KILN_ROW_PC_LOW(w[mid]) <= low) {
+      found = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (found == 0) {  // 0 is a page start, never a row
+    if (w[page] <= rows_start) return std::nullopt;
+    found = w[page] - 1;
+  }
+  std::uint32_t number = KILN_ROW_INFO(w[found]);
+  if (number >= infos.size()) return std::nullopt;
+  return infos[number];
+}
+
+const UnwindRow* FindUnwindRow(const std::vector<UnwindRow>& rows, std::uint64_t vaddr) {
   auto it = std::upper_bound(rows.begin(), rows.end(), vaddr,
-                             [](std::uint64_t v, const kiln_unwind_row& r) { return v < r.pc; });
+                             [](std::uint64_t v, const UnwindRow& r) { return v < r.pc; });
   if (it == rows.begin()) return nullptr;
   return &*(it - 1);
 }

@@ -17,6 +17,7 @@
 #include <optional>
 #include <utility>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <linux/types.h>
@@ -35,8 +36,17 @@ struct UnwindTableStats {
   std::size_t outermost_rows = 0;    // return address undefined (_start, clone)
 };
 
+// A row as the builder makes it: its pc in full and its rule inline. The BPF
+// maps hold it compacted (CompactUnwindRows).
+struct UnwindRow {
+  std::uint32_t pc;   // ELF virtual address where the row starts
+  __s16 cfa_offset;   // see kiln_cfa_rule
+  __u8 rules;         // kiln_cfa_rule | kiln_reg_rule (frame pointer) << 4
+  __s8 fp_offset;     // in 8-byte words
+};
+
 struct UnwindTable {
-  std::vector<kiln_unwind_row> rows;  // sorted by pc, ends with a KILN_CFA_NONE row
+  std::vector<UnwindRow> rows;  // sorted by pc, ends with a KILN_CFA_NONE row
   UnwindTableStats stats;
 };
 
@@ -70,10 +80,44 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> FindSplitColdPart(int fd,
 Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size,
                                                UnwindTableLimits limits = {});
 
+// Every distinct rule once, numbered in the order first met: unwind_infos'
+// contents. A whole desktop has a few thousand; the map holds
+// KILN_UNWIND_INFOS (a row's 16 bits).
+class UnwindInfoTable {
+ public:
+  explicit UnwindInfoTable(std::size_t capacity = KILN_UNWIND_INFOS) : capacity_(capacity) {}
+  // The rule's number, or nullopt when the table is full.
+  std::optional<std::uint16_t> Intern(const kiln_unwind_info& info);
+  const std::vector<kiln_unwind_info>& infos() const { return infos_; }
+
+ private:
+  std::size_t capacity_;
+  std::vector<kiln_unwind_info> infos_;
+  std::unordered_map<std::uint32_t, std::uint16_t> index_;
+};
+
+// A file's rows as unwind_rows holds them (bpf/unwind_abi.h): a page index,
+// then 4 bytes a row. The OpenTelemetry profiler's stack deltas, our layout.
+struct CompactUnwindRows {
+  std::uint32_t first_page = 0;     // pc >> KILN_PAGE_BITS of the first page
+  std::vector<std::uint32_t> words; // page starts, then rows
+};
+
+// `rows` (sorted, as BuildUnwindTable returns them) compacted; their rules
+// interned in `infos`. Fails, naming why, when `infos` is full; then `infos`
+// may keep some of the table's rules (harmless: they are just numbered).
+Result<CompactUnwindRows> CompactRows(const std::vector<UnwindRow>& rows, UnwindInfoTable& infos);
+
+// The rule that holds `vaddr` in a compacted table, exactly as
+// sampler.bpf.c's find_row looks it up; nullopt before the first row or past
+// the last page. For tests: it must agree with FindUnwindRow.
+std::optional<kiln_unwind_info> FindCompactRow(const CompactUnwindRows& table,
+                                               const std::vector<kiln_unwind_info>& infos, std::uint64_t vaddr);
+
 // One line a row, for tests and debugging: "0x1130 cfa=sp+8 fp=same ra=cfa-8".
-std::string FormatUnwindRow(const kiln_unwind_row& row);
+std::string FormatUnwindRow(const UnwindRow& row);
 
 // The row that holds `vaddr` (binary search), or nullptr before the first.
-const kiln_unwind_row* FindUnwindRow(const std::vector<kiln_unwind_row>& rows, std::uint64_t vaddr);
+const UnwindRow* FindUnwindRow(const std::vector<UnwindRow>& rows, std::uint64_t vaddr);
 
 }  // namespace kiln::agent

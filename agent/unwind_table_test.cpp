@@ -120,34 +120,34 @@ UnwindTable Build(const std::string& path) {
 }
 
 // What readelf's columns say, in our rule words. Returns "" when it matches.
-std::string Compare(const OracleRow& want, const kiln_unwind_row& got) {
+std::string Compare(const OracleRow& want, const UnwindRow& got) {
   std::ostringstream why;
   bool outermost = want.ra == "u";
   if (outermost) {
-    if (KILN_ROW_CFA_RULE(&got) != KILN_CFA_OUTERMOST) why << "ra undefined but rule " << int(KILN_ROW_CFA_RULE(&got));
+    if (KILN_CFA_RULE_OF(&got) != KILN_CFA_OUTERMOST) why << "ra undefined but rule " << int(KILN_CFA_RULE_OF(&got));
     return why.str();
   }
   bool ra_on_stack = want.ra == "c-8";
   if (!ra_on_stack && want.cfa != "exp") {
     // The return address held in another register: not something we walk.
-    if (KILN_ROW_CFA_RULE(&got) != KILN_CFA_UNSUPPORTED) why << "ra " << want.ra << " must be unsupported";
+    if (KILN_CFA_RULE_OF(&got) != KILN_CFA_UNSUPPORTED) why << "ra " << want.ra << " must be unsupported";
   } else if (want.cfa.rfind("rsp+", 0) == 0 || want.cfa.rfind("rbp+", 0) == 0) {
     int want_rule = want.cfa[1] == 's' ? KILN_CFA_SP : KILN_CFA_FP;
     int off = std::stoi(want.cfa.substr(4));
-    if (KILN_ROW_CFA_RULE(&got) != want_rule || got.cfa_offset * 8 != off) why << "cfa " << want.cfa;
+    if (KILN_CFA_RULE_OF(&got) != want_rule || got.cfa_offset * 8 != off) why << "cfa " << want.cfa;
     if (want.ra != "c-8") why << " ra " << want.ra << " must be unsupported";
     if (want.rbp.empty() || want.rbp == "u" || want.rbp == "s") {
-      if (KILN_ROW_FP_RULE(&got) != KILN_REG_SAME) why << " rbp same";
+      if (KILN_FP_RULE_OF(&got) != KILN_REG_SAME) why << " rbp same";
     } else if (want.rbp.rfind("c-", 0) == 0 || want.rbp.rfind("c+", 0) == 0) {
-      if (KILN_ROW_FP_RULE(&got) != KILN_REG_AT_CFA || got.fp_offset * 8 != std::stoi(want.rbp.substr(1)))
+      if (KILN_FP_RULE_OF(&got) != KILN_REG_AT_CFA || got.fp_offset * 8 != std::stoi(want.rbp.substr(1)))
         why << " rbp " << want.rbp;
-    } else if (KILN_ROW_FP_RULE(&got) != KILN_REG_UNKNOWN) {
+    } else if (KILN_FP_RULE_OF(&got) != KILN_REG_UNKNOWN) {
       why << " rbp " << want.rbp << " must be unknown";
     }
   } else if (want.cfa == "exp") {
-    if (KILN_ROW_CFA_RULE(&got) != KILN_CFA_PLT && KILN_ROW_CFA_RULE(&got) != KILN_CFA_SP_DEREF && KILN_ROW_CFA_RULE(&got) != KILN_CFA_UNSUPPORTED)
+    if (KILN_CFA_RULE_OF(&got) != KILN_CFA_PLT && KILN_CFA_RULE_OF(&got) != KILN_CFA_SP_DEREF && KILN_CFA_RULE_OF(&got) != KILN_CFA_UNSUPPORTED)
       why << "cfa exp";
-  } else if (KILN_ROW_CFA_RULE(&got) != KILN_CFA_UNSUPPORTED) {
+  } else if (KILN_CFA_RULE_OF(&got) != KILN_CFA_UNSUPPORTED) {
     why << "cfa " << want.cfa << " (another register) must be unsupported";
   }
   return why.str();
@@ -165,7 +165,7 @@ void CheckAgainstReadelf(const std::string& path, std::size_t min_fdes = 10) {
       std::uint64_t end = i + 1 < f.rows.size() ? f.rows[i + 1].loc : f.hi;
       // The first and the last byte the row covers.
       for (std::uint64_t at : {want.loc, end - 1}) {
-        const kiln_unwind_row* got = FindUnwindRow(table.rows, at);
+        const UnwindRow* got = FindUnwindRow(table.rows, at);
         REQUIRE_MESSAGE(got != nullptr, Hex(at) << " is before our first row");
         std::string why = Compare(want, *got);
         ++checked;
@@ -180,9 +180,9 @@ void CheckAgainstReadelf(const std::string& path, std::size_t min_fdes = 10) {
   // Outside every FDE there is no CFI.
   std::uint64_t last = 0;
   for (const OracleFde& f : fdes) last = std::max(last, f.hi);
-  const kiln_unwind_row* past = FindUnwindRow(table.rows, last + 0x1000);
+  const UnwindRow* past = FindUnwindRow(table.rows, last + 0x1000);
   REQUIRE(past != nullptr);
-  CHECK(KILN_ROW_CFA_RULE(past) == KILN_CFA_NONE);
+  CHECK(KILN_CFA_RULE_OF(past) == KILN_CFA_NONE);
 }
 
 std::string LibcPath() {
@@ -216,14 +216,14 @@ TEST_CASE("unwind tables agree with readelf's CFI interpreter row by row") {
 TEST_CASE("special rows: lazy PLT, glibc's signal trampoline, _start") {
   UnwindTable libc = Build(LibcPath());
   std::size_t plt = 0, signal = 0;
-  for (const kiln_unwind_row& r : libc.rows) {
-    plt += KILN_ROW_CFA_RULE(&r) == KILN_CFA_PLT;
-    if (KILN_ROW_CFA_RULE(&r) == KILN_CFA_SP_DEREF) {
+  for (const UnwindRow& r : libc.rows) {
+    plt += KILN_CFA_RULE_OF(&r) == KILN_CFA_PLT;
+    if (KILN_CFA_RULE_OF(&r) == KILN_CFA_SP_DEREF) {
       ++signal;
       // struct ucontext on x86-64: uc_mcontext at 40, rbp/rsp/rip at gregs
       // 10, 15, 16 (rip right after rsp, which the row format relies on).
       CHECK(r.cfa_offset * 8 == 160);
-      CHECK(KILN_ROW_FP_RULE(&r) == KILN_REG_AT_SP);
+      CHECK(KILN_FP_RULE_OF(&r) == KILN_REG_AT_SP);
       CHECK(r.fp_offset * 8 == 120);
     }
   }
@@ -285,7 +285,7 @@ TEST_CASE("damaged and hostile CFI is refused for that file, with the reason") {
           damaged[at] = static_cast<char>(v);
           auto t = BuildUnwindTableFromMemory(damaged.data(), damaged.size());
           (t.ok() ? built : refused)++;
-          if (t.ok()) REQUIRE(KILN_ROW_CFA_RULE(&t->rows.back()) == KILN_CFA_NONE);
+          if (t.ok()) REQUIRE(KILN_CFA_RULE_OF(&t->rows.back()) == KILN_CFA_NONE);
         }
       }
     }
@@ -340,4 +340,142 @@ TEST_CASE("a separate debug file's .debug_frame is read with the stripped file")
   for (std::size_t i = 0; i < whole.rows.size(); ++i)
     CHECK(FormatUnwindRow(with_debug->rows[i]) == FormatUnwindRow(whole.rows[i]));
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// Both lookups' answer as text: the full rows' (the oracle) and the
+// compacted rows' (what the BPF walker reads). No row and a "none" row are
+// the same answer: no CFI at that pc.
+std::string RuleText(const kiln_unwind_info* info) {
+  if (!info || KILN_CFA_RULE_OF(info) == KILN_CFA_NONE) return "none";
+  UnwindRow row{0, info->cfa_offset, info->rules, info->fp_offset};
+  return FormatUnwindRow(row);
+}
+
+std::size_t CheckCompactAgrees(const std::vector<UnwindRow>& rows, std::vector<std::uint64_t> probes) {
+  UnwindInfoTable infos;
+  auto compact = CompactRows(rows, infos);
+  REQUIRE_MESSAGE(compact, compact.error());
+  if (!rows.empty()) {
+    probes.push_back(0);
+    probes.push_back(std::uint64_t{rows.back().pc} + 0x20000);
+    probes.push_back(std::uint64_t{1} << 40);
+  }
+  std::size_t mismatches = 0;
+  for (std::uint64_t at : probes) {
+    const UnwindRow* full = FindUnwindRow(rows, at);
+    kiln_unwind_info want{};
+    if (full) want = kiln_unwind_info{full->cfa_offset, full->rules, full->fp_offset};
+    std::optional<kiln_unwind_info> got = FindCompactRow(*compact, infos.infos(), at);
+    std::string w = RuleText(full ? &want : nullptr), g = RuleText(got ? &*got : nullptr);
+    if (w != g && ++mismatches <= 10) FAIL_CHECK(Hex(at) << ": full rows say " << w << ", compact rows say " << g);
+  }
+  CHECK(mismatches == 0);
+  return compact->words.size();
+}
+
+}  // namespace
+
+TEST_CASE("compacted rows (4 bytes, paged) give every pc the rule the full rows give") {
+  SUBCASE("real files: every row's first byte, the byte before it and random pcs") {
+    std::vector<std::string> files = {LibcPath(), KILN_NOFP_LIBRARY_PATH, "/proc/self/exe"};
+    for (const std::string& path : files) {
+      CAPTURE(path);
+      UnwindTable table = Build(path);
+      REQUIRE(table.rows.size() > 10);
+      std::vector<std::uint64_t> probes;
+      for (const UnwindRow& r : table.rows) {
+        probes.push_back(r.pc);
+        probes.push_back(r.pc - 1);
+        probes.push_back(r.pc + 1);
+      }
+      std::uint64_t lo = table.rows.front().pc, hi = table.rows.back().pc;
+      std::uint64_t x = 88172645463325252ull;  // xorshift: the same probes each run
+      for (int i = 0; i < 100000; ++i) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        probes.push_back(lo + x % (hi - lo + 0x100));
+      }
+      std::size_t words = CheckCompactAgrees(table.rows, probes);
+      MESSAGE(path << ": " << table.rows.size() << " rows, " << words * 4 << " bytes compacted (was "
+                   << table.rows.size() * sizeof(UnwindRow) << ")");
+      // A page index word per 64 KiB of code on top of 4 bytes a row.
+      CHECK(words <= table.rows.size() + (hi - lo) / 65536 + 2);
+    }
+  }
+  SUBCASE("rows across empty pages, at page edges, and two rows at one pc") {
+    auto sp = [](std::uint32_t pc, int words) {
+      return UnwindRow{pc, static_cast<__s16>(words), KILN_CFA_SP, 0};
+    };
+    std::vector<UnwindRow> rows = {sp(0x1fff0, 1), sp(0x1ffff, 2), sp(0x20000, 3),
+                                   // pages 3..5 hold no row: 0x20000's holds them
+                                   sp(0x60000, 4), sp(0x60000, 5), sp(0x6ffff, 6),
+                                   UnwindRow{0x70010, 0, KILN_CFA_NONE, 0}};
+    std::vector<std::uint64_t> probes;
+    for (std::uint64_t at = 0x1ff00; at < 0x80000; at += 0x7) probes.push_back(at);
+    for (std::uint64_t at : {0x1ffefull, 0x1fff0ull, 0x1fffeull, 0x1ffffull, 0x20000ull, 0x5ffffull, 0x60000ull,
+                             0x6fffeull, 0x6ffffull, 0x70000ull, 0x7000full, 0x70010ull, 0x7ffffull, 0x80000ull})
+      probes.push_back(at);
+    CheckCompactAgrees(rows, probes);
+    UnwindInfoTable infos;
+    auto compact = CompactRows(rows, infos);
+    REQUIRE(compact);
+    CHECK(compact->first_page == 1);
+    CHECK(compact->words.size() == 8 + 6);  // pages 1..7 and the end, then six rows (two at 0x60000 are one)
+    auto at = [&](std::uint64_t pc) { return FindCompactRow(*compact, infos.infos(), pc); };
+    REQUIRE(at(0x45678));
+    CHECK(at(0x45678)->cfa_offset == 3);  // from a row three pages back
+    REQUIRE(at(0x60000));
+    CHECK(at(0x60000)->cfa_offset == 5);  // the later of two rows at one pc
+    CHECK(!at(0x1ffef));                   // before the first row
+    CHECK(!at(0x80000));                   // past the last page
+  }
+  SUBCASE("rules are shared between files, and a full rule table refuses the file that needs one more") {
+    UnwindInfoTable infos(3);
+    std::vector<UnwindRow> a = {UnwindRow{0x1000, 1, KILN_CFA_SP, 0}, UnwindRow{0x1010, 2, KILN_CFA_SP, 0},
+                                UnwindRow{0x1020, 0, KILN_CFA_NONE, 0}};
+    REQUIRE(CompactRows(a, infos));
+    REQUIRE(CompactRows(a, infos));  // the same rules again: nothing new
+    CHECK(infos.infos().size() == 3);
+    std::vector<UnwindRow> b = {UnwindRow{0x1000, 7, KILN_CFA_SP, 0}, UnwindRow{0x1020, 0, KILN_CFA_NONE, 0}};
+    auto refused = CompactRows(b, infos);
+    REQUIRE(!refused);
+    CHECK(refused.error() == "unwind_infos full (3 distinct rules)");
+    std::vector<UnwindRow> backwards = {UnwindRow{0x2000, 1, KILN_CFA_SP, 0}, UnwindRow{0x1000, 1, KILN_CFA_SP, 0}};
+    UnwindInfoTable fresh;
+    auto bad = CompactRows(backwards, fresh);
+    REQUIRE(!bad);
+    CHECK(bad.error() == "unwind rows out of order");
+  }
+}
+
+TEST_CASE("RowSpace: first fit, freed runs merge, and packing makes one free run of rows left in pieces") {
+  RowSpace space(100);
+  auto a = space.Allocate(30), b = space.Allocate(20), c = space.Allocate(30), d = space.Allocate(20);
+  REQUIRE((a && b && c && d));
+  CHECK(*a == 0);
+  CHECK(*b == 30);
+  CHECK(*c == 50);
+  CHECK(*d == 80);
+  CHECK(!space.Allocate(1));  // full
+  space.Free(*a, 30);
+  space.Free(*c, 30);
+  // 60 rows free, as two runs of 30 with tables in use between them: a
+  // table of 40 fits in total but not in any run.
+  CHECK(space.free_rows() == 60);
+  CHECK(space.free_runs() == 2);
+  CHECK(!space.Allocate(40));
+  std::vector<std::uint32_t> to = space.Pack({{*b, 20}, {*d, 20}});
+  CHECK(to == std::vector<std::uint32_t>{0, 20});
+  CHECK(space.free_runs() == 1);
+  auto e = space.Allocate(40);
+  REQUIRE(e);
+  CHECK(*e == 40);
+  // Freed neighbours merge back into one run.
+  space.Free(0, 20);
+  space.Free(20, 20);
+  CHECK(space.free_runs() == 2);  // [0, 40) and [80, 100)
+  space.Free(*e, 40);
+  CHECK(space.free_runs() == 1);
+  CHECK(space.free_rows() == 100);
 }

@@ -42,7 +42,7 @@ struct {
  * User space compiles each file's CFI into rows (unwind_abi.h) and loads a
  * process's executable mappings into proc_mappings the first time the process
  * is sampled. Per frame the walker finds the mapping of the pc (one LPM
- * lookup), the file's row for the pc (binary search), computes the CFA and
+ * lookup), the file's row for the pc (its page, then a binary search), computes the CFA and
  * reads the return address and the saved frame pointer. Where there is no
  * row (no table loaded yet, code without CFI, a rule we do not evaluate) it
  * takes one frame-pointer step instead, and says so in the sample's flags.
@@ -58,7 +58,7 @@ struct {
 
 #define KILN_FRAMES_PER_PROG 16
 #define KILN_MAX_TAIL_CALLS 8 /* 1 + 8 programs x 16 = up to 144 steps >= KILN_MAX_USER_FRAMES */
-#define KILN_ROW_SEARCH_STEPS 24 /* binary search: files up to 16M rows */
+#define KILN_ROW_SEARCH_STEPS 17 /* binary search in one page: up to 64K rows */
 #define KILN_MIN_USER_ADDRESS 0x1000ULL
 #define KILN_MAX_USER_ADDRESS (1ULL << 47) /* x86-64 4-level paging, arm64 48-bit VA */
 
@@ -66,8 +66,15 @@ struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1); /* sized by user space before load */
   __type(key, __u32);
-  __type(value, struct kiln_unwind_row);
+  __type(value, __u32);
 } unwind_rows SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, KILN_UNWIND_INFOS);
+  __type(key, __u32);
+  __type(value, struct kiln_unwind_info);
+} unwind_infos SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -264,25 +271,57 @@ static __always_inline int push_frame(struct sample_scratch *s) {
   return 0;
 }
 
-/* The row of `file` that holds `vaddr`, or NULL. */
-static __always_inline struct kiln_unwind_row *find_row(struct kiln_unwind_file *file, __u64 vaddr) {
-  __u32 lo = file->first_row, hi = file->first_row + file->row_count;
+static __always_inline __u32 *row_word(__u32 at) {
+  return bpf_map_lookup_elem(&unwind_rows, &at);
+}
+
+/* The rule of `file` that holds `vaddr`, or NULL. The run's page index
+ * (unwind_abi.h) narrows the search to one 64 KiB page; a pc before the
+ * page's first row is held by the row before it, from an earlier page.
+ * user space's FindCompactRow is the same lookup, tested against the rows
+ * before compaction. */
+static __always_inline struct kiln_unwind_info *find_row(struct kiln_unwind_file *file, __u64 vaddr) {
+  __u64 page = vaddr >> KILN_PAGE_BITS;
+  __u32 base = file->first_row;
+  __u32 *w = row_word(base);
+  if (!w || page < file->first_page)
+    return NULL;
+  __u32 rows_start = *w;
+  page -= file->first_page;
+  if (page + 1 >= rows_start) /* past the last page */
+    return NULL;
+  w = row_word(base + (__u32)page);
+  if (!w)
+    return NULL;
+  __u32 page_start = *w, lo = *w, found = 0; /* 0 is a page start, never a row */
+  w = row_word(base + (__u32)page + 1);
+  if (!w)
+    return NULL;
+  __u32 hi = *w, low = vaddr & 0xffff;
   for (int i = 0; i < KILN_ROW_SEARCH_STEPS; i++) {
-    if (lo + 1 >= hi)
+    if (lo >= hi)
       break;
     __u32 mid = lo + (hi - lo) / 2;
-    struct kiln_unwind_row *row = bpf_map_lookup_elem(&unwind_rows, &mid);
-    if (!row)
+    w = row_word(base + mid);
+    if (!w)
       return NULL;
-    if (row->pc <= vaddr)
-      lo = mid;
-    else
+    if (KILN_ROW_PC_LOW(*w) <= low) {
+      found = mid;
+      lo = mid + 1;
+    } else {
       hi = mid;
+    }
   }
-  struct kiln_unwind_row *row = bpf_map_lookup_elem(&unwind_rows, &lo);
-  if (!row || row->pc > vaddr)
+  if (found == 0) {
+    if (page_start <= rows_start)
+      return NULL;
+    found = page_start - 1;
+  }
+  w = row_word(base + found);
+  if (!w)
     return NULL;
-  return row;
+  __u32 info = KILN_ROW_INFO(*w);
+  return bpf_map_lookup_elem(&unwind_infos, &info);
 }
 
 /* One frame-pointer step: [fp] is the caller's fp, [fp + 8] the return address. */
@@ -308,7 +347,7 @@ static __always_inline int fp_step(struct kiln_walk_state *st) {
 /* Moves st from a frame to its caller; `m` is the pc's mapping, NULL when
  * the process is not loaded. 0 = continue, 1 = the walk ended. */
 static __always_inline int unwind_step(struct kiln_walk_state *st, struct kiln_unwind_mapping *m) {
-  struct kiln_unwind_row *row = NULL;
+  struct kiln_unwind_info *row = NULL;
   if (m && !(m->flags & KILN_MAPPING_JIT)) {
     struct kiln_unwind_file *file = bpf_map_lookup_elem(&unwind_files, &m->file_slot);
     if (file && file->row_count > 0)
@@ -321,7 +360,7 @@ static __always_inline int unwind_step(struct kiln_walk_state *st, struct kiln_u
       }
     }
   }
-  __u8 rule = row ? KILN_ROW_CFA_RULE(row) : KILN_CFA_NONE;
+  __u8 rule = row ? KILN_CFA_RULE_OF(row) : KILN_CFA_NONE;
   if (rule == KILN_CFA_NONE || rule == KILN_CFA_UNSUPPORTED)
     return fp_step(st);
   if (rule == KILN_CFA_OUTERMOST) {
@@ -331,7 +370,7 @@ static __always_inline int unwind_step(struct kiln_walk_state *st, struct kiln_u
 
   __u64 cfa = 0, ra = 0, fp = st->fp;
   __s64 off = (__s64)row->cfa_offset * 8;
-  __u8 fp_rule = KILN_ROW_FP_RULE(row);
+  __u8 fp_rule = KILN_FP_RULE_OF(row);
   if (rule == KILN_CFA_SP_DEREF) {
     /* A signal frame: the interrupted registers are in the ucontext. */
     __u64 saved[2]; /* sp, then pc */

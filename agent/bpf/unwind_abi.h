@@ -2,13 +2,24 @@
  * information (.eh_frame / .debug_frame) and the BPF walker in sampler.bpf.c
  * reads. Shared by BPF C and C++, so plain C with kernel fixed-width types.
  *
- * Three BPF maps hold them:
+ * Four BPF maps hold them:
  *
- *   unwind_rows    ARRAY of kiln_unwind_row, mmap'ed by user space. Each file
- *                  owns one contiguous run of rows sorted by pc; a row holds
- *                  from its pc up to the next row's pc. Runs end with a row
- *                  of rule KILN_CFA_NONE, so every pc past the last FDE is
- *                  "no CFI here".
+ *   unwind_rows    ARRAY of __u32, written by user space. Each file owns one
+ *                  contiguous run of it, laid out as the OpenTelemetry
+ *                  profiler lays out its stack deltas, 4 bytes a row:
+ *                    words [0, pages]   per 64 KiB page of the file's code
+ *                                       (from first_page), the run-relative
+ *                                       index of its first row; the last one
+ *                                       is the end of the run;
+ *                    then the rows      sorted by pc: the pc's low 16 bits
+ *                                       and an index into unwind_infos
+ *                                       (KILN_ROW_PC_LOW, KILN_ROW_INFO).
+ *                  A row holds from its pc up to the next row's pc, across
+ *                  pages; the pc's high bits are its page's. Runs end with a
+ *                  row of rule KILN_CFA_NONE, so every pc past the last FDE
+ *                  is "no CFI here".
+ *   unwind_infos   ARRAY of kiln_unwind_info: every distinct rule once (a
+ *                  whole desktop has a few thousand), shared by all files.
  *   unwind_files   ARRAY of kiln_unwind_file, indexed by file slot: where the
  *                  file's run is. row_count 0 = the table is not loaded (yet,
  *                  or it could not be built): the walker falls back to frame
@@ -18,17 +29,17 @@
  *                  of a process user space has loaded (proc_loaded), files
  *                  and anonymous code (KILN_MAPPING_JIT) alike.
  *
- * Row semantics are architecture neutral: "the CFA is register + offset"
+ * Rule semantics are architecture neutral: "the CFA is register + offset"
  * with the register named by the rule (SP or FP); the caller's frame pointer
  * is saved at CFA + 8 * fp_offset (or SP + 8 * fp_offset in a signal frame);
  * the return address is at CFA - 8, or, in a signal frame, in the word after
  * the saved SP. x86-64 (rsp, rbp, rip) is what we build today. arm64 fits the
- * same rows: SP = sp, FP = x29, the return address x30 saved at CFA - 8 by
+ * same rules: SP = sp, FP = x29, the return address x30 saved at CFA - 8 by
  * the usual `stp x29, x30, [sp, #-16]!`, and its rt_sigframe also keeps pc
  * right after sp. What arm64 adds is a leaf that never saves x30: its rows
  * need one more CFA rule ("return address still in the link register"),
- * taken from the sampled registers for the first frame only. Rows are 8
- * bytes so that a desktop's programs fit in a few tens of MB of map memory.
+ * taken from the sampled registers for the first frame only. Rows are 4
+ * bytes so that a busy desktop's programs fit in 16 MiB of map memory.
  */
 #ifndef KILN_AGENT_BPF_UNWIND_ABI_H
 #define KILN_AGENT_BPF_UNWIND_ABI_H
@@ -52,21 +63,28 @@ enum kiln_reg_rule {
   KILN_REG_UNKNOWN = 3,   /* an expression or another register: lost */
 };
 
-struct kiln_unwind_row {
-  __u32 pc;         /* ELF virtual address where the row starts */
+/* How to unwind one frame: unwind_infos' value. */
+struct kiln_unwind_info {
   __s16 cfa_offset; /* see kiln_cfa_rule */
   __u8 rules;       /* kiln_cfa_rule | kiln_reg_rule (frame pointer) << 4 */
   __s8 fp_offset;   /* in 8-byte words */
 };
 
-#define KILN_ROW_CFA_RULE(row) ((row)->rules & 0xf)
-#define KILN_ROW_FP_RULE(row) ((row)->rules >> 4)
+/* Of anything with `rules`: a kiln_unwind_info, or user space's full row. */
+#define KILN_CFA_RULE_OF(x) ((x)->rules & 0xf)
+#define KILN_FP_RULE_OF(x) ((x)->rules >> 4)
+
+/* A row in unwind_rows (after its run's page index). */
+#define KILN_ROW_PC_LOW(word) ((word) & 0xffffu)
+#define KILN_ROW_INFO(word) ((word) >> 16)
+#define KILN_PAGE_BITS 16
+#define KILN_UNWIND_INFOS 65536 /* the most distinct rules: a row's 16 bits */
 
 struct kiln_unwind_file {
-  __u32 first_row;
-  __u32 row_count; /* 0: not loaded, walk with frame pointers */
-  __u32 flags;     /* KILN_FILE_* */
-  __u32 reserved;
+  __u32 first_row;  /* the run's first word in unwind_rows */
+  __u32 row_count;  /* the run's words; 0: not loaded, walk with frame pointers */
+  __u32 flags;      /* KILN_FILE_* */
+  __u32 first_page; /* pc >> KILN_PAGE_BITS of the run's first page */
 };
 
 /* The rows were evicted while processes map the file: the first walk that

@@ -31,8 +31,15 @@ int main(int argc, char** argv) {
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("%zu rows (%.1f MB in BPF maps) from %zu FDEs in %.3f s, peak RSS %.0f MB\n", table->rows.size(),
-              table->rows.size() * sizeof(kiln_unwind_row) / 1e6, table->stats.fdes, seconds, ru.ru_maxrss / 1024.0);
+  kiln::agent::UnwindInfoTable infos;
+  auto compact = kiln::agent::CompactRows(table->rows, infos);
+  if (!compact) {
+    std::printf("refused: %s\n", compact.error().c_str());
+    return 1;
+  }
+  std::printf("%zu rows (%.2f MB in BPF maps, %zu distinct rules) from %zu FDEs in %.3f s, peak RSS %.0f MB\n",
+              table->rows.size(), compact->words.size() * 4 / 1e6, infos.infos().size(), table->stats.fdes, seconds,
+              ru.ru_maxrss / 1024.0);
   if (argc > 2 && std::strcmp(argv[2], "rows") == 0)
     for (const auto& row : table->rows) std::puts(kiln::agent::FormatUnwindRow(row).c_str());
   return 0;
