@@ -181,9 +181,11 @@ void UnwindLoader::Defragment() {
     // place. Moving down in order never writes over a run not yet moved.
     words.assign(n, 0);
     keys.resize(n);
-    __u32 count = n, start = t->first_row, next = 0;
-    bool read = bpf_map_lookup_batch(fds_.rows, &start, &next, keys.data(), words.data(), &count, nullptr) == 0 &&
-                count == n;
+    // The batch token is the key before the first one read (none: from 0).
+    __u32 count = n, before = t->first_row - 1, next = 0;
+    bool read = bpf_map_lookup_batch(fds_.rows, t->first_row == 0 ? nullptr : &before, &next, keys.data(),
+                                     words.data(), &count, nullptr) == 0 &&
+                count == n && keys.front() == t->first_row;
     for (std::uint32_t r = 0; !read && r < n; ++r) {
       std::uint32_t key = t->first_row + r;
       bpf_map_lookup_elem(fds_.rows, &key, &words[r]);
