@@ -300,7 +300,7 @@ bool SourceList::Poll() {
     source->shared_store = std::shared_ptr<const storage::Store>(source->capture_store, source->store);
     source->worker = std::make_unique<GuiWorker>(*source->store, nullptr, path, wake_ui_);
     // A capture opens on its default sample type and its whole range.
-    source->session.sample_type = loaded->default_sample_type;
+    source->session.SetSampleType(loaded->default_sample_type);
     source->session.preset = ui::TimePreset::kAll;
     source->session.offline = true;
     source->session.untimed = !loaded->timed;

@@ -164,6 +164,8 @@ constexpr int64_t kLiveStepNs = 2 * ui::kNsPerSecond;
 // what to compare with (never a source with itself).
 void ApplyStartupChoices(const GuiOptions& options, const std::string& source_name, ui::SessionState* session) {
   session->tree.transforms = options.transforms;
+  session->off_cpu_drop_kernel = false;
+  session->SetSampleType(session->sample_type);  // off-CPU's own chip, beside the command line's
   if (!options.sandwich_function.empty()) session->view_args["sandwich"] = options.sandwich_function;
   if (!options.source_function.empty()) session->view_args["source"] = options.source_function;
   if (!options.source_path_map.empty()) session->view_args["source map"] = ui::EncodeSourcePathMap(options.source_path_map);

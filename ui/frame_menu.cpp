@@ -246,7 +246,12 @@ void DrawTransformChips(SessionState* session) {
     const std::string label = ShortenLabel(storage::TransformLabel(session->tree.transforms[i]), 48);
     if (ImGui::SmallButton((label + "  x").c_str())) remove_from = i;
     if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("%s\nClick to remove it%s", storage::TransformSpec(session->tree.transforms[i]).c_str(),
+      const bool off_cpu_default =
+          session->off_cpu_drop_kernel && session->tree.transforms[i].kind == storage::Transform::Kind::kDropKernel;
+      ImGui::SetTooltip("%s%s\nClick to remove it%s", storage::TransformSpec(session->tree.transforms[i]).c_str(),
+                        off_cpu_default ? "\nOff-CPU time opens with it: every off-CPU stack ends in the kernel's "
+                                          "scheduler, so without kernel frames the innermost frame is what blocked"
+                                        : "",
                         i + 1 < session->tree.transforms.size() ? " and the ones after it" : "");
     }
     ImGui::PopID();

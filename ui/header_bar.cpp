@@ -141,7 +141,7 @@ void HeaderBar::DrawSampleTypePicker(SessionState& session, const StatusSnapshot
   if (ImGui::BeginCombo("##sample_type", label.c_str())) {
     for (const storage::SampleTypeInfo& t : types) {
       const std::string item = storage::SampleTypeLabel(t.type) + "##" + storage::SampleTypeName(t.type);
-      if (ImGui::Selectable(item.c_str(), t.type == session.sample_type)) session.sample_type = t.type;
+      if (ImGui::Selectable(item.c_str(), t.type == session.sample_type)) session.SetSampleType(t.type);
     }
     ImGui::EndCombo();
   }

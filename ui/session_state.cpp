@@ -33,6 +33,24 @@ bool SessionState::HasFilterValue(const std::string& key, const std::string& val
   return false;
 }
 
+void SessionState::SetSampleType(const storage::SampleType& type) {
+  using storage::Transform;
+  auto& transforms = tree.transforms;
+  const auto is_drop_kernel = [](const Transform& t) { return t.kind == Transform::Kind::kDropKernel; };
+  const bool has_drop_kernel = std::any_of(transforms.begin(), transforms.end(), is_drop_kernel);
+  if (!has_drop_kernel) off_cpu_drop_kernel = false;  // the user removed the chip
+  sample_type = type;
+  if (type == storage::OffCpuTime()) {
+    if (!has_drop_kernel) {
+      transforms.push_back({Transform::Kind::kDropKernel, "", {}});
+      off_cpu_drop_kernel = true;
+    }
+  } else if (off_cpu_drop_kernel) {
+    transforms.erase(std::find_if(transforms.rbegin(), transforms.rend(), is_drop_kernel).base() - 1);
+    off_cpu_drop_kernel = false;
+  }
+}
+
 TimeRange SessionState::BaselineRange() const {
   using Kind = Baseline::Kind;
   if (baseline.kind == Kind::kRange) return baseline.range;

@@ -47,6 +47,9 @@ struct SessionState {
   // Each process apart (two python3, every kiln on a host), its threads
   // under it.
   storage::FlameTreeOptions tree{.group_by = storage::GroupBy::kInstanceThread};
+  // SetSampleType added the "drop-kernel" chip for off-CPU time (and takes
+  // it away again on leaving it, unless the user removed it first).
+  bool off_cpu_drop_kernel = false;
   bool flame = false;  // roots at the bottom instead of the top (icicle)
 
   // What the user typed in the flamegraph's search box and the Top
@@ -105,6 +108,11 @@ struct SessionState {
   ExecutableId selected_executable;  // all empty = none
   bool show_unsymbolized = false;
 
+  // Chooses what the views weigh. Off-CPU stacks all end in the kernel's
+  // scheduler (__schedule at 100 % self tells nothing), so off-CPU time
+  // opens with kernel frames dropped, as a chip the user can remove: the
+  // innermost frame left is what blocked (a read, a lock, a sleep).
+  void SetSampleType(const storage::SampleType& type);
   TimeRange QueryRange() const { return selection.Empty() ? window : selection; }
   // The times a diff compares with in this source: the previous period
   // (as long as the shown range, just before it) or the chosen range;

@@ -3,6 +3,10 @@
 
 #include <doctest/doctest.h>
 
+#include "storage/model/stacks.h"
+#include "storage/model/test_fixtures.h"
+#include "storage/model/top_functions.h"
+#include "storage/model/transforms.h"
 #include "ui/executables_view.h"
 #include "ui/snapshots.h"
 
@@ -127,4 +131,58 @@ TEST_CASE("a status the window would show alike wakes nothing; one with news doe
   CHECK(!SameToTheWindow(full, fuller));
 }
 
+}  // namespace kiln::ui
+
+namespace kiln::ui {
+namespace {
+
+TEST_CASE("off-CPU time opens on what blocked: kernel frames dropped as a chip, taken away on leaving it") {
+  // Off-CPU stacks as kiln-agent sends them: the user's call that blocked,
+  // then the kernel down to the scheduler.
+  storage::testing::FoldedFixtureOptions off_cpu;
+  off_cpu.sample_type = storage::SampleTypeInfo{storage::OffCpuTime()};
+  const storage::ProfileBatch batch = storage::testing::BatchFromFolded(
+      "main;serve;read;entry_SYSCALL_64@k;ksys_read@k;schedule@k;__schedule@k 6\n"
+      "main;worker;pthread_cond_wait;entry_SYSCALL_64@k;futex_wait@k;schedule@k;__schedule@k 3\n"
+      "main;clock_nanosleep;entry_SYSCALL_64@k;do_nanosleep@k;schedule@k;__schedule@k 1\n",
+      off_cpu);
+  SessionState s;
+  s.tree.transforms.push_back({storage::Transform::Kind::kHide, "^serve$", {}});  // the user's own chip
+  s.SetSampleType(storage::OffCpuTime());
+  REQUIRE(s.tree.transforms.size() == 2);
+  CHECK(s.tree.transforms[1].kind == storage::Transform::Kind::kDropKernel);
+  CHECK(s.off_cpu_drop_kernel);
+  // What Top functions opens on: the blocking calls by self weight, not
+  // __schedule at 100 %.
+  const AnalysisRequest request = RequestFor(s);
+  const storage::Stacks stacks =
+      storage::ApplyTransforms(storage::StacksOf(storage::testing::WholeSlice(batch)), request.tree_options.transforms);
+  const std::vector<storage::TopFunctionRow> rows = storage::BuildTopFunctions(stacks);
+  REQUIRE(rows.size() >= 3);
+  CHECK(rows[0].function == "read");
+  CHECK(rows[0].self == 6);
+  CHECK(rows[1].function == "pthread_cond_wait");
+  CHECK(rows[2].function == "clock_nanosleep");
+  for (const auto& row : rows) CHECK(row.function != "__schedule");
+
+  // Back to on-CPU: the chip goes, the user's stays.
+  s.SetSampleType(storage::OnCpuSamples());
+  REQUIRE(s.tree.transforms.size() == 1);
+  CHECK(s.tree.transforms[0].kind == storage::Transform::Kind::kHide);
+  CHECK_FALSE(s.off_cpu_drop_kernel);
+
+  // Removed by the user while on off-CPU: it is not put back behind their
+  // back while they stay, and leaving takes nothing of theirs.
+  s.SetSampleType(storage::OffCpuTime());
+  s.tree.transforms.resize(1);  // the chip clicked away
+  s.SetSampleType(storage::OffCpuTime());
+  CHECK(s.tree.transforms.size() == 2);  // choosing off-CPU again adds it again
+  s.tree.transforms.resize(1);
+  s.tree.transforms.push_back({storage::Transform::Kind::kDropKernel, "", {}});  // now the user's own
+  s.off_cpu_drop_kernel = false;
+  s.SetSampleType(storage::OnCpuSamples());
+  CHECK(s.tree.transforms.size() == 2);  // the user's drop-kernel stays
+}
+
+}  // namespace
 }  // namespace kiln::ui
