@@ -458,12 +458,8 @@ struct App {
       session.window = ui::PresetRange(session.preset, now, stats.first_sample_ns, stats.last_sample_ns);
     }
     ui::AnalysisRequest request = ui::RequestFor(session, src.data_version, timeline_buckets);
-    ui::AddViewProducts(view_ptrs, session, &request);
+    ui::AddViewProducts(view_ptrs, session, views[active_view]->Id(), &request);
     request.symbols_version = src.status->symbols_version;
-    request.heatmap = views[active_view]->Id() == "heatmap";
-    for (const storage::SampleTypeCount& c : stats.sample_types) {
-      if (request.heatmap && c.info.type == session.sample_type) request.heatmap_period_ns = storage::PeriodNs(c.info);
-    }
     if (session.baseline.kind == ui::SessionState::Baseline::Kind::kSource && request.baseline) {
       // Another source as the baseline: its store and data version; a
       // closed one ends the comparison.

@@ -242,20 +242,6 @@ const Product kProducts[] = {
        out->diff_functions = std::make_shared<const std::vector<storage::DiffFunctionRow>>(
            storage::BuildDiffTopFunctions(base, *out->stacks));
      }},
-    {"heatmap",
-     SameWindowInputs<&Request::heatmap, &Request::heatmap_period_ns, &Request::timeline_window>,
-     [](const Snapshot& from, Snapshot* to) { to->heatmap = from.heatmap; },
-     [](storage::Store& store, Snapshot* out) {
-       if (!out->request.heatmap) return;
-       const ui::HeatmapGrid grid = ui::HeatmapGridFor(out->request.timeline_window, out->request.heatmap_period_ns);
-       if (grid.columns <= 0) return;
-       storage::Query q = out->request.query;
-       q.from_ns = grid.Span().from_ns;
-       q.to_ns = grid.Span().to_ns;
-       // The span is a whole number of slices: each bucket is one slice.
-       auto t = store.RunTimeline(q, grid.columns * grid.rows);
-       if (t.ok()) out->heatmap = std::make_shared<const storage::Timeline>(*std::move(t));
-     }},
     {"processes",
      SameInputs<>,
      [](const Snapshot& from, Snapshot* to) { to->processes = from.processes; },
@@ -310,9 +296,14 @@ std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generati
   // well as their own inputs.
   for (const auto& [id, asked] : request.view_products) {
     if (asked.inputs.empty() || asked.build == nullptr) continue;
-    const bool same_base = previous != nullptr && (asked.uses_stacks
-                                                       ? SameInputs<&Request::tree_options>(previous->request, request)
-                                                       : SameInputs<>(previous->request, request));
+    bool same_base = previous != nullptr;
+    if (same_base) {
+      switch (asked.base) {
+        case ui::ViewBase::kStacks: same_base = SameInputs<&Request::tree_options>(previous->request, request); break;
+        case ui::ViewBase::kSlice: same_base = SameInputs<>(previous->request, request); break;
+        case ui::ViewBase::kWindow: same_base = SameWindowInputs<&Request::timeline_window>(previous->request, request); break;
+      }
+    }
     if (same_base) {
       const auto was = previous->request.view_products.find(id);
       const auto kept = previous->view_results.find(id);
@@ -322,7 +313,7 @@ std::shared_ptr<const ui::AnalysisSnapshot> GuiWorker::Analyze(uint64_t generati
         continue;
       }
     }
-    if (auto result = asked.build(*out, asked.inputs)) out->view_results[id] = std::move(result);
+    if (auto result = asked.build(store_, *out, asked.inputs)) out->view_results[id] = std::move(result);
   }
   out->build_ms = MsSince(build_start);
   return out;

@@ -143,11 +143,12 @@ View::Product ExecutablesView::OwnProduct() const {
   // Always asked (the worker always built it before): one pass over the
   // slice, kept while the slice is.
   return {.inputs = [](const SessionState&) { return std::string("rows"); },
-          .build = [](const AnalysisSnapshot& snapshot, const std::string&) -> std::shared_ptr<const void> {
+          .build = [](const storage::Store&, const AnalysisSnapshot& snapshot,
+                      const std::string&) -> std::shared_ptr<const void> {
             return std::make_shared<const std::vector<storage::ExecutableRow>>(
                 storage::BuildExecutableTable(*snapshot.slice));
           },
-          .uses_stacks = false};
+          .base = ViewBase::kSlice};
 }
 
 void ExecutablesView::Draw(const ViewContext& context) {

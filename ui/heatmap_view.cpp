@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
+
+#include "storage/model/sample_type.h"
 
 #include "ui/format.h"
 #include "ui/frame_colors.h"
@@ -12,17 +15,52 @@
 #include "ui/widgets.h"
 
 namespace kiln::ui {
+namespace {
+
+// What the worker builds for this view: the timeline window's weight per
+// slice of the grid, bucket Bucket(column, row).
+struct HeatmapResult {
+  HeatmapGrid grid;
+  int64_t period_ns = 0;  // the sample type's sampling period: slices are never shorter
+  storage::Timeline timeline;
+};
+
+std::shared_ptr<const void> BuildHeatmap(const storage::Store& store, const AnalysisSnapshot& snapshot,
+                                         const std::string&) {
+  const int64_t period = snapshot.slice ? storage::PeriodNs(snapshot.slice->sample_type) : 0;
+  const HeatmapGrid grid = HeatmapGridFor(snapshot.request.timeline_window, period);
+  if (grid.columns <= 0) return nullptr;
+  storage::Query q = snapshot.request.query;
+  q.from_ns = grid.Span().from_ns;
+  q.to_ns = grid.Span().to_ns;
+  // The span is a whole number of slices: each bucket is one slice.
+  auto t = store.RunTimeline(q, grid.columns * grid.rows);
+  if (!t.ok()) return nullptr;
+  return std::make_shared<const HeatmapResult>(HeatmapResult{grid, period, *std::move(t)});
+}
+
+}  // namespace
+
+View::Product HeatmapView::OwnProduct() const {
+  // A scan of the whole window: only while FlameScope is on screen, and
+  // kept while only the selection moves (a drag on the map selects).
+  return {.inputs = [](const SessionState&) { return std::string("window"); },
+          .build = &BuildHeatmap,
+          .base = ViewBase::kWindow,
+          .only_while_shown = true};
+}
 
 void HeatmapView::Draw(const ViewContext& context) {
   settled_ = false;
   SessionState* session = context.session;
   const AnalysisSnapshot* a = context.analysis;
-  if (!a || !a->request.heatmap || !a->heatmap) {
+  const auto result = a ? a->ViewResult<HeatmapResult>(std::string(Id())) : nullptr;
+  if (!result) {
     DrawLoadingOrError(context);
     return;
   }
-  const HeatmapGrid grid = HeatmapGridFor(a->request.timeline_window, a->request.heatmap_period_ns);
-  const storage::Timeline& t = *a->heatmap;
+  const HeatmapGrid& grid = result->grid;
+  const storage::Timeline& t = result->timeline;
   if (grid.columns <= 0 || t.weights.size() != static_cast<size_t>(grid.columns) * grid.rows) {
     DrawLoadingOrError(context);
     return;
@@ -30,7 +68,7 @@ void HeatmapView::Draw(const ViewContext& context) {
   const storage::SampleType& type = a->request.query.sample_type;
   // The row height, and why: finer than the sampling period would only
   // show which rows the samples' phase falls in.
-  const int64_t period = a->request.heatmap_period_ns;
+  const int64_t period = result->period_ns;
   const std::string why = period > 0 ? "never shorter than the " + FormatDuration(period) + " sampling period"
                                      : "the sender did not say its sampling period";
   ImGui::TextDisabled("Columns of %s, rows of %s (%s), top to bottom. Drag from one cell to another to select those moments.",

@@ -1,5 +1,6 @@
 // FlameScope tab: the timeline window as a heat map, columns of seconds
-// and rows of 20 ms slices (from the samples' own nanosecond times), so
+// and rows of slices never finer than the sampling period (from the
+// samples' own nanosecond times; its analysis is this view's own product), so
 // bursts, periodic stalls and idle stretches show as patterns. Dragging
 // from one cell to another selects exactly those moments (in time order)
 // for every other view; "Use as baseline" keeps a selection so the next one
@@ -17,6 +18,7 @@ class HeatmapView : public View {
   std::string_view Title() const override { return "FlameScope"; }
   void Draw(const ViewContext& context) override;
   bool Settled() const override { return settled_; }
+  Product OwnProduct() const override;
 
  private:
   bool dragging_ = false;

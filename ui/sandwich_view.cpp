@@ -16,7 +16,8 @@ constexpr const char* kId = "sandwich";
 
 // Worker thread: the function's callers and callees from the request's
 // stacks (transforms applied), as storage::Sandwich.
-std::shared_ptr<const void> BuildSandwichOf(const AnalysisSnapshot& snapshot, const std::string& function) {
+std::shared_ptr<const void> BuildSandwichOf(const storage::Store&, const AnalysisSnapshot& snapshot,
+                                            const std::string& function) {
   if (!snapshot.stacks) return nullptr;
   return std::make_shared<const storage::Sandwich>(storage::BuildSandwich(*snapshot.stacks, function));
 }

@@ -38,14 +38,23 @@ struct BaselineRequest {
 struct AnalysisSnapshot;
 
 // A view's own part of an analysis (View::Product): what it asks for, as
-// text, and how the worker builds it from the shared products. The build
-// runs on the worker thread with nothing of the view object: a plain
-// function of the snapshot (its slice and stacks) and the inputs.
-using ViewBuild = std::shared_ptr<const void> (*)(const AnalysisSnapshot& snapshot, const std::string& inputs);
+// text, and how the worker builds it from the shared products (and, for a
+// view that scans more than the selection, the store). The build runs on
+// the worker thread with nothing of the view object: a plain function of
+// the store, the snapshot (its request, slice and stacks) and the inputs.
+using ViewBuild = std::shared_ptr<const void> (*)(const storage::Store& store, const AnalysisSnapshot& snapshot,
+                                                  const std::string& inputs);
+// What a view's product is built from besides its inputs, so the worker
+// knows when to build it again.
+enum class ViewBase : uint8_t {
+  kStacks,  // the selection's stacks: again when they, the range or the tree options change
+  kSlice,   // the selection's samples alone: kept across transforms and grouping
+  kWindow,  // the timeline window's samples (a scan of the store): kept across selections
+};
 struct ViewProductRequest {
   std::string inputs;  // "" = nothing asked: no result
   ViewBuild build = nullptr;
-  bool uses_stacks = true;  // false: from the slice alone
+  ViewBase base = ViewBase::kStacks;
   bool operator==(const ViewProductRequest&) const = default;
 };
 
@@ -62,8 +71,6 @@ struct AnalysisRequest {
   // The views' own products, by view id (AddViewProducts).
   std::map<std::string, ViewProductRequest> view_products;
   std::optional<BaselineRequest> baseline;  // a diff against it, when set
-  bool heatmap = false;  // the FlameScope heat map of the timeline window (costs a scan)
-  int64_t heatmap_period_ns = 0;  // the sample type's sampling period: its slices are never shorter
 
   bool operator==(const AnalysisRequest&) const = default;
 };
@@ -103,9 +110,6 @@ struct AnalysisSnapshot {
   std::shared_ptr<const std::vector<int64_t>> diff_left_offsets;
   std::shared_ptr<const FrameTypeWeights> diff_type_weights;
   std::shared_ptr<const std::vector<storage::DiffFunctionRow>> diff_functions;
-  // FlameScope: weight per slice of HeatmapGridFor(request.timeline_window, request.heatmap_period_ns),
-  // bucket Bucket(column, row).
-  std::shared_ptr<const storage::Timeline> heatmap;
   // The slice's processes (storage::ProcessesOf): the PID filter's names.
   std::shared_ptr<const std::vector<storage::ProcessSummary>> processes;
   // Whether the values are estimates from a sampled share (storage::SamplingNoteOf).

@@ -65,7 +65,8 @@ std::vector<std::string> Split(const std::string& text, char separator) {
 
 // Worker thread: the function's lines from the slice, and its file read
 // through the path map. `inputs` is "function, file, map" (SourceInputs).
-std::shared_ptr<const void> BuildListing(const AnalysisSnapshot& snapshot, const std::string& inputs) {
+std::shared_ptr<const void> BuildListing(const storage::Store&, const AnalysisSnapshot& snapshot,
+                                         const std::string& inputs) {
   const std::vector<std::string> fields = Split(inputs, kField);
   if (fields.size() != 3 || !snapshot.slice) return nullptr;
   auto listing = std::make_shared<SourceListing>();

@@ -2,11 +2,14 @@
 
 namespace kiln::ui {
 
-void AddViewProducts(const std::vector<View*>& views, const SessionState& session, AnalysisRequest* request) {
+void AddViewProducts(const std::vector<View*>& views, const SessionState& session, std::string_view shown,
+                     AnalysisRequest* request) {
   for (const View* view : views) {
     const View::Product product = view->OwnProduct();
     if (product.inputs == nullptr || product.build == nullptr) continue;
-    request->view_products[std::string(view->Id())] = {product.inputs(session), product.build, product.uses_stacks};
+    const bool asked = !product.only_while_shown || view->Id() == shown;
+    request->view_products[std::string(view->Id())] = {asked ? product.inputs(session) : std::string(), product.build,
+                                                        product.base};
   }
 }
 

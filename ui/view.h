@@ -59,15 +59,18 @@ class View {
   struct Product {
     std::string (*inputs)(const SessionState& session) = nullptr;  // "" = nothing asked now
     ViewBuild build = nullptr;
-    // Built from the stacks (transforms, grouping: rebuilt when they
-    // change), or from the slice alone (kept across them).
-    bool uses_stacks = true;
+    ViewBase base = ViewBase::kStacks;
+    // Asked only while the view is the one shown (a product that costs a
+    // scan of the store): elsewhere its inputs are "".
+    bool only_while_shown = false;
   };
   virtual Product OwnProduct() const { return {}; }
 };
 
-// Every view's own product for `session` into `request` (by view id):
-// what the app (and any test driving the worker) adds to RequestFor's.
-void AddViewProducts(const std::vector<View*>& views, const SessionState& session, AnalysisRequest* request);
+// Every view's own product for `session` into `request` (by view id), with
+// `shown` the id of the view on screen: what the app (and any test driving
+// the worker) adds to RequestFor's.
+void AddViewProducts(const std::vector<View*>& views, const SessionState& session, std::string_view shown,
+                     AnalysisRequest* request);
 
 }  // namespace kiln::ui

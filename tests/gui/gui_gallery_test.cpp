@@ -101,8 +101,7 @@ class Gallery {
                                             status->stats.first_sample_ns, status->stats.last_sample_ns);
         }
         ui::AnalysisRequest request = ui::RequestFor(session_);
-        ui::AddViewProducts(view_ptrs_, session_, &request);
-        request.heatmap = view_id == "heatmap";
+        ui::AddViewProducts(view_ptrs_, session_, view_id, &request);
         if (!submitted_ || !(request == last_)) {
           generation_ = worker_.Submit(request);
           last_ = request;

@@ -15,6 +15,7 @@
 #include "storage/model/test_fixtures.h"
 #include "storage/store.h"
 #include "ui/executables_view.h"
+#include "ui/heatmap_view.h"
 #include "ui/view.h"
 
 namespace kiln::app {
@@ -56,7 +57,7 @@ TEST_CASE("the worker rebuilds only the products whose inputs changed") {
   // The Executables view's own product rides along: built from the slice
   // alone, so a transform keeps it.
   ui::ExecutablesView executables_view;
-  ui::AddViewProducts({&executables_view}, ui::SessionState{}, &r);
+  ui::AddViewProducts({&executables_view}, ui::SessionState{}, "", &r);
   const auto rows = [](const std::shared_ptr<const ui::AnalysisSnapshot>& s) {
     return s->ViewResult<std::vector<storage::ExecutableRow>>("executables");
   };
@@ -137,7 +138,8 @@ class ThroughView : public ui::View {
   bool Settled() const override { return true; }
   Product OwnProduct() const override {
     return {.inputs = [](const ui::SessionState& s) { return s.ViewArg("through"); },
-            .build = [](const ui::AnalysisSnapshot& snapshot, const std::string& function) -> std::shared_ptr<const void> {
+            .build = [](const storage::Store&, const ui::AnalysisSnapshot& snapshot,
+                        const std::string& function) -> std::shared_ptr<const void> {
               int64_t weight = 0;
               const storage::Stacks& stacks = *snapshot.stacks;
               for (size_t e = 0; e < stacks.size(); ++e) {
@@ -164,7 +166,7 @@ TEST_CASE("a view's own product: built by the worker from its inputs, kept while
     ui::AnalysisRequest r;
     r.timeline_window = {1'700'000'000'000'000'000, 1'700'000'000'010'000'000};
     r.tree_options = session.tree;
-    ui::AddViewProducts(views, session, &r);
+    ui::AddViewProducts(views, session, "", &r);
     return r;
   };
   // Nothing asked: no result.
@@ -195,6 +197,40 @@ TEST_CASE("a view's own product: built by the worker from its inputs, kept while
   session.view_args["through"] = "c";
   auto c = Answer(worker, request());
   CHECK(*c->ViewResult<int64_t>("through") == 1);
+}
+
+TEST_CASE("FlameScope's own product: a scan of the window only while it is shown, kept across selections") {
+  TempStore t;
+  // 20 samples 1 ms apart from 1'700'000'000'000'000'000 (the fixture's).
+  REQUIRE(t.store->Write(storage::testing::BatchFromFolded("main;a 20", {.process = "app"})).ok());
+  GuiWorker worker(*t.store, nullptr, t.dir, {});
+  ui::HeatmapView heatmap;
+  const std::vector<ui::View*> views = {&heatmap};
+  ui::SessionState session;
+  session.window = {1'700'000'000'000'000'000, 1'700'000'000'010'000'000};
+  const auto request = [&](std::string_view shown) {
+    ui::AnalysisRequest r = ui::RequestFor(session);
+    ui::AddViewProducts(views, session, shown, &r);
+    return r;
+  };
+  // Another view on screen: no scan, no result.
+  auto elsewhere = Answer(worker, request("flamegraph"));
+  CHECK(elsewhere->view_results.count("heatmap") == 0);
+  // Shown: the window's samples, every one in some cell.
+  auto shown = Answer(worker, request("heatmap"));
+  REQUIRE(shown->view_results.count("heatmap") == 1);
+  const std::shared_ptr<const void> first = shown->view_results.at("heatmap");
+  // A selection (a drag on the map): the same result, not a new scan.
+  session.selection = {1'700'000'000'002'000'000, 1'700'000'000'004'000'000};
+  auto selected = Answer(worker, request("heatmap"));
+  CHECK(selected->slice != shown->slice);  // the other views follow the selection
+  REQUIRE(selected->view_results.count("heatmap") == 1);
+  CHECK(selected->view_results.at("heatmap") == first);
+  // The window moves: scanned again.
+  session.window.to_ns += 5'000'000'000;
+  auto moved = Answer(worker, request("heatmap"));
+  REQUIRE(moved->view_results.count("heatmap") == 1);
+  CHECK(moved->view_results.at("heatmap") != first);
 }
 
 }  // namespace kiln::app
