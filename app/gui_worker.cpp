@@ -5,6 +5,7 @@
 #include "app/receiver_control.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/model/top_functions.h"
+#include "storage/release_memory.h"
 #include "storage/store.h"
 #include "ui/flame_layout.h"
 #include "ui/header_bar.h"
@@ -79,6 +80,7 @@ bool GuiWorker::Busy() const {
 
 void GuiWorker::Run() {
   auto next_status = Clock::now();
+  auto next_trim = Clock::now();
   while (true) {
     uint64_t generation = 0;
     ui::AnalysisRequest request;
@@ -110,6 +112,15 @@ void GuiWorker::Run() {
         status_ = std::move(status);
       }
       next_status = Clock::now() + std::chrono::seconds(1);
+      // What threads freed (the symbolizer's DWARF reading, tens of MB for
+      // one binary; replaced snapshots; the receiver's requests) goes back:
+      // without this the window's RSS only ever grew (643 MiB after 7
+      // minutes of a busy host, with 166 MB of live heap at most). Every
+      // 10 s; it takes milliseconds.
+      if (Clock::now() >= next_trim) {
+        storage::ReleaseFreedMemory();
+        next_trim = Clock::now() + std::chrono::seconds(10);
+      }
       if (changed && wake_ui_) wake_ui_();
       continue;
     }

@@ -21,9 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #endif
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+#include "storage/release_memory.h"
 
 namespace kiln::ingest {
 
@@ -344,7 +342,7 @@ void LinuxGuard::LookOnce() {
   // in its per-thread arenas; hand it back so kiln's size follows what it
   // holds (the run stayed at 1.3 GB after the attack ended).
   if (freed_partial_since_trim_ += partial_closed; freed_partial_since_trim_ >= (uint64_t{32} << 20)) {
-    malloc_trim(0);
+    storage::ReleaseFreedMemory();
     freed_partial_since_trim_ = 0;
   }
 #endif

@@ -18,11 +18,8 @@
 #include <limits>
 #include <memory>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include "absl/strings/str_format.h"
+#include "storage/release_memory.h"
 #include "storage/store_internal.h"
 
 namespace kiln::storage::store_internal {
@@ -417,11 +414,8 @@ absl::StatusOr<ForgetReport> RocksStore::ForgetUnused() {
   }
   if (!symbol_keys.empty()) (void)db_->CompactRange(co, symbols_cf(), nullptr, nullptr);
   TestStep("forgetting: compacted");
-#if defined(__GLIBC__)
-  // The old dictionary's memory is free, but glibc keeps it in its arenas
-  // unless asked: kiln's size should follow what it holds.
-  malloc_trim(0);
-#endif
+  // The old dictionary's memory is free: kiln's size should follow what it holds.
+  ReleaseFreedMemory();
   report.seconds = since(start);
   (void)AppendLog(LogLevel::kInfo,
                   absl::StrCat("dictionary: forgot ", report.entries_before - report.entries_after, " of ",
