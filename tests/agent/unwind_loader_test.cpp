@@ -92,6 +92,19 @@ void WaitForBuilds(UnwindLoader& loader) {
   loader.Poll();
 }
 
+// A loader over maps of `rows` rows, with the processes `a` and `b` loaded.
+struct Loaded {
+  Maps maps;
+  ExecutableCache cache;
+  ProcessTracker tracker{cache};
+  UnwindLoader loader{tracker, maps.fds};
+  Loaded(std::uint32_t rows, pid_t a, pid_t b) : maps(rows) {
+    loader.LoadProcess(tracker.Get(static_cast<std::uint32_t>(a), "s1"));
+    loader.LoadProcess(tracker.Get(static_cast<std::uint32_t>(b), "s2"));
+    WaitForBuilds(loader);
+  }
+};
+
 // The loaded table of the given size, read back from the maps; checks that
 // its every row edge gets the rule the file's CFI gives.
 void CheckLoaded(const Maps& maps, const Expected& want, const std::string& what) {
@@ -148,27 +161,14 @@ int main() {
 
   // A dry run sizes the map: what the two sleep processes take (their
   // libraries and the vDSO included).
-  std::uint32_t base = 0;
-  {
-    Maps maps(1u << 22);
-    ExecutableCache cache;
-    ProcessTracker tracker(cache);
-    UnwindLoader loader(tracker, maps.fds);
-    loader.LoadProcess(tracker.Get(static_cast<std::uint32_t>(p1), "s1"));
-    loader.LoadProcess(tracker.Get(static_cast<std::uint32_t>(p2), "s2"));
-    WaitForBuilds(loader);
-    base = static_cast<std::uint32_t>(loader.stats().rows_in_use);
-  }
+  const std::uint32_t base = static_cast<std::uint32_t>(Loaded(1u << 22, p1, p2).loader.stats().rows_in_use);
   // Free rows at the end: less than X needs, but with s1's, enough.
   const std::uint32_t capacity = base + want_x.words - want_s1.words / 2;
-  Maps maps(capacity);
-  if (!maps.ok()) return Skip("cannot create BPF maps here");
-  ExecutableCache cache;
-  ProcessTracker tracker(cache);
-  UnwindLoader loader(tracker, maps.fds);
-  loader.LoadProcess(tracker.Get(static_cast<std::uint32_t>(p1), "s1"));
-  loader.LoadProcess(tracker.Get(static_cast<std::uint32_t>(p2), "s2"));
-  WaitForBuilds(loader);
+  Loaded run(capacity, p1, p2);
+  if (!run.maps.ok()) return Skip("cannot create BPF maps here");
+  const Maps& maps = run.maps;
+  ProcessTracker& tracker = run.tracker;
+  UnwindLoader& loader = run.loader;
   Check(loader.stats().rows_in_use == base, "the sleep processes take " + std::to_string(base) + " rows");
 
   kill(p1, SIGKILL);
