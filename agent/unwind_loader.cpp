@@ -152,13 +152,17 @@ bool UnwindLoader::AllocateRows(std::uint32_t count, std::uint32_t* first) {
 }
 
 void UnwindLoader::WriteRows(std::uint32_t first, const std::uint32_t* words, std::uint32_t n) {
-  std::vector<std::uint32_t> keys(n);
-  for (std::uint32_t i = 0; i < n; ++i) keys[i] = first + i;
-  __u32 count = n;
-  // One syscall for the whole run; element by element where the kernel
-  // has no batch operations for arrays (before 5.6).
-  if (bpf_map_update_batch(fds_.rows, keys.data(), words, &count, nullptr) != 0) {
-    for (std::uint32_t i = 0; i < n; ++i) bpf_map_update_elem(fds_.rows, &keys[i], &words[i], BPF_ANY);
+  // A syscall per kWriteChunk rows (keys for a whole large table would be
+  // MBs); element by element where the kernel has no batch operations for
+  // arrays (before 5.6).
+  std::vector<std::uint32_t> keys(std::min(n, kWriteChunk));
+  for (std::uint32_t done = 0; done < n; done += kWriteChunk) {
+    const std::uint32_t m = std::min(kWriteChunk, n - done);
+    for (std::uint32_t i = 0; i < m; ++i) keys[i] = first + done + i;
+    __u32 count = m;
+    if (bpf_map_update_batch(fds_.rows, keys.data(), words + done, &count, nullptr) != 0) {
+      for (std::uint32_t i = 0; i < m; ++i) bpf_map_update_elem(fds_.rows, &keys[i], &words[done + i], BPF_ANY);
+    }
   }
 }
 
@@ -368,8 +372,10 @@ void UnwindLoader::BuildLoop() {
     UnwindTableLimits limits;
     limits.max_rows = std::min<std::size_t>(limits.max_rows, fds_.row_capacity);
     limits.too_many_rows = "larger than all of unwind_rows (raise -unwind-table-rows)";
-    Result<UnwindTable> built = job.image ? BuildUnwindTableFromMemory(job.image, job.image_size, limits)
-                                          : BuildUnwindTable(job.fd, job.debug_fd, limits);
+    // Compacted as they are made: a large file's full rows would double
+    // the agent's RSS while it is built (libLLVM's 0.98 M rows).
+    Result<UnwindTable> built = job.image ? BuildUnwindTableFromMemory(job.image, job.image_size, limits, &infos_)
+                                          : BuildUnwindTable(job.fd, job.debug_fd, limits, &infos_);
     if (job.fd >= 0) close(job.fd);
     if (job.debug_fd >= 0) close(job.debug_fd);
     job.fd = job.debug_fd = -1;
@@ -403,21 +409,14 @@ std::size_t UnwindLoader::Poll() {
       Refuse(d.job.name, built.error());
       continue;
     }
-    Result<CompactUnwindRows> compact = CompactRows(built->rows, infos_);
-    built->rows = std::vector<UnwindRow>();  // free it before trimming
-    if (!compact) {
-      Refuse(d.job.name, compact.error());
-      continue;
-    }
     // Rules are never taken back: a rule met once is met again (a host's
-    // compilers emit a few thousand), and the map holds 64K of them.
-    for (std::size_t i = infos_written_; i < infos_.infos().size(); ++i) {
-      auto key = static_cast<std::uint32_t>(i);
-      bpf_map_update_elem(fds_.infos, &key, &infos_.infos()[i], BPF_ANY);
+    // compilers emit a few thousand), and the map holds 64K of them. Every
+    // rule this table uses was interned before its build finished.
+    for (const kiln_unwind_info& info : infos_.infos(stats_.unwind_infos)) {
+      auto key = static_cast<std::uint32_t>(stats_.unwind_infos++);
+      bpf_map_update_elem(fds_.infos, &key, &info, BPF_ANY);
     }
-    infos_written_ = infos_.infos().size();
-    stats_.unwind_infos = infos_written_;
-    std::vector<std::uint32_t>& words = compact->words;
+    std::deque<std::uint32_t>& words = built->compact.words;
     if (words.size() > fds_.row_capacity) {
       Refuse(d.job.name, "larger than all of unwind_rows (raise -unwind-table-rows)");
       continue;
@@ -434,14 +433,20 @@ std::size_t UnwindLoader::Poll() {
     }
     t.retry_backoff = kRetryAfter;
     ++stats_.tables_built;
-    WriteRows(t.first_row, words.data(), n);
+    // In pieces: the rows are a deque, and one buffer of them all would
+    // hold them twice.
+    std::vector<std::uint32_t> piece;
+    for (std::uint32_t done = 0; done < n; done += kWriteChunk) {
+      piece.assign(words.begin() + done, words.begin() + std::min(n, done + kWriteChunk));
+      WriteRows(t.first_row + done, piece.data(), static_cast<std::uint32_t>(piece.size()));
+    }
     t.row_count = n;
     stats_.rows_in_use += n;
     ++stats_.tables_loaded;
-    t.first_page = compact->first_page;
+    t.first_page = built->compact.first_page;
     kiln_unwind_file file{t.first_row, t.row_count, 0, t.first_page};
     bpf_map_update_elem(fds_.files, &t.slot, &file, BPF_ANY);
-    compact->words = std::vector<std::uint32_t>();
+    words = std::deque<std::uint32_t>();
     // A big library's table is tens of MB while it is built; give it back.
     if (n > 100000) malloc_trim(0);
   }

@@ -111,6 +111,8 @@ class UnwindLoader {
   static constexpr auto kRetryAfter = std::chrono::seconds(1);
   // Samples within about two kHotWindows before an evicted table is built again.
   static constexpr std::uint32_t kReloadSamples = 3;
+  // Rows written to unwind_rows a syscall at a time.
+  static constexpr std::uint32_t kWriteChunk = 65536;
 
   // Loads (or reloads, after its maps changed) a process's mappings.
   void LoadProcess(ProcessInfo& process);
@@ -195,8 +197,7 @@ class UnwindLoader {
   RowSpace space_;
   std::unordered_map<std::uint32_t, LoadedProcess> loaded_;
   std::vector<std::uint8_t> vdso_image_;
-  UnwindInfoTable infos_;
-  std::size_t infos_written_ = 0;  // of infos_, in the BPF map
+  UnwindInfoTable infos_;  // interned by the builder; stats_.unwind_infos of them are in the map
   UnwindLoaderStats stats_;
   std::size_t builds_pending_ = 0;
 

@@ -314,28 +314,121 @@ struct Span {
   std::uint32_t start() const { return row.pc; }
 };
 
+// Where rows go as a build makes them, in pc order: kept whole (the
+// table's rows) or compacted as they come (CompactRowWriter), so that the
+// agent never holds a large file's full rows.
+class RowOutput {
+ public:
+  virtual ~RowOutput() = default;
+  // false when the row is refused; error() says why.
+  virtual bool Add(const UnwindRow& row) = 0;
+  virtual std::string error() const { return {}; }
+};
+
+class FullRows : public RowOutput {
+ public:
+  explicit FullRows(std::vector<UnwindRow>& rows) : rows_(rows) {}
+  bool Add(const UnwindRow& row) override {
+    rows_.push_back(row);
+    return true;
+  }
+
+ private:
+  std::vector<UnwindRow>& rows_;
+};
+
+class CompactOutput : public RowOutput {
+ public:
+  explicit CompactOutput(UnwindInfoTable& infos) : writer(infos) {}
+  bool Add(const UnwindRow& row) override { return writer.Add(row); }
+  std::string error() const override { return writer.error(); }
+  CompactRowWriter writer;
+};
+
+// Spans in start order -> rows: a "no CFI" row over each gap, neighbours
+// with one rule merged, a closing "no CFI" row. Where two spans cover one
+// address the first one taken wins.
+class RowStream {
+ public:
+  RowStream(RowOutput& out, UnwindTableStats& stats) : out_(out), stats_(stats) {}
+  bool Take(const Span& s) {
+    // Spans arrive in start order (MergeSpans sorts them); a single source
+    // taken directly that is not in order is damaged.
+    if (s.start() < last_start_) {
+      error_ = "call frame information out of order";
+      return false;
+    }
+    last_start_ = s.start();
+    if (s.end <= covered_to_) return true;  // fully shadowed (.debug_frame under .eh_frame)
+    std::uint64_t start = std::max<std::uint64_t>(s.start(), covered_to_);
+    if (start > covered_to_ && covered_to_ != 0) {
+      UnwindRow gap{};
+      gap.pc = static_cast<__u32>(covered_to_);
+      gap.rules = KILN_CFA_NONE;
+      if (!Emit(gap)) return false;
+    }
+    UnwindRow row = s.row;
+    row.pc = static_cast<__u32>(start);
+    if (KILN_CFA_RULE_OF(&row) == KILN_CFA_UNSUPPORTED) ++stats_.unsupported_rows;
+    if (KILN_CFA_RULE_OF(&row) == KILN_CFA_OUTERMOST) ++stats_.outermost_rows;
+    if (!Emit(row)) return false;
+    covered_to_ = s.end;
+    return true;
+  }
+  bool Finish() {
+    UnwindRow last{};
+    last.pc = static_cast<__u32>(covered_to_);
+    last.rules = KILN_CFA_NONE;
+    ++stats_.rows;
+    return out_.Add(last);
+  }
+  std::string error() const { return error_.empty() ? out_.error() : error_; }
+
+ private:
+  bool Emit(const UnwindRow& row) {
+    if (have_last_ && SameRule(last_, row)) return true;
+    last_ = row;
+    have_last_ = true;
+    ++stats_.rows;
+    return out_.Add(row);
+  }
+  RowOutput& out_;
+  UnwindTableStats& stats_;
+  std::uint64_t covered_to_ = 0;
+  std::uint32_t last_start_ = 0;
+  UnwindRow last_{};
+  bool have_last_ = false;
+  std::string error_;
+};
+
 // Spans from each source of call frame information in turn (.eh_frame, the
 // file's and then its debug file's .debug_frame, Go's line table): where
-// two cover one address, the earlier source wins. Each source is a deque,
-// not one vector: a vector that doubles holds its old and new buffers at
-// once (36 MB for libLLVM's 1.3 M spans, the agent's peak), a deque grows a
-// block at a time, and SpansToRows frees its blocks as it consumes them.
+// two cover one address, the earlier source wins. With one source (most
+// files: .eh_frame alone) its spans come in order and go straight to
+// `direct`; with more, each source is kept, as a deque, not one vector: a
+// vector that doubles holds its old and new buffers at once (36 MB for
+// libLLVM's 1.3 M spans, the agent's peak), a deque grows a block at a
+// time, and MergeSpans frees its blocks as it consumes them.
 struct SpanSources {
+  RowStream* direct = nullptr;
   std::vector<std::deque<Span>> sources;
   std::size_t total = 0;
   // Spans that do not start where the one before them in their source
   // ended: each may need a "no CFI" row before it, so the rows number at
-  // most total + breaks, and SpansToRows reserves exactly that (a vector
-  // left to double would hold 1.5-2x the rows during the copy).
+  // most total + breaks (a vector left to double would hold 1.5-2x the
+  // rows during the copy).
   std::size_t breaks = 0;
   std::deque<Span>& Next() {
     sources.emplace_back();
     return sources.back();
   }
-  void Add(std::deque<Span>& source, const Span& span) {
+  // false when the rows' output refused one (direct->error() says why).
+  bool Add(std::deque<Span>& source, const Span& span) {
+    ++total;
+    if (direct) return direct->Take(span);
     if (source.empty() || source.back().end != span.start()) ++breaks;
     source.push_back(span);
-    ++total;
+    return true;
   }
 };
 
@@ -364,8 +457,9 @@ Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t
       if (row_end > stop) row_end = stop;  // overlapping FDEs: the next one wins
       if (row_end > (1ULL << 32))
         return R::Error("code above 4 GiB (0x" + std::to_string(row_end) + "), not supported");
-      spans.Add(out, {static_cast<std::uint32_t>(row_end), RowFromFrame(frame, addr)});
+      Span span{static_cast<std::uint32_t>(row_end), RowFromFrame(frame, addr)};
       std::free(frame);
+      if (!spans.Add(out, span)) return R::Error(spans.direct->error());
       ++added;
       if (spans.total > limits.max_rows)
         return R::Error(limits.TooManyRows());
@@ -391,11 +485,12 @@ Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, SpanSo
   Elf_Data* data = elf_rawdata(pcln->scn, nullptr);
   if (!data || !data->d_buf) return R::Error(".gopclntab cannot be read");
   absl::StatusOr<symbols::GoLineTable> table =
-      symbols::GoLineTable::Parse(std::string(static_cast<const char*>(data->d_buf), data->d_size), text->shdr.sh_addr);
+      symbols::GoLineTable::ParseView(std::string_view(static_cast<const char*>(data->d_buf), data->d_size),
+                                      text->shdr.sh_addr);
   if (!table.ok()) return R::Error(".gopclntab: " + std::string(table.status().message()));
   std::deque<Span>& out = spans.Next();
   std::size_t added = 0;
-  bool too_high = false;
+  bool too_high = false, refused = false;
   for (std::uint32_t i = 0; i < table->functions() && !too_high; ++i) {
     std::optional<symbols::GoFrame> fn = table->Function(i);
     if (!fn) continue;
@@ -418,62 +513,55 @@ Result<std::size_t> AddGoSpans(Elf* elf, const UnwindTableLimits& limits, SpanSo
         row.rules = KILN_CFA_SP | ((delta > 0 ? KILN_REG_AT_CFA : KILN_REG_SAME) << 4);
         row.fp_offset = static_cast<__s8>(delta > 0 ? -2 : 0);
       }
-      spans.Add(out, {static_cast<std::uint32_t>(end), row});
+      if (!spans.Add(out, {static_cast<std::uint32_t>(end), row})) {
+        refused = true;
+        return false;
+      }
       ++added;
       return spans.total <= limits.max_rows;
     });
+    if (refused) return R::Error(spans.direct->error());
     if (spans.total > limits.max_rows) return R::Error(limits.TooManyRows());
   }
   if (too_high) return R::Error("Go code above 4 GiB, not supported");
   return added;
 }
 
-// Sorted, non-overlapping spans -> rows with "no CFI" rows in the gaps,
-// adjacent equal rules merged.
-std::vector<UnwindRow> SpansToRows(SpanSources& spans, UnwindTableStats& stats) {
+// Every source's spans, merged in start order, into `rows` (the earlier
+// source first at equal starts, as a stable sort of them all would order
+// them, without its buffer of every span).
+bool MergeSpans(SpanSources& spans, RowStream& rows) {
   // Each source comes in address order (FDEs walked from sorted starts, Go's
-  // functions in pc order); sorted here where one does not. Then one merge,
-  // the earlier source first at equal starts, as a stable sort of them all
-  // would order them, without its buffer of every span.
+  // functions in pc order); sorted here where one does not.
   auto by_start = [](const Span& a, const Span& b) { return a.start() < b.start(); };
   for (std::deque<Span>& source : spans.sources)
     if (!std::is_sorted(source.begin(), source.end(), by_start)) std::stable_sort(source.begin(), source.end(), by_start);
-  std::vector<UnwindRow> rows;
-  rows.reserve(spans.total + spans.breaks + 1);
-  std::uint64_t covered_to = 0;
   while (true) {
     std::deque<Span>* first = nullptr;
     for (std::deque<Span>& source : spans.sources)
       if (!source.empty() && (!first || source.front().start() < first->front().start())) first = &source;
-    if (!first) break;
+    if (!first) return true;
     const Span s = first->front();
     first->pop_front();
-    if (s.end <= covered_to) continue;  // fully shadowed (.debug_frame under .eh_frame)
-    std::uint64_t start = std::max<std::uint64_t>(s.start(), covered_to);
-    if (start > covered_to && covered_to != 0) {
-      UnwindRow gap{};
-      gap.pc = static_cast<__u32>(covered_to);
-      gap.rules = KILN_CFA_NONE;
-      if (rows.empty() || !SameRule(rows.back(), gap)) rows.push_back(gap);
-    }
-    UnwindRow row = s.row;
-    row.pc = static_cast<__u32>(start);
-    if (KILN_CFA_RULE_OF(&row) == KILN_CFA_UNSUPPORTED) ++stats.unsupported_rows;
-    if (KILN_CFA_RULE_OF(&row) == KILN_CFA_OUTERMOST) ++stats.outermost_rows;
-    if (rows.empty() || !SameRule(rows.back(), row)) rows.push_back(row);
-    covered_to = s.end;
+    if (!rows.Take(s)) return false;
   }
-  UnwindRow last{};
-  last.pc = static_cast<__u32>(covered_to);
-  last.rules = KILN_CFA_NONE;
-  rows.push_back(last);
-  return rows;
 }
 
-Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimits& limits) {
+Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimits& limits,
+                                 UnwindInfoTable* compact_into) {
   using R = Result<UnwindTable>;
   UnwindTable table;
+  std::optional<CompactOutput> compact;
+  std::optional<FullRows> full;
+  RowOutput* out = compact_into ? static_cast<RowOutput*>(&compact.emplace(*compact_into))
+                                : static_cast<RowOutput*>(&full.emplace(table.rows));
+  RowStream stream(*out, table.stats);
   SpanSources spans;
+  // Most files have one source (.eh_frame, or a Go program's line table):
+  // its spans then become rows as they are read, never all held at once.
+  auto has = [](Elf* e, const char* name) { return e && symbols::internal::FindSectionWithData(e, name) ? 1 : 0; };
+  if (has(elf, ".eh_frame") + has(elf, ".debug_frame") + has(debug_elf, ".debug_frame") + has(elf, ".gopclntab") <= 1)
+    spans.direct = &stream;
   std::string eh_problem;
 
   if (CfiPtr cfi{dwarf_getcfi_elf(elf)}) {
@@ -482,7 +570,10 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
       eh_problem = starts.error();
     } else {
       auto added = CollectSpans(cfi.get(), *starts, limits, spans, table.stats);
-      if (!added) return R::Error(added.error() == limits.TooManyRows() ? added.error() : ".eh_frame: " + added.error());
+      if (!added)
+        return R::Error(added.error() == limits.TooManyRows() || added.error() == stream.error()
+                            ? added.error()
+                            : ".eh_frame: " + added.error());
       table.stats.rows_from_eh_frame = *added;
     }
   } else {
@@ -513,33 +604,42 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
   table.stats.rows_from_go = go ? *go : 0;
   if (spans.total == 0)
     return R::Error(eh_problem.empty() ? "no call frame information" : eh_problem + ", no .debug_frame");
-  // .eh_frame spans come first: SpansToRows takes them ahead of
-  // .debug_frame spans that start at the same address, and never lets a
-  // later span override an earlier one.
-  table.rows = SpansToRows(spans, table.stats);
-  if (table.rows.size() > limits.max_rows)
-    return R::Error(limits.TooManyRows());
+  if (!spans.direct) {
+    // .eh_frame spans come first: MergeSpans takes them ahead of
+    // .debug_frame spans that start at the same address, and never lets a
+    // later span override an earlier one.
+    if (full) table.rows.reserve(spans.total + spans.breaks + 1);
+    if (!MergeSpans(spans, stream)) return R::Error(stream.error());
+  }
+  if (!stream.Finish()) return R::Error(stream.error());
+  if (table.stats.rows > limits.max_rows) return R::Error(limits.TooManyRows());
+  if (compact) {
+    Result<CompactUnwindRows> rows = compact->writer.Finish();
+    if (!rows) return R::Error(rows.error());
+    table.compact = std::move(*rows);
+  }
   return table;
 }
 
 }  // namespace
 
-Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd, UnwindTableLimits limits) {
+Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd, UnwindTableLimits limits, UnwindInfoTable* compact_into) {
   using R = Result<UnwindTable>;
   absl::StatusOr<ElfImage> image = ElfImage::FromFd(fd, "ELF file");
   if (!image.ok()) return R::Error(std::string(image.status().message()));
   // A separate debug file that does not open is left out, not an error.
   absl::StatusOr<ElfImage> debug =
       debug_fd >= 0 ? ElfImage::FromFd(debug_fd, "debug file") : absl::NotFoundError("no debug file");
-  return BuildFromElf(image->elf(), debug.ok() ? debug->elf() : nullptr, limits);
+  return BuildFromElf(image->elf(), debug.ok() ? debug->elf() : nullptr, limits, compact_into);
 }
 
-Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size, UnwindTableLimits limits) {
+Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size, UnwindTableLimits limits,
+                                               UnwindInfoTable* compact_into) {
   using R = Result<UnwindTable>;
   absl::StatusOr<ElfImage> elf =
       ElfImage::FromBytes(std::string_view(static_cast<const char*>(image), size), "ELF image in memory");
   if (!elf.ok()) return R::Error(std::string(elf.status().message()));
-  return BuildFromElf(elf->elf(), nullptr, limits);
+  return BuildFromElf(elf->elf(), nullptr, limits, compact_into);
 }
 
 // Where the split-off cold part of the function at [start, start + size)
@@ -641,6 +741,7 @@ std::optional<std::uint16_t> UnwindInfoTable::Intern(const kiln_unwind_info& inf
   std::uint32_t key;
   static_assert(sizeof(key) == sizeof(info));
   std::memcpy(&key, &info, sizeof(key));
+  std::lock_guard<std::mutex> lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) return it->second;
   if (infos_.size() >= capacity_) return std::nullopt;
   auto number = static_cast<std::uint16_t>(infos_.size());
@@ -649,52 +750,80 @@ std::optional<std::uint16_t> UnwindInfoTable::Intern(const kiln_unwind_info& inf
   return number;
 }
 
-Result<CompactUnwindRows> CompactRows(const std::vector<UnwindRow>& rows, UnwindInfoTable& infos) {
-  using R = Result<CompactUnwindRows>;
-  CompactUnwindRows out;
-  if (rows.empty()) return out;
-  if (rows.back().pc < rows.front().pc) return R::Error("unwind rows out of order");
-  out.first_page = rows.front().pc >> KILN_PAGE_BITS;
-  std::size_t pages = (rows.back().pc >> KILN_PAGE_BITS) - out.first_page + 1;
-  out.words.reserve(pages + 1 + rows.size());
-  out.words.resize(pages + 1);
-  std::size_t page = 0;  // pages whose start is written
-  std::uint32_t last_key = 0;
-  std::uint16_t last_number = 0;
-  bool have_last = false;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const UnwindRow& r = rows[i];
-    if (i > 0 && r.pc < rows[i - 1].pc) return R::Error("unwind rows out of order");
-    kiln_unwind_info info{r.cfa_offset, r.rules, r.fp_offset};
-    std::uint32_t key;
-    std::memcpy(&key, &info, sizeof(key));
-    // Neighbouring rows often share a rule: skip the hash lookup.
-    if (!have_last || key != last_key) {
-      std::optional<std::uint16_t> number = infos.Intern(info);
-      if (!number) return R::Error("unwind_infos full (" + std::to_string(infos.infos().size()) + " distinct rules)");
-      last_key = key;
-      last_number = *number;
-      have_last = true;
-    }
-    std::uint32_t word = (r.pc & 0xffffu) | (std::uint32_t{last_number} << 16);
-    // Two rows at one pc: the later one holds it, as in FindUnwindRow.
-    if (i > 0 && r.pc == rows[i - 1].pc) {
-      out.words.back() = word;
-      continue;
-    }
-    std::size_t row_page = (r.pc >> KILN_PAGE_BITS) - out.first_page;
-    // Pages up to this row's start here (an empty page starts at the next
-    // row: the walker then takes the row before it, from an earlier page).
-    while (page <= row_page) out.words[page++] = static_cast<std::uint32_t>(out.words.size());
-    out.words.push_back(word);
+std::vector<kiln_unwind_info> UnwindInfoTable::infos(std::size_t from) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (from >= infos_.size()) return {};
+  return std::vector<kiln_unwind_info>(infos_.begin() + static_cast<std::ptrdiff_t>(from), infos_.end());
+}
+
+std::size_t UnwindInfoTable::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return infos_.size();
+}
+
+bool CompactRowWriter::Add(const UnwindRow& r) {
+  if (!error_.empty()) return false;
+  std::deque<std::uint32_t>& rows = out_.words;
+  const bool first = rows.empty();
+  if (!first && r.pc < last_pc_) {
+    error_ = "unwind rows out of order";
+    return false;
   }
-  while (page <= pages) out.words[page++] = static_cast<std::uint32_t>(out.words.size());
+  kiln_unwind_info info{r.cfa_offset, r.rules, r.fp_offset};
+  std::uint32_t key;
+  std::memcpy(&key, &info, sizeof(key));
+  auto known = numbers_.find(key);
+  if (known == numbers_.end()) {
+    std::optional<std::uint16_t> number = infos_.Intern(info);
+    if (!number) {
+      error_ = "unwind_infos full (" + std::to_string(infos_.size()) + " distinct rules)";
+      return false;
+    }
+    known = numbers_.emplace(key, *number).first;
+  }
+  std::uint32_t word = (r.pc & 0xffffu) | (std::uint32_t{known->second} << 16);
+  // Two rows at one pc: the later one holds it, as in FindUnwindRow.
+  if (!first && r.pc == last_pc_) {
+    rows.back() = word;
+    return true;
+  }
+  if (first) first_page_ = r.pc >> KILN_PAGE_BITS;
+  last_pc_ = r.pc;
+  std::size_t row_page = (r.pc >> KILN_PAGE_BITS) - first_page_;
+  // Pages up to this row's start here (an empty page starts at the next
+  // row: the walker then takes the row before it, from an earlier page).
+  while (page_starts_.size() <= row_page) page_starts_.push_back(static_cast<std::uint32_t>(rows.size()));
+  rows.push_back(word);
+  return true;
+}
+
+Result<CompactUnwindRows> CompactRowWriter::Finish() {
+  using R = Result<CompactUnwindRows>;
+  if (!error_.empty()) return R::Error(error_);
+  CompactUnwindRows out = std::move(out_);
+  out_ = {};
+  if (out.words.empty()) return out;
+  out.first_page = first_page_;
+  // The index has a word per page and one for the end; rows are counted
+  // from the start of the run, index included.
+  const auto index_words = static_cast<std::uint32_t>(page_starts_.size() + 1);
+  const auto end = static_cast<std::uint32_t>(index_words + out.words.size());
+  out.words.push_front(end);
+  for (std::size_t page = page_starts_.size(); page-- > 0;) out.words.push_front(index_words + page_starts_[page]);
+  page_starts_ = {};
   return out;
+}
+
+Result<CompactUnwindRows> CompactRows(const std::vector<UnwindRow>& rows, UnwindInfoTable& infos) {
+  CompactRowWriter writer(infos);
+  for (const UnwindRow& r : rows)
+    if (!writer.Add(r)) break;
+  return writer.Finish();
 }
 
 std::optional<kiln_unwind_info> FindCompactRow(const CompactUnwindRows& table,
                                                const std::vector<kiln_unwind_info>& infos, std::uint64_t vaddr) {
-  const std::vector<std::uint32_t>& w = table.words;
+  const std::deque<std::uint32_t>& w = table.words;
   if (w.empty() || (vaddr >> KILN_PAGE_BITS) < table.first_page) return std::nullopt;
   std::uint64_t page = (vaddr >> KILN_PAGE_BITS) - table.first_page;
   std::uint32_t rows_start = w[0];

@@ -14,6 +14,8 @@
 // Pure: file descriptors in, rows out; no process, no BPF. Thread-safe.
 
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <string>
@@ -34,6 +36,7 @@ struct UnwindTableStats {
   std::size_t rows_from_go = 0;      // Go's line table (pcsp), where no CFI covers
   std::size_t unsupported_rows = 0;  // CFA expressions the walker cannot evaluate
   std::size_t outermost_rows = 0;    // return address undefined (_start, clone)
+  std::size_t rows = 0;              // in the table, after merging
 };
 
 // A row as the builder makes it: its pc in full and its rule inline. The BPF
@@ -45,8 +48,66 @@ struct UnwindRow {
   __s8 fp_offset;     // in 8-byte words
 };
 
+// Every distinct rule once, numbered in the order first met: unwind_infos'
+// contents. A whole desktop has a few thousand; the map holds
+// KILN_UNWIND_INFOS (a row's 16 bits).
+// Thread-safe: the agent's builder thread interns while its main thread
+// copies new rules into the map.
+class UnwindInfoTable {
+ public:
+  explicit UnwindInfoTable(std::size_t capacity = KILN_UNWIND_INFOS) : capacity_(capacity) {}
+  // The rule's number, or nullopt when the table is full.
+  std::optional<std::uint16_t> Intern(const kiln_unwind_info& info);
+  // The rules from number `from` on (a copy: another thread may be adding).
+  std::vector<kiln_unwind_info> infos(std::size_t from = 0) const;
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::size_t capacity_;
+  std::vector<kiln_unwind_info> infos_;
+  std::unordered_map<std::uint32_t, std::uint16_t> index_;
+};
+
+// A file's rows as unwind_rows holds them (bpf/unwind_abi.h): a page index,
+// then 4 bytes a row. The OpenTelemetry profiler's stack deltas, our layout.
+// A deque, not a vector: it is filled as rows are made, and a vector that
+// doubles (or a copy into one at the end) would hold the rows twice.
+struct CompactUnwindRows {
+  std::uint32_t first_page = 0;     // pc >> KILN_PAGE_BITS of the first page
+  std::deque<std::uint32_t> words;  // page starts, then rows
+};
+
+// Compacts rows as they come, in pc order, interning their rules in
+// `infos`: a large file's rows are never all held at 8 bytes. When `infos`
+// is full it refuses, and `infos` may keep some of the table's rules
+// (harmless: they are just numbered).
+class CompactRowWriter {
+ public:
+  explicit CompactRowWriter(UnwindInfoTable& infos) : infos_(infos) {}
+  // false (error() says why) when the row comes before the last one or its
+  // rule does not fit in `infos`.
+  bool Add(const UnwindRow& row);
+  const std::string& error() const { return error_; }
+  Result<CompactUnwindRows> Finish();
+
+ private:
+  UnwindInfoTable& infos_;
+  std::unordered_map<std::uint32_t, std::uint16_t> numbers_;  // this table's rules: no lock for them
+  std::uint32_t first_page_ = 0;
+  std::vector<std::uint32_t> page_starts_;  // a row index per page, from first_page_
+  CompactUnwindRows out_;                   // rows; the page index goes in front at the end
+  std::uint32_t last_pc_ = 0;
+  std::string error_;
+};
+
+// `rows` (sorted, as BuildUnwindTable returns them) compacted: what
+// BuildUnwindTable makes with `compact_into`.
+Result<CompactUnwindRows> CompactRows(const std::vector<UnwindRow>& rows, UnwindInfoTable& infos);
+
 struct UnwindTable {
-  std::vector<UnwindRow> rows;  // sorted by pc, ends with a KILN_CFA_NONE row
+  std::vector<UnwindRow> rows;  // sorted by pc, ends with a KILN_CFA_NONE row; empty when compacted
+  CompactUnwindRows compact;    // built with compact_into
   UnwindTableStats stats;
 };
 
@@ -66,8 +127,11 @@ struct UnwindTableLimits {
 
 // The unwind table of the ELF file `fd`; `debug_fd` (or -1) is its separate
 // debug file, whose .debug_frame fills what .eh_frame does not cover.
-// Errors name what was wrong with the file.
-Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd = -1, UnwindTableLimits limits = {});
+// Errors name what was wrong with the file. With `compact_into` the rows
+// are compacted as they are made (table.compact, rules interned there) and
+// table.rows stays empty: what the agent loads, at half the peak memory.
+Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd = -1, UnwindTableLimits limits = {},
+                                     UnwindInfoTable* compact_into = nullptr);
 
 // The split-off cold part ("f.cold") of the function at [start, start +
 // size) of the ELF file `fd`, found without symbols (stripped binaries keep
@@ -78,35 +142,8 @@ std::optional<std::pair<std::uint64_t, std::uint64_t>> FindSplitColdPart(int fd,
 
 // The same from an ELF image in memory (the vDSO).
 Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size,
-                                               UnwindTableLimits limits = {});
-
-// Every distinct rule once, numbered in the order first met: unwind_infos'
-// contents. A whole desktop has a few thousand; the map holds
-// KILN_UNWIND_INFOS (a row's 16 bits).
-class UnwindInfoTable {
- public:
-  explicit UnwindInfoTable(std::size_t capacity = KILN_UNWIND_INFOS) : capacity_(capacity) {}
-  // The rule's number, or nullopt when the table is full.
-  std::optional<std::uint16_t> Intern(const kiln_unwind_info& info);
-  const std::vector<kiln_unwind_info>& infos() const { return infos_; }
-
- private:
-  std::size_t capacity_;
-  std::vector<kiln_unwind_info> infos_;
-  std::unordered_map<std::uint32_t, std::uint16_t> index_;
-};
-
-// A file's rows as unwind_rows holds them (bpf/unwind_abi.h): a page index,
-// then 4 bytes a row. The OpenTelemetry profiler's stack deltas, our layout.
-struct CompactUnwindRows {
-  std::uint32_t first_page = 0;     // pc >> KILN_PAGE_BITS of the first page
-  std::vector<std::uint32_t> words; // page starts, then rows
-};
-
-// `rows` (sorted, as BuildUnwindTable returns them) compacted; their rules
-// interned in `infos`. Fails, naming why, when `infos` is full; then `infos`
-// may keep some of the table's rules (harmless: they are just numbered).
-Result<CompactUnwindRows> CompactRows(const std::vector<UnwindRow>& rows, UnwindInfoTable& infos);
+                                               UnwindTableLimits limits = {},
+                                               UnwindInfoTable* compact_into = nullptr);
 
 // The rule that holds `vaddr` in a compacted table, exactly as
 // sampler.bpf.c's find_row looks it up; nullopt before the first row or past

@@ -362,12 +362,13 @@ std::size_t CheckCompactAgrees(const std::vector<UnwindRow>& rows, std::vector<s
     probes.push_back(std::uint64_t{rows.back().pc} + 0x20000);
     probes.push_back(std::uint64_t{1} << 40);
   }
+  const std::vector<kiln_unwind_info> all_infos = infos.infos();
   std::size_t mismatches = 0;
   for (std::uint64_t at : probes) {
     const UnwindRow* full = FindUnwindRow(rows, at);
     kiln_unwind_info want{};
     if (full) want = kiln_unwind_info{full->cfa_offset, full->rules, full->fp_offset};
-    std::optional<kiln_unwind_info> got = FindCompactRow(*compact, infos.infos(), at);
+    std::optional<kiln_unwind_info> got = FindCompactRow(*compact, all_infos, at);
     std::string w = RuleText(full ? &want : nullptr), g = RuleText(got ? &*got : nullptr);
     if (w != g && ++mismatches <= 10) FAIL_CHECK(Hex(at) << ": full rows say " << w << ", compact rows say " << g);
   }
@@ -446,6 +447,40 @@ TEST_CASE("compacted rows (4 bytes, paged) give every pc the rule the full rows 
     auto bad = CompactRows(backwards, fresh);
     REQUIRE(!bad);
     CHECK(bad.error() == "unwind rows out of order");
+  }
+}
+
+TEST_CASE("a table compacted while it is built equals the full rows compacted (what the agent loads)") {
+  // libc and the test binary: .eh_frame alone, compacted as libdw reports
+  // rows; the .debug_frame library: two sources merged first.
+  SUBCASE("libc, a library without frame pointers, one with .debug_frame, this test")
+  for (const std::string& path : {LibcPath(), std::string(KILN_NOFP_LIBRARY_PATH),
+                                  std::string(KILN_DEBUG_FRAME_LIBRARY_PATH), std::string("/proc/self/exe")}) {
+    CAPTURE(path);
+    UnwindTable full = Build(path);
+    UnwindInfoTable want_infos;
+    auto want = CompactRows(full.rows, want_infos);
+    REQUIRE(want);
+    UnwindInfoTable infos;
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    auto built = BuildUnwindTable(fd, -1, {}, &infos);
+    close(fd);
+    REQUIRE_MESSAGE(built, built.error());
+    CHECK(built->rows.empty());
+    CHECK(built->stats.rows == full.rows.size());
+    CHECK(built->stats.unsupported_rows == full.stats.unsupported_rows);
+    CHECK(built->compact.first_page == want->first_page);
+    REQUIRE(built->compact.words.size() == want->words.size());
+    CHECK(built->compact.words == want->words);
+    CHECK(infos.size() == want_infos.size());
+  }
+  SUBCASE("a full rule table refuses the file, naming it") {
+    UnwindInfoTable small(3);
+    int fd = open(LibcPath().c_str(), O_RDONLY | O_CLOEXEC);
+    auto refused = BuildUnwindTable(fd, -1, {}, &small);
+    close(fd);
+    REQUIRE(!refused);
+    CHECK(refused.error() == "unwind_infos full (3 distinct rules)");
   }
 }
 

@@ -34,9 +34,16 @@ std::string_view GoLineTable::CString(uint64_t table, uint64_t offset) const {
 }
 
 absl::StatusOr<GoLineTable> GoLineTable::Parse(std::string data, uint64_t text_address) {
+  auto owned = std::make_shared<const std::string>(std::move(data));
+  absl::StatusOr<GoLineTable> t = ParseView(*owned, text_address);
+  if (t.ok()) t->owned_ = std::move(owned);
+  return t;
+}
+
+absl::StatusOr<GoLineTable> GoLineTable::ParseView(std::string_view data, uint64_t text_address) {
   GoLineTable t;
-  t.data_ = std::move(data);
-  const std::string& d = t.data_;
+  t.data_ = data;
+  const std::string_view d = t.data_;
   if (d.size() < 8) return absl::InvalidArgumentError("the Go line table is shorter than its header");
   uint32_t magic = 0;
   std::memcpy(&magic, d.data(), 4);

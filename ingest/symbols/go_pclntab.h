@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,10 @@ class GoLineTable {
   // address (Go's readers use it, not the header's, which a PIE leaves
   // unrelocated).
   [[nodiscard]] static absl::StatusOr<GoLineTable> Parse(std::string data, uint64_t text_address);
+  // The same over bytes it does not copy, which must stay valid while the
+  // table is used: kiln-agent's unwind table builder reads libelf's section
+  // while the ELF is open, instead of a copy of megabytes.
+  [[nodiscard]] static absl::StatusOr<GoLineTable> ParseView(std::string_view data, uint64_t text_address);
 
   std::optional<GoFrame> Lookup(uint64_t address) const;
   uint32_t functions() const { return nfunc_; }
@@ -45,7 +50,8 @@ class GoLineTable {
   std::string_view version() const { return version_; }
   // The i-th function's range and name (i < functions()), in address order.
   std::optional<GoFrame> Function(uint32_t i) const;
-  size_t MemoryBytes() const { return data_.capacity(); }
+  // The bytes it holds (none when it only views them).
+  size_t MemoryBytes() const { return owned_ ? owned_->capacity() : 0; }
   // The i-th function's lines: `f(start, end, file, line)` for each range
   // of addresses with one file and line (line 0: unknown). False when the
   // table is damaged.
@@ -115,7 +121,8 @@ class GoLineTable {
   // The value of the pc-value table at `table_offset` for `pc`, or -1.
   int64_t PcValue(uint32_t table_offset, uint64_t entry, uint64_t pc) const;
 
-  std::string data_;
+  std::shared_ptr<const std::string> owned_;  // data_'s bytes, unless only viewed
+  std::string_view data_;
   std::string_view version_;
   uint64_t text_ = 0;
   uint32_t nfunc_ = 0;

@@ -21,8 +21,12 @@ int main(int argc, char** argv) {
     std::perror(argv[1]);
     return 1;
   }
+  const bool rows = argc > 2 && std::strcmp(argv[2], "rows") == 0;
+  // As the agent builds it: compacted while it is made (the peak RSS is the
+  // agent's); with "rows", whole, to print.
+  kiln::agent::UnwindInfoTable infos;
   auto t0 = std::chrono::steady_clock::now();
-  auto table = kiln::agent::BuildUnwindTable(fd);
+  auto table = kiln::agent::BuildUnwindTable(fd, -1, {}, rows ? nullptr : &infos);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   close(fd);
   if (!table) {
@@ -31,16 +35,18 @@ int main(int argc, char** argv) {
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  kiln::agent::UnwindInfoTable infos;
-  auto compact = kiln::agent::CompactRows(table->rows, infos);
-  if (!compact) {
-    std::printf("refused: %s\n", compact.error().c_str());
-    return 1;
+  if (rows) {
+    auto compact = kiln::agent::CompactRows(table->rows, infos);
+    if (!compact) {
+      std::printf("refused: %s\n", compact.error().c_str());
+      return 1;
+    }
+    table->compact = std::move(*compact);
   }
   std::printf("%zu rows (%.2f MB in BPF maps, %zu distinct rules) from %zu FDEs in %.3f s, peak RSS %.0f MB\n",
-              table->rows.size(), compact->words.size() * 4 / 1e6, infos.infos().size(), table->stats.fdes, seconds,
+              table->stats.rows, table->compact.words.size() * 4 / 1e6, infos.size(), table->stats.fdes, seconds,
               ru.ru_maxrss / 1024.0);
-  if (argc > 2 && std::strcmp(argv[2], "rows") == 0)
+  if (rows)
     for (const auto& row : table->rows) std::puts(kiln::agent::FormatUnwindRow(row).c_str());
   return 0;
 }

@@ -115,7 +115,7 @@ void CheckLoaded(const Maps& maps, const Expected& want, const std::string& what
     if (bpf_map_lookup_elem(maps.fds.files, &slot, &file) != 0 || file.row_count != want.words ||
         file.first_page != want.first_page)
       continue;
-    CompactUnwindRows table{file.first_page, std::vector<std::uint32_t>(file.row_count)};
+    CompactUnwindRows table{file.first_page, std::deque<std::uint32_t>(file.row_count)};
     for (std::uint32_t i = 0; i < file.row_count; ++i) {
       std::uint32_t key = file.first_row + i;
       bpf_map_lookup_elem(maps.fds.rows, &key, &table.words[i]);
