@@ -4,11 +4,15 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -436,11 +440,13 @@ struct SpanSources {
 // per row libdw reports.
 Result<std::size_t> CollectSpans(Dwarf_CFI* cfi, const std::vector<std::uint64_t>& starts,
                                  const UnwindTableLimits& limits, SpanSources& spans,
-                                 UnwindTableStats& stats) {
+                                 UnwindTableStats& stats, const std::function<void()>& release_pages = {}) {
   using R = Result<std::size_t>;
+  constexpr std::size_t kFdesPerRelease = 4096;
   std::deque<Span>& out = spans.Next();
   std::size_t added = 0;
   for (std::size_t i = 0; i < starts.size(); ++i) {
+    if (release_pages && i % kFdesPerRelease == kFdesPerRelease - 1) release_pages();
     std::uint64_t addr = starts[i];
     std::uint64_t stop = i + 1 < starts.size() ? starts[i + 1] : UINT64_MAX;
     ++stats.fdes;
@@ -547,8 +553,44 @@ bool MergeSpans(SpanSources& spans, RowStream& rows) {
   }
 }
 
+// Whether `p` lies in a mapping of a file (/proc/self/maps names an inode):
+// libelf reads a file it cannot map into memory of its own, whose pages
+// MADV_DONTNEED would make read as zeros.
+bool InFileMapping(const void* p) {
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  std::FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (!maps) return false;
+  char line[512];
+  bool file = false;
+  while (std::fgets(line, sizeof(line), maps)) {
+    unsigned long lo = 0, hi = 0, inode = 0;
+    if (std::sscanf(line, "%lx-%lx %*s %*s %*s %lu", &lo, &hi, &inode) != 3) continue;
+    if (at >= lo && at < hi) {
+      file = inode != 0;
+      break;
+    }
+  }
+  std::fclose(maps);
+  return file;
+}
+
+// The whole pages of section `name` of `elf`, if libelf mapped it from the
+// file: pages BuildFromElf may drop from its RSS.
+std::optional<std::pair<std::uintptr_t, std::uintptr_t>> MappedPages(Elf* elf, const char* name) {
+  auto sec = symbols::internal::FindSectionWithData(elf, name);
+  Elf_Data* data = sec ? elf_rawdata(sec->scn, nullptr) : nullptr;
+  if (!data || !data->d_buf || data->d_size == 0 || !InFileMapping(data->d_buf)) return std::nullopt;
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto begin = reinterpret_cast<std::uintptr_t>(data->d_buf);
+  std::uintptr_t end = begin + data->d_size;
+  begin = (begin + page - 1) & ~(page - 1);  // whole pages inside the section only
+  end &= ~(page - 1);
+  if (end <= begin) return std::nullopt;
+  return std::make_pair(begin, end);
+}
+
 Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimits& limits,
-                                 UnwindInfoTable* compact_into) {
+                                 UnwindInfoTable* compact_into, bool file_mapped) {
   using R = Result<UnwindTable>;
   UnwindTable table;
   std::optional<CompactOutput> compact;
@@ -569,7 +611,21 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
     if (!starts) {
       eh_problem = starts.error();
     } else {
-      auto added = CollectSpans(cfi.get(), *starts, limits, spans, table.stats);
+      // The file's mapped .eh_frame pages count in the agent's RSS (6 MB of
+      // libLLVM's) until the ELF is closed. FDEs are read in address
+      // order, mostly once: dropping the pages now and then keeps only
+      // those in use (a private file mapping, never written, reads them
+      // again from the page cache if they are needed again).
+      std::function<void()> release;
+      if (file_mapped) {
+        std::vector<std::pair<std::uintptr_t, std::uintptr_t>> pages;
+        for (const char* name : {".eh_frame", ".eh_frame_hdr"})
+          if (auto p = MappedPages(elf, name)) pages.push_back(*p);
+        release = [pages] {
+          for (auto [begin, end] : pages) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+        };
+      }
+      auto added = CollectSpans(cfi.get(), *starts, limits, spans, table.stats, release);
       if (!added)
         return R::Error(added.error() == limits.TooManyRows() || added.error() == stream.error()
                             ? added.error()
@@ -630,7 +686,7 @@ Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd, UnwindTableLimits lim
   // A separate debug file that does not open is left out, not an error.
   absl::StatusOr<ElfImage> debug =
       debug_fd >= 0 ? ElfImage::FromFd(debug_fd, "debug file") : absl::NotFoundError("no debug file");
-  return BuildFromElf(image->elf(), debug.ok() ? debug->elf() : nullptr, limits, compact_into);
+  return BuildFromElf(image->elf(), debug.ok() ? debug->elf() : nullptr, limits, compact_into, /*file_mapped=*/true);
 }
 
 Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size, UnwindTableLimits limits,
@@ -639,7 +695,7 @@ Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t si
   absl::StatusOr<ElfImage> elf =
       ElfImage::FromBytes(std::string_view(static_cast<const char*>(image), size), "ELF image in memory");
   if (!elf.ok()) return R::Error(std::string(elf.status().message()));
-  return BuildFromElf(elf->elf(), nullptr, limits, compact_into);
+  return BuildFromElf(elf->elf(), nullptr, limits, compact_into, /*file_mapped=*/false);
 }
 
 // Where the split-off cold part of the function at [start, start + size)
