@@ -151,6 +151,10 @@ bool UnwindLoader::AllocateRows(std::uint32_t count, std::uint32_t* first) {
   }
 }
 
+void UnwindLoader::WriteFileRecord(std::uint32_t slot, const kiln_unwind_file& record) {
+  bpf_map_update_elem(fds_.files, &slot, &record, BPF_ANY);
+}
+
 void UnwindLoader::WriteRows(std::uint32_t first, const std::uint32_t* words, std::uint32_t n) {
   // A syscall per kWriteChunk rows (keys for a whole large table would be
   // MBs); element by element where the kernel has no batch operations for
@@ -194,12 +198,10 @@ void UnwindLoader::Defragment() {
       std::uint32_t key = t->first_row + r;
       bpf_map_lookup_elem(fds_.rows, &key, &words[r]);
     }
-    kiln_unwind_file hidden{};
-    bpf_map_update_elem(fds_.files, &t->slot, &hidden, BPF_ANY);
+    WriteFileRecord(t->slot, {});
     WriteRows(to[i], words.data(), n);
     t->first_row = to[i];
-    kiln_unwind_file file{t->first_row, n, 0, t->first_page};
-    bpf_map_update_elem(fds_.files, &t->slot, &file, BPF_ANY);
+    WriteFileRecord(t->slot, {t->first_row, n, 0, t->first_page});
   }
   ++stats_.defragmented;
 }
@@ -207,8 +209,7 @@ void UnwindLoader::Defragment() {
 void UnwindLoader::Evict(std::unordered_map<std::string, FileTable>::iterator it) {
   FileTable& t = it->second;
   if (t.lru != unused_lru_.end()) unused_lru_.erase(t.lru);
-  kiln_unwind_file empty{};
-  bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
+  WriteFileRecord(t.slot, {});
   space_.Free(t.first_row, t.row_count);
   stats_.rows_in_use -= t.row_count;
   if (t.row_count > 0) --stats_.tables_loaded;
@@ -248,9 +249,7 @@ bool UnwindLoader::EvictIdle() {
   FileTable& t = coldest->second;
   // "No rows" first, so no walk reads rows that go to another file; the
   // first walk that misses them wakes us.
-  kiln_unwind_file empty{};
-  empty.flags = KILN_FILE_WAKE_ON_MISS;
-  bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
+  WriteFileRecord(t.slot, {0, 0, KILN_FILE_WAKE_ON_MISS, 0});
   space_.Free(t.first_row, t.row_count);
   stats_.rows_in_use -= t.row_count;
   --stats_.tables_loaded;
@@ -285,9 +284,7 @@ void UnwindLoader::NoteSampled(ProcessInfo& process, bool table_missing) {
     for (const std::string& key : lp.files) {
       auto t = tables_.find(key);
       if (t == tables_.end() || !t->second.evicted || t->second.row_count != 0) continue;
-      kiln_unwind_file rearmed{};
-      rearmed.flags = KILN_FILE_WAKE_ON_MISS;
-      bpf_map_update_elem(fds_.files, &t->second.slot, &rearmed, BPF_ANY);
+      WriteFileRecord(t->second.slot, {0, 0, KILN_FILE_WAKE_ON_MISS, 0});
     }
     return;
   }
@@ -352,8 +349,7 @@ UnwindLoader::FileTable* UnwindLoader::TableFor(const std::string& key, const st
   free_slots_.pop_back();
   t.lru = unused_lru_.end();
   // Until its rows are in, the slot says "not loaded": frame pointers.
-  kiln_unwind_file empty{};
-  bpf_map_update_elem(fds_.files, &t.slot, &empty, BPF_ANY);
+  WriteFileRecord(t.slot, {});
   return &tables_.emplace(key, t).first->second;
 }
 
@@ -444,8 +440,7 @@ std::size_t UnwindLoader::Poll() {
     stats_.rows_in_use += n;
     ++stats_.tables_loaded;
     t.first_page = built->compact.first_page;
-    kiln_unwind_file file{t.first_row, t.row_count, 0, t.first_page};
-    bpf_map_update_elem(fds_.files, &t.slot, &file, BPF_ANY);
+    WriteFileRecord(t.slot, {t.first_row, t.row_count, 0, t.first_page});
     words = std::deque<std::uint32_t>();
     // A big library's table is tens of MB while it is built; give it back.
     if (n > 100000) malloc_trim(0);

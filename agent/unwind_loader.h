@@ -17,8 +17,9 @@
 //     entries point at it, "no rows" to the walker), and when one of them
 //     runs again (a few samples, not one moment's wake) the walker says so
 //     (KILN_SAMPLE_FLAG_TABLE_MISSING) and the table is built again;
-//   - rows in use are 4 bytes each (CompactRows); when enough are free but
-//     only in pieces between tables in use, the tables are moved together;
+//   - rows in use are 4 bytes each, compacted as they are built; when
+//     enough are free but only in pieces between tables in use, the tables
+//     are moved together;
 //   - a file whose table cannot be built, or does not fit, is remembered
 //     with the reason and walked with frame pointers; one that did not fit
 //     is tried again (after kRetryAfter, doubling to a minute) when its
@@ -49,7 +50,7 @@
 namespace kiln::agent {
 
 struct UnwindMapFds {
-  int rows = -1;           // ARRAY of __u32: runs of compacted rows (CompactRows)
+  int rows = -1;           // ARRAY of __u32: runs of compacted rows (CompactUnwindRows)
   int infos = -1;          // ARRAY of kiln_unwind_info
   int files = -1;          // ARRAY of kiln_unwind_file
   int mappings = -1;       // LPM_TRIE kiln_mapping_key -> kiln_unwind_mapping
@@ -174,6 +175,10 @@ class UnwindLoader {
                       const std::string& debug_path, const void* image, std::size_t image_size);
   bool AllocateRows(std::uint32_t count, std::uint32_t* first);
   void WriteRows(std::uint32_t first, const std::uint32_t* words, std::uint32_t n);
+  // What the walker reads for a file slot: its run of rows; {} for "not
+  // loaded" (frame pointers), flags KILN_FILE_WAKE_ON_MISS for "evicted,
+  // tell us when a walk needs it".
+  void WriteFileRecord(std::uint32_t slot, const kiln_unwind_file& record);
   // Moves the loaded tables together, leaving one free run at the end.
   void Defragment();
   bool EvictOneUnused();

@@ -337,7 +337,6 @@ void LinuxGuard::LookOnce() {
     partial_closed += views[d.index].partial_bytes;
     if (on_close_) on_close_(d.reason, s.host);
   }
-#if defined(__GLIBC__)
   // Requests cut off free what gRPC buffered, but glibc keeps freed memory
   // in its per-thread arenas; hand it back so kiln's size follows what it
   // holds (the run stayed at 1.3 GB after the attack ended).
@@ -345,7 +344,6 @@ void LinuxGuard::LookOnce() {
     storage::ReleaseFreedMemory();
     freed_partial_since_trim_ = 0;
   }
-#endif
   std::lock_guard lock(mu_);
   stats_.open = sockets.size();
   stats_.partial_bytes = partial_total;
