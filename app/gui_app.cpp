@@ -166,9 +166,7 @@ void ApplyStartupChoices(const GuiOptions& options, const std::string& source_na
   session->tree.transforms = options.transforms;
   session->off_cpu_drop_kernel = false;
   session->SetSampleType(session->sample_type);  // off-CPU's own chip, beside the command line's
-  if (!options.sandwich_function.empty()) session->view_args["sandwich"] = options.sandwich_function;
-  if (!options.source_function.empty()) session->view_args["source"] = options.source_function;
-  if (!options.source_path_map.empty()) session->view_args["source map"] = ui::EncodeSourcePathMap(options.source_path_map);
+  for (const auto& [key, value] : options.view_args) session->view_args[key] = value;
   if (options.compare == "previous") {
     session->baseline.kind = ui::SessionState::Baseline::Kind::kPreviousPeriod;
   } else if (!options.compare.empty() && options.compare != source_name) {

@@ -3,11 +3,16 @@
 // after the screenshot is written in --screenshot mode).
 #pragma once
 
+#include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "storage/model/transforms.h"
 
+namespace CLI {
+class App;
+}
 namespace kiln::storage {
 class Store;
 }
@@ -16,7 +21,7 @@ class ReceiverControl;
 
 struct GuiOptions {
   std::string data_dir;  // shown in the status line
-  std::string tab;       // initial tab: flamegraph|top|executables|log ("" = the last run's)
+  std::string tab;       // initial tab, a view's id ("" = the last run's)
   int width = 1600;      // initial window size in screen coordinates
   int height = 1000;
   bool size_given = false;  // --size: wins over the size remembered from the last run
@@ -37,9 +42,9 @@ struct GuiOptions {
   // --transform SPEC...: transforms (storage/model/transforms.h) every
   // source starts with, as if chosen from the frame menu.
   std::vector<storage::Transform> transforms;
-  std::string sandwich_function;  // --sandwich FN: the Sandwich view's function
-  std::string source_function;    // --source FN: the Source view's function
-  std::vector<std::pair<std::string, std::string>> source_path_map;  // --source-map FROM=TO
+  // The views' own options (--sandwich FN, --source FN, --source-map
+  // FROM=TO): SessionState::view_args every source starts with.
+  std::map<std::string, std::string> view_args;
   // --compare previous|SOURCE: every source starts compared with the period
   // before its range, or with the source of that name (a capture's file name).
   std::string compare;
@@ -52,5 +57,26 @@ struct GuiOptions {
 // listener, e.g. offline captures); the window restarts it when the user
 // requires a token or loopback only. Both outlive the call.
 int RunGui(storage::Store& store, ReceiverControl* receiver, const GuiOptions& options);
+
+// The window's options that come from its views (app/view_registry.cpp):
+// --tab with every view's id, and each view's own flags (View::Flags).
+// main.cpp names none of them, so a new view adds its options itself.
+class WindowFlags {
+ public:
+  // Adds them to `cli`; --tab's value goes to options->tab.
+  WindowFlags(CLI::App& cli, GuiOptions* options);
+  // After parsing: the values given into the options' view_args. False,
+  // with the reason, when a view refuses a value.
+  bool Apply(std::string* error);
+
+ private:
+  struct Given {
+    std::string key;  // View::Flag's
+    std::string (*encode)(const std::vector<std::string>& values, std::string* error) = nullptr;
+    std::vector<std::string> values;
+  };
+  GuiOptions* options_;
+  std::deque<Given> given_;  // a deque: CLI11 keeps pointers to the values
+};
 
 }  // namespace kiln::app

@@ -6,6 +6,10 @@
 
 namespace kiln::app {
 
+// No views, so none of their options: `kiln --tab` is refused as unknown.
+WindowFlags::WindowFlags(CLI::App&, GuiOptions* options) : options_(options) {}
+bool WindowFlags::Apply(std::string*) { return true; }
+
 int RunGui(storage::Store&, ReceiverControl*, const GuiOptions&) {
   std::fprintf(stderr,
                "kiln: this build has no window (built with KILN_BUILD_GUI=OFF); run `kiln --headless` "

@@ -241,9 +241,7 @@ int main(int argc, char** argv) {
   cli.add_option("--tls-client-ca", where.receiver.tls_client_ca_file,
                  "Require client certificates signed by this CA (PEM): mutual TLS");
   cli.add_option("--data-dir", where.data_dir, "Store directory")->capture_default_str();
-  cli.add_option("--tab", gui.tab,
-                 "Initial view: flamegraph, top, calltree, sandwich, heatmap, source, executables or log")
-      ->check(CLI::IsMember({"flamegraph", "top", "calltree", "sandwich", "heatmap", "source", "executables", "log"}));
+  kiln::app::WindowFlags window_flags(cli, &gui);  // --tab and the views' own options
   cli.add_option("--size", size, "Window size WxH, e.g. 1920x1080");
   cli.add_option("--screenshot", gui.screenshot_path, "Write a PNG of the window once the view is drawn, then exit");
   cli.add_flag("--demo", gui.demo, "Fill a temporary store with a built-in synthetic profile");
@@ -253,11 +251,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> window_transforms;
   cli.add_option("--transform", window_transforms,
                  "Start every source with this transform, e.g. focus=main, invert, hide=^std:: (repeatable, in order)")
-      ->allow_extra_args(false);
-  cli.add_option("--sandwich", gui.sandwich_function, "Open the Sandwich view's function (exact name)");
-  cli.add_option("--source", gui.source_function, "Open the Source view's function (exact name)");
-  std::vector<std::string> source_maps;
-  cli.add_option("--source-map", source_maps, "Find sources under another prefix here: FROM=TO (repeatable)")
       ->allow_extra_args(false);
   cli.add_option("--compare", gui.compare,
                  "Show every source as a diff against the previous period (previous) or another source (its name)");
@@ -435,13 +428,9 @@ int main(int argc, char** argv) {
     }
     gui.transforms.push_back(*std::move(t));
   }
-  for (const std::string& map : source_maps) {
-    const size_t eq = map.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::fprintf(stderr, "kiln: --source-map wants FROM=TO, got \"%s\"\n", map.c_str());
-      return 2;
-    }
-    gui.source_path_map.emplace_back(map.substr(0, eq), map.substr(eq + 1));
+  if (std::string error; !window_flags.Apply(&error)) {
+    std::fprintf(stderr, "kiln: %s\n", error.c_str());
+    return 2;
   }
   gui.open_files = open_files;
   gui.debug_dirs = where.symbols.debug_dirs;

@@ -1,5 +1,9 @@
 #include "app/view_registry.h"
 
+#include <CLI/CLI.hpp>
+
+#include "app/gui_app.h"
+
 #include "ui/call_tree_view.h"
 #include "ui/executables_view.h"
 #include "ui/flamegraph_view.h"
@@ -22,6 +26,38 @@ std::vector<std::unique_ptr<ui::View>> CreateViews() {
   views.push_back(std::make_unique<ui::ExecutablesView>());
   views.push_back(std::make_unique<ui::LogView>());
   return views;
+}
+
+WindowFlags::WindowFlags(CLI::App& cli, GuiOptions* options) : options_(options) {
+  std::vector<std::string> ids;
+  std::string list;
+  const std::vector<std::unique_ptr<ui::View>> views = CreateViews();
+  for (const auto& view : views) {
+    ids.emplace_back(view->Id());
+    list += (list.empty() ? "" : ", ") + ids.back();
+  }
+  cli.add_option("--tab", options->tab, "Initial view: " + list)->check(CLI::IsMember(ids));
+  for (const auto& view : views) {
+    for (ui::View::Flag& flag : view->Flags()) {
+      Given& given = given_.emplace_back(Given{flag.key, flag.encode, {}});
+      CLI::Option* option = cli.add_option(flag.name, given.values, flag.help);
+      if (flag.repeatable) {
+        option->allow_extra_args(false);
+      } else {
+        option->expected(1);
+      }
+    }
+  }
+}
+
+bool WindowFlags::Apply(std::string* error) {
+  for (const Given& given : given_) {
+    if (given.values.empty()) continue;
+    std::string value = given.encode ? given.encode(given.values, error) : given.values.back();
+    if (!error->empty()) return false;
+    options_->view_args[given.key] = std::move(value);
+  }
+  return true;
 }
 
 }  // namespace kiln::app

@@ -24,6 +24,10 @@ std::shared_ptr<const void> BuildSandwichOf(const storage::Store&, const Analysi
 
 }  // namespace
 
+std::vector<View::Flag> SandwichView::Flags() const {
+  return {{.name = "--sandwich", .help = "Open the Sandwich view's function (exact name)", .key = kId}};
+}
+
 View::Product SandwichView::OwnProduct() const {
   return {.inputs = [](const SessionState& session) { return session.ViewArg(kId); }, .build = &BuildSandwichOf};
 }

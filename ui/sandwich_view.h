@@ -17,6 +17,7 @@ class SandwichView : public View {
   void Draw(const ViewContext& context) override;
   bool Settled() const override { return settled_; }
   Product OwnProduct() const override;
+  std::vector<Flag> Flags() const override;
 
  private:
   CallTreeTable callers_, callees_;

@@ -112,6 +112,33 @@ SourcePathMap DecodeSourcePathMap(const std::string& text) {
 
 View::Product SourceView::OwnProduct() const { return {.inputs = &SourceInputs, .build = &BuildListing}; }
 
+namespace {
+
+// --source-map FROM=TO ... as the view keeps its path map.
+std::string EncodeMapFlags(const std::vector<std::string>& values, std::string* error) {
+  SourcePathMap map;
+  for (const std::string& value : values) {
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      *error = "--source-map wants FROM=TO, got \"" + value + "\"";
+      return "";
+    }
+    map.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+  }
+  return EncodeSourcePathMap(map);
+}
+
+}  // namespace
+
+std::vector<View::Flag> SourceView::Flags() const {
+  return {{.name = "--source", .help = "Open the Source view's function (exact name)", .key = kFunction},
+          {.name = "--source-map",
+           .help = "Find sources under another prefix here: FROM=TO (repeatable)",
+           .key = kMap,
+           .repeatable = true,
+           .encode = &EncodeMapFlags}};
+}
+
 void SourceView::Draw(const ViewContext& context) {
   settled_ = false;
   SessionState* session = context.session;

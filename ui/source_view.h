@@ -43,6 +43,7 @@ class SourceView : public View {
   void Draw(const ViewContext& context) override;
   bool Settled() const override { return settled_; }
   Product OwnProduct() const override;
+  std::vector<Flag> Flags() const override;
 
  private:
   std::shared_ptr<const SourceListing> listing_;

@@ -65,6 +65,20 @@ class View {
     bool only_while_shown = false;
   };
   virtual Product OwnProduct() const { return {}; }
+
+  // Command-line options of the view's own ("--sandwich FN"): what was
+  // given goes to SessionState::view_args[key] of every source as it
+  // appears. main.cpp never names them (app/view_registry.cpp adds them).
+  struct Flag {
+    std::string name;  // "--sandwich"
+    std::string help;
+    std::string key;   // the view_args entry it sets
+    bool repeatable = false;
+    // The view_args value from the values given, or an error naming the
+    // bad one; null: the one value as it is.
+    std::string (*encode)(const std::vector<std::string>& values, std::string* error) = nullptr;
+  };
+  virtual std::vector<Flag> Flags() const { return {}; }
 };
 
 // Every view's own product for `session` into `request` (by view id), with

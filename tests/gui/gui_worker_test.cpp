@@ -1,21 +1,29 @@
 // The analysis worker's products (app/gui_worker.cpp): each is rebuilt only
 // when a request field it depends on changed, so a transform or grouping
 // change re-derives the tree from the cached slice without a store query,
-// and new data or a new range does query again. No display needed.
+// and new data or a new range does query again. Also the views' own
+// command-line options (app/view_registry.cpp). No display needed.
 #include "app/gui_worker.h"
 
+#include <CLI/CLI.hpp>
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
+#include "app/gui_app.h"
+#include "app/view_registry.h"
 #include "storage/model/folded.h"
 #include "storage/model/test_fixtures.h"
 #include "storage/store.h"
 #include "ui/executables_view.h"
 #include "ui/heatmap_view.h"
+#include "ui/source_view.h"
 #include "ui/view.h"
 
 namespace kiln::app {
@@ -234,3 +242,67 @@ TEST_CASE("FlameScope's own product: a scan of the window only while it is shown
 }
 
 }  // namespace kiln::app
+
+namespace {
+
+// Parses `args` as kiln's command line with only the window's view options.
+bool ParseWindowFlags(std::vector<std::string> args, kiln::app::GuiOptions* options, std::string* error) {
+  CLI::App cli("kiln");
+  kiln::app::WindowFlags flags(cli, options);
+  std::reverse(args.begin(), args.end());  // CLI11's vector form is last-first
+  try {
+    cli.parse(args);
+  } catch (const CLI::ParseError& e) {
+    *error = e.what();
+    return false;
+  }
+  return flags.Apply(error);
+}
+
+}  // namespace
+
+TEST_CASE("the views' own command-line options come from the registry and reach every source") {
+  SUBCASE("--tab takes every registered view's id, and nothing else") {
+    for (const auto& view : kiln::app::CreateViews()) {
+      kiln::app::GuiOptions options;
+      std::string error;
+      CHECK_MESSAGE(ParseWindowFlags({"--tab", std::string(view->Id())}, &options, &error), error);
+      CHECK(options.tab == view->Id());
+    }
+    kiln::app::GuiOptions options;
+    std::string error;
+    CHECK(!ParseWindowFlags({"--tab", "nope"}, &options, &error));
+  }
+  SUBCASE("Sandwich's and Source's flags set their view_args, which ApplyStartupChoices copies") {
+    kiln::app::GuiOptions options;
+    std::string error;
+    REQUIRE_MESSAGE(ParseWindowFlags({"--sandwich", "main", "--source", "leaf", "--source-map", "/build=/src",
+                                      "--source-map", "/opt=/home/me"},
+                                     &options, &error),
+                    error);
+    CHECK(options.view_args["sandwich"] == "main");
+    CHECK(options.view_args["source"] == "leaf");
+    CHECK(kiln::ui::DecodeSourcePathMap(options.view_args["source map"]) ==
+          kiln::ui::SourcePathMap{{"/build", "/src"}, {"/opt", "/home/me"}});
+  }
+  SUBCASE("a value a view refuses is an error naming the option") {
+    kiln::app::GuiOptions options;
+    std::string error;
+    CHECK(!ParseWindowFlags({"--source-map", "no-equals-sign"}, &options, &error));
+    CHECK(error == "--source-map wants FROM=TO, got \"no-equals-sign\"");
+    CHECK(options.view_args.empty());
+  }
+  SUBCASE("main.cpp names no view's option or id: a new view adds its own") {
+    const char* src = std::getenv("KILN_SOURCE_DIR");
+    REQUIRE(src != nullptr);
+    std::ifstream in(std::string(src) + "/app/main.cpp");
+    std::stringstream text;
+    text << in.rdbuf();
+    REQUIRE(text.str().size() > 1000);
+    for (const auto& view : kiln::app::CreateViews()) {
+      CHECK_MESSAGE(text.str().find('"' + std::string(view->Id()) + '"') == std::string::npos, view->Id());
+      for (const kiln::ui::View::Flag& flag : view->Flags())
+        CHECK_MESSAGE(text.str().find('"' + flag.name) == std::string::npos, flag.name);
+    }
+  }
+}
