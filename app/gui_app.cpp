@@ -215,6 +215,7 @@ struct App {
   std::vector<std::string> addresses;  // for Connect an agent, read when it opens
   const std::string local_agent = LocalAgent();  // how this machine runs kiln-agent
   std::vector<std::unique_ptr<ui::View>> views;
+  std::vector<ui::FunctionAction> function_actions;  // every view's, for the right-click menu
   // The window's keys for these views (ui::WindowKeys), built once.
   std::vector<ui::WindowKey> window_keys;
   std::vector<ui::View*> view_ptrs;
@@ -266,7 +267,10 @@ struct App {
         settings_paths(paths),
         views(CreateViews()),
         window_keys(ui::WindowKeys(views.size())) {
-    for (auto& v : views) view_ptrs.push_back(v.get());
+    for (auto& v : views) {
+      view_ptrs.push_back(v.get());
+      for (ui::FunctionAction& action : v->FunctionActions()) function_actions.push_back(std::move(action));
+    }
     for (size_t i = 0; i < views.size(); ++i) {
       const std::string& tab = options.tab.empty() ? settings.tab : options.tab;
       if (!tab.empty() && views[i]->Id() == tab) active_view = i;
@@ -535,6 +539,7 @@ struct App {
       if (s.get() != &src) other_sources.push_back(s->name);
     }
     context.other_sources = &other_sources;
+    context.function_actions = &function_actions;
     // The view draws with the window's preferences (the menu may have just
     // changed them, or switched the source) and its toggles go back to them.
     src.session.flame = settings.flame;
@@ -1302,6 +1307,7 @@ int RunGui(storage::Store& store, ReceiverControl* receiver, const GuiOptions& o
     int settled_frames = 0;
     bool first_frame = true;
     bool second_frame = false;
+    uint64_t seen_events = 0;  // g_ui_events when the last Update() began
     const bool report_startup = std::getenv("KILN_REPORT_STARTUP") != nullptr;
     bool reported_settled = false;
     std::vector<double> frame_cpu_ms;  // UI CPU of frames after the data was drawn
@@ -1325,17 +1331,22 @@ int RunGui(storage::Store& store, ReceiverControl* receiver, const GuiOptions& o
       // worker computes; the worker wakes us when a result lands.
       // ImGui settles some changes (tab switches, popups) one frame after
       // the input, so every wake-up draws two frames back to back.
+      // A wake counts from the moment the last Update() began reading the
+      // workers: a result that landed while that frame was drawn (a fast
+      // query sent by it) draws the next one. Counted from just before the
+      // wait, it was lost, and the window showed "Loading..." until the
+      // mouse moved.
       bool draw = true;
       if (first_frame || screenshot || second_frame) {
         glfwPollEvents();
         second_frame = false;
       } else {
         const bool busy = app.Busy();
-        const uint64_t events = g_ui_events.load();
         glfwWaitEventsTimeout(busy ? 1.0 / 30 : 0.5);
-        draw = busy || g_ui_events.load() != events;
+        draw = busy || g_ui_events.load() != seen_events;
         second_frame = draw;
       }
+      seen_events = g_ui_events.load();
       const size_t notices = app.sources.notices().size();
       app.Update();
       // Nothing happened: the update may still have found due work (the

@@ -93,7 +93,7 @@ void CallTreeTable::RebuildRows() {
 }
 
 void CallTreeTable::Draw(const char* id, const std::shared_ptr<const FlameTree>& tree, const storage::SampleType& type,
-                         SessionState* session, float height) {
+                         SessionState* session, const std::vector<FunctionAction>* actions, float height) {
   Adopt(tree);
   if (rows_dirty_) RebuildRows();
   if (!tree_ || tree_->nodes.empty()) return;
@@ -154,7 +154,7 @@ void CallTreeTable::Draw(const char* id, const std::shared_ptr<const FlameTree>&
   }
   ImGui::EndTable();
   if (toggle != UINT32_MAX) Toggle(toggle);
-  menu_.Draw(session);
+  menu_.Draw(session, actions);
 }
 
 }  // namespace kiln::ui

@@ -21,8 +21,9 @@ class CallTreeTable {
  public:
   // Draws `tree` in a child region of `height` pixels (0: the rest of the
   // window). `type`: the unit of every number.
+  // `actions`: the views' items for its right-click menu on a function.
   void Draw(const char* id, const std::shared_ptr<const storage::FlameTree>& tree, const storage::SampleType& type,
-            SessionState* session, float height = 0);
+            SessionState* session, const std::vector<FunctionAction>* actions, float height = 0);
   // The nodes shown, in order, with their indentation (for tests and
   // benchmarks): after Draw or Adopt.
   const std::vector<uint32_t>& rows() const { return rows_; }

@@ -26,7 +26,7 @@ void CallTreeView::Draw(const ViewContext& context) {
     DrawLoadingOrError(context);
     return;
   }
-  table_.Draw("##calltree", context.analysis->tree, TypeOf(context), context.session);
+  table_.Draw("##calltree", context.analysis->tree, TypeOf(context), context.session, context.function_actions);
   settled_ = !context.computing;
 }
 

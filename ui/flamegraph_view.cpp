@@ -494,10 +494,13 @@ void FlamegraphView::DrawGraph(const ViewContext& context) {
       if (right_clicked && !r.merged && r.node != 0) menu_.Open(FrameMenuTargetOf(*tree_, r.node));
     }
   }
-  menu_.Draw(context.session);
-  // Keys anywhere in the window (but not while typing in a text box).
+  menu_.Draw(context.session, context.function_actions);
+  // Keys anywhere in the window (but not while typing in a text box, nor
+  // while a menu is open: its arrows and Enter are the menu's, they moved
+  // the selection behind it and Enter zoomed instead of choosing).
   if (ImGui::IsWindowFocused(ImGuiFocusedFlags_RootWindow | ImGuiFocusedFlags_ChildWindows) &&
-      !ImGui::GetIO().WantTextInput) {
+      !ImGui::GetIO().WantTextInput &&
+      !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId | ImGuiPopupFlags_AnyPopupLevel)) {
     HandleKeys(context, flame);
   }
   ImGui::EndChild();

@@ -67,7 +67,7 @@ void FrameMenu::Open(FrameMenuTarget target) {
   open_requested_ = true;
 }
 
-void FrameMenu::Draw(SessionState* session) {
+void FrameMenu::Draw(SessionState* session, const std::vector<FunctionAction>* actions) {
   if (open_requested_) {
     ImGui::OpenPopup("##frame_menu");
     open_requested_ = false;
@@ -88,14 +88,10 @@ void FrameMenu::Draw(SessionState* session) {
       }
       if (ImGui::MenuItem("Callers of this function")) Push(session, Kind::kCallersOf, name);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Who calls it, merged across call sites, inverted");
-      if (ImGui::MenuItem("Show source")) {
-        session->OpenView("source", name);
+      for (const FunctionAction& action : actions ? *actions : std::vector<FunctionAction>{}) {
+        if (ImGui::MenuItem(action.label.c_str())) session->OpenView(action.view, name);
+        if (ImGui::IsItemHovered() && !action.tooltip.empty()) ImGui::SetTooltip("%s", action.tooltip.c_str());
       }
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Its source file with the weight of each line");
-      if (ImGui::MenuItem("Show in Sandwich")) {
-        session->OpenView("sandwich", name);
-      }
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Its callers above it and its callees below, each merged");
       if (ImGui::MenuItem("Merge function")) Push(session, Kind::kMerge, name);
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("Remove it; its self time goes to its callers");
       if (ImGui::MenuItem("Hide frames like this...")) {

@@ -33,12 +33,22 @@ FrameMenuTarget FrameMenuTargetOf(const storage::FlameTree& tree, uint32_t node)
 // the whole name; regex special characters escaped.
 std::string HidePatternFor(const std::string& function);
 
+// An item a view adds to the right-click menu on a function, in every
+// view (View::FunctionActions): choosing it opens that view on the function
+// (SessionState::OpenView).
+struct FunctionAction {
+  std::string view;  // the view's id
+  std::string label;  // "Show in Sandwich"
+  std::string tooltip;
+};
+
 class FrameMenu {
  public:
   // Call on a right-click; the menu opens in the current window.
   void Open(FrameMenuTarget target);
-  // Call every frame from the same window (ID stack) as Open().
-  void Draw(SessionState* session);
+  // Call every frame from the same window (ID stack) as Open(). `actions`:
+  // the views' items for a function (ViewContext::function_actions).
+  void Draw(SessionState* session, const std::vector<FunctionAction>* actions);
 
  private:
   FrameMenuTarget target_;

@@ -28,6 +28,10 @@ std::vector<View::Flag> SandwichView::Flags() const {
   return {{.name = "--sandwich", .help = "Open the Sandwich view's function (exact name)", .key = kId}};
 }
 
+std::vector<FunctionAction> SandwichView::FunctionActions() const {
+  return {{.view = kId, .label = "Show in Sandwich", .tooltip = "Its callers above it and its callees below, each merged"}};
+}
+
 View::Product SandwichView::OwnProduct() const {
   return {.inputs = [](const SessionState& session) { return session.ViewArg(kId); }, .build = &BuildSandwichOf};
 }
@@ -73,9 +77,9 @@ void SandwichView::Draw(const ViewContext& context) {
   // as an inverted tree reads), callees below; each half scrolls alone.
   const float half = (ImGui::GetContentRegionAvail().y - ImGui::GetTextLineHeightWithSpacing() * 2) / 2;
   ImGui::TextDisabled("Callers of %s (merged across call sites; its own recursion collapsed)", function_);
-  callers_.Draw("##callers", callers, type, session, half);
+  callers_.Draw("##callers", callers, type, session, context.function_actions, half);
   ImGui::TextDisabled("Callees of %s (merged across call sites; each sample counted once)", function_);
-  callees_.Draw("##callees", callees, type, session, 0);
+  callees_.Draw("##callees", callees, type, session, context.function_actions, 0);
   settled_ = !context.computing;
 }
 

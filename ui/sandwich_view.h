@@ -18,6 +18,7 @@ class SandwichView : public View {
   bool Settled() const override { return settled_; }
   Product OwnProduct() const override;
   std::vector<Flag> Flags() const override;
+  std::vector<FunctionAction> FunctionActions() const override;
 
  private:
   CallTreeTable callers_, callees_;

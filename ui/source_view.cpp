@@ -130,6 +130,10 @@ std::string EncodeMapFlags(const std::vector<std::string>& values, std::string* 
 
 }  // namespace
 
+std::vector<FunctionAction> SourceView::FunctionActions() const {
+  return {{.view = kFunction, .label = "Show source", .tooltip = "Its source file with the weight of each line"}};
+}
+
 std::vector<View::Flag> SourceView::Flags() const {
   return {{.name = "--source", .help = "Open the Source view's function (exact name)", .key = kFunction},
           {.name = "--source-map",

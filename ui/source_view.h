@@ -44,6 +44,7 @@ class SourceView : public View {
   bool Settled() const override { return settled_; }
   Product OwnProduct() const override;
   std::vector<Flag> Flags() const override;
+  std::vector<FunctionAction> FunctionActions() const override;
 
  private:
   std::shared_ptr<const SourceListing> listing_;

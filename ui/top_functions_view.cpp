@@ -163,7 +163,7 @@ void TopFunctionsView::DrawDiff(const ViewContext& context) {
     }
   }
   ImGui::EndTable();
-  menu_.Draw(context.session);
+  menu_.Draw(context.session, context.function_actions);
 }
 
 void TopFunctionsView::Draw(const ViewContext& context) {
@@ -281,7 +281,7 @@ void TopFunctionsView::Draw(const ViewContext& context) {
     }
   }
   ImGui::EndTable();
-  menu_.Draw(context.session);
+  menu_.Draw(context.session, context.function_actions);
   settled_ = !context.computing;
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ui/frame_menu.h"
 #include "ui/session_state.h"
 #include "ui/snapshots.h"
 
@@ -36,6 +37,8 @@ struct ViewContext {
     bool show_shortcuts = false;                 // '?': the keyboard shortcut list
   };
   Requests* requests = nullptr;  // may be null (no actions possible)
+  // Every view's items for the right-click menu on a function; may be null.
+  const std::vector<FunctionAction>* function_actions = nullptr;
 };
 
 class View {
@@ -79,6 +82,10 @@ class View {
     std::string (*encode)(const std::vector<std::string>& values, std::string* error) = nullptr;
   };
   virtual std::vector<Flag> Flags() const { return {}; }
+
+  // What the view adds to the right-click menu on a function, in every
+  // view ("Show in Sandwich"), each naming this view's Id().
+  virtual std::vector<FunctionAction> FunctionActions() const { return {}; }
 };
 
 // Every view's own product for `session` into `request` (by view id), with

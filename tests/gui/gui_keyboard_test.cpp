@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "ui/frame_colors.h"
+#include "ui/theme.h"
 
 #define KILN_TEST_NAME "gui_keyboard_test"
 #include "tests/gui/screenshot_checks.h"
@@ -112,6 +113,60 @@ TEST_CASE("arrows select (down to the heaviest child), Enter zooms in, Esc and d
   CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
                                [&](size_t a, size_t b) { return b > bbb_before / 2 && a < b / 20; }),
                 "after a double-click on empty space: aaa " << aaa << " px, bbb " << bbb << " px");
+
+  XCloseDisplay(d);
+  CHECK(kiln.Stop(SIGTERM) == 0);
+  for (const char* v : {"XDG_CONFIG_HOME", "XDG_STATE_HOME"}) unsetenv(v);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the frame menu's Show in Sandwich opens the view with its data, and no more input is needed") {
+  testing::TestDisplay::Get(KILN_TEST_NAME);
+  unsetenv("DEBUGINFOD_URLS");
+  const std::string dir = MakeTempDir();
+  setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
+  setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
+  const std::string capture = dir + "/two.folded";
+  std::ofstream(capture) << "main;aaa 1\nmain;bbb 99\n";
+  const ui::Rgba a_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "aaa");
+  const ui::Rgba b_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "bbb");
+  testing::ScopedChild kiln(testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir + "/store",
+                                                 "--size", "900x600", "--tab", "flamegraph", capture}));
+  Display* d = XOpenDisplay(nullptr);
+  REQUIRE(d != nullptr);
+  const Window w = testing::WaitForKilnWindow(d);
+  REQUIRE_MESSAGE(w != 0, "no kiln window appeared");
+  size_t aaa = 0, bbb = 0;
+  REQUIRE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb, [](size_t, size_t b) { return b > 5000; }));
+  XSetInputFocus(d, w, RevertToParent, CurrentTime);
+  XSync(d, False);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  // Right-click bbb (the third row of the icicle, 99 % wide) and click
+  // Show in Sandwich: the menu opens at the pointer, its fifth item 123 px
+  // below it at the window's default font (Copy name, Focus on function,
+  // Focus on subtree, Callers of this function, Show in Sandwich; a new
+  // item above it makes this test fail, not pass). Then no input at all.
+  // The Sandwich query is sent by the frame after the click and answers
+  // within milliseconds; the window drew no frame for that answer and
+  // showed "Loading..." until the mouse moved.
+  const Image before = testing::Grab(d, w);
+  int bbb_y = -1;
+  for (int y = 150; y < 300 && bbb_y < 0; ++y)
+    if (before.pixels[static_cast<size_t>(y) * before.width + 450] == b_color) bbb_y = y + 5;
+  REQUIRE_MESSAGE(bbb_y > 0, "bbb's row not found");
+  testing::ClickAt(d, w, 450, bbb_y, 1, 3);
+  testing::ClickAt(d, w, 450 + 65, bbb_y + 123);
+  // Sandwich's tables draw total bars; the flamegraph draws none.
+  const ui::Rgba bar = ui::CurrentPalette().total_bar;
+  size_t bars = 0;
+  for (auto deadline = Clock::now() + std::chrono::seconds(5); Clock::now() < deadline;) {
+    bars = CountColor(d, w, bar);
+    if (bars > 500) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK_MESSAGE(bars > 500, "the Sandwich of bbb drew " << bars << " px of total bars");
+  CHECK(CountColor(d, w, b_color) == 0);  // the flamegraph is gone
 
   XCloseDisplay(d);
   CHECK(kiln.Stop(SIGTERM) == 0);

@@ -292,17 +292,24 @@ TEST_CASE("the views' own command-line options come from the registry and reach 
     CHECK(error == "--source-map wants FROM=TO, got \"no-equals-sign\"");
     CHECK(options.view_args.empty());
   }
-  SUBCASE("main.cpp names no view's option or id: a new view adds its own") {
+  SUBCASE("main.cpp and the frame menu name no view's option or id: a new view adds its own") {
     const char* src = std::getenv("KILN_SOURCE_DIR");
     REQUIRE(src != nullptr);
-    std::ifstream in(std::string(src) + "/app/main.cpp");
-    std::stringstream text;
-    text << in.rdbuf();
-    REQUIRE(text.str().size() > 1000);
-    for (const auto& view : kiln::app::CreateViews()) {
-      CHECK_MESSAGE(text.str().find('"' + std::string(view->Id()) + '"') == std::string::npos, view->Id());
-      for (const kiln::ui::View::Flag& flag : view->Flags())
-        CHECK_MESSAGE(text.str().find('"' + flag.name) == std::string::npos, flag.name);
+    for (const char* file : {"/app/main.cpp", "/ui/frame_menu.cpp"}) {
+      CAPTURE(file);
+      std::ifstream in(std::string(src) + file);
+      std::stringstream text;
+      text << in.rdbuf();
+      REQUIRE(text.str().size() > 1000);
+      for (const auto& view : kiln::app::CreateViews()) {
+        CHECK_MESSAGE(text.str().find('"' + std::string(view->Id()) + '"') == std::string::npos, view->Id());
+        for (const kiln::ui::View::Flag& flag : view->Flags())
+          CHECK_MESSAGE(text.str().find('"' + flag.name) == std::string::npos, flag.name);
+        for (const kiln::ui::FunctionAction& action : view->FunctionActions()) {
+          CHECK(action.view == view->Id());  // an action opens its own view
+          CHECK_MESSAGE(text.str().find('"' + action.label + '"') == std::string::npos, action.label);
+        }
+      }
     }
   }
 }

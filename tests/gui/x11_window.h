@@ -75,9 +75,9 @@ inline void TypeKey(Display* d, KeySym key, KeySym modifier = NoSymbol) {
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
 }
 
-// Clicks the left button `clicks` times at (x, y) of window `w`, quickly
-// enough for a double-click.
-inline void ClickAt(Display* d, Window w, int x, int y, int clicks = 1) {
+// Clicks `button` (1 left, 3 right) `clicks` times at (x, y) of window `w`,
+// quickly enough for a double-click.
+inline void ClickAt(Display* d, Window w, int x, int y, int clicks = 1, unsigned button = 1) {
   int screen_x = 0, screen_y = 0;
   Window child;
   XTranslateCoordinates(d, w, DefaultRootWindow(d), x, y, &screen_x, &screen_y, &child);
@@ -85,10 +85,10 @@ inline void ClickAt(Display* d, Window w, int x, int y, int clicks = 1) {
   XSync(d, False);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (int i = 0; i < clicks; ++i) {
-    XTestFakeButtonEvent(d, 1, True, 0);
+    XTestFakeButtonEvent(d, button, True, 0);
     XSync(d, False);
     std::this_thread::sleep_for(std::chrono::milliseconds(40));
-    XTestFakeButtonEvent(d, 1, False, 0);
+    XTestFakeButtonEvent(d, button, False, 0);
     XSync(d, False);
     std::this_thread::sleep_for(std::chrono::milliseconds(60));
   }
