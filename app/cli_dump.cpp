@@ -63,6 +63,14 @@ int RunDumpListen(const DumpOptions& options) {
     std::fflush(stdout);
     std::fflush(head);
   };
+  // What the receiver logs (a request refused, with the field path that
+  // was wrong; a new sender) is what someone debugging a producer needs
+  // beside the samples.
+  receiver_options.on_log = [&](storage::LogLevel level, const std::string& message) {
+    std::lock_guard lock(mu);
+    std::fprintf(head, "# %s: %s\n", std::string(storage::LogLevelName(level)).c_str(), message.c_str());
+    std::fflush(head);
+  };
   auto receiver = ingest::OtlpReceiver::Start(store->get(), receiver_options);
   if (!receiver.ok()) {
     std::fprintf(stderr, "kiln dump: %s\n", std::string(receiver.status().message()).c_str());

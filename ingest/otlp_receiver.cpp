@@ -253,8 +253,10 @@ class Receiver final : public OtlpReceiver {
   // Adds the counts since the last call to the store's totals.
   void FlushLosses();
   void Log(LogLevel level, std::string message) {
+    message = Truncate(std::move(message));
+    if (options_.on_log) options_.on_log(level, message);
     // The log is diagnostics: a failing log write must not fail ingest.
-    (void)store_->AppendLog(level, Truncate(std::move(message)));
+    (void)store_->AppendLog(level, message);
   }
   void FlushSummary();
   // The guard closed a connection: counted, and logged the first time per

@@ -48,6 +48,10 @@ struct ReceiverOptions {
   // they are then dropped, not written (the store keeps only the Log).
   std::function<void(const std::string& peer, const storage::ProfileBatch& batch)> on_batch;
   bool store_samples = true;
+  // Called with each line the receiver writes to the store's Log (a
+  // refused request and why, with its field path; a new sender), on the
+  // thread that writes it: `kiln dump --listen` prints them too.
+  std::function<void(storage::LogLevel level, const std::string& message)> on_log;
 };
 
 // The host part of a gRPC peer string ("ipv4:10.0.0.5:53412" ->

@@ -147,10 +147,25 @@ TEST_CASE("kiln dump --listen: prints each request a sender makes, with the send
   collector::ExportProfilesServiceResponse response;
   REQUIRE(stub->Export(&context, b.request, &response).ok());
 
-  for (int i = 0; i < 300 && ReadWholeFile(out).find("sample 2:") == std::string::npos; ++i)
+  // A profile whose sample names a stack the request does not have: the
+  // receiver refuses that profile, and dump prints why, with the field.
+  kiln::ingest::OtlpRequestBuilder bad;
+  auto* q = bad.AddProfile(bad.Resource({{"process.pid", "43"}}));
+  kiln::ingest::OtlpRequestBuilder::AddSample(q, 99, {}, {1'700'000'000'000'000'000ull});
+  grpc::ClientContext bad_context;
+  collector::ExportProfilesServiceResponse bad_response;
+  REQUIRE(stub->Export(&bad_context, bad.request, &bad_response).ok());
+  CHECK(bad_response.partial_success().rejected_profiles() == 1);
+
+  for (int i = 0; i < 300 && ReadWholeFile(out).find("# warning: rejected") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(dump.Stop(SIGINT) == 0);
   text = ReadWholeFile(out);
+  MESSAGE(text);
+  // The Log's own line, as the receiver answered the sender.
+  CHECK(text.find("# warning: rejected 1 of 1 profiles from ipv4:127.0.0.1:") != std::string::npos);
+  CHECK(text.find(bad_response.partial_success().error_message()) != std::string::npos);
+  CHECK(bad_response.partial_success().error_message().find("stack_index") != std::string::npos);
   CHECK(text.find("# request from ipv4:127.0.0.1:") != std::string::npos);
   CHECK(text.find("sample 1: samples/count = 1 sample at 2023-11-14T22:13:20.000000000Z") != std::string::npos);
   CHECK(text.find("sample 2: samples/count = 1 sample at 2023-11-14T22:13:20.001000000Z") != std::string::npos);
