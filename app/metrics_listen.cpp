@@ -10,11 +10,19 @@ namespace kiln::app {
 
 absl::StatusOr<std::shared_ptr<void>> StartMetricsListen(
     const std::string& address, std::function<std::optional<ingest::ReceiverStats>()> receiver,
-    const storage::Store& store, const std::string& token) {
+    const storage::Store& store, const std::string& token,
+    std::function<std::optional<SymbolProgress>()> symbols) {
 #ifdef KILN_HAVE_METRICS
   ingest::MetricsSources sources;
   sources.receiver = std::move(receiver);
   sources.store = [&store] { return store.Stats(); };
+  if (symbols) {
+    sources.symbols = [symbols = std::move(symbols)]() -> std::optional<ingest::SymbolizerFacts> {
+      std::optional<SymbolProgress> p = symbols();
+      if (!p) return std::nullopt;
+      return ingest::SymbolizerFacts{p->busy, p->queued, p->done};
+    };
+  }
   absl::StatusOr<std::unique_ptr<ingest::MetricsExporter>> exporter =
       ingest::MetricsExporter::Start(address, std::move(sources), token);
   if (!exporter.ok()) return exporter.status();
@@ -28,6 +36,7 @@ absl::StatusOr<std::shared_ptr<void>> StartMetricsListen(
   (void)receiver;
   (void)store;
   (void)token;
+  (void)symbols;
   return absl::UnimplementedError(
       "--metrics-listen: this kiln was built without prometheus-cpp (prometheus-cpp-dev, or brew install "
       "prometheus-cpp)");

@@ -9,18 +9,21 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "app/symbol_service.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
 
 namespace kiln::app {
 
 // Serves /metrics on `address` until the handle is dropped. `receiver`
-// gives the receiver's stats at each scrape (nullopt: not receiving); it
-// and the store must outlive the handle. With a token, scrapes must send
-// it as basic auth's password. Prints where it serves. An error when it
-// cannot bind, or when this build has no prometheus-cpp.
+// gives the receiver's stats at each scrape (nullopt: not receiving), and
+// `symbols` the background symbolizer's progress (empty or nullopt: none);
+// they and the store must outlive the handle. With a token, scrapes must
+// send it as basic auth's password. Prints where it serves. An error when
+// it cannot bind, or when this build has no prometheus-cpp.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<void>> StartMetricsListen(
     const std::string& address, std::function<std::optional<ingest::ReceiverStats>()> receiver,
-    const storage::Store& store, const std::string& token);
+    const storage::Store& store, const std::string& token,
+    std::function<std::optional<SymbolProgress>()> symbols = {});
 
 }  // namespace kiln::app

@@ -122,12 +122,21 @@ void AddStore(const storage::StoreStats& s, Families& f) {
           s.writes_refused.empty() ? 0 : 1);
 }
 
+void AddSymbolizer(const SymbolizerFacts& s, Families& f) {
+  f.Gauge("kiln_symbolizer_busy", "1 while the symbolizer reads or downloads symbols for an executable, else 0",
+          s.busy ? 1 : 0);
+  f.Gauge("kiln_symbolizer_queued_files", "Executables and files waiting for the symbolizer", D(s.queued));
+  f.Counter("kiln_symbolizer_files_done_total", "Executables and files the symbolizer finished since kiln started",
+            D(s.done));
+}
+
 class Collector : public prometheus::Collectable {
  public:
   explicit Collector(MetricsSources sources) : sources_(std::move(sources)) {}
   std::vector<MetricFamily> Collect() const override {
     std::optional<ReceiverStats> receiver = sources_.receiver ? sources_.receiver() : std::nullopt;
-    return MetricFamilies(receiver ? &*receiver : nullptr, sources_.store());
+    std::optional<SymbolizerFacts> symbols = sources_.symbols ? sources_.symbols() : std::nullopt;
+    return MetricFamilies(receiver ? &*receiver : nullptr, sources_.store(), symbols ? &*symbols : nullptr);
   }
 
  private:
@@ -151,10 +160,12 @@ class ExporterImpl : public MetricsExporter {
 
 }  // namespace
 
-std::vector<MetricFamily> MetricFamilies(const ReceiverStats* receiver, const storage::StoreStats& store) {
+std::vector<MetricFamily> MetricFamilies(const ReceiverStats* receiver, const storage::StoreStats& store,
+                                         const SymbolizerFacts* symbols) {
   Families f;
   if (receiver) AddReceiver(*receiver, f);
   AddStore(store, f);
+  if (symbols) AddSymbolizer(*symbols, f);
   return f.Take();
 }
 

@@ -9,7 +9,7 @@
 // accepted, and refused or cut per reason (the named data-loss table,
 // storage/model/data_loss.h). Gauges: the store's size by part, samples
 // held, dictionary memory, free disk, open connections, senders seen in
-// the last minute with their rates.
+// the last minute with their rates; the background symbolizer's queue.
 
 #include <functional>
 #include <memory>
@@ -24,10 +24,18 @@
 
 namespace kiln::ingest {
 
+// The background symbolizer's progress (app/symbol_service.h).
+struct SymbolizerFacts {
+  bool busy = false;    // reading or downloading now
+  uint64_t queued = 0;  // executables and files waiting
+  uint64_t done = 0;    // finished since it started
+};
+
 // The families for one scrape. `receiver` is null when kiln is not
-// receiving (a window opened on captures): its families are then absent,
-// not zero. Pure.
-std::vector<prometheus::MetricFamily> MetricFamilies(const ReceiverStats* receiver, const storage::StoreStats& store);
+// receiving (a window opened on captures), `symbols` when no symbolizer
+// reports: their families are then absent, not zero. Pure.
+std::vector<prometheus::MetricFamily> MetricFamilies(const ReceiverStats* receiver, const storage::StoreStats& store,
+                                                     const SymbolizerFacts* symbols = nullptr);
 
 // The families as Prometheus text (what /metrics answers). Pure.
 std::string MetricsText(const std::vector<prometheus::MetricFamily>& families);
@@ -36,6 +44,7 @@ struct MetricsSources {
   // Called at each scrape, from the exposer's threads.
   std::function<std::optional<ReceiverStats>()> receiver;
   std::function<storage::StoreStats()> store;
+  std::function<std::optional<SymbolizerFacts>()> symbols;  // may be empty
 };
 
 class MetricsExporter {

@@ -128,10 +128,19 @@ TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Pr
   CHECK(m.at("kiln_retention_deleted_samples_total{}") == 44);
   CHECK(m.at("kiln_store_writes_refused{}") == 1);
 
-  // Not receiving (a window on captures): no receiver series, not zeros.
+  // Not receiving (a window on captures): no receiver series, not zeros;
+  // no symbolizer reporting: no symbolizer series.
   const std::map<std::string, double> store_only = Parse(MetricsText(MetricFamilies(nullptr, s)));
   CHECK(store_only.count("kiln_requests_total{}") == 0);
   CHECK(store_only.at("kiln_store_samples{}") == 900);
+  CHECK(store_only.count("kiln_symbolizer_busy{}") == 0);
+
+  // The background symbolizer: working, 4 waiting, 17 done.
+  const SymbolizerFacts symbols{true, 4, 17};
+  const std::map<std::string, double> with_symbols = Parse(MetricsText(MetricFamilies(&r, s, &symbols)));
+  CHECK(with_symbols.at("kiln_symbolizer_busy{}") == 1);
+  CHECK(with_symbols.at("kiln_symbolizer_queued_files{}") == 4);
+  CHECK(with_symbols.at("kiln_symbolizer_files_done_total{}") == 17);
 }
 
 // One process, `samples` on-CPU samples.
