@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -55,34 +56,55 @@ bool WaitForPicture(Display* d, Window w, ui::Rgba a_color, ui::Rgba b_color, si
   }
 }
 
-TEST_CASE("arrows select (down to the heaviest child), Enter zooms in, Esc and double-click zoom out, in the real window") {
-  testing::TestDisplay::Get(KILN_TEST_NAME);
-  unsetenv("DEBUGINFOD_URLS");
+// kiln in a 900x600 window on the capture "main;aaa 1 / main;bbb 99", with
+// settings of its own (icicle, the defaults), its flamegraph drawn.
+struct TwoFrameWindow {
   const std::string dir = MakeTempDir();
-  // Default preferences (icicle: Down goes to a child).
-  setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
-  setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
   const std::string capture = dir + "/two.folded";
-  std::ofstream(capture) << "main;aaa 1\nmain;bbb 99\n";
   const ui::Rgba a_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "aaa");
   const ui::Rgba b_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "bbb");
-  REQUIRE(a_color != b_color);
+  std::optional<testing::ScopedChild> kiln;
+  Display* d = nullptr;
+  Window w = 0;
 
-  testing::ScopedChild kiln(testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir + "/store",
-                                                 "--size", "900x600", "--tab", "flamegraph", capture}));
-  Display* d = XOpenDisplay(nullptr);
-  REQUIRE(d != nullptr);
-  const Window w = testing::WaitForKilnWindow(d);
-  REQUIRE_MESSAGE(w != 0, "no kiln window appeared");
+  TwoFrameWindow() {
+    testing::TestDisplay::Get(KILN_TEST_NAME);
+    unsetenv("DEBUGINFOD_URLS");
+    setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
+    setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
+    std::ofstream(capture) << "main;aaa 1\nmain;bbb 99\n";
+    REQUIRE(a_color != b_color);
+    kiln.emplace(testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir + "/store", "--size",
+                                      "900x600", "--tab", "flamegraph", capture}));
+    d = XOpenDisplay(nullptr);
+    REQUIRE(d != nullptr);
+    w = testing::WaitForKilnWindow(d);
+    REQUIRE_MESSAGE(w != 0, "no kiln window appeared");
+  }
+  ~TwoFrameWindow() {
+    if (d != nullptr) XCloseDisplay(d);
+    for (const char* v : {"XDG_CONFIG_HOME", "XDG_STATE_HOME"}) unsetenv(v);
+    kiln.reset();
+    fs::remove_all(dir);
+  }
+  void Focus() const {
+    XSetInputFocus(d, w, RevertToParent, CurrentTime);
+    XSync(d, False);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+};
 
+TEST_CASE("arrows select (down to the heaviest child), Enter zooms in, Esc and double-click zoom out, in the real window") {
+  TwoFrameWindow t;
+  Display* d = t.d;
+  const Window w = t.w;
+  const ui::Rgba a_color = t.a_color, b_color = t.b_color;
   size_t aaa = 0, bbb = 0;
   // Drawn: bbb (99 %) fills most of its row, aaa (1 %) a sliver.
   CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
                                [](size_t a, size_t b) { return b > 5000 && a < b / 20; }),
                 "aaa " << aaa << " px, bbb " << bbb << " px");
-  XSetInputFocus(d, w, RevertToParent, CurrentTime);
-  XSync(d, False);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  t.Focus();
 
   // Down selects main (the root's only child), Down again bbb (main's
   // heaviest child; aaa, first in name order, is a sliver), Enter zooms
@@ -113,34 +135,17 @@ TEST_CASE("arrows select (down to the heaviest child), Enter zooms in, Esc and d
   CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
                                [&](size_t a, size_t b) { return b > bbb_before / 2 && a < b / 20; }),
                 "after a double-click on empty space: aaa " << aaa << " px, bbb " << bbb << " px");
-
-  XCloseDisplay(d);
-  CHECK(kiln.Stop(SIGTERM) == 0);
-  for (const char* v : {"XDG_CONFIG_HOME", "XDG_STATE_HOME"}) unsetenv(v);
-  fs::remove_all(dir);
+  CHECK(t.kiln->Stop(SIGTERM) == 0);
 }
 
 TEST_CASE("the frame menu's Show in Sandwich opens the view with its data, and no more input is needed") {
-  testing::TestDisplay::Get(KILN_TEST_NAME);
-  unsetenv("DEBUGINFOD_URLS");
-  const std::string dir = MakeTempDir();
-  setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
-  setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
-  const std::string capture = dir + "/two.folded";
-  std::ofstream(capture) << "main;aaa 1\nmain;bbb 99\n";
-  const ui::Rgba a_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "aaa");
-  const ui::Rgba b_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "bbb");
-  testing::ScopedChild kiln(testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir + "/store",
-                                                 "--size", "900x600", "--tab", "flamegraph", capture}));
-  Display* d = XOpenDisplay(nullptr);
-  REQUIRE(d != nullptr);
-  const Window w = testing::WaitForKilnWindow(d);
-  REQUIRE_MESSAGE(w != 0, "no kiln window appeared");
+  TwoFrameWindow t;
+  Display* d = t.d;
+  const Window w = t.w;
+  const ui::Rgba a_color = t.a_color, b_color = t.b_color;
   size_t aaa = 0, bbb = 0;
   REQUIRE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb, [](size_t, size_t b) { return b > 5000; }));
-  XSetInputFocus(d, w, RevertToParent, CurrentTime);
-  XSync(d, False);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  t.Focus();
 
   // Right-click bbb (the third row of the icicle, 99 % wide) and click
   // Show in Sandwich: the menu opens at the pointer, its fifth item 123 px
@@ -167,11 +172,7 @@ TEST_CASE("the frame menu's Show in Sandwich opens the view with its data, and n
   }
   CHECK_MESSAGE(bars > 500, "the Sandwich of bbb drew " << bars << " px of total bars");
   CHECK(CountColor(d, w, b_color) == 0);  // the flamegraph is gone
-
-  XCloseDisplay(d);
-  CHECK(kiln.Stop(SIGTERM) == 0);
-  for (const char* v : {"XDG_CONFIG_HOME", "XDG_STATE_HOME"}) unsetenv(v);
-  fs::remove_all(dir);
+  CHECK(t.kiln->Stop(SIGTERM) == 0);
 }
 
 // The frames a window drew after its view was drawn with its data, as
