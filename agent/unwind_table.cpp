@@ -590,7 +590,7 @@ std::optional<std::pair<std::uintptr_t, std::uintptr_t>> MappedPages(Elf* elf, c
 }
 
 Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimits& limits,
-                                 UnwindInfoTable* compact_into, bool file_mapped) {
+                                 UnwindInfoTable* compact_into) {
   using R = Result<UnwindTable>;
   UnwindTable table;
   std::optional<CompactOutput> compact;
@@ -615,16 +615,15 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
       // libLLVM's) until the ELF is closed. FDEs are read in address
       // order, mostly once: dropping the pages now and then keeps only
       // those in use (a private file mapping, never written, reads them
-      // again from the page cache if they are needed again).
+      // again from the page cache if they are needed again). An image in
+      // memory (the vDSO's copy) has no such pages: MappedPages finds none.
+      std::vector<std::pair<std::uintptr_t, std::uintptr_t>> pages;
+      for (const char* name : {".eh_frame", ".eh_frame_hdr"})
+        if (auto p = MappedPages(elf, name)) pages.push_back(*p);
       std::function<void()> release;
-      if (file_mapped) {
-        std::vector<std::pair<std::uintptr_t, std::uintptr_t>> pages;
-        for (const char* name : {".eh_frame", ".eh_frame_hdr"})
-          if (auto p = MappedPages(elf, name)) pages.push_back(*p);
-        release = [pages] {
-          for (auto [begin, end] : pages) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-        };
-      }
+      if (!pages.empty()) release = [pages] {
+        for (auto [begin, end] : pages) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+      };
       auto added = CollectSpans(cfi.get(), *starts, limits, spans, table.stats, release);
       if (!added)
         return R::Error(added.error() == limits.TooManyRows() || added.error() == stream.error()
@@ -686,7 +685,7 @@ Result<UnwindTable> BuildUnwindTable(int fd, int debug_fd, UnwindTableLimits lim
   // A separate debug file that does not open is left out, not an error.
   absl::StatusOr<ElfImage> debug =
       debug_fd >= 0 ? ElfImage::FromFd(debug_fd, "debug file") : absl::NotFoundError("no debug file");
-  return BuildFromElf(image->elf(), debug.ok() ? debug->elf() : nullptr, limits, compact_into, /*file_mapped=*/true);
+  return BuildFromElf(image->elf(), debug.ok() ? debug->elf() : nullptr, limits, compact_into);
 }
 
 Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t size, UnwindTableLimits limits,
@@ -695,7 +694,7 @@ Result<UnwindTable> BuildUnwindTableFromMemory(const void* image, std::size_t si
   absl::StatusOr<ElfImage> elf =
       ElfImage::FromBytes(std::string_view(static_cast<const char*>(image), size), "ELF image in memory");
   if (!elf.ok()) return R::Error(std::string(elf.status().message()));
-  return BuildFromElf(elf->elf(), nullptr, limits, compact_into, /*file_mapped=*/false);
+  return BuildFromElf(elf->elf(), nullptr, limits, compact_into);
 }
 
 // Where the split-off cold part of the function at [start, start + size)
