@@ -224,24 +224,39 @@ bool UnwindLoader::EvictOneUnused() {
   return true;
 }
 
+bool UnwindLoader::LoadedProcess::Running(std::chrono::steady_clock::time_point now) const {
+  if (now - last_sampled >= kHotWindow) return false;
+  const std::uint32_t previous = now - window_start < 2 * kHotWindow ? previous_window_samples : 0;
+  return window_samples + previous >= kReloadSamples;
+}
+
 bool UnwindLoader::EvictIdle() {
   using Clock = std::chrono::steady_clock;
-  // When each table's processes were last sampled.
-  std::unordered_map<std::string, Clock::time_point> seen;
+  const Clock::time_point now = Clock::now();
+  // When each table's processes were last sampled, and whether one of them
+  // runs. A process that woke for a moment (a sleeper's timer: a sample or
+  // two) does not keep its rows from one that runs, the same measure that
+  // decides whether an evicted table is built again (NoteSampled).
+  struct Use {
+    Clock::time_point last{};
+    bool running = false;
+  };
+  std::unordered_map<std::string, Use> seen;
   for (const auto& [pid, lp] : loaded_)
     for (const std::string& key : lp.files) {
-      Clock::time_point& t = seen[key];
-      t = std::max(t, lp.last_sampled);
+      Use& u = seen[key];
+      u.last = std::max(u.last, lp.last_sampled);
+      u.running = u.running || lp.Running(now);
     }
-  const Clock::time_point hot = Clock::now() - kHotWindow;
   auto coldest = tables_.end();
-  Clock::time_point oldest = hot;
+  Clock::time_point oldest = Clock::time_point::max();
   for (auto it = tables_.begin(); it != tables_.end(); ++it) {
     if (it->second.row_count == 0) continue;  // nothing to give
     auto s = seen.find(it->first);
-    const Clock::time_point when = s == seen.end() ? Clock::time_point{} : s->second;
-    if (when < oldest || (coldest == tables_.end() && when < hot)) {
-      oldest = when;
+    const Use use = s == seen.end() ? Use{} : s->second;
+    if (use.running) continue;
+    if (coldest == tables_.end() || use.last < oldest) {
+      oldest = use.last;
       coldest = it;
     }
   }
@@ -278,7 +293,7 @@ void UnwindLoader::NoteSampled(ProcessInfo& process, bool table_missing) {
   // building its tables again would take rows from the processes that run,
   // and keep them for kHotWindow. One that keeps running gets them within
   // a few samples.
-  if (lp.window_samples + lp.previous_window_samples < kReloadSamples) {
+  if (!lp.Running(now)) {
     // The walker wakes us on a miss once: arm it again, so that the next
     // samples arrive now, not at the consumer's next timed poll.
     for (const std::string& key : lp.files) {
@@ -419,7 +434,7 @@ std::size_t UnwindLoader::Poll() {
     }
     auto n = static_cast<std::uint32_t>(words.size());
     if (!AllocateRows(n, &t.first_row)) {
-      // Every row belongs to a process sampled within kHotWindow: tried
+      // Every row belongs to a process that runs (LoadedProcess::Running): tried
       // again when its process runs, later and later while that lasts.
       Refuse(d.job.name, "unwind_rows full of tables in use (raise -unwind-table-rows)");
       t.evicted = true;

@@ -12,8 +12,9 @@
 //     keeps its rows until the space is needed (least recently used first);
 //   - when the rows are full (a busy desktop maps more code than they
 //     hold), the table of the file whose processes were sampled longest ago
-//     gives its rows up, if none of them was sampled in the last kHotWindow:
-//     rows go to what is being sampled. Its slot stays (the processes'
+//     gives its rows up, if none of them runs (sampled kReloadSamples times
+//     in about two kHotWindows, the last within one): rows go to what is
+//     being sampled, not to a sleeper that woke for a moment. Its slot stays (the processes'
 //     entries point at it, "no rows" to the walker), and when one of them
 //     runs again (a few samples, not one moment's wake) the walker says so
 //     (KILN_SAMPLE_FLAG_TABLE_MISSING) and the table is built again;
@@ -154,6 +155,8 @@ class UnwindLoader {
     // Samples in the kHotWindow that started at window_start, and in the one before.
     std::chrono::steady_clock::time_point window_start{};
     std::uint32_t window_samples = 0, previous_window_samples = 0;
+    // Sampled in the last kHotWindow, and kReloadSamples times in about two.
+    bool Running(std::chrono::steady_clock::time_point now) const;
   };
 
   // `name` is how the Log names the file when its table is refused.
@@ -182,8 +185,8 @@ class UnwindLoader {
   // Moves the loaded tables together, leaving one free run at the end.
   void Defragment();
   bool EvictOneUnused();
-  // Takes the rows of the table whose processes were sampled longest ago
-  // (none within kHotWindow); false if there is none.
+  // Takes the rows of the table whose processes were sampled longest ago,
+  // of those none of whose processes runs; false if there is none.
   bool EvictIdle();
   // Queues `key`'s table to be built (a new entry, or an evicted one).
   bool QueueBuild(const std::string& key, const std::string& name, const std::string& open_path,

@@ -9,7 +9,8 @@
 //   2. the first exits: s1's table is unused;
 //   3. a process runs a copy of python3.11 (X, far larger than s1) and is
 //      sampled, as is the s2 process: X fits neither in the free rows at the
-//      end nor in s1's, only in both, so s1 is evicted and s2 moved down.
+//      end nor in s1's, only in both, so s1 is evicted and s2 moved down;
+//   4. X's process wakes for a moment as another copy (Y) runs: Y gets X's rows.
 
 #include <bpf/bpf.h>
 #include <fcntl.h>
@@ -179,9 +180,12 @@ int main() {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ProcessInfo& px = tracker.Get(static_cast<std::uint32_t>(p3), "x");
   loader.LoadProcess(px);
-  // Both running processes are in use: no table of theirs may give rows up.
-  loader.NoteSampled(tracker.Get(static_cast<std::uint32_t>(p2), "s2"), false);
-  loader.NoteSampled(px, false);
+  // Both processes run (sampled kReloadSamples times): no table of theirs
+  // may give rows up.
+  for (std::uint32_t i = 0; i < UnwindLoader::kReloadSamples; ++i) {
+    loader.NoteSampled(tracker.Get(static_cast<std::uint32_t>(p2), "s2"), false);
+    loader.NoteSampled(px, false);
+  }
   WaitForBuilds(loader);
 
   const UnwindLoaderStats& st = loader.stats();
@@ -196,9 +200,30 @@ int main() {
   CheckLoaded(maps, want_x, "python3.11's copy");
   CheckLoaded(maps, want_s2, "s2 (moved)");
 
-  kill(p2, SIGKILL);
-  kill(p3, SIGKILL);
-  WaitExit(p2);
-  WaitExit(p3);
+  // 4. Later X's process wakes for a moment (sampled once: a sleeper's
+  //    timer) as another copy, Y, starts and runs. Y needs X's rows, and a
+  //    moment's wake does not keep them (it did: Y was refused "full of
+  //    tables in use" and walked with frame pointers for kHotWindow).
+  std::this_thread::sleep_for(2 * UnwindLoader::kHotWindow + std::chrono::milliseconds(100));
+  loader.NoteSampled(px, false);
+  const std::string y = DistinctCopy("/usr/bin/python3.11", dir + "/y");
+  const Expected want_y = ExpectedTable(y);
+  const pid_t p4 = Spawn({y, "-c", "import time; time.sleep(60)"}, dir + "/y.out", dir + "/y.err");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ProcessInfo& py = tracker.Get(static_cast<std::uint32_t>(p4), "y");
+  loader.LoadProcess(py);
+  for (std::uint32_t i = 0; i < UnwindLoader::kReloadSamples; ++i) loader.NoteSampled(py, false);
+  WaitForBuilds(loader);
+  std::printf("    then: %zu in use, %zu tables loaded, %zu evicted while mapped\n", st.rows_in_use, st.tables_loaded,
+              st.tables_evicted_idle);
+  for (const auto& [what, times] : st.refused) std::printf("    refused: %s (%zu)\n", what.c_str(), times);
+  bool y_refused = false;
+  for (const auto& [what, times] : st.refused) y_refused |= what.rfind(y + ":", 0) == 0 || what.rfind("y:", 0) == 0;
+  Check(!y_refused && st.tables_evicted_idle >= 1,
+        "the running copy took the rows of the one that woke for a moment (not refused)");
+  CheckLoaded(maps, want_y, "the running copy Y");
+
+  for (pid_t p : {p2, p3, p4}) kill(p, SIGKILL);
+  for (pid_t p : {p2, p3, p4}) WaitExit(p);
   return Verdict(dir);
 }
