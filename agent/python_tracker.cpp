@@ -321,13 +321,19 @@ std::optional<PythonCode> ReadPythonCode(std::uint32_t pid, const PythonLayout& 
                                          std::uint64_t address, const PythonCode* cached) {
   std::uint16_t last = std::max({l.object_type, l.code_filename, l.code_name, l.code_firstlineno, l.code_linetable,
                                  l.code_qualname == kPyNoField ? std::uint16_t{0} : l.code_qualname});
+  auto gone = [&]() -> std::optional<PythonCode> {
+    if (!cached) return std::nullopt;
+    PythonCode code = *cached;
+    code.gone = true;
+    return code;
+  };
   std::vector<std::uint8_t> block(last + 8u);
-  if (!ReadMemory(pid, address, block.data(), block.size())) return std::nullopt;
+  if (!ReadMemory(pid, address, block.data(), block.size())) return gone();
   std::uint64_t name_ptr = Field(block, l.code_qualname != kPyNoField ? l.code_qualname : l.code_name);
   std::array<std::uint64_t, 4> fp = {Field(block, l.object_type), name_ptr, Field(block, l.code_filename),
                                      Field(block, l.code_linetable)};
   // Only a code object: its type is PyCode_Type of this interpreter.
-  if (fp[0] != code_type) return std::nullopt;
+  if (fp[0] != code_type) return gone();
   if (cached && cached->fingerprint == fp) return *cached;
   PythonCode code;
   code.fingerprint = fp;
@@ -368,6 +374,7 @@ Frame PythonTracker::NameFrame(std::uint32_t pid, std::uint64_t entry) {
     p.code[code] = *info;
   }
   ++stats_.frames_named;
+  stats_.frames_named_gone += info->gone;
   f.function = info->function;
   f.file = info->file;
   if (auto line = PythonLine(p.interp->layout.minor, info->linetable, info->first_line, index)) f.line = *line;

@@ -48,7 +48,8 @@ struct PythonStats {
   std::size_t threads = 0;        // now in py_threads
   std::uint64_t thread_walks = 0; // thread lists read
   std::uint64_t frames_named = 0;       // Python frames named (resolutions)
-  std::uint64_t frames_unreadable = 0;  // code object gone or not a code object
+  std::uint64_t frames_unreadable = 0;  // not a code object (or gone), never read before
+  std::uint64_t frames_named_gone = 0;  // of frames_named, from an earlier read (PythonCode::gone)
   // "FILE (3.X): reason" -> processes refused for it.
   std::map<std::string, std::size_t> refused;
   // "3.X" -> processes read.
@@ -64,11 +65,17 @@ std::string ReadPythonString(std::uint32_t pid, const PythonLayout& layout, std:
 // PyCode_Type is at `code_type` (absolute). Line tables over 1 MiB are not
 // read (the frame keeps its name, without a line). With `cached`, a read of
 // the same object (the same type, name, file and line table pointers)
-// returns it without reading the strings again.
+// returns it without reading the strings again, and so does a read that
+// finds no code object there any more (marked `gone`): samples are named a
+// moment after they are taken, when a process may have exited or be tearing
+// down (its code objects freed, their memory reused), and what the address
+// last held is what the sample saw. A new code object at the address reads
+// with another fingerprint and gets its own name.
 struct PythonCode {
   std::array<std::uint64_t, 4> fingerprint{};  // type, name, file, line table pointers
   std::string function, file, linetable;
   int first_line = 0;
+  bool gone = false;  // returned from `cached`: no code object there now
 };
 std::optional<PythonCode> ReadPythonCode(std::uint32_t pid, const PythonLayout& layout, std::uint64_t code_type,
                                          std::uint64_t address, const PythonCode* cached = nullptr);

@@ -3,7 +3,8 @@
 // reads any process with process_vm_readv; its own is one): names, files and
 // line tables come out; what is not a code object, cannot be read, or
 // claims an absurd size gives no name rather than a crash or a huge read;
-// a code object whose memory was reused for another gets the new name.
+// a code object whose memory was reused for another gets the new name, and
+// one freed before its sample was named keeps the name it was read with.
 #include "python_tracker.h"
 
 #include <doctest/doctest.h>
@@ -107,6 +108,38 @@ TEST_CASE("a code object's memory reused for another gets the new name, not the 
   auto after = ReadPythonCode(pid, *layout, type.address(), code.address(), &*before);
   REQUIRE(after.has_value());
   CHECK(after->function == "second");
+  CHECK_FALSE(after->gone);
+}
+
+TEST_CASE("a sample named after its code object was freed keeps the name it was read with") {
+  // A process tearing down frees its code objects before it exits; samples
+  // taken a moment earlier are named after that.
+  auto layout = PythonLayoutFromTable(11);
+  REQUIRE(layout.ok());
+  const auto pid = static_cast<std::uint32_t>(getpid());
+  static Object type, name, file, code;
+  MakeAscii(name, "<module>");
+  MakeAscii(file, "/srv/main.py");
+  code.Set<std::uint64_t>(8, type.address());
+  code.Set<std::uint64_t>(128, name.address());
+  code.Set<std::uint64_t>(112, file.address());
+  auto before = ReadPythonCode(pid, *layout, type.address(), code.address());
+  REQUIRE(before.has_value());
+  CHECK_FALSE(before->gone);
+  // Freed, its memory reused for something else (no code object's type).
+  code.Set<std::uint64_t>(8, 0x53a194d3d16938c1ULL);
+  auto freed = ReadPythonCode(pid, *layout, type.address(), code.address(), &*before);
+  REQUIRE(freed.has_value());
+  CHECK(freed->function == "<module>");
+  CHECK(freed->file == "/srv/main.py");
+  CHECK(freed->gone);
+  // Never read while it was there: nothing to name it with.
+  CHECK_FALSE(ReadPythonCode(pid, *layout, type.address(), code.address()).has_value());
+  // Unmapped (the process has exited): the earlier read.
+  auto exited = ReadPythonCode(pid, *layout, type.address(), 0x10, &*before);
+  REQUIRE(exited.has_value());
+  CHECK(exited->function == "<module>");
+  CHECK(exited->gone);
 }
 
 }  // namespace kiln::agent
