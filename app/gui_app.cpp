@@ -11,7 +11,6 @@
 //   [SECTION] Requests: from the session state to the worker
 //   [SECTION] One frame: header, timeline, view, status line
 //   [SECTION] Menus and keyboard shortcuts
-//   [SECTION] File dialogs: Open, Export, Save PNG
 //   [SECTION] RunGui: the loop and --screenshot
 
 #include "app/gui_app.h"
@@ -46,7 +45,7 @@
 #include "app/gui_screenshot.h"
 #include "app/gui_worker.h"
 #include "app/local_addresses.h"
-#include "app/native_file_dialog.h"
+#include "app/file_dialogs.h"
 #include "app/receiver_control.h"
 #include "app/retention_limits.h"
 #include "app/symbol_requests.h"
@@ -191,7 +190,6 @@ int64_t SourceNow(const Source& source) {
   return storage::UnixNowNs();
 }
 
-constexpr const char* kExportFormats[] = {"otlp", "pprof", "folded", "svg"};
 
 struct App {
   SourceList sources;
@@ -237,25 +235,14 @@ struct App {
   ui::ViewContext::Requests view_requests;
   ui::SymbolActivity symbol_activity;
 
-  // File menu dialogs. Open and Add symbols ask the desktop's chooser
-  // first (app/native_file_dialog.h) and fall back to the window's own
-  // browser (the *_builtin flags); Export and Save PNG keep their own small
-  // dialogs, whose Choose... button asks the desktop's save dialog.
-  bool open_dialog_requested = false, export_dialog_requested = false, png_dialog_requested = false;
-  bool symbols_dialog_requested = false;  // the Open dialog's browser, for ELF files
-  bool open_builtin = false, symbols_builtin = false;
-  NativeFileDialog file_dialog{[] { WakeUi(); }};
-  bool file_dialog_fallback_logged = false;
-  char open_path[1024] = {};
-  std::string browse_dir;                                    // listing cached for this directory
-  std::vector<std::pair<std::string, bool>> browse_entries;  // name, is directory
-  std::string browse_error;
-  int export_format = 2;  // folded
-  char export_path[1024] = {};
-  char png_path[1024] = {};
-  std::string png_auto_path;  // the name png_path was given for the view, not typed
-  std::string pending_png;  // written from the framebuffer once the dialog is gone
-  int pending_png_frames = 0;
+  // File > Open, Add symbols, Export and Save PNG (app/file_dialogs.h).
+  FileDialogs dialogs{{.open = [this](const std::string& path) { OpenPath(path); },
+                       .add_symbols = [this](const std::string& path) { AddSymbolFile(path); },
+                       .log =
+                           [this](const std::string& message) {
+                             (void)main_store->AppendLog(storage::LogLevel::kInfo, message);
+                           }},
+                      [] { WakeUi(); }};
 
   App(storage::Store& s, ReceiverControl* receiver, const GuiOptions& options, const DesktopSettings& loaded,
       const SettingsPaths& paths)
@@ -335,56 +322,6 @@ struct App {
     sources.Open(path, settings.demangle);
   }
 
-  void TakeFileDialogAnswers() {
-    while (std::optional<FileDialogAnswer> a = file_dialog.Poll()) {
-      using Outcome = FileDialogAnswer::Outcome;
-      if (a->outcome == Outcome::kUnavailable) {
-        if (!std::exchange(file_dialog_fallback_logged, true)) {
-          (void)main_store->AppendLog(storage::LogLevel::kInfo,
-                                      "No desktop file chooser (" + a->reason + "); using Kiln's own file browser");
-        }
-        if (a->purpose == "open") open_builtin = true;
-        if (a->purpose == "symbols") symbols_builtin = true;
-        continue;  // Export and PNG: their dialog is still open, with its path field
-      }
-      if (a->outcome != Outcome::kChosen) continue;
-      if (a->purpose == "open") {
-        OpenPath(a->path);
-      } else if (a->purpose == "symbols") {
-        AddSymbolFile(a->path);
-      } else if (a->purpose == "export") {
-        std::snprintf(export_path, sizeof export_path, "%s", a->path.c_str());
-      } else if (a->purpose == "png") {
-        std::snprintf(png_path, sizeof png_path, "%s", a->path.c_str());
-      }
-    }
-  }
-
-  // File > Open and Add symbols: the desktop's chooser when there may be
-  // one, else (or when it turns out there is none) the window's browser.
-  void AskForFile(const char* title, const char* purpose, bool* builtin) {
-    if (file_dialog.Busy()) return;  // its window is already up
-    if (file_dialog.MaybeAvailable()) {
-      file_dialog.Ask({.save = false, .title = title, .purpose = purpose});
-    } else {
-      *builtin = true;
-    }
-  }
-
-  // The Choose... button of Export and Save PNG.
-  void ChooseSavePath(const char* title, const char* suggested, const char* purpose) {
-    if (!file_dialog.MaybeAvailable()) return;
-    ImGui::SameLine();
-    ImGui::BeginDisabled(file_dialog.Busy());
-    if (ImGui::Button("Choose...")) {
-      file_dialog.Ask({.save = true,
-                       .title = title,
-                       .suggested_name = std::filesystem::path(suggested).filename().string(),
-                       .purpose = purpose});
-    }
-    ImGui::EndDisabled();
-  }
-
   Source& Src() { return sources.Current(); }
   const Source& Src() const { return sources.Current(); }
   bool Current() const {
@@ -397,7 +334,7 @@ struct App {
   void Update() {
     for (const std::string& path : dropped) OpenPath(path);
     dropped.clear();
-    TakeFileDialogAnswers();
+    dialogs.TakeAnswers();
     const size_t before = sources.selected();
     sources.Poll();
     StartSymbolizers();
@@ -558,7 +495,7 @@ struct App {
       for (const std::string& key : view_requests.retry_symbol_keys) s->Retry(key);
     }
     view_requests.retry_symbol_keys.clear();
-    if (std::exchange(view_requests.add_symbol_files, false)) symbols_dialog_requested = true;
+    if (std::exchange(view_requests.add_symbol_files, false)) dialogs.RequestAddSymbols();
     if (std::exchange(view_requests.show_shortcuts, false)) show_shortcuts = true;
     ImGui::EndChild();
     ImGui::Separator();
@@ -774,10 +711,10 @@ struct App {
           show_shortcuts = !show_shortcuts;
           break;
         case ui::WindowCommand::kOpen:
-          open_dialog_requested = true;
+          dialogs.RequestOpen();
           break;
         case ui::WindowCommand::kExport:
-          if (Src().analysis && Src().analysis->slice) export_dialog_requested = true;
+          if (Src().analysis && Src().analysis->slice) dialogs.RequestExport();
           break;
         case ui::WindowCommand::kQuit:
           quit_requested = true;
@@ -860,7 +797,7 @@ struct App {
     if (!ImGui::BeginMenuBar()) return;
     const bool capture = Src().IsCapture();
     if (ImGui::BeginMenu("File")) {
-      if (ImGui::MenuItem("Open...", "Ctrl+O")) open_dialog_requested = true;
+      if (ImGui::MenuItem("Open...", "Ctrl+O")) dialogs.RequestOpen();
       if (ImGui::BeginMenu("Open Recent", !settings.recent.empty())) {
         std::string chosen;
         for (const std::string& path : settings.recent) {
@@ -874,15 +811,15 @@ struct App {
         ImGui::EndMenu();
         if (!chosen.empty()) OpenPath(chosen);
       }
-      if (ImGui::MenuItem("Add symbols from a file...")) symbols_dialog_requested = true;
+      if (ImGui::MenuItem("Add symbols from a file...")) dialogs.RequestAddSymbols();
       // The demo's store is a temporary one: its limits are not the user's.
       if (ImGui::MenuItem("Store settings...", nullptr, false, !startup.demo)) OpenStoreSettings();
       if (ImGui::MenuItem("Import into store", nullptr, false, capture)) sources.ImportIntoLive(Src().path);
       if (ImGui::IsItemHovered() && !capture) ImGui::SetTooltip("Select an opened capture first");
       if (ImGui::MenuItem("Export...", "Ctrl+E", false, Src().analysis && Src().analysis->slice)) {
-        export_dialog_requested = true;
+        dialogs.RequestExport();
       }
-      if (ImGui::MenuItem("Save PNG of view...")) png_dialog_requested = true;
+      if (ImGui::MenuItem("Save PNG of view...")) dialogs.RequestPng();
       ImGui::Separator();
       if (ImGui::MenuItem("Close capture", nullptr, false, capture)) CloseSource(sources.selected());
       ImGui::Separator();
@@ -988,196 +925,32 @@ struct App {
     ImGui::End();
   }
 
-  // =========================================================================
-  // [SECTION] File dialogs: Open, Export, Save PNG
-  // =========================================================================
-
-  void RefreshListing(std::string dir) {
-    // "/a/b/" -> "/a/b", so Up goes to "/a".
-    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    browse_dir = dir;
-    browse_entries.clear();
-    browse_error.clear();
-    std::error_code ec;
-    constexpr size_t kMaxEntries = 2000;  // a listing, not a file manager
-    for (auto it = std::filesystem::directory_iterator(dir, ec);
-         !ec && it != std::filesystem::directory_iterator() && browse_entries.size() < kMaxEntries;
-         it.increment(ec)) {
-      std::error_code type_ec;
-      browse_entries.emplace_back(it->path().filename().string(), it->is_directory(type_ec));
-    }
-    if (ec) browse_error = dir + ": " + ec.message();
-    std::sort(browse_entries.begin(), browse_entries.end(), [](const auto& a, const auto& b) {
-      return a.second != b.second ? a.second > b.second : a.first < b.first;
-    });
-  }
-
-  // The Open dialog's body: a directory listing, a path field, a button
-  // labelled `action` that calls `pick` with the chosen file. Shared by
-  // File > Open... and Add symbols from a file.
-  void DrawFileBrowser(const char* hint, const char* action,
-                       const std::function<void(const std::string&)>& pick) {
-    const float em = ImGui::GetFontSize();
-    ImGui::TextDisabled("%s", hint);
-    ImGui::Text("Directory: %s", browse_dir.c_str());
-    ImGui::SameLine();
-    if (ImGui::SmallButton("Up")) RefreshListing(std::filesystem::path(browse_dir).parent_path().string());
-    ImGui::BeginChild("##listing", ImVec2(0, -ImGui::GetFrameHeightWithSpacing() * 2.2f), true);
-    if (!browse_error.empty()) ImGui::TextColored(ui::CurrentPalette().error_text, "%s", browse_error.c_str());
-    std::string enter;
-    for (const auto& [name, is_dir] : browse_entries) {
-      const std::string label = is_dir ? name + "/" : name;
-      const std::string full = (std::filesystem::path(browse_dir) / name).string();
-      if (ImGui::Selectable(label.c_str(), full == open_path, ImGuiSelectableFlags_AllowDoubleClick)) {
-        // A click selects, a double-click enters or opens: entering on a
-        // single click would let a double-click's second click land on
-        // whatever the new listing shows there.
-        std::snprintf(open_path, sizeof open_path, "%s", full.c_str());
-        if (ImGui::IsMouseDoubleClicked(0)) {
-          if (is_dir) {
-            enter = full;
-          } else {
-            pick(open_path);
-            ImGui::CloseCurrentPopup();
-          }
-        }
-      }
-    }
-    ImGui::EndChild();
-    if (!enter.empty()) RefreshListing(enter);
-    ImGui::SetNextItemWidth(-em * 9);
-    const bool submitted =
-        ImGui::InputText("##path", open_path, sizeof open_path, ImGuiInputTextFlags_EnterReturnsTrue);
-    ImGui::SameLine();
-    if ((ImGui::Button(action) || submitted) && open_path[0]) {
-      std::error_code ec;
-      if (std::filesystem::is_directory(open_path, ec)) {
-        RefreshListing(open_path);
-      } else {
-        pick(open_path);
-        ImGui::CloseCurrentPopup();
-      }
-    }
-    ImGui::SameLine();
-    if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
-      ImGui::CloseCurrentPopup();
-  }
-
   void DrawDialogs() {
-    const float em = ImGui::GetFontSize();
-    if (std::exchange(open_dialog_requested, false)) AskForFile("Open a capture", "open", &open_builtin);
-    if (std::exchange(symbols_dialog_requested, false))
-      AskForFile("Add symbols from a file", "symbols", &symbols_builtin);
-    // Each opening lists the folder afresh (files written since the last
-    // time were missing, and its last error stayed).
-    const auto list_again = [this] {
-      std::error_code ec;
-      RefreshListing(browse_dir.empty() ? std::filesystem::current_path(ec).string() : browse_dir);
-    };
-    if (std::exchange(open_builtin, false)) {
-      list_again();
-      ImGui::OpenPopup("Open capture");
-    }
-    if (std::exchange(symbols_builtin, false)) {
-      list_again();
-      ImGui::OpenPopup("Add symbols from a file");
-    }
-    if (export_dialog_requested) {
-      export_dialog_requested = false;
-      if (!export_path[0])
-        std::snprintf(export_path, sizeof export_path, "kiln-export.%s", kExportFormats[export_format]);
-      ImGui::OpenPopup("Export");
-    }
-    if (png_dialog_requested) {
-      png_dialog_requested = false;
-      // The name follows the view shown unless the user wrote their own
-      // (it said kiln-flamegraph.png over a Top functions view).
-      if (!png_path[0] || png_path == png_auto_path) {
-        png_auto_path = "kiln-" + std::string(views[active_view]->Id()) + ".png";
-        std::snprintf(png_path, sizeof png_path, "%s", png_auto_path.c_str());
-      }
-      ImGui::OpenPopup("Save PNG of view");
-    }
-
-    ImGui::SetNextWindowSize(ImVec2(em * 46, em * 30), ImGuiCond_Appearing);
-    if (ImGui::BeginPopupModal("Open capture")) {
-      DrawFileBrowser(
-          "OTLP (protobuf/JSON), pprof, folded stacks or perf script; gzip/zstd are fine. "
-          "ELF files add symbols.",
-          "Open", [this](const std::string& path) { OpenPath(path); });
-      ImGui::EndPopup();
-    }
-    ImGui::SetNextWindowSize(ImVec2(em * 46, em * 30), ImGuiCond_Appearing);
-    if (ImGui::BeginPopupModal("Add symbols from a file")) {
-      DrawFileBrowser(
-          "An executable, shared library or debug file of an executable in the profile; matched by "
-          "htlhash or GNU build id.",
-          "Add", [this](const std::string& path) { AddSymbolFile(path); });
-      ImGui::EndPopup();
-    }
-
-    if (ImGui::BeginPopupModal("Export", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+    dialogs.Draw(views[active_view]->Id(), [this] {
       const Source& src = Src();
-      // The slice the view shows is what gets written: say what it is.
       const ui::TimeRange range = src.session.QueryRange();
-      ImGui::Text("Exports what the view shows: %s, %s, %s - %s (%s), %zu filter key%s", src.name.c_str(),
-                  storage::SampleTypeLabel(src.session.sample_type).c_str(),
-                  ui::FormatDateTime(range.from_ns).c_str(), ui::FormatDateTime(range.to_ns).c_str(),
-                  ui::FormatDuration(range.Span()).c_str(), src.session.filters.size(),
-                  src.session.filters.size() == 1 ? "" : "s");
-      ImGui::SetNextItemWidth(em * 8);
-      const int before = export_format;
-      ImGui::Combo("Format", &export_format, kExportFormats, 4);
-      if (before != export_format) {
-        // Keep the user's name, switch the extension.
-        std::string path = export_path;
-        const std::string old_ext = std::string(".") + kExportFormats[before];
-        if (path.size() >= old_ext.size() &&
-            path.compare(path.size() - old_ext.size(), old_ext.size(), old_ext) == 0) {
-          path.resize(path.size() - old_ext.size());
-          path += std::string(".") + kExportFormats[export_format];
-          std::snprintf(export_path, sizeof export_path, "%s", path.c_str());
-        }
-      }
-      ImGui::SetNextItemWidth(em * 30);
-      ImGui::InputText("File", export_path, sizeof export_path);
-      ChooseSavePath("Export", export_path, "export");
-      if (ImGui::Button("Export") && export_path[0]) {
-        capture::ExportFormat format = capture::ExportFormat::kFolded;
-        (void)capture::ParseExportFormat(kExportFormats[export_format], &format);
-        sources.Export(src.analysis ? src.analysis->slice : nullptr, src.shared_store,
-                       src.analysis ? src.analysis->request.query : storage::Query{}, format, src.session.tree,
-                       export_path);
-        ImGui::CloseCurrentPopup();
-      }
-      ImGui::SameLine();
-      if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
-        ImGui::CloseCurrentPopup();
-      ImGui::EndPopup();
-    }
-
-    if (ImGui::BeginPopupModal("Save PNG of view", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
-      ImGui::SetNextItemWidth(em * 30);
-      ImGui::InputText("File", png_path, sizeof png_path);
-      ChooseSavePath("Save PNG of view", png_path, "png");
-      if (ImGui::Button("Save") && png_path[0]) {
-        pending_png = png_path;
-        pending_png_frames = 2;  // the dialog is still in this frame and the next
-        ImGui::CloseCurrentPopup();
-      }
-      ImGui::SameLine();
-      if (ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false))
-        ImGui::CloseCurrentPopup();
-      ImGui::EndPopup();
-    }
+      char summary[512];
+      std::snprintf(summary, sizeof summary, "what the view shows: %s, %s, %s - %s (%s), %zu filter key%s",
+                    src.name.c_str(), storage::SampleTypeLabel(src.session.sample_type).c_str(),
+                    ui::FormatDateTime(range.from_ns).c_str(), ui::FormatDateTime(range.to_ns).c_str(),
+                    ui::FormatDuration(range.Span()).c_str(), src.session.filters.size(),
+                    src.session.filters.size() == 1 ? "" : "s");
+      return ExportTarget{summary, [this](capture::ExportFormat format, const std::string& path) {
+                            const Source& s = Src();
+                            sources.Export(s.analysis ? s.analysis->slice : nullptr, s.shared_store,
+                                           s.analysis ? s.analysis->request.query : storage::Query{}, format,
+                                           s.session.tree, path);
+                          }};
+    });
   }
 
   // After rendering: reads the framebuffer for a requested PNG once the
   // dialog has gone; the encoding and the write run as a task.
   void MaybeSavePng(int fb_w, int fb_h) {
-    if (pending_png.empty() || --pending_png_frames > 0) return;
+    const std::optional<std::string> png = dialogs.TakePngToSave();
+    if (!png) return;
     auto pixels = std::make_shared<const std::vector<unsigned char>>(ReadFramebufferRgba(fb_w, fb_h));
-    const std::string path = pending_png;
+    const std::string path = *png;
     sources.RunTask("Saving " + path, [pixels, path, fb_w, fb_h]() -> absl::StatusOr<std::string> {
       std::string error;
       if (!WriteRgbaPng(path, fb_w, fb_h, *pixels, &error)) return absl::UnavailableError(error);
@@ -1185,13 +958,12 @@ struct App {
       const auto absolute = std::filesystem::absolute(path, ec);
       return "Saved " + (ec ? path : absolute.string());
     });
-    pending_png.clear();
   }
 
   // Something is moving that the window should follow at a frame rate: a
   // query, a capture loading, symbols arriving, a PNG about to be saved.
   bool Busy() const {
-    return Src().worker->Busy() || sources.Busy() || symbol_activity.busy || pending_png_frames > 0;
+    return Src().worker->Busy() || sources.Busy() || symbol_activity.busy || dialogs.PngPending();
   }
   // Whether the active view shows its final data (for --screenshot).
   bool Settled() const {
