@@ -78,16 +78,12 @@ int RunHeadless(const HeadlessOptions& options) {
   std::fflush(stdout);
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "listening on " + (*receiver)->stats().listen_address);
   std::shared_ptr<void> metrics;  // stops before the receiver, symbolizer and store go
-  std::atomic<SymbolService*> symbolizer{nullptr};  // scraped from the exporter's threads once it runs
+  SymbolizerSlot symbolizer;  // scraped from the exporter's threads once it runs
   if (!options.metrics_listen.empty()) {
     absl::StatusOr<std::shared_ptr<void>> started = StartMetricsListen(
         options.metrics_listen,
         [r = receiver->get()]() -> std::optional<ingest::ReceiverStats> { return r->stats(); }, **store,
-        security.auth_token, [&symbolizer]() -> std::optional<SymbolProgress> {
-          SymbolService* s = symbolizer.load();
-          if (s == nullptr) return std::nullopt;
-          return s->Progress();
-        });
+        security.auth_token, &symbolizer);
     if (!started.ok()) {
       std::fprintf(stderr, "kiln: %s\n", std::string(started.status().message()).c_str());
       return 1;
@@ -110,7 +106,7 @@ int RunHeadless(const HeadlessOptions& options) {
     std::fflush(stdout);
   };
   auto symbols = std::make_unique<SymbolService>(**store, symbol_options);
-  symbolizer = symbols.get();
+  symbolizer.Set(symbols.get());
 
   // A reporter prints a line every 5 s while data arrives, so a user sees
   // an agent is connected without opening the window.
@@ -157,6 +153,7 @@ int RunHeadless(const HeadlessOptions& options) {
   reporter.join();
   metrics.reset();
   (*receiver)->Stop();
+  symbolizer.Set(nullptr);
   symbols.reset();  // cancels a read or download in progress
   echo_log();
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "shut down");

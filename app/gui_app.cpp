@@ -281,6 +281,12 @@ struct App {
     main_request_dir = SymbolRequestDir(options.data_dir);
     for (const std::string& path : options.open_files) OpenPath(path);
   }
+  ~App() {
+    // Before the symbolizers go: a scrape in progress finishes first.
+    if (startup.metrics_symbolizer) startup.metrics_symbolizer->Set(nullptr);
+  }
+  App(const App&) = delete;
+  App& operator=(const App&) = delete;
 
   // A symbolizer for every source that has none yet (new captures).
   void StartSymbolizers() {
@@ -289,10 +295,12 @@ struct App {
       GuiWorker* worker = source->worker.get();
       SymbolSourceOptions source_options = symbol_options;
       if (source->store == main_store) source_options.request_dir = main_request_dir;
-      symbolizers[source->store] = std::make_unique<SymbolService>(*source->store, source_options, [worker] {
-        worker->RefreshStatus();  // new statuses and SymbolsVersion: the views query again
-        WakeUi();
-      });
+      auto& service = symbolizers[source->store] =
+          std::make_unique<SymbolService>(*source->store, source_options, [worker] {
+            worker->RefreshStatus();  // new statuses and SymbolsVersion: the views query again
+            WakeUi();
+          });
+      if (source->store == main_store && startup.metrics_symbolizer) startup.metrics_symbolizer->Set(service.get());
     }
   }
   SymbolService* Symbolizer() {

@@ -18,6 +18,7 @@ class Store;
 }
 namespace kiln::app {
 class ReceiverControl;
+class SymbolizerSlot;
 
 struct GuiOptions {
   std::string data_dir;  // shown in the status line
@@ -51,6 +52,10 @@ struct GuiOptions {
   // Where "Require a token" saves the token it generates
   // (SavedTokenFile(settings.ini)); a later start picks it up.
   std::string saved_token_file;
+  // --metrics-listen: where the window puts its store's symbolizer for the
+  // scrapes (app/symbol_service.h), from when it starts until the window
+  // goes. Null: no metrics.
+  SymbolizerSlot* metrics_symbolizer = nullptr;
 };
 
 // Returns the process exit code. `receiver` may be null or not started (no

@@ -156,11 +156,13 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
                                 "not receiving: " + std::string(started.message()));
     }
   }
-  std::shared_ptr<void> metrics;  // stops before the receiver and store go
+  SymbolizerSlot metrics_symbolizer;  // the window's store's symbolizer, while it runs
+  std::shared_ptr<void> metrics;      // stops before the receiver and store go
   if (!where.metrics_listen.empty()) {
     absl::StatusOr<std::shared_ptr<void>> started = StartMetricsListen(
         where.metrics_listen, [r = receiver.get()] { return r->stats(); }, **store,
-        resolved->options.security.auth_token);
+        resolved->options.security.auth_token, &metrics_symbolizer);
+    gui.metrics_symbolizer = &metrics_symbolizer;
     if (!started.ok()) {
       std::fprintf(stderr, "kiln: %s\n", std::string(started.status().message()).c_str());
       return 1;

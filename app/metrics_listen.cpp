@@ -11,14 +11,14 @@ namespace kiln::app {
 absl::StatusOr<std::shared_ptr<void>> StartMetricsListen(
     const std::string& address, std::function<std::optional<ingest::ReceiverStats>()> receiver,
     const storage::Store& store, const std::string& token,
-    std::function<std::optional<SymbolProgress>()> symbols) {
+    const SymbolizerSlot* symbols) {
 #ifdef KILN_HAVE_METRICS
   ingest::MetricsSources sources;
   sources.receiver = std::move(receiver);
   sources.store = [&store] { return store.Stats(); };
   if (symbols) {
-    sources.symbols = [symbols = std::move(symbols)]() -> std::optional<ingest::SymbolizerFacts> {
-      std::optional<SymbolProgress> p = symbols();
+    sources.symbols = [symbols]() -> std::optional<ingest::SymbolizerFacts> {
+      std::optional<SymbolProgress> p = symbols->Progress();
       if (!p) return std::nullopt;
       return ingest::SymbolizerFacts{p->busy, p->queued, p->done};
     };

@@ -17,13 +17,13 @@ namespace kiln::app {
 
 // Serves /metrics on `address` until the handle is dropped. `receiver`
 // gives the receiver's stats at each scrape (nullopt: not receiving), and
-// `symbols` the background symbolizer's progress (empty or nullopt: none);
+// `symbols` the background symbolizer's progress (null, or empty: none);
 // they and the store must outlive the handle. With a token, scrapes must
 // send it as basic auth's password. Prints where it serves. An error when
 // it cannot bind, or when this build has no prometheus-cpp.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<void>> StartMetricsListen(
     const std::string& address, std::function<std::optional<ingest::ReceiverStats>()> receiver,
     const storage::Store& store, const std::string& token,
-    std::function<std::optional<SymbolProgress>()> symbols = {});
+    const SymbolizerSlot* symbols = nullptr);
 
 }  // namespace kiln::app

@@ -24,6 +24,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -174,6 +175,28 @@ class SymbolService {
   size_t scanned_executables_ = SIZE_MAX;  // a hash of Executables() at the last full scan
   bool requests_checked_ = false;          // AnswerRequests ran once (abandoned requests retaken)
   std::thread thread_;
+};
+
+// The symbolizer another thread reports on (the metrics' scrapes), set by
+// whoever owns it for as long as it lives. Progress() reads it under the
+// lock, so Set(nullptr) waits out a read in progress and the service can
+// then go.
+class SymbolizerSlot {
+ public:
+  void Set(SymbolService* service) {
+    std::lock_guard<std::mutex> lock(mu_);
+    service_ = service;
+  }
+  // nullopt while no symbolizer runs.
+  std::optional<SymbolProgress> Progress() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (service_ == nullptr) return std::nullopt;
+    return service_->Progress();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  SymbolService* service_ = nullptr;
 };
 
 }  // namespace kiln::app

@@ -21,6 +21,7 @@
 
 #include "ingest/otlp_request_builder.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "tests/prometheus_scrape.h"
 #include "tests/temp_dir.h"
 
 namespace kiln::ingest {
@@ -28,68 +29,13 @@ namespace {
 
 namespace collector = opentelemetry::proto::collector::profiles::v1development;
 using ::kiln::testing::TempDir;
+using ::kiln::testing::HavePrometheusParser;
+using ::kiln::testing::ParsePrometheus;
+using ::kiln::testing::ScrapeMetrics;
 
-constexpr const char* kPython = "/usr/bin/python3";
-
-// "name{k="v",...}" -> value, as prometheus_client.parser reads `text`
-// (labels sorted by name). Fails the test when the parser refuses it.
-std::map<std::string, double> Parse(const std::string& text) {
-  TempDir dir("kiln-metrics");
-  const std::string in = dir.path + "/metrics.txt", script = dir.path + "/parse.py";
-  std::ofstream(in) << text;
-  std::ofstream(script) << "import sys\n"
-                           "from prometheus_client.parser import text_string_to_metric_families\n"
-                           "for family in text_string_to_metric_families(open(sys.argv[1]).read()):\n"
-                           "    for s in family.samples:\n"
-                           "        labels = ','.join('%s=\"%s\"' % (k, s.labels[k]) for k in sorted(s.labels))\n"
-                           "        print('%s{%s}\\t%r\\t%s' % (s.name, labels, s.value, family.type))\n";
-  const std::string command = std::string(kPython) + " " + script + " " + in + " 2>&1";
-  FILE* p = popen(command.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  const int rc = pclose(p);
-  REQUIRE_MESSAGE(rc == 0, "prometheus_client could not parse it: " << out);
-  std::map<std::string, double> values;
-  std::istringstream lines(out);
-  // name TAB value TAB type: label values hold spaces ("On-CPU (samples)").
-  for (std::string line; std::getline(lines, line);) {
-    const size_t tab = line.find('\t');
-    REQUIRE_MESSAGE(tab != std::string::npos, line);
-    values[line.substr(0, tab)] = std::stod(line.substr(tab + 1));
-  }
-  return values;
-}
-
-// GET /metrics over HTTP/1.0: status line and body.
-std::pair<std::string, std::string> Get(int port, const std::string& basic_auth = "") {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n";
-  if (!basic_auth.empty()) request += "Authorization: Basic " + basic_auth + "\r\n";
-  request += "\r\n";
-  REQUIRE(write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size()));
-  std::string response;
-  char buf[8192];
-  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) response.append(buf, static_cast<size_t>(n));
-  close(fd);
-  const size_t head_end = response.find("\r\n\r\n");
-  REQUIRE(head_end != std::string::npos);
-  return {response.substr(0, response.find("\r\n")), response.substr(head_end + 4)};
-}
-
-bool HavePython() {
-  return std::system((std::string(kPython) + " -c 'import prometheus_client' 2>/dev/null").c_str()) == 0;
-}
 
 TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Prometheus parser reads them") {
-  REQUIRE_MESSAGE(HavePython(), "python3-prometheus-client is the oracle (packaging/debian-packages.txt)");
+  REQUIRE_MESSAGE(HavePrometheusParser(), "python3-prometheus-client is the oracle (packaging/debian-packages.txt)");
   ReceiverStats r;
   r.requests = 12;
   r.requests_failed = 2;
@@ -111,7 +57,7 @@ TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Pr
   s.samples_deleted_by_retention = 44;
   s.writes_refused = "disk nearly full";
 
-  const std::map<std::string, double> m = Parse(MetricsText(MetricFamilies(&r, s)));
+  const std::map<std::string, double> m = ParsePrometheus(MetricsText(MetricFamilies(&r, s)));
   CHECK(m.at("kiln_requests_total{}") == 12);
   CHECK(m.at("kiln_requests_failed_total{}") == 2);
   CHECK(m.at("kiln_samples_accepted_total{}") == 3456);
@@ -130,14 +76,14 @@ TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Pr
 
   // Not receiving (a window on captures): no receiver series, not zeros;
   // no symbolizer reporting: no symbolizer series.
-  const std::map<std::string, double> store_only = Parse(MetricsText(MetricFamilies(nullptr, s)));
+  const std::map<std::string, double> store_only = ParsePrometheus(MetricsText(MetricFamilies(nullptr, s)));
   CHECK(store_only.count("kiln_requests_total{}") == 0);
   CHECK(store_only.at("kiln_store_samples{}") == 900);
   CHECK(store_only.count("kiln_symbolizer_busy{}") == 0);
 
   // The background symbolizer: working, 4 waiting, 17 done.
   const SymbolizerFacts symbols{true, 4, 17};
-  const std::map<std::string, double> with_symbols = Parse(MetricsText(MetricFamilies(&r, s, &symbols)));
+  const std::map<std::string, double> with_symbols = ParsePrometheus(MetricsText(MetricFamilies(&r, s, &symbols)));
   CHECK(with_symbols.at("kiln_symbolizer_busy{}") == 1);
   CHECK(with_symbols.at("kiln_symbolizer_queued_files{}") == 4);
   CHECK(with_symbols.at("kiln_symbolizer_files_done_total{}") == 17);
@@ -155,7 +101,7 @@ collector::ExportProfilesServiceRequest Request(int samples) {
 }
 
 TEST_CASE("metrics: scraped over HTTP from a real receiver, they count what was sent and refused") {
-  REQUIRE_MESSAGE(HavePython(), "python3-prometheus-client is the oracle (packaging/debian-packages.txt)");
+  REQUIRE_MESSAGE(HavePrometheusParser(), "python3-prometheus-client is the oracle (packaging/debian-packages.txt)");
   TempDir dir;
   auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadWrite);
   REQUIRE(store.ok());
@@ -194,11 +140,11 @@ TEST_CASE("metrics: scraped over HTTP from a real receiver, they count what was 
   }
 
   // Without the token (basic auth's password), nothing is served.
-  CHECK(Get(port).first.find(" 401 ") != std::string::npos);
+  CHECK(ScrapeMetrics(port).first.find(" 401 ") != std::string::npos);
   // "scraper:s3cret" in base64.
-  const auto [status, body] = Get(port, "c2NyYXBlcjpzM2NyZXQ=");
+  const auto [status, body] = ScrapeMetrics(port, "c2NyYXBlcjpzM2NyZXQ=");
   REQUIRE_MESSAGE(status.find(" 200 ") != std::string::npos, status);
-  const std::map<std::string, double> m = Parse(body);
+  const std::map<std::string, double> m = ParsePrometheus(body);
   CHECK(m.at("kiln_requests_total{}") == 3);
   CHECK(m.at("kiln_requests_failed_total{}") == 1);
   CHECK(m.at("kiln_samples_accepted_total{}") == 42);
