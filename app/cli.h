@@ -1,10 +1,13 @@
 // The kiln command line: one function per subcommand, each returning the
-// process exit code. main.cpp parses arguments (CLI11) and dispatches.
+// process exit code, and each subcommand's flags registered by its own
+// cli_*.cpp (Add*Command); main.cpp lists them, parses (CLI11) and runs the
+// one given.
 #pragma once
 
 #include <signal.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,7 +16,25 @@
 #include "storage/model/transforms.h"
 #include "storage/store.h"
 
+namespace CLI {
+class App;
+}
+
 namespace kiln::app {
+
+// A subcommand of kiln, added to the command line by its cli_*.cpp: its
+// flags are bound to options the `run` closure owns.
+struct Subcommand {
+  CLI::App* command = nullptr;  // command->parsed(): the command line named it
+  std::function<int()> run;     // after parsing: runs it, the process exit code
+};
+// `default_data_dir` is --data-dir's default (kiln's own store).
+Subcommand AddExportCommand(CLI::App& cli, const std::string& default_data_dir);  // cli_export.cpp
+Subcommand AddDiffCommand(CLI::App& cli);                                          // cli_diff.cpp
+Subcommand AddImportCommand(CLI::App& cli, const std::string& default_data_dir);  // cli_import.cpp
+Subcommand AddDumpCommand(CLI::App& cli);                                          // cli_dump.cpp
+Subcommand AddStatsCommand(CLI::App& cli, const std::string& default_data_dir);   // cli_stats.cpp
+Subcommand AddSymbolsCommand(CLI::App& cli, const std::string& default_data_dir); // cli_symbols.cpp
 
 // Where symbols come from besides the profile's own paths (--debug-dir,
 // --debuginfod-urls); used by the window and --headless.

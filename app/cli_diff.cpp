@@ -5,7 +5,10 @@
 #include <map>
 #include <memory>
 
+#include <CLI/CLI.hpp>
+
 #include "app/cli.h"
+#include "app/cli_transforms.h"
 #include "ingest/capture/capture.h"
 #include "ingest/capture/export.h"
 #include "storage/model/diff.h"
@@ -146,6 +149,48 @@ int RunDiff(const DiffOptions& options) {
     bytes = capture::DiffFlameGraphSvg(diff, export_options, normalized);
   }
   return WriteCommandOutput("kiln diff", bytes, options.output);
+}
+
+Subcommand AddDiffCommand(CLI::App& cli) {
+  struct Flags {
+    DiffOptions options;
+    std::string data_dir;  // for a side given no file or store of its own
+    std::unique_ptr<TransformFlags> transforms;
+  };
+  auto f = std::make_shared<Flags>();
+  DiffOptions& o = f->options;
+  CLI::App* cmd = cli.add_subcommand(
+      "diff", "Compare two profiles (capture files or store ranges): what grew, what shrank, what is noise");
+  cmd->add_option("base", o.base.input, "Baseline capture file (or use --base-data-dir)");
+  cmd->add_option("target", o.target.input, "Target capture file (or use --target-data-dir)");
+  cmd->add_option("--data-dir", f->data_dir, "Store for a side given no file or store of its own");
+  for (auto [side, name] : {std::pair{&o.base, std::string("base")}, {&o.target, std::string("target")}}) {
+    cmd->add_option("--" + name + "-data-dir", side->data_dir, "The " + name + " side's store");
+    cmd->add_option("--" + name + "-from", side->from, "The " + name + " side's start (Unix ns or RFC 3339)");
+    cmd->add_option("--" + name + "-to", side->to, "The " + name + " side's end, exclusive");
+    cmd->add_option("--" + name + "-filter", side->filters, "KEY=VALUE for the " + name + " side only (repeatable)");
+  }
+  cmd->add_option("--format", o.format, "folded (difffolded.pl style), json or svg")->capture_default_str();
+  cmd->add_option("--sample-type", o.sample_type, "The sample type to compare (default: each side's)");
+  cmd->add_option("--group-by", o.group_by,
+                  "none, process, thread, instance (process and pid), instance-thread or an attribute key")
+      ->capture_default_str();
+  cmd->add_option("--filter", o.filters, "KEY=VALUE attribute filter for both sides (repeatable)");
+  cmd->add_flag("--absolute", o.absolute, "Compare weights instead of shares of each side's total");
+  cmd->add_flag("--hide-inline", o.hide_inline, "Leave inlined frames out");
+  cmd->add_flag("--annotate", o.annotate, "folded: suffix kernel frames _[k] and JIT frames _[j]");
+  cmd->add_flag("--raw-names", o.raw_names, "perf script and folded input: keep C++/Rust names mangled");
+  cmd->add_option("--event", o.perf_event, "perf script input: the event to read");
+  cmd->add_option("-o,--output", o.output, "Write to a file instead of stdout");
+  f->transforms = std::make_unique<TransformFlags>(cmd);
+  return {cmd, [f]() -> int {
+            DiffOptions& o = f->options;
+            if (!f->transforms->CollectInto(&o.transforms)) return 2;
+            for (DiffSide* side : {&o.base, &o.target}) {
+              if (side->input.empty() && side->data_dir.empty()) side->data_dir = f->data_dir;
+            }
+            return RunDiff(o);
+          }};
 }
 
 }  // namespace kiln::app

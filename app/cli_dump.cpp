@@ -10,6 +10,9 @@
 #include <mutex>
 #include <string>
 
+#include <CLI/CLI.hpp>
+#include <memory>
+
 #include "app/cli.h"
 #include "ingest/capture/capture.h"
 #include "ingest/capture/dump.h"
@@ -139,6 +142,20 @@ int RunDump(const DumpOptions& options) {
   }
   std::fflush(stdout);
   return code;
+}
+
+Subcommand AddDumpCommand(CLI::App& cli) {
+  auto o = std::make_shared<DumpOptions>();
+  CLI::App* cmd =
+      cli.add_subcommand("dump", "Print every sample of capture files (or of requests sent to --listen) readably");
+  cmd->add_flag("--json", o->json, "One JSON object per sample and line");
+  cmd->add_option("--limit", o->limit, "At most this many samples per file (0: all)");
+  cmd->add_flag("--raw-names", o->raw_names, "perf script and folded: keep C++/Rust names mangled");
+  cmd->add_option("--listen", o->listen,
+                  "Receive OTLP gRPC on this address (e.g. 127.0.0.1:11000) and print each request; stores "
+                  "nothing");
+  cmd->add_option("files", o->files, "OTLP (protobuf/JSON), pprof, folded or perf script files");
+  return {cmd, [o] { return RunDump(*o); }};
 }
 
 }  // namespace kiln::app

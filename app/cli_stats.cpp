@@ -2,6 +2,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include <CLI/CLI.hpp>
+#include <memory>
+
 #include "app/cli.h"
 #include "storage/store.h"
 
@@ -62,6 +65,14 @@ int RunStats(const StatsOptions& options) {
                 std::string(info.unit).c_str(), std::string(info.description).c_str());
   }
   return 0;
+}
+
+Subcommand AddStatsCommand(CLI::App& cli, const std::string& default_data_dir) {
+  auto o = std::make_shared<StatsOptions>();
+  o->data_dir = default_data_dir;
+  CLI::App* cmd = cli.add_subcommand("stats", "Show what a store holds");
+  cmd->add_option("--data-dir", o->data_dir, "Store directory")->capture_default_str();
+  return {cmd, [o] { return RunStats(*o); }};
 }
 
 }  // namespace kiln::app

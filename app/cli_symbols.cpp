@@ -7,6 +7,9 @@
 #include <iostream>
 #include <map>
 
+#include <CLI/CLI.hpp>
+#include <memory>
+
 #include "app/cli.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
@@ -125,6 +128,26 @@ int RunSymbolsList(const SymbolsListOptions& options) {
     std::printf("  functions: %llu\n", static_cast<unsigned long long>(status.functions));
   }
   return 0;
+}
+
+Subcommand AddSymbolsCommand(CLI::App& cli, const std::string& default_data_dir) {
+  CLI::App* cmd = cli.add_subcommand("symbols", "Symbols for native frames: add files, list status");
+  cmd->require_subcommand(1);
+  auto add = std::make_shared<SymbolsAddOptions>();
+  add->data_dir = default_data_dir;
+  CLI::App* add_cmd =
+      cmd->add_subcommand("add", "Store the symbols of ELF files (executables, libraries, debug files)");
+  add_cmd->add_option("--data-dir", add->data_dir, "Store directory")->capture_default_str();
+  add_cmd->add_option("files", add->files, "ELF files, matched by htlhash or GNU build id")->required();
+  add_cmd
+      ->add_option("--wait", add->wait_seconds, "When kiln is running on the store: seconds to wait for its answer")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  auto list = std::make_shared<SymbolsListOptions>();
+  list->data_dir = default_data_dir;
+  CLI::App* list_cmd = cmd->add_subcommand("list", "Every executable seen, with its ids and symbol status");
+  list_cmd->add_option("--data-dir", list->data_dir, "Store directory")->capture_default_str();
+  return {cmd, [add, add_cmd, list] { return add_cmd->parsed() ? RunSymbolsAdd(*add) : RunSymbolsList(*list); }};
 }
 
 }  // namespace kiln::app

@@ -18,82 +18,18 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <tuple>
 
 #include "app/cli.h"
 #include "app/metrics_listen.h"
 #include "app/demo_profile.h"
 #include "app/desktop_settings.h"
 #include "app/gui_app.h"
-#include "ingest/capture/capture_commands.h"
 #include "ingest/otlp_receiver.h"
 #include "kiln_version.h"
 #include "storage/store.h"
 
 namespace kiln::app {
-namespace capture = kiln::capture;
 namespace {
-
-// The transform flags of `kiln export` and `kiln diff` (--invert,
-// --focus=FN, ...): one option per kind, applied in command-line order.
-class TransformFlags {
- public:
-  explicit TransformFlags(CLI::App* command) : command_(command) {
-    using Kind = storage::Transform::Kind;
-    Add(Kind::kInvert, false, "Reverse each stack: leaf first (a bottom-up tree)");
-    Add(Kind::kFocusFunction, true, "Keep stacks through FN, each starting at FN's outermost call");
-    option_for_callees_ = command->add_option("--callees-of", "The same as --focus (FN's callees, merged)")
-                              ->allow_extra_args(false)
-                              ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    Add(Kind::kFocusSubtree, true, "Keep stacks starting with the path A;B;C, each starting at C");
-    Add(Kind::kCallersOf, true, "Keep stacks through FN, each inverted from FN's innermost call up to the root");
-    Add(Kind::kMerge, true, "Remove FN's frames; their weight goes to the caller");
-    Add(Kind::kHide, true, "Remove frames whose name matches REGEX (RE2); the weight stays");
-    Add(Kind::kCollapseRecursion, false,
-        "Consecutive repeats of a frame become one; with =FN, all of FN's recursion (also indirect)");
-    Add(Kind::kCollapseDirectRecursion, true, "Consecutive repeats of FN become one");
-    Add(Kind::kCollapseLibrary, true, "Consecutive frames of executable EXE (file name) become one frame");
-    Add(Kind::kDropKernel, false, "Remove kernel frames");
-  }
-
-  // After parsing: the transforms in the order they were given.
-  absl::StatusOr<std::vector<storage::Transform>> Collect() const {
-    std::vector<storage::Transform> out;
-    std::map<const CLI::Option*, size_t> seen;
-    for (const CLI::Option* o : command_->parse_order()) {
-      std::string flag;
-      for (const auto& [option, name] : options_) {
-        if (option == o) flag = name;
-      }
-      if (o == option_for_callees_) flag = "callees-of";
-      if (flag.empty()) continue;
-      const size_t k = seen[o]++;
-      const std::vector<std::string>& values = o->results();
-      std::string spec = flag;
-      if (k < values.size() && !values[k].empty() && values[k] != "true") spec += "=" + values[k];
-      absl::StatusOr<storage::Transform> t = storage::ParseTransform(spec);
-      if (!t.ok()) return t.status();
-      out.push_back(*std::move(t));
-    }
-    return out;
-  }
-
- private:
-  void Add(storage::Transform::Kind kind, bool takes_value, const std::string& help) {
-    const std::string name(storage::TransformFlag(kind));
-    // One value per use (never the positional arguments after it), every
-    // use kept: --hide a --hide b hides both.
-    CLI::Option* o = command_->add_option("--" + name, help)
-                         ->allow_extra_args(false)
-                         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-    if (!takes_value) o->expected(0, 1);
-    options_.emplace_back(o, name);
-  }
-
-  CLI::App* command_;
-  std::vector<std::pair<const CLI::Option*, std::string>> options_;
-  const CLI::Option* option_for_callees_ = nullptr;
-};
 
 int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
   std::string data_dir = where.data_dir;
@@ -261,154 +197,20 @@ int main(int argc, char** argv) {
   cli.add_option("--debuginfod-urls", where.symbols.debuginfod_urls,
                  "debuginfod servers to fetch debug files from (space-separated; default $DEBUGINFOD_URLS)");
 
-  ExportOptions export_options;
-  export_options.data_dir = where.data_dir;
-  CLI::App* export_cmd = cli.add_subcommand("export", "Write stored profiles, or convert a capture file");
-  std::string input, perf_event;
-  bool hide_inline = false;
-  export_cmd->add_option("--data-dir", export_options.data_dir, "Store directory")->capture_default_str();
-  export_cmd->add_option("--input", input, "Read this capture file instead of a store (a converter)");
-  export_cmd->add_option("--format", export_options.format, "folded, otlp, pprof or svg")->capture_default_str();
-  CLI::Option* group_opt =
-      export_cmd->add_option("--group-by", export_options.group_by, "none, process, thread, instance (process and pid), instance-thread or an attribute key")
-          ->capture_default_str();
-  export_cmd->add_option("--sample-type,--kind", export_options.sample_type,
-                         "The sample type to write: a type name (cpu, alloc_space), type/unit, or on-cpu, off-cpu, "
-                         "probe (default: pprof's default for pprof input, else on-CPU samples)");
-  export_cmd->add_option("--event", perf_event, "perf script input: the event to read");
-  export_cmd->add_flag("--hide-inline", hide_inline, "Leave inlined frames out (with --input)");
-  bool raw_names = false;
-  export_cmd->add_flag("--raw-names", raw_names,
-                       "perf script and folded input: keep C++/Rust names mangled (as stackcollapse-perf.pl)");
-  export_cmd->add_option("--from", export_options.from, "Start (Unix ns or RFC 3339), inclusive");
-  export_cmd->add_option("--to", export_options.to, "End (Unix ns or RFC 3339), exclusive");
-  export_cmd->add_option("--filter", export_options.filters, "KEY=VALUE attribute filter (repeatable)");
-  export_cmd->add_flag("--annotate", export_options.annotate, "Suffix kernel frames _[k] and JIT frames _[j]");
-  export_cmd->add_option("-o,--output", export_options.output, "Write to a file instead of stdout");
-  TransformFlags export_transforms(export_cmd);
-
-  DiffOptions diff_options;
-  CLI::App* diff_cmd = cli.add_subcommand(
-      "diff", "Compare two profiles (capture files or store ranges): what grew, what shrank, what is noise");
-  diff_cmd->add_option("base", diff_options.base.input, "Baseline capture file (or use --base-data-dir)");
-  diff_cmd->add_option("target", diff_options.target.input, "Target capture file (or use --target-data-dir)");
-  std::string diff_data_dir;
-  diff_cmd->add_option("--data-dir", diff_data_dir, "Store for a side given no file or store of its own");
-  for (auto [side, name] : {std::pair{&diff_options.base, std::string("base")}, {&diff_options.target, std::string("target")}}) {
-    diff_cmd->add_option("--" + name + "-data-dir", side->data_dir, "The " + name + " side's store");
-    diff_cmd->add_option("--" + name + "-from", side->from, "The " + name + " side's start (Unix ns or RFC 3339)");
-    diff_cmd->add_option("--" + name + "-to", side->to, "The " + name + " side's end, exclusive");
-    diff_cmd->add_option("--" + name + "-filter", side->filters, "KEY=VALUE for the " + name + " side only (repeatable)");
-  }
-  diff_cmd->add_option("--format", diff_options.format, "folded (difffolded.pl style), json or svg")->capture_default_str();
-  diff_cmd->add_option("--sample-type", diff_options.sample_type, "The sample type to compare (default: each side's)");
-  diff_cmd->add_option("--group-by", diff_options.group_by, "none, process, thread, instance (process and pid), instance-thread or an attribute key")->capture_default_str();
-  diff_cmd->add_option("--filter", diff_options.filters, "KEY=VALUE attribute filter for both sides (repeatable)");
-  diff_cmd->add_flag("--absolute", diff_options.absolute, "Compare weights instead of shares of each side's total");
-  diff_cmd->add_flag("--hide-inline", diff_options.hide_inline, "Leave inlined frames out");
-  diff_cmd->add_flag("--annotate", diff_options.annotate, "folded: suffix kernel frames _[k] and JIT frames _[j]");
-  diff_cmd->add_flag("--raw-names", diff_options.raw_names, "perf script and folded input: keep C++/Rust names mangled");
-  diff_cmd->add_option("--event", diff_options.perf_event, "perf script input: the event to read");
-  diff_cmd->add_option("-o,--output", diff_options.output, "Write to a file instead of stdout");
-  TransformFlags diff_transforms(diff_cmd);
-
-  capture::ImportCommand import_options;
-  import_options.data_dir = where.data_dir;
-  CLI::App* import_cmd = cli.add_subcommand("import", "Import capture files into a store");
-  import_cmd->add_option("--data-dir", import_options.data_dir, "Store directory")->capture_default_str();
-  import_cmd->add_option("--sample-type", import_options.sample_type,
-                         "pprof: import only this sample type (default: every one)");
-  import_cmd->add_option("--event", import_options.perf_event, "perf script: the event to read");
-  import_cmd->add_flag("--raw-names", import_options.raw_names,
-                       "perf script and folded: keep C++/Rust names mangled");
-  import_cmd->add_option("files", import_options.files, "OTLP (protobuf/JSON), pprof, folded or perf script files")
-      ->required();
-
-  DumpOptions dump_options;
-  CLI::App* dump_cmd =
-      cli.add_subcommand("dump", "Print every sample of capture files (or of requests sent to --listen) readably");
-  dump_cmd->add_flag("--json", dump_options.json, "One JSON object per sample and line");
-  dump_cmd->add_option("--limit", dump_options.limit, "At most this many samples per file (0: all)");
-  dump_cmd->add_flag("--raw-names", dump_options.raw_names, "perf script and folded: keep C++/Rust names mangled");
-  dump_cmd->add_option("--listen", dump_options.listen,
-                       "Receive OTLP gRPC on this address (e.g. 127.0.0.1:11000) and print each request; stores "
-                       "nothing");
-  dump_cmd->add_option("files", dump_options.files, "OTLP (protobuf/JSON), pprof, folded or perf script files");
-
-  StatsOptions stats_options;
-  stats_options.data_dir = where.data_dir;
-  CLI::App* stats_cmd = cli.add_subcommand("stats", "Show what a store holds");
-  stats_cmd->add_option("--data-dir", stats_options.data_dir, "Store directory")->capture_default_str();
-
-  CLI::App* symbols_cmd = cli.add_subcommand("symbols", "Symbols for native frames: add files, list status");
-  symbols_cmd->require_subcommand(1);
-  SymbolsAddOptions symbols_add;
-  symbols_add.data_dir = where.data_dir;
-  CLI::App* symbols_add_cmd = symbols_cmd->add_subcommand(
-      "add", "Store the symbols of ELF files (executables, libraries, debug files)");
-  symbols_add_cmd->add_option("--data-dir", symbols_add.data_dir, "Store directory")->capture_default_str();
-  symbols_add_cmd->add_option("files", symbols_add.files, "ELF files, matched by htlhash or GNU build id")
-      ->required();
-  symbols_add_cmd
-      ->add_option("--wait", symbols_add.wait_seconds,
-                   "When kiln is running on the store: seconds to wait for its answer")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-  SymbolsListOptions symbols_list;
-  symbols_list.data_dir = where.data_dir;
-  CLI::App* symbols_list_cmd =
-      symbols_cmd->add_subcommand("list", "Every executable seen, with its ids and symbol status");
-  symbols_list_cmd->add_option("--data-dir", symbols_list.data_dir, "Store directory")->capture_default_str();
+  // Each subcommand's flags come from its own cli_*.cpp (app/cli.h).
+  const Subcommand subcommands[] = {
+      AddExportCommand(cli, where.data_dir), AddDiffCommand(cli),
+      AddImportCommand(cli, where.data_dir), AddDumpCommand(cli),
+      AddStatsCommand(cli, where.data_dir),  AddSymbolsCommand(cli, where.data_dir),
+  };
 
   CLI11_PARSE(cli, argc, argv);
   gui.retention_age_given = retention_age_option->count() > 0;
   gui.retention_size_given = retention_size_option->count() > 0;
 
-  for (auto [command, flags, target] : {std::tuple{export_cmd, &export_transforms, &export_options.transforms},
-                                        {diff_cmd, &diff_transforms, &diff_options.transforms}}) {
-    if (!command->parsed()) continue;
-    absl::StatusOr<std::vector<kiln::storage::Transform>> transforms = flags->Collect();
-    if (!transforms.ok()) {
-      std::fprintf(stderr, "kiln %s: %s\n", command->get_name().c_str(),
-                   std::string(transforms.status().message()).c_str());
-      return 2;
-    }
-    *target = *std::move(transforms);
+  for (const Subcommand& sub : subcommands) {
+    if (sub.command->parsed()) return sub.run();
   }
-  if (diff_cmd->parsed()) {
-    for (DiffSide* side : {&diff_options.base, &diff_options.target}) {
-      if (side->input.empty() && side->data_dir.empty()) side->data_dir = diff_data_dir;
-    }
-    return RunDiff(diff_options);
-  }
-
-  if (export_cmd->parsed() && !input.empty()) {
-    capture::ConvertCommand convert;
-    convert.input = input;
-    convert.format = export_options.format;
-    // Unset sample type/group-by let the converter choose from the capture.
-    if (group_opt->count() > 0) convert.group_by = export_options.group_by;
-    if (absl::Status s = ParseTimeRange(export_options.from, export_options.to, &convert.from_ns, &convert.to_ns);
-        !s.ok()) {
-      std::fprintf(stderr, "kiln export: %s\n", std::string(s.message()).c_str());
-      return 2;
-    }
-    convert.filters = export_options.filters;
-    convert.annotate = export_options.annotate;
-    convert.hide_inline = hide_inline;
-    convert.sample_type = export_options.sample_type;
-    convert.perf_event = perf_event;
-    convert.raw_names = raw_names;
-    convert.transforms = export_options.transforms;
-    convert.output = export_options.output;
-    return capture::RunConvertCommand(convert, std::cout, std::cerr);
-  }
-  if (export_cmd->parsed()) return RunExport(export_options);
-  if (import_cmd->parsed()) return capture::RunImportCommand(import_options, std::cout, std::cerr);
-  if (stats_cmd->parsed()) return RunStats(stats_options);
-  if (dump_cmd->parsed()) return RunDump(dump_options);
-  if (symbols_add_cmd->parsed()) return RunSymbolsAdd(symbols_add);
-  if (symbols_list_cmd->parsed()) return RunSymbolsList(symbols_list);
   if (headless && (!open_files.empty() || !positional_files.empty())) {
     std::fprintf(stderr, "kiln: --headless opens no capture files; use `kiln import --data-dir DIR FILE...`\n");
     return 2;
