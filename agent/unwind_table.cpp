@@ -4,7 +4,6 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -553,42 +552,6 @@ bool MergeSpans(SpanSources& spans, RowStream& rows) {
   }
 }
 
-// Whether `p` lies in a mapping of a file (/proc/self/maps names an inode):
-// libelf reads a file it cannot map into memory of its own, whose pages
-// MADV_DONTNEED would make read as zeros.
-bool InFileMapping(const void* p) {
-  const auto at = reinterpret_cast<std::uintptr_t>(p);
-  std::FILE* maps = std::fopen("/proc/self/maps", "re");
-  if (!maps) return false;
-  char line[512];
-  bool file = false;
-  while (std::fgets(line, sizeof(line), maps)) {
-    unsigned long lo = 0, hi = 0, inode = 0;
-    if (std::sscanf(line, "%lx-%lx %*s %*s %*s %lu", &lo, &hi, &inode) != 3) continue;
-    if (at >= lo && at < hi) {
-      file = inode != 0;
-      break;
-    }
-  }
-  std::fclose(maps);
-  return file;
-}
-
-// The whole pages of section `name` of `elf`, if libelf mapped it from the
-// file: pages BuildFromElf may drop from its RSS.
-std::optional<std::pair<std::uintptr_t, std::uintptr_t>> MappedPages(Elf* elf, const char* name) {
-  auto sec = symbols::internal::FindSectionWithData(elf, name);
-  Elf_Data* data = sec ? elf_rawdata(sec->scn, nullptr) : nullptr;
-  if (!data || !data->d_buf || data->d_size == 0 || !InFileMapping(data->d_buf)) return std::nullopt;
-  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  auto begin = reinterpret_cast<std::uintptr_t>(data->d_buf);
-  std::uintptr_t end = begin + data->d_size;
-  begin = (begin + page - 1) & ~(page - 1);  // whole pages inside the section only
-  end &= ~(page - 1);
-  if (end <= begin) return std::nullopt;
-  return std::make_pair(begin, end);
-}
-
 Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimits& limits,
                                  UnwindInfoTable* compact_into) {
   using R = Result<UnwindTable>;
@@ -616,14 +579,10 @@ Result<UnwindTable> BuildFromElf(Elf* elf, Elf* debug_elf, const UnwindTableLimi
       // order, mostly once: dropping the pages now and then keeps only
       // those in use (a private file mapping, never written, reads them
       // again from the page cache if they are needed again). An image in
-      // memory (the vDSO's copy) has no such pages: MappedPages finds none.
-      std::vector<std::pair<std::uintptr_t, std::uintptr_t>> pages;
-      for (const char* name : {".eh_frame", ".eh_frame_hdr"})
-        if (auto p = MappedPages(elf, name)) pages.push_back(*p);
+      // memory (the vDSO's copy) has no such pages (MappedSectionPages).
+      const symbols::internal::MappedSectionPages pages(elf, {".eh_frame", ".eh_frame_hdr"});
       std::function<void()> release;
-      if (!pages.empty()) release = [pages] {
-        for (auto [begin, end] : pages) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-      };
+      if (!pages.empty()) release = [&pages] { pages.Drop(); };
       auto added = CollectSpans(cfi.get(), *starts, limits, spans, table.stats, release);
       if (!added)
         return R::Error(added.error() == limits.TooManyRows() || added.error() == stream.error()

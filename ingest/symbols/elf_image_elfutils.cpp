@@ -1,9 +1,11 @@
 #include "ingest/symbols/elf_image_elfutils.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -114,6 +116,47 @@ Elf_Scn* ElfImage::FindSection(std::string_view name, GElf_Shdr* shdr) const {
 
 std::optional<ElfSection> ElfImage::FindSectionWithData(std::string_view name) const {
   return internal::FindSectionWithData(elf_, name);
+}
+
+namespace {
+
+bool InFileMapping(const void* p) {
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  std::FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (!maps) return false;
+  char line[512];
+  bool file = false;
+  while (std::fgets(line, sizeof(line), maps)) {
+    unsigned long lo = 0, hi = 0, inode = 0;
+    if (std::sscanf(line, "%lx-%lx %*s %*s %*s %lu", &lo, &hi, &inode) != 3) continue;
+    if (at >= lo && at < hi) {
+      file = inode != 0;
+      break;
+    }
+  }
+  std::fclose(maps);
+  return file;
+}
+
+}  // namespace
+
+MappedSectionPages::MappedSectionPages(Elf* elf, std::initializer_list<const char*> sections) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  for (const char* name : sections) {
+    std::optional<ElfSection> sec = FindSectionWithData(elf, name);
+    // Raw: a compressed section's bytes in the file, not libelf's copy.
+    Elf_Data* data = sec ? elf_rawdata(sec->scn, nullptr) : nullptr;
+    if (!data || !data->d_buf || data->d_size == 0 || !InFileMapping(data->d_buf)) continue;
+    auto begin = reinterpret_cast<std::uintptr_t>(data->d_buf);
+    std::uintptr_t end = begin + data->d_size;
+    begin = (begin + page - 1) & ~(page - 1);  // whole pages inside the section only
+    end &= ~(page - 1);
+    if (end > begin) ranges_.emplace_back(begin, end);
+  }
+}
+
+void MappedSectionPages::Drop() const {
+  for (auto [begin, end] : ranges_) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 std::optional<ElfSection> FindSectionWithData(Elf* elf, std::string_view name) {

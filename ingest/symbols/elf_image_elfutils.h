@@ -15,10 +15,13 @@
 #include <libelf.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ingest/symbols/elf_checks.h"
@@ -39,6 +42,24 @@ std::string BuildIdFromNotes(Elf_Data* data);
 // SHT_NOBITS, as a separate debug file's .text is), in an image's Elf (or a
 // section-reading helper's).
 std::optional<ElfSection> FindSectionWithData(Elf* elf, std::string_view name);
+
+// The pages of some sections of a file libelf mapped (ELF_C_READ_MMAP), to
+// drop from the process's RSS now and then while a long read walks them:
+// the mapping is private and never written, so a page needed again is read
+// back from the page cache. Sections libelf holds in memory of its own (a
+// file it could not map, decompressed sections, an image from bytes) have
+// no such pages: dropping those would make them read as zeros, so they are
+// left out (the address must lie in a mapping /proc/self/maps names an
+// inode for).
+class MappedSectionPages {
+ public:
+  MappedSectionPages(Elf* elf, std::initializer_list<const char*> sections);
+  bool empty() const { return ranges_.empty(); }
+  void Drop() const;  // MADV_DONTNEED
+
+ private:
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges_;  // whole pages inside each section
+};
 
 class ElfImage {
  public:
