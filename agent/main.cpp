@@ -243,7 +243,8 @@ int main(int argc, char** argv) {
         for (const auto& [v, n] : py.versions)
           versions += (versions.empty() ? "" : ", ") + v + " x" + std::to_string(n);
         std::printf("kiln-agent:   Python: %zu processes (%s), %zu threads; %llu frames recorded, %llu named, "
-                    "%llu of them from an earlier read (the code object gone by then), %llu code objects unreadable; walks without Python frames: %llu thread state not known "
+                    "%llu of them from an earlier read (the code object gone by then), %llu code objects unreadable; "
+                    "walks without Python frames: %llu thread state not known "
                     "(%llu stale), %llu reads failed, %llu frame chains that loop\n",
                     py.processes, versions.empty() ? "none" : versions.c_str(), py.threads,
                     static_cast<unsigned long long>(ws.py_frames), static_cast<unsigned long long>(py.frames_named),

@@ -242,12 +242,14 @@ bool UnwindLoader::EvictIdle() {
     bool running = false;
   };
   std::unordered_map<std::string, Use> seen;
-  for (const auto& [pid, lp] : loaded_)
+  for (const auto& [pid, lp] : loaded_) {
+    const bool running = lp.Running(now);
     for (const std::string& key : lp.files) {
       Use& u = seen[key];
       u.last = std::max(u.last, lp.last_sampled);
-      u.running = u.running || lp.Running(now);
+      u.running = u.running || running;
     }
+  }
   auto coldest = tables_.end();
   Clock::time_point oldest = Clock::time_point::max();
   for (auto it = tables_.begin(); it != tables_.end(); ++it) {
