@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -120,33 +121,35 @@ std::optional<ElfSection> ElfImage::FindSectionWithData(std::string_view name) c
 
 namespace {
 
-bool InFileMapping(const void* p) {
-  const auto at = reinterpret_cast<std::uintptr_t>(p);
+// This process's mappings of files (/proc/self/maps lines with an inode).
+std::vector<std::pair<std::uintptr_t, std::uintptr_t>> FileMappings() {
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> out;
   std::FILE* maps = std::fopen("/proc/self/maps", "re");
-  if (!maps) return false;
+  if (!maps) return out;
   char line[512];
-  bool file = false;
   while (std::fgets(line, sizeof(line), maps)) {
     unsigned long lo = 0, hi = 0, inode = 0;
-    if (std::sscanf(line, "%lx-%lx %*s %*s %*s %lu", &lo, &hi, &inode) != 3) continue;
-    if (at >= lo && at < hi) {
-      file = inode != 0;
-      break;
-    }
+    if (std::sscanf(line, "%lx-%lx %*s %*s %*s %lu", &lo, &hi, &inode) == 3 && inode != 0) out.emplace_back(lo, hi);
   }
   std::fclose(maps);
-  return file;
+  return out;
 }
 
 }  // namespace
 
 MappedSectionPages::MappedSectionPages(Elf* elf, std::initializer_list<const char*> sections) {
   const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  std::optional<std::vector<std::pair<std::uintptr_t, std::uintptr_t>>> files;  // read once, if needed
+  auto in_file_mapping = [&](const void* p) {
+    if (!files) files = FileMappings();
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    return std::any_of(files->begin(), files->end(), [at](const auto& m) { return at >= m.first && at < m.second; });
+  };
   for (const char* name : sections) {
     std::optional<ElfSection> sec = FindSectionWithData(elf, name);
     // Raw: a compressed section's bytes in the file, not libelf's copy.
     Elf_Data* data = sec ? elf_rawdata(sec->scn, nullptr) : nullptr;
-    if (!data || !data->d_buf || data->d_size == 0 || !InFileMapping(data->d_buf)) continue;
+    if (!data || !data->d_buf || data->d_size == 0 || !in_file_mapping(data->d_buf)) continue;
     auto begin = reinterpret_cast<std::uintptr_t>(data->d_buf);
     std::uintptr_t end = begin + data->d_size;
     begin = (begin + page - 1) & ~(page - 1);  // whole pages inside the section only

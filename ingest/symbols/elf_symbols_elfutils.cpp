@@ -135,8 +135,8 @@ absl::StatusOr<std::optional<std::string>> DecompressZstdSections(const ElfImage
 class DwarfReader {
  public:
   // `pages`: the file's mapped DWARF sections, dropped every kUnitsPerDrop
-  // units (may be null).
-  DwarfReader(Dwarf* dbg, DwarfTableWriter& writer, const MappedSectionPages* pages)
+  // units.
+  DwarfReader(Dwarf* dbg, DwarfTableWriter& writer, const MappedSectionPages& pages)
       : dbg_(dbg), writer_(writer), pages_(pages) {}
 
   // InvalidArgument when no unit header is readable; *broken_unit when the
@@ -161,7 +161,7 @@ class DwarfReader {
       // own RelWithDebInfo binary: 90 MB of them, on top of the table
       // being built). Pages a later unit needs again come back from the
       // page cache.
-      if (pages_ && units % kUnitsPerDrop == 0) pages_->Drop();
+      if (units % kUnitsPerDrop == 0) pages_.Drop();
     }
     if (rc < 0 && units == 0)
       return absl::InvalidArgumentError(absl::StrCat("DWARF units unreadable: ", dwarf_errmsg(-1)));
@@ -376,7 +376,7 @@ class DwarfReader {
   static constexpr size_t kUnitsPerDrop = 8;
   Dwarf* dbg_;
   DwarfTableWriter& writer_;
-  const MappedSectionPages* pages_;
+  const MappedSectionPages& pages_;
   uint64_t walk_work_ = 0;  // DIEs x (depth + 1), all units so far
   uint64_t walk_dies_ = 0;
   uint64_t walk_dies_limit_ = 0;  // walk_dies_ at the current unit's start + its bytes
@@ -466,7 +466,7 @@ class ElfutilsSymbolSource final : public SymbolSource {
     const MappedSectionPages pages(image_.elf(), {".debug_info", ".debug_line", ".debug_str", ".debug_line_str",
                                                    ".debug_abbrev", ".debug_ranges", ".debug_rnglists",
                                                    ".debug_addr", ".debug_str_offsets"});
-    DwarfReader reader(dbg, writer, pages.empty() ? nullptr : &pages);
+    DwarfReader reader(dbg, writer, pages);
     bool broken_unit = false;
     absl::Status s = reader.ReadAll(&broken_unit);
     std::string broken_message = broken_unit ? dwarf_errmsg(-1) : "";
