@@ -58,15 +58,25 @@ inline std::map<std::string, double> ParsePrometheus(const std::string& text) {
   return values;
 }
 
-// GET /metrics on 127.0.0.1:`port` over HTTP/1.0: status line and body.
-inline std::pair<std::string, std::string> ScrapeMetrics(int port, const std::string& basic_auth = "") {
+// A TCP connection to 127.0.0.1:`port`, or -1 when nothing listens there.
+inline int ConnectLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
+  if (fd < 0) return -1;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// GET /metrics on 127.0.0.1:`port` over HTTP/1.0: status line and body.
+inline std::pair<std::string, std::string> ScrapeMetrics(int port, const std::string& basic_auth = "") {
+  const int fd = ConnectLoopback(port);
+  REQUIRE(fd >= 0);
   std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n";
   if (!basic_auth.empty()) request += "Authorization: Basic " + basic_auth + "\r\n";
   request += "\r\n";

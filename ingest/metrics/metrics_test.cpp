@@ -4,19 +4,12 @@
 // and store that were sent good and bad requests.
 #include "ingest/metrics/metrics_exporter.h"
 
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
 #include <future>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "ingest/otlp_request_builder.h"

@@ -7,12 +7,9 @@
 //
 // Needs a display (its own Xvfb when DISPLAY is unset); without one it
 // exits 77.
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -30,14 +27,9 @@ namespace kiln {
 namespace {
 
 bool Listening(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  const int fd = testing::ConnectLoopback(port);
   if (fd >= 0) close(fd);
-  return ok;
+  return fd >= 0;
 }
 
 TEST_CASE("the window's --metrics-listen serves the receiver's, the store's and the symbolizer's series") {
