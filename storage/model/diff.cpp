@@ -66,6 +66,15 @@ double TwoProportionZ(uint64_t a, uint64_t n, uint64_t b, uint64_t m) {
   return (p2 - p1) / std::sqrt(variance);
 }
 
+double ShareChangeZ(const SampleType& type, const Proportion& base, const Proportion& target) {
+  auto count = [](int64_t w) { return static_cast<uint64_t>(std::max<int64_t>(w, 0)); };
+  if (ClassOfUnit(type.unit) == UnitClass::kCount) {
+    return TwoProportionZ(count(base.weight), count(base.total_weight), count(target.weight),
+                          count(target.total_weight));
+  }
+  return TwoProportionZ(base.events, base.total_events, target.events, target.total_events);
+}
+
 NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized) {
   NodeChange c;
   const NodeWeights& n = diff.target[node];
@@ -81,18 +90,8 @@ NodeChange CompareNode(const DiffTree& diff, uint32_t node, bool normalized) {
     const int64_t scale = std::max(diff.base_total, diff.target_total);
     c.change = scale > 0 ? static_cast<double>(n.total - b.total) / static_cast<double>(scale) : 0;
   }
-  // Trials: a count-valued type's weight is its number of samples (a
-  // folded line "a;b 30" is one entry of 30 samples); for time and bytes
-  // the entries are the samples (pre-aggregated pprof entries undercount
-  // them, which only makes the test more cautious).
-  if (ClassOfUnit(diff.sample_type.type.unit) == UnitClass::kCount) {
-    c.z = TwoProportionZ(static_cast<uint64_t>(std::max<int64_t>(b.total, 0)),
-                         static_cast<uint64_t>(std::max<int64_t>(diff.base_total, 0)),
-                         static_cast<uint64_t>(std::max<int64_t>(n.total, 0)),
-                         static_cast<uint64_t>(std::max<int64_t>(diff.target_total, 0)));
-  } else {
-    c.z = TwoProportionZ(b.events, diff.base_events, n.events, diff.target_events);
-  }
+  c.z = ShareChangeZ(diff.sample_type.type, {b.total, diff.base_total, b.events, diff.base_events},
+                     {n.total, diff.target_total, n.events, diff.target_events});
   c.significant = std::abs(c.z) >= kSignificantZ;
   c.added = b.total == 0 && b.events == 0 && (n.total != 0 || n.events != 0);
   c.removed = (n.total == 0 && n.events == 0) && (b.total != 0 || b.events != 0);

@@ -74,6 +74,16 @@ DiffMark SubtreeMarkOf(const DiffTree& diff, uint32_t node);
 
 // The z statistic for `a` of `n` samples against `b` of `m` (0 when either
 // total is 0 or the pooled proportion is 0 or 1).
+// One side of a comparison: a part (a node, a function) of a whole.
+struct Proportion {
+  int64_t weight = 0, total_weight = 0;   // the part's and the whole's
+  uint64_t events = 0, total_events = 0;  // numbers of sample entries
+};
+// The z of the change in the part's share from `base` to `target`: a
+// count-valued type's weights are its samples; otherwise the entries are
+// (pre-aggregated pprof entries undercount them, which only makes the test
+// more cautious).
+double ShareChangeZ(const SampleType& type, const Proportion& base, const Proportion& target);
 double TwoProportionZ(uint64_t a, uint64_t n, uint64_t b, uint64_t m);
 
 }  // namespace kiln::storage

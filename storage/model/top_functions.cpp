@@ -1,9 +1,11 @@
 #include "storage/model/top_functions.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "storage/model/diff.h"
 
 namespace kiln::storage {
 
@@ -32,9 +34,13 @@ std::vector<TopFunctionRow> BuildTopFunctions(const Stacks& stacks) {
       if (seen[*p] != i) {
         seen[*p] = i;
         rows[*p].total += stacks.weights[i];
+        rows[*p].total_events += stacks.events[i];
       }
     }
-    if (begin != end) rows[*(end - 1)].self += stacks.weights[i];
+    if (begin != end) {
+      rows[*(end - 1)].self += stacks.weights[i];
+      rows[*(end - 1)].self_events += stacks.events[i];
+    }
   }
   // Functions no stack holds any more (a transform removed them) are not
   // shown.
@@ -56,28 +62,48 @@ std::vector<TopFunctionRow> BuildTopFunctions(const Stacks& stacks) {
 std::vector<DiffFunctionRow> BuildDiffTopFunctions(const Stacks& base, const Stacks& target) {
   std::vector<DiffFunctionRow> rows;
   absl::flat_hash_map<std::tuple<std::string, std::string, uint8_t>, size_t> index;
-  auto total_of = [](const Stacks& s) {
-    int64_t t = 0;
-    for (int64_t w : s.weights) t += w;
-    return static_cast<double>(std::max<int64_t>(t, 1));
+  auto totals_of = [](const Stacks& s) {
+    Proportion p;
+    for (int64_t w : s.weights) p.total_weight += w;
+    for (uint64_t e : s.events) p.total_events += e;
+    return p;
   };
-  const double base_total = total_of(base), target_total = total_of(target);
+  const Proportion base_all = totals_of(base), target_all = totals_of(target);
+  const double base_total = static_cast<double>(std::max<int64_t>(base_all.total_weight, 1));
+  const double target_total = static_cast<double>(std::max<int64_t>(target_all.total_weight, 1));
+  std::vector<uint64_t> base_events, target_events;  // per row: total_events of each side
   for (int side = 0; side < 2; ++side) {
     for (const TopFunctionRow& r : BuildTopFunctions(side == 0 ? base : target)) {
       auto [it, added] =
           index.try_emplace(std::make_tuple(r.function, r.executable, static_cast<uint8_t>(r.type)), rows.size());
-      if (added) rows.push_back({r.function, r.executable, r.type});
+      if (added) {
+        rows.push_back({r.function, r.executable, r.type});
+        base_events.push_back(0);
+        target_events.push_back(0);
+      }
       DiffFunctionRow& row = rows[it->second];
       if (side == 0) {
         row.base_self = r.self;
         row.base_total = r.total;
+        base_events[it->second] = r.total_events;
       } else {
         row.target_self = r.self;
         row.target_total = r.total;
+        target_events[it->second] = r.total_events;
       }
     }
   }
-  for (DiffFunctionRow& r : rows) {
+  const Stacks& typed = target.slice ? target : base;
+  const SampleType type = typed.slice ? typed.slice->sample_type.type : SampleType{};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    DiffFunctionRow& r = rows[i];
+    Proportion b = base_all, t = target_all;
+    b.weight = r.base_total;
+    b.events = base_events[i];
+    t.weight = r.target_total;
+    t.events = target_events[i];
+    r.z = ShareChangeZ(type, b, t);
+    r.significant = std::abs(r.z) >= kSignificantZ;
     r.base_self_share = static_cast<double>(r.base_self) / base_total;
     r.base_total_share = static_cast<double>(r.base_total) / base_total;
     r.target_self_share = static_cast<double>(r.target_self) / target_total;

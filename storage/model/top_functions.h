@@ -18,6 +18,8 @@ struct TopFunctionRow {
   FrameType type = FrameType::kUnknown;
   int64_t self = 0;   // weight of stacks whose leaf is this function
   int64_t total = 0;  // weight of stacks containing it (counted once per stack)
+  uint64_t self_events = 0;   // the same as numbers of sample entries
+  uint64_t total_events = 0;
 };
 
 // One row per function (label, executable, type) of the stacks, sorted by
@@ -38,6 +40,10 @@ struct DiffFunctionRow {
   int64_t target_self = 0, target_total = 0;
   double base_self_share = 0, base_total_share = 0;
   double target_self_share = 0, target_total_share = 0;
+  // Whether the total share's change is more than sampling noise, tested
+  // as the diff flame graph tests a node (ShareChangeZ).
+  double z = 0;
+  bool significant = false;
 };
 // Sorted by the change in total share, largest growth first.
 std::vector<DiffFunctionRow> BuildDiffTopFunctions(const Stacks& base, const Stacks& target);

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "storage/model/diff.h"
 #include "storage/model/test_fixtures.h"
 #include "storage/model/transforms.h"
 
@@ -85,6 +86,38 @@ TEST_CASE("diff top functions: both sides joined, sorted by the change in total 
   CHECK(rows[2].target_self == 2);
   CHECK(rows[3].function == "b");  // 40 % -> gone
   CHECK(rows[3].target_total == 0);
+}
+
+TEST_CASE("diff top functions: a change is significant as the diff flame graph would call its node") {
+  // Counts: `a` goes from 500 of 1000 samples to 530 of 1000 (z about 1.3,
+  // noise) and `b` from 100 to 300 (z about 11).
+  auto base = StacksOf(testing::WholeSlice(testing::BatchFromFolded("main;a 500\nmain;b 100\nmain;c 400")));
+  auto target = StacksOf(testing::WholeSlice(testing::BatchFromFolded("main;a 530\nmain;b 300\nmain;c 170")));
+  auto rows = BuildDiffTopFunctions(base, target);
+  auto find = [&](std::string_view name) -> const DiffFunctionRow& {
+    for (const DiffFunctionRow& r : rows) {
+      if (r.function == name) return r;
+    }
+    FAIL("no row " << name);
+    return rows.front();
+  };
+  const DiffFunctionRow& a = find("a");
+  CHECK(a.z == doctest::Approx(TwoProportionZ(500, 1000, 530, 1000)));
+  CHECK_FALSE(a.significant);
+  CHECK(find("b").significant);
+  CHECK(find("b").z > 10);
+  CHECK(find("c").significant);
+  CHECK(find("c").z < -10);
+  // main holds everything on both sides: no change at all.
+  CHECK(find("main").z == 0);
+  CHECK_FALSE(find("main").significant);
+  // The diff tree's own test gives the same z for the same part.
+  const DiffTree diff = BuildDiffTree(base, target, {});
+  for (uint32_t n = 1; n < diff.tree.nodes.size(); ++n) {
+    if (diff.tree.nodes[n].depth == 2) {
+      CHECK(CompareNode(diff, n).z == doctest::Approx(find(diff.tree.labels[diff.tree.nodes[n].label]).z));
+    }
+  }
 }
 
 }  // namespace kiln::storage
