@@ -23,28 +23,6 @@ std::string DisplayName(const std::string& path) {
 }
 
 // ---------------------------------------------------------------------------
-// TemporaryStore
-// ---------------------------------------------------------------------------
-
-absl::StatusOr<std::unique_ptr<TemporaryStore>> TemporaryStore::Create() {
-  // TMPDIR/kiln-capture-XXXXXX with a marker naming this process, so a
-  // later kiln can sweep it if this one is killed (capture_store_dirs.h).
-  auto dir = capture::CreateCaptureStoreDir();
-  if (!dir.ok()) return dir.status();
-  auto store = storage::Store::Open(*dir, storage::Store::Mode::kReadWrite);
-  if (!store.ok()) {
-    capture::RemoveCaptureStoreDir(*dir);
-    return store.status();
-  }
-  return std::unique_ptr<TemporaryStore>(new TemporaryStore(*dir, *std::move(store)));
-}
-
-TemporaryStore::~TemporaryStore() {
-  store_.reset();  // RocksDB closes its files before the directory goes
-  capture::RemoveCaptureStoreDir(dir_);
-}
-
-// ---------------------------------------------------------------------------
 // CaptureLoad
 // ---------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "app/gui_worker.h"
 #include "ingest/capture/capture.h"
+#include "ingest/capture/capture_store_dirs.h"
 #include "ingest/capture/export.h"
 #include "storage/store.h"
 #include "ui/session_state.h"
@@ -30,24 +31,7 @@
 namespace kiln::app {
 class ReceiverControl;
 
-// A store in a fresh temporary directory, removed (with the store closed
-// first) when this is destroyed.
-class TemporaryStore {
- public:
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TemporaryStore>> Create();
-  ~TemporaryStore();
-  TemporaryStore(const TemporaryStore&) = delete;
-  TemporaryStore& operator=(const TemporaryStore&) = delete;
-
-  storage::Store& store() { return *store_; }
-  const std::string& dir() const { return dir_; }
-
- private:
-  TemporaryStore(std::string dir, std::unique_ptr<storage::Store> store)
-      : dir_(std::move(dir)), store_(std::move(store)) {}
-  std::string dir_;
-  std::unique_ptr<storage::Store> store_;
-};
+using capture::TemporaryStore;
 
 // What a finished load hands over.
 struct LoadedCapture {

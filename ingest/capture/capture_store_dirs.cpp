@@ -154,4 +154,22 @@ CaptureStoreSweep SweepCaptureStoreDirs(const std::string& base) {
   return result;
 }
 
+absl::StatusOr<std::unique_ptr<TemporaryStore>> TemporaryStore::Create() {
+  // TMPDIR/kiln-capture-XXXXXX with a marker naming this process, so a
+  // later kiln can sweep it if this one is killed.
+  auto dir = CreateCaptureStoreDir();
+  if (!dir.ok()) return dir.status();
+  auto store = storage::Store::Open(*dir, storage::Store::Mode::kReadWrite);
+  if (!store.ok()) {
+    RemoveCaptureStoreDir(*dir);
+    return store.status();
+  }
+  return std::unique_ptr<TemporaryStore>(new TemporaryStore(*dir, *std::move(store)));
+}
+
+TemporaryStore::~TemporaryStore() {
+  store_.reset();  // RocksDB closes its files before the directory goes
+  RemoveCaptureStoreDir(dir_);
+}
+
 }  // namespace kiln::capture

@@ -10,10 +10,12 @@
 // Threads: plain functions of the file system; any thread.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "storage/store.h"
 
 namespace kiln::capture {
 
@@ -36,5 +38,25 @@ struct CaptureStoreSweep {
 // whose kiln is gone. Anything without the prefix and the marker is left
 // alone, and so are directories of this process.
 CaptureStoreSweep SweepCaptureStoreDirs(const std::string& base = "");
+
+// A store in a fresh capture store directory (CreateCaptureStoreDir),
+// removed (with the store closed first) when this is destroyed: where the
+// window and `kiln mcp --input` put an opened capture.
+class TemporaryStore {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TemporaryStore>> Create();
+  ~TemporaryStore();
+  TemporaryStore(const TemporaryStore&) = delete;
+  TemporaryStore& operator=(const TemporaryStore&) = delete;
+
+  storage::Store& store() { return *store_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  TemporaryStore(std::string dir, std::unique_ptr<storage::Store> store)
+      : dir_(std::move(dir)), store_(std::move(store)) {}
+  std::string dir_;
+  std::unique_ptr<storage::Store> store_;
+};
 
 }  // namespace kiln::capture
