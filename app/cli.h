@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "app/receiver_control.h"
+#include "storage/model/time_text.h"
 #include "storage/model/transforms.h"
 #include "storage/store.h"
 
@@ -21,6 +22,10 @@ class App;
 }
 
 namespace kiln::app {
+
+// Times on the command line: storage/model/time_text.h.
+using storage::FormatTime;
+using storage::ParseTimeRange;
 
 // A subcommand of kiln, added to the command line by its cli_*.cpp: its
 // flags are bound to options the `run` closure owns.
@@ -35,6 +40,7 @@ Subcommand AddImportCommand(CLI::App& cli, const std::string& default_data_dir);
 Subcommand AddDumpCommand(CLI::App& cli);                                          // cli_dump.cpp
 Subcommand AddStatsCommand(CLI::App& cli, const std::string& default_data_dir);   // cli_stats.cpp
 Subcommand AddSymbolsCommand(CLI::App& cli, const std::string& default_data_dir); // cli_symbols.cpp
+Subcommand AddMcpCommand(CLI::App& cli, const std::string& default_data_dir);     // cli_mcp.cpp
 
 // Where symbols come from besides the profile's own paths (--debug-dir,
 // --debuginfod-urls); used by the window and --headless.
@@ -147,15 +153,5 @@ struct SymbolsListOptions {
   std::string data_dir;
 };
 int RunSymbolsList(const SymbolsListOptions& options);
-
-// Parses a time given as Unix nanoseconds or RFC 3339
-// ("2026-11-21T10:00:00Z", fractional seconds and offsets allowed).
-absl::StatusOr<int64_t> ParseTimeArgument(const std::string& text);
-// --from / --to into *from_ns / *to_ns; an empty text leaves its end as it
-// is (open).
-absl::Status ParseTimeRange(const std::string& from, const std::string& to, int64_t* from_ns, int64_t* to_ns);
-
-// Formats Unix ns as RFC 3339 UTC with nanoseconds.
-std::string FormatTime(int64_t unix_ns);
 
 }  // namespace kiln::app

@@ -12,12 +12,26 @@
 #include "app/cli.h"
 #include "app/desktop_settings.h"
 #include "app/metrics_listen.h"
+#include "app/retention_limits.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
 
 namespace kiln::app {
+
+absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& options) {
+  absl::StatusOr<std::chrono::nanoseconds> age = ParseRetentionAge(options.retention_age);
+  if (!age.ok()) return absl::InvalidArgumentError("--retention-age " + std::string(age.status().message()));
+  storage::StoreOptions store;
+  store.disk_reserve_bytes = options.disk_reserve_bytes;
+  store.retention_age = *age;
+  store.retention_size_bytes = options.retention_size_bytes;
+  store.max_dictionary_memory = options.dictionary_memory_bytes;
+  store.max_attribute_value_bytes_per_sender =
+      options.sender_value_bytes == 0 ? UINT64_MAX : options.sender_value_bytes;
+  return store;
+}
 
 sigset_t BlockShutdownSignals() {
   sigset_t signals;

@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
       AddExportCommand(cli, where.data_dir), AddDiffCommand(cli),
       AddImportCommand(cli, where.data_dir), AddDumpCommand(cli),
       AddStatsCommand(cli, where.data_dir),  AddSymbolsCommand(cli, where.data_dir),
+      AddMcpCommand(cli, where.data_dir),
   };
 
   CLI11_PARSE(cli, argc, argv);

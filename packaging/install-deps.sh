@@ -24,4 +24,15 @@ if (( ${#missing[@]} )); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+# npm installs the official MCP SDK that mcp_sdk_test drives `kiln mcp`
+# with. Debian ships it as a package of its own; NodeSource's nodejs
+# carries it (and conflicts with Debian's), so only a missing command asks
+# for the package.
+if ! command -v npm >/dev/null 2>&1; then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  echo "setup: installing npm"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm >/dev/null
+fi
 echo "setup: all packages present"

@@ -7,8 +7,8 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/time.h"
 #include "storage/model/sample_type.h"
+#include "storage/model/time_text.h"
 
 namespace kiln::capture {
 namespace {
@@ -17,7 +17,7 @@ using storage::ProfileBatch;
 
 std::string TimeText(int64_t unix_ns) {
   if (unix_ns == 0) return "(no time)";
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E9SZ", absl::FromUnixNanos(unix_ns), absl::UTCTimeZone());
+  return storage::FormatTime(unix_ns);
 }
 
 std::string Hex(uint64_t v) {
