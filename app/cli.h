@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@
 
 namespace CLI {
 class App;
+}
+namespace kiln::ingest {
+class Forwarder;
 }
 
 namespace kiln::app {
@@ -49,8 +53,18 @@ struct SymbolFlags {
   std::string debuginfod_urls;  // "" = $DEBUGINFOD_URLS
 };
 
+// --forward and its companions (ingest/forward/forwarder.h).
+struct ForwardFlags {
+  std::vector<std::string> targets;  // --forward HOST:PORT, repeatable
+  bool tls = false;                  // --forward-tls
+  std::string ca_file;               // --forward-ca-file (implies TLS)
+  std::vector<std::string> headers;  // --forward-header KEY=VALUE, repeatable
+  uint64_t max_bytes = storage::StoreOptions().max_forward_bytes;  // --forward-max-queue
+};
+
 struct HeadlessOptions {
   ReceiverFlags receiver;  // --listen, --auth-token-file, --tls-*
+  ForwardFlags forward;
   std::string metrics_listen;  // --metrics-listen: "" = no /metrics
   // --disk-reserve: new data is refused while less is free (StoreOptions).
   uint64_t disk_reserve_bytes = storage::StoreOptions().disk_reserve_bytes;
@@ -70,6 +84,15 @@ struct HeadlessOptions {
 
 // The store options these flags ask for.
 absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& options);
+// Registers --forward, --forward-tls, --forward-ca-file, --forward-header
+// and --forward-max-queue (cli_forward.cpp).
+void AddForwardFlags(CLI::App& cli, ForwardFlags* flags);
+// With --forward: the forwarder, started on `store`, and `receiver` set to
+// queue every accepted request for it; null without. An error names the
+// bad flag.
+absl::StatusOr<std::unique_ptr<ingest::Forwarder>> StartForwarding(const ForwardFlags& flags, storage::Store& store,
+                                                                    ingest::ReceiverOptions* receiver);
+
 // Runs the receiver and the store until SIGINT/SIGTERM.
 int RunHeadless(const HeadlessOptions& options);
 

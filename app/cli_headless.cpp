@@ -15,6 +15,8 @@
 #include "app/retention_limits.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
+#include "absl/strings/str_cat.h"
+#include "ingest/forward/forwarder.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
 
@@ -30,6 +32,7 @@ absl::StatusOr<storage::StoreOptions> StoreOptionsFrom(const HeadlessOptions& op
   store.max_dictionary_memory = options.dictionary_memory_bytes;
   store.max_attribute_value_bytes_per_sender =
       options.sender_value_bytes == 0 ? UINT64_MAX : options.sender_value_bytes;
+  store.max_forward_bytes = options.forward.max_bytes;
   return store;
 }
 
@@ -62,6 +65,12 @@ int RunHeadless(const HeadlessOptions& options) {
     std::fprintf(stderr, "kiln: %s\n", std::string(resolved.status().message()).c_str());
     return 2;
   }
+  absl::StatusOr<std::unique_ptr<ingest::Forwarder>> forwarder =
+      StartForwarding(options.forward, **store, &resolved->options);
+  if (!forwarder.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(forwarder.status().message()).c_str());
+    return 2;
+  }
   auto receiver = ingest::OtlpReceiver::Start(store->get(), resolved->options);
   if (!receiver.ok()) {
     std::fprintf(stderr, "kiln: %s\n", std::string(receiver.status().message()).c_str());
@@ -89,6 +98,12 @@ int RunHeadless(const HeadlessOptions& options) {
                   ? " and at most " + storage::FormatBytes(options.retention_size_bytes)
                   : std::string()))
                 .c_str());
+  for (const std::string& target : options.forward.targets) {
+    const storage::ForwardBacklog owed = (*store)->ForwardBacklogOf(target);
+    std::printf("kiln: forwarding every accepted request to %s%s (%llu owed from before)\n", target.c_str(),
+                options.forward.tls || !options.forward.ca_file.empty() ? " over TLS" : "",
+                static_cast<unsigned long long>(owed.requests));
+  }
   std::fflush(stdout);
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "listening on " + (*receiver)->stats().listen_address);
   std::shared_ptr<void> metrics;  // stops before the receiver, symbolizer and store go
@@ -143,6 +158,7 @@ int RunHeadless(const HeadlessOptions& options) {
   };
   std::thread reporter([&] {
     uint64_t last_samples = 0, last_rejected = 0;
+    std::vector<std::string> last_forward;
     while (!stop.load()) {
       for (int i = 0; i < 50 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       echo_log();
@@ -156,6 +172,28 @@ int RunHeadless(const HeadlessOptions& options) {
         last_samples = st.samples_accepted;
         last_rejected = st.profiles_rejected;
       }
+      // Forwarding: a line per destination when its state changes.
+      if (*forwarder != nullptr) {
+        std::vector<ingest::ForwardStatus> fs = (*forwarder)->Status();
+        last_forward.resize(fs.size());
+        for (size_t i = 0; i < fs.size(); ++i) {
+          const ingest::ForwardStatus& f = fs[i];
+          std::string line = absl::StrCat(
+              "forwarding to ", f.target, ": ", f.connected ? "delivering" : "not connected", ", ",
+              f.backlog.requests, " requests (", storage::FormatBytes(f.backlog.bytes), ") owed",
+              f.backlog.requests > 0
+                  ? absl::StrCat(", oldest ", storage::FormatDuration(storage::UnixNowNs() - f.backlog.oldest_ns))
+                  : "",
+              ", ", f.delivered, " delivered", f.rejected > 0 ? absl::StrCat(", ", f.rejected, " refused") : "",
+              f.last_error.empty() ? "" : absl::StrCat(" (", f.last_error, ")"));
+          std::string state = absl::StrCat(f.connected, f.backlog.requests, f.delivered, f.rejected, f.last_error);
+          if (state != last_forward[i]) {
+            last_forward[i] = state;
+            std::printf("kiln: %s\n", line.c_str());
+            std::fflush(stdout);
+          }
+        }
+      }
     }
   });
 
@@ -167,6 +205,7 @@ int RunHeadless(const HeadlessOptions& options) {
   reporter.join();
   metrics.reset();
   (*receiver)->Stop();
+  forwarder->reset();  // after the receiver: nothing queues any more
   symbolizer.Set(nullptr);
   symbols.reset();  // cancels a read or download in progress
   echo_log();

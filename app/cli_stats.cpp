@@ -54,6 +54,15 @@ int RunStats(const StatsOptions& options) {
                 (st.disk_bytes > in_parts ? st.disk_bytes - in_parts : 0) / 1048576.0);
   }
   if (!st.retention_problem.empty()) std::printf("retention:      PROBLEM: %s\n", st.retention_problem.c_str());
+  // What a --forward kiln still owes each destination (a destination owed
+  // nothing has no line).
+  for (const std::string& destination : (*store)->ForwardDestinations()) {
+    const storage::ForwardBacklog owed = (*store)->ForwardBacklogOf(destination);
+    std::printf("forwarding to %s: %llu requests (%s) owed", destination.c_str(),
+                static_cast<unsigned long long>(owed.requests), storage::FormatBytes(owed.bytes).c_str());
+    if (owed.requests > 0) std::printf(", oldest %s", FormatTime(owed.oldest_ns).c_str());
+    std::printf("\n");
+  }
   // Every reason data was refused, cut or deleted, kept across restarts
   // (storage/model/data_loss.h); zero rows too, so scripts can rely on them.
   const storage::DataLossCounts losses = (*store)->DataLossTotals();

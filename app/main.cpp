@@ -21,6 +21,7 @@
 
 #include "app/cli.h"
 #include "app/metrics_listen.h"
+#include "ingest/forward/forwarder.h"
 #include "app/demo_profile.h"
 #include "app/desktop_settings.h"
 #include "app/gui_app.h"
@@ -80,6 +81,13 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
     std::fprintf(stderr, "kiln: %s\n", std::string(resolved.status().message()).c_str());
     return 2;
   }
+  // --forward: requests accepted by this window's receiver are passed on.
+  absl::StatusOr<std::unique_ptr<ingest::Forwarder>> forwarder =
+      StartForwarding(where.forward, **store, &resolved->options);
+  if (!forwarder.ok()) {
+    std::fprintf(stderr, "kiln: %s\n", std::string(forwarder.status().message()).c_str());
+    return 2;
+  }
   auto receiver = std::make_unique<ReceiverControl>(**store);
   if (receive) {
     if (absl::Status started = receiver->Start(*resolved); !started.ok()) {
@@ -110,6 +118,7 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
   int code = RunGui(**store, receiver.get(), gui);
   metrics.reset();
   receiver.reset();
+  forwarder->reset();  // after the receiver: nothing queues any more
   store->reset();
   if (gui.demo) std::filesystem::remove_all(data_dir);
   return code;
@@ -140,6 +149,7 @@ int main(int argc, char** argv) {
   cli.add_option("--metrics-listen", where.metrics_listen,
                  "Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); with a token, scrapes "
                  "send it as basic auth's password");
+  AddForwardFlags(cli, &where.forward);
   cli.add_option("--auth-token-file", where.receiver.auth_token_file,
                  "Require senders to present the token in this file (authorization: Bearer); also "
                  "KILN_AUTH_TOKEN");

@@ -511,6 +511,7 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
     return grpc::Status(grpc::StatusCode::INTERNAL, "could not read the request bytes");
   }
   std::string_view bytes(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  const std::string_view received = bytes;  // what is forwarded: the request as it came
   std::string inflated;
   const std::string_view compression = SniffCompression(bytes);
   if (!compression.empty()) {
@@ -564,8 +565,13 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
   NormalizeResult result =
       NormalizeExportRequest(*request, {{std::string(storage::attr::kKilnSender), job.host}});
   if (options_.on_batch && !result.batch.samples.empty()) options_.on_batch(job.peer, result.batch);
-  if (!result.batch.samples.empty() && options_.store_samples) {
-    absl::Status written = store_->Write(result.batch);
+  // An accepted request is forwarded even when it holds no samples: the
+  // destination gets what the sender sent.
+  const bool forward = !options_.forward_destinations.empty() && options_.store_samples &&
+                       (result.accepted_profiles > 0 || !result.batch.samples.empty());
+  if ((!result.batch.samples.empty() && options_.store_samples) || forward) {
+    absl::Status written = forward ? store_->WriteAndForward(result.batch, received, options_.forward_destinations)
+                                   : store_->Write(result.batch);
     if (!written.ok()) {
       Count(job.peer, true, 0, 0, 0,
             storage::IsDiskReserveRefusal(written) ? DataLoss::kDiskReserve : DataLoss::kStoreWriteFailed);
@@ -583,7 +589,8 @@ grpc::Status Receiver::Process(const Job& job, grpc::ByteBuffer* response, Pendi
       return grpc::Status(code, Cat("storing failed: ", std::string(written.message())));
     }
   }
-  if (!result.batch.samples.empty()) store_failing_.store(false);
+  if (!result.batch.samples.empty() || forward) store_failing_.store(false);
+  if (forward && options_.on_forwarded) options_.on_forwarded();
   const RequestFacts facts = FactsOf(result.batch);
   Count(job.peer, false, result.batch.samples.size(), result.accepted_profiles, result.rejected_profiles,
         std::nullopt, &facts);

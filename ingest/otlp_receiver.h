@@ -52,6 +52,12 @@ struct ReceiverOptions {
   // refused request and why, with its field path; a new sender), on the
   // thread that writes it: `kiln dump --listen` prints them too.
   std::function<void(storage::LogLevel level, const std::string& message)> on_log;
+  // Forwarding (ingest/forward/forwarder.h): each accepted request's bytes
+  // are queued for these destinations in the store write of its samples
+  // (Store::WriteAndForward), then `on_forwarded` runs (it wakes the
+  // forwarder).
+  std::vector<std::string> forward_destinations;
+  std::function<void()> on_forwarded;
 };
 
 // The host part of a gRPC peer string ("ipv4:10.0.0.5:53412" ->

@@ -118,18 +118,23 @@ StoreStats RocksStore::Stats() const {
   }
   st.disk_bytes = MeasureDirectory().directory;
   // Named for users ("dictionary", not RocksDB's "default"); a store
-  // opened read-only from before symbols or summaries lacks those parts.
+  // opened read-only from before symbols, summaries or forwarding lacks
+  // those parts.
   const std::pair<const char*, rocksdb::ColumnFamilyHandle*> parts[] = {{"dictionary", meta_cf()},
                                                                         {"sample blocks", blocks_cf()},
                                                                         {"log", log_cf()},
                                                                         {"symbols", symbols_cf()},
-                                                                        {"summaries", summaries_cf()}};
+                                                                        {"summaries", summaries_cf()},
+                                                                        {"forward queue", forward_cf()}};
   for (const auto& [part, family] : parts) {
     if (family == nullptr) continue;
     uint64_t tables = 0, blobs = 0;
     db_->GetIntProperty(family, "rocksdb.total-sst-files-size", &tables);
     db_->GetIntProperty(family, "rocksdb.total-blob-file-size", &blobs);
     st.part_bytes.push_back({part, tables + blobs});
+  }
+  for (const std::string& destination : forward_->Destinations()) {
+    st.forward.push_back({destination, forward_->Backlog(destination)});
   }
   st.data_version = data_version_.load();
   st.retention_age_ns = retention_.age_ns();

@@ -47,6 +47,20 @@ struct SampleTypeCount {
   bool operator==(const SampleTypeCount&) const = default;
 };
 
+// A request owed to a forwarding destination (Store::WriteAndForward).
+struct ForwardEntry {
+  uint64_t seq = 0;         // its place in the destination's queue
+  int64_t enqueued_ns = 0;  // Unix ns, when it was accepted
+  std::string bytes;        // the ExportProfilesServiceRequest as received
+};
+// How far behind a destination is.
+struct ForwardBacklog {
+  uint64_t requests = 0;
+  uint64_t bytes = 0;
+  int64_t oldest_ns = 0;  // Unix ns of the oldest owed request; 0 when none
+  bool operator==(const ForwardBacklog&) const = default;
+};
+
 struct StoreStats {
   uint64_t samples = 0;  // stored sample entries (events), all types
   // Every sample type with samples: on-CPU samples first, then the others
@@ -98,6 +112,13 @@ struct StoreStats {
   uint64_t disk_free_bytes = 0;
   uint64_t disk_reserve_bytes = 0;
   std::string writes_refused;
+  // What kiln --forward owes each destination with requests owed.
+  struct ForwardQueue {
+    std::string destination;
+    ForwardBacklog backlog;
+    bool operator==(const ForwardQueue&) const = default;
+  };
+  std::vector<ForwardQueue> forward;
   bool operator==(const StoreStats&) const = default;
 };
 
@@ -218,6 +239,14 @@ struct StoreOptions {
   // disk ids from 1. 2^31: a day or more of a busy fleet's churn per
   // rewrite. Tests lower it to run the rewrite.
   uint32_t forget_rewrite_at_disk_id = uint32_t{1} << 31;
+  // Symbol tables loaded for queries are kept for the next ones up to this
+  // many bytes (least recently used dropped first; a dropped table is read
+  // again from the store when next needed).
+  uint64_t symbol_cache_bytes = uint64_t{96} << 20;
+  // What kiln may owe each forwarding destination (kiln --forward): past
+  // this many request bytes queued for one, the oldest requests are
+  // dropped and counted (DataLoss::kForwardDropped).
+  uint64_t max_forward_bytes = uint64_t{1} << 30;
   // Tests only: called at the named steps of retention and forgetting
   // ("retention: deleted", "forgetting: written", ...: see the calls), so
   // a crash test can kill the process at exactly that point.
@@ -280,6 +309,22 @@ class Store {
   // nothing. Samples with out-of-range indices are a programming error of
   // the producer and make the whole call fail (InvalidArgument).
   [[nodiscard]] virtual absl::Status Write(const ProfileBatch& batch) = 0;
+
+  // Forwarding (kiln --forward): Write, and the request's bytes as they
+  // were received queued for each destination, in the same atomic write:
+  // a request acknowledged to its sender is owed to every destination,
+  // across restarts and kill -9, until AckForward or the bound
+  // (StoreOptions::max_forward_bytes) drops it. Destinations are named by
+  // their target ("host:port"); each queue keeps the order of the writes.
+  [[nodiscard]] virtual absl::Status WriteAndForward(const ProfileBatch& batch, std::string_view request,
+                                                     const std::vector<std::string>& destinations) = 0;
+  // Up to `max` of the oldest requests owed to `destination`, oldest first.
+  virtual std::vector<ForwardEntry> PeekForward(const std::string& destination, size_t max) const = 0;
+  // `destination` has every request up to and including `seq`: they go.
+  virtual absl::Status AckForward(const std::string& destination, uint64_t seq) = 0;
+  // What is owed to each destination with a queue (zeros for one without).
+  virtual ForwardBacklog ForwardBacklogOf(const std::string& destination) const = 0;
+  virtual std::vector<std::string> ForwardDestinations() const = 0;
 
   // Weights per (stack, attribute set) for the query, with the dictionary
   // entries they reference.

@@ -32,6 +32,7 @@
 //   blocks   u32 sample type | u64 bucket^sign | u64 seq -> SampleBlock (zstd by RocksDB)
 //   log      u64 seq                       -> zigzag time, u8 level, message
 //   summaries u32 sample type | u64 hour^sign -> StackSummary (blob file)
+//   forward  destination '\0' u64 seq     -> varint zigzag enqueued ns, request bytes (blob file)
 //   symbols  't' key                       -> SymbolTable::Serialize() (blob file, zstd)
 //            'a' key                       -> key of the table this key shares
 //            's' key                       -> symbol status (see EncodeSymbolStatus)
@@ -700,8 +701,8 @@ class PartWriter {
 // opened read-only that was written before symbols existed.
 class SymbolsPart {
  public:
-  SymbolsPart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, PartWriter* writer)
-      : db_(db), cf_(cf), writer_(writer) {}
+  SymbolsPart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, PartWriter* writer, uint64_t cache_bytes)
+      : db_(db), cf_(cf), writer_(writer), cache_bytes_(cache_bytes) {}
   absl::Status Load();
   // The table of an executable under either of its keys, or null.
   std::shared_ptr<const SymbolTable> TableFor(std::string_view htlhash, std::string_view gnu_build_id) const;
@@ -736,7 +737,23 @@ class SymbolsPart {
   PartWriter* const writer_;
   mutable std::mutex mutex_;
   std::map<std::string, SymbolStatus> statuses_;
-  mutable absl::flat_hash_map<std::string, std::shared_ptr<const SymbolTable>> tables_;
+  // Loaded tables, the least recently used dropped past `cache_bytes_` (a
+  // developer rebuilding what they profile brings a new table per build;
+  // kept forever they grew the window by hundreds of MB in an hour). A
+  // table a view still holds lives on with it; the cache only lets go.
+  struct CachedTable {
+    std::shared_ptr<const SymbolTable> table;  // null: none stored
+    uint64_t bytes = 0;
+    uint64_t last_use = 0;
+  };
+  // Caches `table` under `key` and evicts past the budget; mutex_ held.
+  const std::shared_ptr<const SymbolTable>& Remember(const std::string& key,
+                                                     std::shared_ptr<const SymbolTable> table) const;
+  void Drop(const std::string& key) const;  // mutex_ held
+  const uint64_t cache_bytes_;
+  mutable absl::flat_hash_map<std::string, CachedTable> tables_;
+  mutable uint64_t cached_bytes_ = 0;
+  mutable uint64_t use_clock_ = 0;
   std::atomic<uint64_t> version_{0};
 };
 
@@ -779,6 +796,50 @@ class LossesPart {
   PartWriter* const writer_;
   mutable std::mutex mutex_;
   std::vector<uint64_t> losses_;  // at least kDataLossCount
+};
+
+// What is owed to each forwarding destination (Store::WriteAndForward):
+// per destination the queue's entries' sequence numbers, sizes and times
+// in memory (loaded from the keys at open), the requests themselves in the
+// forward family. Appends go into the store's write batch (so a request
+// and its samples are written together) and are published after it is
+// written; acks and the bound's drops are writes of their own.
+class ForwardPart {
+ public:
+  ForwardPart(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, PartWriter* writer)
+      : db_(db), cf_(cf), writer_(writer) {}
+  absl::Status Load();
+  struct Meta {
+    uint64_t seq = 0;
+    uint64_t bytes = 0;
+    int64_t enqueued_ns = 0;
+  };
+  // Appends in `wb` (null family: the store cannot forward) and lists what
+  // to publish once it is written.
+  using Pending = std::vector<std::pair<std::string, Meta>>;
+  absl::Status Append(const std::vector<std::string>& destinations, std::string_view request, int64_t now_ns,
+                      rocksdb::WriteBatch* wb, Pending* pending);
+  void Publish(const Pending& pending);
+  // Drops the oldest entries of every queue over `max_bytes`; the number
+  // dropped.
+  absl::StatusOr<uint64_t> Bound(uint64_t max_bytes);
+  std::vector<ForwardEntry> Peek(const std::string& destination, size_t max) const;
+  absl::Status Ack(const std::string& destination, uint64_t seq);
+  ForwardBacklog Backlog(const std::string& destination) const;
+  std::vector<std::string> Destinations() const;
+
+ private:
+  static std::string Key(const std::string& destination, uint64_t seq);
+  struct Queue {
+    std::deque<Meta> entries;
+    uint64_t bytes = 0;
+    uint64_t next_seq = 1;
+  };
+  rocksdb::DB* const db_;
+  rocksdb::ColumnFamilyHandle* const cf_;
+  PartWriter* const writer_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Queue> queues_;
 };
 
 // The hourly summaries' state (storage/stack_summary.h; the passes that
@@ -1063,7 +1124,22 @@ class RocksStore final : public Store, private PartWriter {
   void StartSettling();
 
   absl::Status OpenDb();
-  absl::Status Write(const ProfileBatch& batch) override;
+  absl::Status Write(const ProfileBatch& batch) override { return WriteImpl(batch, {}, nullptr); }
+  absl::Status WriteAndForward(const ProfileBatch& batch, std::string_view request,
+                               const std::vector<std::string>& destinations) override {
+    return WriteImpl(batch, request, &destinations);
+  }
+  std::vector<ForwardEntry> PeekForward(const std::string& destination, size_t max) const override {
+    return forward_->Peek(destination, max);
+  }
+  absl::Status AckForward(const std::string& destination, uint64_t seq) override {
+    if (read_only_) return absl::FailedPreconditionError("store is open read-only");
+    return forward_->Ack(destination, seq);
+  }
+  ForwardBacklog ForwardBacklogOf(const std::string& destination) const override {
+    return forward_->Backlog(destination);
+  }
+  std::vector<std::string> ForwardDestinations() const override { return forward_->Destinations(); }
   absl::StatusOr<std::shared_ptr<const ProfileSlice>> Run(const Query& query) const override;
   absl::StatusOr<Timeline> RunTimeline(const Query& query, int bucket_count) const override;
   StoreStats Stats() const override;
@@ -1166,6 +1242,11 @@ class RocksStore final : public Store, private PartWriter {
   rocksdb::ColumnFamilyHandle* symbols_cf() const { return handles_.size() > 3 ? handles_[3] : nullptr; }
   // Null for a store opened read-only that was written before summaries.
   rocksdb::ColumnFamilyHandle* summaries_cf() const { return handles_.size() > 4 ? handles_[4] : nullptr; }
+  // Null for a store opened read-only that was written before forwarding.
+  rocksdb::ColumnFamilyHandle* forward_cf() const { return handles_.size() > 5 ? handles_[5] : nullptr; }
+  // Write, and with `destinations` the request queued for each.
+  absl::Status WriteImpl(const ProfileBatch& batch, std::string_view request,
+                         const std::vector<std::string>* destinations);
 
   const std::string dir_;
   const bool read_only_;
@@ -1188,7 +1269,7 @@ class RocksStore final : public Store, private PartWriter {
     uint64_t wal = 0;           // the write-ahead log files
     uint64_t own = 0;           // RocksDB's other files: LOG, MANIFEST, OPTIONS, ...
     uint64_t dictionary = 0;    // the meta family's live tables and blobs
-    uint64_t kept_parts = 0;    // the log's, symbols' and summaries' live tables and blobs
+    uint64_t kept_parts = 0;    // the log's, symbols', summaries' and forward queue's live tables and blobs
     // What retention cannot delete: the other parts, the WAL and RocksDB's
     // files. Not tables on their way in or out (a compaction's outputs
     // before its inputs go, files a reader still holds): they go by
@@ -1233,6 +1314,7 @@ class RocksStore final : public Store, private PartWriter {
   std::unique_ptr<SymbolsPart> symbols_;
   std::unique_ptr<LogPart> log_;
   std::unique_ptr<LossesPart> losses_;
+  std::unique_ptr<ForwardPart> forward_;
 
   SummariesPart summaries_;
   std::mutex summarize_mutex_;  // one Summarize() or ForgetUnused() at a time

@@ -154,12 +154,21 @@ absl::Status RocksStore::OpenDb() {
   summary_options.min_blob_size = 256;
   summary_options.blob_compression_type = rocksdb::kZSTD;
 
+  // Forwarded requests are written once, read once and deleted: blob
+  // files keep their bytes out of compactions.
+  rocksdb::ColumnFamilyOptions forward_options;
+  forward_options.compression = rocksdb::kLZ4Compression;
+  forward_options.enable_blob_files = true;
+  forward_options.min_blob_size = 1024;
+  forward_options.blob_compression_type = rocksdb::kZSTD;
+
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, meta_options},
       {"blocks", block_options},
       {"log", log_options},
       {"symbols", symbol_options},
       {"summaries", summary_options},
+      {"forward", forward_options},
   };
   rocksdb::Status s;
   if (read_only_) {
@@ -187,9 +196,10 @@ absl::Status RocksStore::OpenDb() {
     return absl::InternalError(absl::StrCat("cannot open kiln store in ", dir_, ": ", text));
   }
   PartWriter* writer = this;
-  symbols_ = std::make_unique<SymbolsPart>(db_, symbols_cf(), writer);
+  symbols_ = std::make_unique<SymbolsPart>(db_, symbols_cf(), writer, options_.symbol_cache_bytes);
   log_ = std::make_unique<LogPart>(db_, log_cf(), writer);
   losses_ = std::make_unique<LossesPart>(db_, meta_cf(), writer);
+  forward_ = std::make_unique<ForwardPart>(db_, forward_cf(), writer);
 
   std::string version;
   s = db_->Get(rocksdb::ReadOptions(), meta_cf(), kSchemaKey, &version);
@@ -248,6 +258,7 @@ absl::Status RocksStore::OpenDb() {
   if (auto st = losses_->Load(); !st.ok()) return st;
   if (auto st = log_->Load(); !st.ok()) return st;
   if (auto st = symbols_->Load(); !st.ok()) return st;
+  if (auto st = forward_->Load(); !st.ok()) return st;
   if (auto st = summaries_.Load(db_, summaries_cf()); !st.ok()) return st;
   if (auto st = dictionary_.Load(db_, meta_cf()); !st.ok()) return st;
   return absl::OkStatus();

@@ -200,7 +200,7 @@ RocksStore::StoreSizes RocksStore::MeasureDirectory() const {
     return tables + blobs;
   };
   sizes.dictionary = live(meta_cf());
-  sizes.kept_parts = live(log_cf()) + live(symbols_cf()) + live(summaries_cf());
+  sizes.kept_parts = live(log_cf()) + live(symbols_cf()) + live(summaries_cf()) + live(forward_cf());
   return sizes;
 }
 

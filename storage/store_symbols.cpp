@@ -27,10 +27,42 @@ absl::Status SymbolsPart::Load() {
   return FromRocks(it->status(), "reading symbol statuses");
 }
 
+const std::shared_ptr<const SymbolTable>& SymbolsPart::Remember(const std::string& key,
+                                                                 std::shared_ptr<const SymbolTable> table) const {
+  Drop(key);
+  const uint64_t bytes = table ? table->MemoryBytes() : 0;
+  CachedTable& entry = tables_[key];
+  entry = {std::move(table), bytes, ++use_clock_};
+  cached_bytes_ += bytes;
+  while (cached_bytes_ > cache_bytes_ && cache_bytes_ > 0) {
+    // The least recently used other table goes (a linear pass: a store
+    // holds tens to hundreds of tables, and this runs once per load).
+    auto oldest = tables_.end();
+    for (auto it = tables_.begin(); it != tables_.end(); ++it) {
+      if (it->first == key || it->second.bytes == 0) continue;
+      if (oldest == tables_.end() || it->second.last_use < oldest->second.last_use) oldest = it;
+    }
+    if (oldest == tables_.end()) break;
+    const std::string victim = oldest->first;
+    Drop(victim);
+  }
+  return tables_[key].table;
+}
+
+void SymbolsPart::Drop(const std::string& key) const {
+  auto it = tables_.find(key);
+  if (it == tables_.end()) return;
+  cached_bytes_ -= it->second.bytes;
+  tables_.erase(it);
+}
+
 std::shared_ptr<const SymbolTable> SymbolsPart::TableForKey(const std::string& key) const {
   {
     std::lock_guard lock(mutex_);
-    if (auto it = tables_.find(key); it != tables_.end()) return it->second;
+    if (auto it = tables_.find(key); it != tables_.end()) {
+      it->second.last_use = ++use_clock_;
+      return it->second.table;
+    }
   }
   std::shared_ptr<const SymbolTable> table;
   if (cf_ != nullptr) {
@@ -45,7 +77,8 @@ std::shared_ptr<const SymbolTable> SymbolsPart::TableForKey(const std::string& k
     }
   }
   std::lock_guard lock(mutex_);
-  return tables_.try_emplace(key, std::move(table)).first->second;
+  if (auto it = tables_.find(key); it != tables_.end()) return it->second.table;  // loaded meanwhile
+  return Remember(key, std::move(table));
 }
 
 std::shared_ptr<const SymbolTable> SymbolsPart::TableFor(std::string_view htlhash,
@@ -82,7 +115,7 @@ absl::Status SymbolsPart::Put(const std::vector<std::string>& keys, SymbolTable 
     std::lock_guard lock(mutex_);
     for (const std::string& key : keys) {
       statuses_[key] = st;
-      tables_[key] = shared;
+      Remember(key, shared);
     }
   }
   version_.fetch_add(1);
@@ -118,7 +151,7 @@ absl::Status SymbolsPart::PutStatus(const std::vector<std::string>& keys, const 
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < keys.size(); ++i) {
       statuses_[keys[i]] = written[i];
-      if (drop_table) tables_.erase(keys[i]);
+      if (drop_table) Drop(keys[i]);
     }
   }
   version_.fetch_add(1);
@@ -159,7 +192,7 @@ void SymbolsPart::Forget(const std::vector<std::string>& keys) {
     std::lock_guard lock(mutex_);
     for (const std::string& key : keys) {
       statuses_.erase(key);
-      tables_.erase(key);
+      Drop(key);
     }
   }
   version_.fetch_add(1);

@@ -32,13 +32,14 @@ using ::kiln::testing::TempDir;
 // writes, to make a store what an older kiln (or damage) left.
 struct RawStore {
   rocksdb::DB* db = nullptr;
-  std::vector<rocksdb::ColumnFamilyHandle*> cf;  // default (meta), blocks, log, symbols, summaries
+  std::vector<rocksdb::ColumnFamilyHandle*> cf;  // default (meta), blocks, log, symbols, summaries, forward
   explicit RawStore(const std::string& dir) {
     const std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, {}},
                                                                    {"blocks", {}},
                                                                    {"log", {}},
                                                                    {"symbols", {}},
-                                                                   {"summaries", {}}};
+                                                                   {"summaries", {}},
+                                                                   {"forward", {}}};
     REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, families, &cf, &db).ok());
   }
   ~RawStore() {
@@ -103,7 +104,8 @@ TEST_CASE("Stats names where the disk goes: each part's files, within the direct
   StoreStats st = store->Stats();
   std::vector<std::string> names;
   for (const auto& p : st.part_bytes) names.push_back(p.part);
-  CHECK(names == std::vector<std::string>{"dictionary", "sample blocks", "log", "symbols", "summaries"});
+  CHECK(names == std::vector<std::string>{"dictionary", "sample blocks", "log", "symbols", "summaries",
+                                          "forward queue"});
   const auto part = [](const StoreStats& s, std::string_view name) {
     for (const auto& p : s.part_bytes) {
       if (p.part == name) return p.bytes;
@@ -252,10 +254,12 @@ TEST_CASE(
         store->Write(testing::BatchFromFolded("main;b 1", {.first_time_ns = t0 + 7'200'000'000'000})).ok());
   }
   {
-    // Make it what kiln wrote before summaries: no such family, version 2.
+    // Make it what kiln wrote before summaries: no such family (nor the
+    // forward queue, which came later), version 2.
     RawStore raw_store(dir.path);
     rocksdb::DB* raw = raw_store.db;
     const std::vector<rocksdb::ColumnFamilyHandle*>& handles = raw_store.cf;
+    REQUIRE(raw->DropColumnFamily(handles[5]).ok());
     REQUIRE(raw->DropColumnFamily(handles[4]).ok());
     REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x02", 4)).ok());
   }
@@ -402,6 +406,29 @@ TEST_CASE("stored symbols name native frames in queries, with inline chains, aft
   // A read-only reader beside nothing else sees the symbols as well.
   auto reader = OpenOrDie(dir.path, Store::Mode::kReadOnly);
   CHECK(Folded(*reader) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1"});
+}
+
+TEST_CASE("symbol tables past the cache's budget are dropped and read again when needed") {
+  TempDir dir;
+  StoreOptions options;
+  options.symbol_cache_bytes = 1;  // every table over it: only the newest stays loaded
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, options);
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  // Three builds of one program (a developer rebuilding what they profile).
+  const std::vector<std::pair<std::string, std::string>> builds = {
+      {"00112233445566778899aabbccddeef1", "beef11"},
+      {"00112233445566778899aabbccddeef2", "beef12"},
+      {"00112233445566778899aabbccddeef3", "beef13"}};
+  for (const auto& [htlhash, build_id] : builds) {
+    REQUIRE(store.Write(NativeBatch(htlhash, build_id)).ok());
+    REQUIRE(store.PutSymbols(SymbolKeys(htlhash, build_id), testing::NestedSymbolTable(), {}).ok());
+  }
+  // Each query needs all three: each is named every time, from the cache or
+  // read again.
+  for (int round = 0; round < 3; ++round) {
+    CHECK(Folded(store) == std::vector<std::string>{"f 6", "f;g;h;producer_leaf 3"});
+  }
 }
 
 TEST_CASE("a table stored under a build id applies to executables that only carry the build id") {
@@ -1696,6 +1723,71 @@ TEST_CASE("a sender's values are bounded in bytes: past its budget its new value
   const std::vector<std::string> kept = Threads(*store);
   CHECK(std::find(kept.begin(), kept.end(), "a10") != kept.end());
   CHECK(std::find(kept.begin(), kept.end(), "a0") == kept.end());
+}
+
+}  // namespace kiln::storage
+
+namespace kiln::storage {
+
+TEST_CASE("forward queues: a request is owed to each destination in write order, across a restart, until acked") {
+  kiln::testing::TempDir dir;
+  const std::vector<std::string> both = {"b:4317", "c:4317"};
+  {
+    auto store = OpenOrDie(dir.path);
+    for (int i = 0; i < 5; ++i) {
+      REQUIRE(store->WriteAndForward(testing::BatchFromFolded("main;a 1"), absl::StrCat("request-", i), both).ok());
+    }
+    // An accepted request with no samples is owed all the same.
+    REQUIRE(store->WriteAndForward(ProfileBatch{}, "request-empty", {"b:4317"}).ok());
+    CHECK(store->Stats().samples == 5);
+    const std::vector<ForwardEntry> b = store->PeekForward("b:4317", 100);
+    REQUIRE(b.size() == 6);
+    for (int i = 0; i < 5; ++i) CHECK(b[i].bytes == absl::StrCat("request-", i));
+    CHECK(b[5].bytes == "request-empty");
+    CHECK(b[0].seq < b[1].seq);
+    CHECK(b[0].enqueued_ns > 0);
+    REQUIRE(store->AckForward("b:4317", b[2].seq).ok());
+    CHECK(store->PeekForward("b:4317", 1)[0].bytes == "request-3");
+    CHECK(store->ForwardBacklogOf("b:4317") == ForwardBacklog{3, 9 + 9 + 13, b[3].enqueued_ns});
+    CHECK(store->ForwardBacklogOf("c:4317").requests == 5);
+    CHECK(store->ForwardBacklogOf("nowhere").requests == 0);
+  }
+  // Reopened (as after kill -9: the WAL holds it): the same queues.
+  auto store = OpenOrDie(dir.path);
+  CHECK(store->ForwardDestinations() == both);
+  CHECK(store->ForwardBacklogOf("b:4317").requests == 3);
+  CHECK(store->PeekForward("b:4317", 1)[0].bytes == "request-3");
+  REQUIRE(store->WriteAndForward(testing::BatchFromFolded("main;a 1"), "request-5", both).ok());
+  const std::vector<ForwardEntry> c = store->PeekForward("c:4317", 100);
+  REQUIRE(c.size() == 6);
+  CHECK(c.back().bytes == "request-5");
+  CHECK(c[4].seq < c[5].seq);  // numbering goes on after the restart
+  // A reader sees what is owed (kiln stats while kiln runs).
+  auto reader = OpenOrDie(dir.path, Store::Mode::kReadOnly);
+  CHECK(reader->ForwardBacklogOf("c:4317").requests == 6);
+}
+
+TEST_CASE("forward queues: past the bound the oldest requests are dropped and counted, the newest kept") {
+  kiln::testing::TempDir dir;
+  StoreOptions options;
+  options.max_forward_bytes = 2500;
+  auto opened = Store::Open(dir.path, Store::Mode::kReadWrite, options);
+  REQUIRE(opened.ok());
+  Store& store = **opened;
+  const std::string kilobyte(1000, 'x');
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(store.WriteAndForward(testing::BatchFromFolded("main;a 1"), absl::StrCat(i, kilobyte), {"b"}).ok());
+  }
+  const std::vector<ForwardEntry> left = store.PeekForward("b", 100);
+  REQUIRE(left.size() == 2);  // 2 x 1001 bytes fit in 2500
+  CHECK(left[0].bytes[0] == '3');
+  CHECK(left[1].bytes[0] == '4');
+  CHECK(store.DataLossTotals()[static_cast<size_t>(DataLoss::kForwardDropped)] == 3);
+  CHECK(store.Stats().samples == 5);  // stored here all the same
+  // One request over the bound alone is still forwarded.
+  REQUIRE(store.WriteAndForward(ProfileBatch{}, std::string(9000, 'y'), {"b"}).ok());
+  CHECK(store.PeekForward("b", 100).size() == 1);
+  CHECK(store.DataLossTotals()[static_cast<size_t>(DataLoss::kForwardDropped)] == 5);
 }
 
 }  // namespace kiln::storage

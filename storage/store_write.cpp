@@ -328,11 +328,13 @@ class BatchInterner {
 
 }  // namespace
 
-absl::Status RocksStore::Write(const ProfileBatch& batch) {
+absl::Status RocksStore::WriteImpl(const ProfileBatch& batch, std::string_view request,
+                                   const std::vector<std::string>* destinations) {
   if (read_only_) return absl::FailedPreconditionError("store is open read-only");
   // About what a sample costs in the WAL, to re-read the free space sooner
   // while big batches arrive.
-  if (absl::Status admitted = AdmitWrite(batch.samples.size() * 8); !admitted.ok()) return admitted;
+  const uint64_t forwarded = destinations != nullptr ? request.size() * destinations->size() : 0;
+  if (absl::Status admitted = AdmitWrite(batch.samples.size() * 8 + forwarded); !admitted.ok()) return admitted;
   std::lock_guard write_lock(write_mutex_);
   const ProfileDictionary& l = batch.dict;
   // Check the samples before touching anything shared.
@@ -412,6 +414,15 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
     i = j;
   }
   wb.Put(meta_cf(), kStatsKey, counters.Encode());
+  // The request owed to each destination, in the same write: acknowledged
+  // to its sender means stored and owed.
+  ForwardPart::Pending forward_pending;
+  if (destinations != nullptr && !destinations->empty()) {
+    if (absl::Status s = forward_->Append(*destinations, request, UnixNowNs(), &wb, &forward_pending); !s.ok()) {
+      interner.Undo(mark);
+      return s;
+    }
+  }
 
   // sync=false: the WAL write reaches the OS before Write() returns, which
   // survives a crash (even kill -9) of this process; only a power loss or
@@ -424,11 +435,21 @@ absl::Status RocksStore::Write(const ProfileBatch& batch) {
     return FromRocks(s, "writing samples");
   }
   samples_.Publish(counters);
+  forward_->Publish(forward_pending);
   NoteWrite(wb.GetDataSize());
   if (interner.capped_ > 0) {
     DataLossCounts capped{};
     capped[static_cast<size_t>(DataLoss::kAttributeCapped)] = interner.capped_;
     (void)AddDataLoss(capped);
+  }
+  if (!forward_pending.empty()) {
+    // A destination down for long owes more than the bound: its oldest go.
+    absl::StatusOr<uint64_t> dropped = forward_->Bound(options_.max_forward_bytes);
+    if (dropped.ok() && *dropped > 0) {
+      DataLossCounts lost{};
+      lost[static_cast<size_t>(DataLoss::kForwardDropped)] = *dropped;
+      (void)AddDataLoss(lost);
+    }
   }
   return absl::OkStatus();
 }

@@ -120,6 +120,22 @@ void AddStore(const storage::StoreStats& s, Families& f) {
           D(s.disk_free_bytes));
   f.Gauge("kiln_store_writes_refused", "1 while new data is refused (the disk is nearly full), else 0",
           s.writes_refused.empty() ? 0 : 1);
+  // --forward: what is owed to each destination (kept in the store).
+  if (!s.forward.empty()) {
+    MetricFamily& owed = f.Add("kiln_forward_owed_requests", "Requests owed to a --forward destination",
+                               MetricType::Gauge);
+    MetricFamily& bytes = f.Add("kiln_forward_owed_bytes", "Request bytes owed to a --forward destination",
+                                MetricType::Gauge);
+    MetricFamily& oldest = f.Add("kiln_forward_oldest_owed_timestamp_seconds",
+                                 "Unix time the oldest request owed to a --forward destination arrived (0: none)",
+                                 MetricType::Gauge);
+    for (const storage::StoreStats::ForwardQueue& q : s.forward) {
+      owed.metric.push_back(Families::GaugeValue(D(q.backlog.requests), {{"destination", q.destination}}));
+      bytes.metric.push_back(Families::GaugeValue(D(q.backlog.bytes), {{"destination", q.destination}}));
+      oldest.metric.push_back(Families::GaugeValue(static_cast<double>(q.backlog.oldest_ns) / 1e9,
+                                                   {{"destination", q.destination}}));
+    }
+  }
 }
 
 void AddSymbolizer(const SymbolizerFacts& s, Families& f) {

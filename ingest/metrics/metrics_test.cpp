@@ -49,6 +49,7 @@ TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Pr
   s.part_bytes = {{"samples", 1000}, {"dictionary", 2000}};
   s.samples_deleted_by_retention = 44;
   s.writes_refused = "disk nearly full";
+  s.forward = {{"b:4317", {.requests = 5, .bytes = 5000, .oldest_ns = 1'790'000'000'500'000'000}}};
 
   const std::map<std::string, double> m = ParsePrometheus(MetricsText(MetricFamilies(&r, s)));
   CHECK(m.at("kiln_requests_total{}") == 12);
@@ -66,6 +67,10 @@ TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Pr
   CHECK(m.at("kiln_store_disk_bytes{}") == 1 << 20);
   CHECK(m.at("kiln_retention_deleted_samples_total{}") == 44);
   CHECK(m.at("kiln_store_writes_refused{}") == 1);
+  CHECK(m.at("kiln_forward_owed_requests{destination=\"b:4317\"}") == 5);
+  CHECK(m.at("kiln_forward_owed_bytes{destination=\"b:4317\"}") == 5000);
+  CHECK(m.at("kiln_forward_oldest_owed_timestamp_seconds{destination=\"b:4317\"}") == 1'790'000'000.5);
+  CHECK(m.at("kiln_data_lost_total{reason=\"forward_dropped\",unit=\"requests\"}") == 0);
 
   // Not receiving (a window on captures): no receiver series, not zeros;
   // no symbolizer reporting: no symbolizer series.

@@ -34,6 +34,12 @@ const std::array<DataLossInfo, kDataLossCount>& DataLossTable() {
        "closed by kiln: too many from one host or in all, silent, idle, stalled or too slow mid-request, or "
        "over the memory budget for requests being received (the Log says which); an agent reconnects and "
        "sends again, and a request not yet received whole is not lost, only resent"},
+      {DataLoss::kForwardDropped, "forward_dropped", LossSeverity::kError, "requests",
+       "not forwarded: a destination of --forward was behind by more than the queue's bound, so its oldest "
+       "owed requests were dropped (stored here all the same)"},
+      {DataLoss::kForwardRejected, "forward_rejected", LossSeverity::kError, "requests",
+       "not forwarded: a destination of --forward refused the request as invalid, so it is not retried "
+       "(stored here all the same; the Log names the destination and its answer)"},
   }};
   return kTable;
 }

@@ -27,8 +27,10 @@ enum class DataLoss : uint8_t {
   kAttributeCapped,   // a value past a key's distinct-value cap, or a key past the key cap
   kRateLimited,       // a sender over --max-sender-rate (retryable)
   kConnectionClosed,  // closed by the receiver's connection guard (its sender reconnects)
+  kForwardDropped,    // owed to a forwarding destination, dropped over the queue's bound
+  kForwardRejected,   // refused by a forwarding destination as invalid (not retried)
 };
-inline constexpr size_t kDataLossCount = 12;
+inline constexpr size_t kDataLossCount = 14;
 
 enum class LossSeverity : uint8_t { kInfo, kWarning, kError };
 

@@ -87,9 +87,10 @@ CommandResult RunKiln(const std::vector<std::string>& args) {
   return r;
 }
 
-HeadlessKiln::HeadlessKiln(const std::string& data_dir, const std::vector<std::string>& extra_args) {
+HeadlessKiln::HeadlessKiln(const std::string& data_dir, const std::vector<std::string>& extra_args,
+                           const std::string& listen) {
   int err_fd;
-  std::vector<std::string> args{"--headless", "--listen", "127.0.0.1:0", "--data-dir", data_dir};
+  std::vector<std::string> args{"--headless", "--listen", listen, "--data-dir", data_dir};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   pid_ = Spawn(args, &out_fd_, &err_fd);
   close(err_fd);

@@ -26,9 +26,11 @@ long ResidentMiB(int pid);
 
 class HeadlessKiln {
  public:
-  // Starts `kiln --headless --listen 127.0.0.1:0 --data-dir DIR` and waits
-  // until it prints the port it listens on.
-  explicit HeadlessKiln(const std::string& data_dir, const std::vector<std::string>& extra_args = {});
+  // Starts `kiln --headless --listen LISTEN --data-dir DIR` and waits
+  // until it prints the port it listens on (LISTEN: 127.0.0.1, any port
+  // unless given).
+  explicit HeadlessKiln(const std::string& data_dir, const std::vector<std::string>& extra_args = {},
+                        const std::string& listen = "127.0.0.1:0");
   ~HeadlessKiln();  // kill -9 if still running
   int port() const { return port_; }
   int pid() const { return pid_; }

@@ -18,6 +18,7 @@
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
 #include "tests/integration/elf_oracle.h"
 #include "tests/integration/kiln_process.h"
+#include "tests/integration/otlp_send.h"
 
 namespace kiln::testing {
 namespace {
@@ -53,16 +54,6 @@ otlp::ExportProfilesServiceRequest VictimRequest(const std::string& mapping_path
   for (int i = 0; i < samples; ++i) times.push_back(kT0 + static_cast<uint64_t>(i) * 1000);
   OtlpRequestBuilder::AddSample(profile, b.Stack({leaf, middle, main_loc}), {}, times);
   return std::move(b.request);
-}
-
-void Send(const std::string& target, const otlp::ExportProfilesServiceRequest& request) {
-  auto stub = otlp::ProfilesService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-  otlp::ExportProfilesServiceResponse response;
-  const grpc::Status status = stub->Export(&ctx, request, &response);
-  REQUIRE_MESSAGE(status.ok(), status.error_message());
-  REQUIRE_FALSE(response.has_partial_success());
 }
 
 constexpr const char* kNamed = "victim;main;kiln_victim_middle;kiln_victim_leaf 3";

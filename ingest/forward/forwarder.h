@@ -1,0 +1,86 @@
+// Forwarding (kiln --forward): every request kiln accepts, passed on as its
+// bytes (no re-encoding) to each destination, an OTLP profiles receiver
+// (another kiln, Pyroscope, Parca, an OpenTelemetry Collector).
+//
+// The receiver queues each accepted request in the store for every
+// destination in the same write as its samples (Store::WriteAndForward),
+// so what a sender was told is stored is owed to every destination across
+// restarts and kill -9. Here one thread per destination sends what its
+// queue holds, oldest first, and acknowledges each request the destination
+// accepted; while a destination is down it retries with backoff (1 s
+// doubling to 30 s). A request the destination refuses as invalid
+// (INVALID_ARGUMENT) is dropped and counted (DataLoss::kForwardRejected);
+// every other failure is retried, so a wrong token or TLS setting loses
+// nothing once it is fixed.
+//
+// Threads: one per destination; Status and Notify from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "storage/store.h"
+
+namespace kiln::ingest {
+
+// Where to forward, and how (--forward, --forward-tls, --forward-ca-file,
+// --forward-header).
+struct ForwardTarget {
+  std::string target;   // host:port, as gRPC takes it; names the queue
+  bool tls = false;     // else plaintext
+  std::string ca_file;  // TLS: trust these roots (PEM) instead of the system's
+  std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
+};
+
+// The flags' targets, checked (host:port, a readable CA file, KEY=VALUE
+// headers with lowercase-able keys); an error names the bad one.
+[[nodiscard]] absl::StatusOr<std::vector<ForwardTarget>> ParseForwardTargets(
+    const std::vector<std::string>& targets, bool tls, const std::string& ca_file,
+    const std::vector<std::string>& headers);
+
+// The queue names of `targets`, for ReceiverOptions::forward_destinations.
+std::vector<std::string> ForwardQueueNames(const std::vector<ForwardTarget>& targets);
+
+struct ForwardStatus {
+  std::string target;
+  bool connected = false;  // the last attempt delivered
+  storage::ForwardBacklog backlog;
+  uint64_t delivered = 0;  // requests accepted by the destination since start
+  uint64_t rejected = 0;   // refused as invalid (dropped) since start
+  uint64_t dropped = 0;    // over the queue's bound, since the store was created
+  std::string last_error;  // "" after a success
+};
+
+class Forwarder {
+ public:
+  // `store` must outlive this. Starts the threads.
+  Forwarder(storage::Store* store, std::vector<ForwardTarget> targets);
+  ~Forwarder();  // stops and joins (a request in flight ends within its deadline)
+  Forwarder(const Forwarder&) = delete;
+  Forwarder& operator=(const Forwarder&) = delete;
+
+  // New requests are queued: wake the senders.
+  void Notify();
+  std::vector<ForwardStatus> Status() const;
+
+ private:
+  struct Destination;
+  void Run(Destination* d);
+
+  storage::Store* const store_;
+  std::vector<std::unique_ptr<Destination>> destinations_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  uint64_t generation_ = 0;  // guarded by mutex_: bumps on Notify
+};
+
+}  // namespace kiln::ingest
