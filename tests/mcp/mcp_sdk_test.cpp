@@ -1,6 +1,6 @@
 // `kiln mcp` with a real MCP client: the official TypeScript SDK
 // (@modelcontextprotocol/sdk, pinned in package-lock.json, installed with
-// `npm ci` into the build directory on first run) starts the built kiln
+// `npm ci` into the clone's .cache on first run) starts the built kiln
 // over stdio and checks every tool against the folded files the store was
 // imported from, and captures against `go tool pprof -top`
 // (mcp_sdk_client.mjs). The store is held open by a running
@@ -26,7 +26,6 @@ constexpr int64_t kAfterNs = kBeforeNs + 7'200'000'000'000;  // two hours later
 constexpr int64_t kSplitNs = kBeforeNs + 3'600'000'000'000;
 
 std::string SourceDir() { return std::getenv("KILN_SOURCE_DIR"); }
-std::string BinaryDir() { return std::getenv("KILN_BINARY_DIR"); }
 
 void WriteStamped(const std::string& path, const std::string& text, int64_t time_ns) {
   std::ofstream(path) << text;
@@ -35,10 +34,11 @@ void WriteStamped(const std::string& path, const std::string& text, int64_t time
   REQUIRE(utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
 }
 
-// The SDK in the build directory, installed from the lock file when it is
-// missing or the lock file changed.
+// The SDK in the clone's .cache (shared by every build directory, as the
+// sid root is), installed from the lock file when it is missing or the
+// lock file changed.
 std::string InstallSdk() {
-  const std::string dir = BinaryDir() + "/tests/mcp/sdk";
+  const std::string dir = SourceDir() + "/.cache/mcp-sdk";
   std::filesystem::create_directories(dir);
   const std::string lock = SourceDir() + "/tests/mcp/package-lock.json";
   const std::string stamp = dir + "/node_modules/.kiln-installed-lock";
