@@ -401,7 +401,15 @@ struct Tool {
   json schema;
 };
 
-std::vector<Tool> Tools() {
+std::vector<Tool> BuildTools();
+
+// Built once: Call and Has look tools up by name on every request.
+const std::vector<Tool>& Tools() {
+  static const std::vector<Tool> tools = BuildTools();
+  return tools;
+}
+
+std::vector<Tool> BuildTools() {
   auto with = [](json extra) {
     json p = SelectionProperties();
     p.update(extra);
@@ -487,18 +495,7 @@ bool McpTools::Has(const std::string& name) const {
 
 namespace {
 
-// What a tool reads: the source, opened by Call.
-struct Context {
-  storage::Store* store;
-  std::optional<storage::SampleType> default_type;
-  int64_t now_ns;
-  std::string name;
-  bool capture;
-};
-
-absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> Run(storage::Store& store, const storage::Query& q) {
-  return store.Run(q);
-}
+using Context = McpTools::Source;
 
 absl::StatusOr<Answer> SampleTypes(const Context& c) {
   const storage::StoreStats st = c.store->Stats();
@@ -553,7 +550,7 @@ absl::StatusOr<Answer> Sources(const Context& c, const json& args) {
   }
   absl::StatusOr<Selection> sel = Select(json::object(), *c.store, c.default_type, c.now_ns);
   if (!sel.ok()) return sel.status();
-  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = Run(*c.store, sel->query);
+  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = c.store->Run(sel->query);
   if (!slice.ok()) return slice.status();
   const std::vector<storage::ProcessSummary> processes = storage::ProcessesOf(**slice);
   const storage::SampleType& t = sel->query.sample_type;
@@ -617,7 +614,7 @@ absl::StatusOr<Answer> TopFunctions(const Context& c, const json& args) {
   if (!sort.ok()) return sort.status();
   if (!match.ok()) return match.status();
   if (*sort != "self" && *sort != "total") return absl::InvalidArgumentError("\"sort\" must be self or total");
-  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = Run(*c.store, sel->query);
+  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = c.store->Run(sel->query);
   if (!slice.ok()) return slice.status();
   std::vector<storage::TopFunctionRow> rows = storage::BuildTopFunctions(*slice);
   if (!match->empty()) {
@@ -683,7 +680,7 @@ absl::StatusOr<Answer> HotPaths(const Context& c, const json& args) {
   if (!limit.ok()) return limit.status();
   if (!max_frames.ok()) return max_frames.status();
   if (*max_frames < 4) return absl::InvalidArgumentError("\"max_frames\" must be 4..200");
-  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = Run(*c.store, sel->query);
+  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = c.store->Run(sel->query);
   if (!slice.ok()) return slice.status();
   const storage::Stacks stacks = storage::StacksOf(*slice);
   absl::StatusOr<std::string> function = ResolveFunction(stacks, *wanted);
@@ -725,7 +722,7 @@ absl::StatusOr<Answer> SourceLines(const Context& c, const json& args) {
   absl::StatusOr<int64_t> limit = IntArg(args, "limit", 20, kMaxRows);
   if (!wanted.ok()) return wanted.status();
   if (!limit.ok()) return limit.status();
-  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = Run(*c.store, sel->query);
+  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = c.store->Run(sel->query);
   if (!slice.ok()) return slice.status();
   absl::StatusOr<std::string> function = ResolveFunction(storage::StacksOf(*slice), *wanted);
   if (!function.ok()) return function.status();
@@ -786,7 +783,7 @@ absl::StatusOr<Answer> Flamegraph(const Context& c, const json& args) {
   if (!storage::ParseGroupBy(*group_by, &options)) {
     return absl::InvalidArgumentError("\"group_by\" wants none, process, thread, instance or an attribute key");
   }
-  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = Run(*c.store, sel->query);
+  absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = c.store->Run(sel->query);
   if (!slice.ok()) return slice.status();
   const storage::FlameTree tree = storage::BuildFlameTree(*slice, options);
   std::vector<WeightedPath> paths = HeaviestPaths(tree);
@@ -883,7 +880,7 @@ absl::StatusOr<Answer> Diff(const Context& main, const json& args, const Capture
     }
     absl::StatusOr<Selection> sel = Select(selection, *c.store, c.default_type, c.now_ns, shared);
     if (!sel.ok()) return absl::Status(sel.status().code(), absl::StrCat(name, ": ", sel.status().message()));
-    absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = Run(*c.store, sel->query);
+    absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = c.store->Run(sel->query);
     if (!slice.ok()) return slice.status();
     sides.push_back({name, c, *std::move(sel), *std::move(slice)});
   }
@@ -951,7 +948,7 @@ json McpTools::Call(const std::string& name, const json& arguments) {
       answer = main.status();
       break;
     }
-    const Context c{main->store, main->default_type, main->now_ns, main->name, main->capture};
+    const Context& c = *main;
     if (name == "sample_types") answer = SampleTypes(c);
     if (name == "sources") answer = Sources(c, args);
     if (name == "attribute_values") answer = AttributeValues(c, args);
@@ -960,11 +957,7 @@ json McpTools::Call(const std::string& name, const json& arguments) {
     if (name == "source_lines") answer = SourceLines(c, args);
     if (name == "flamegraph") answer = Flamegraph(c, args);
     if (name == "diff") {
-      answer = Diff(c, args, [this](const std::string& path) -> absl::StatusOr<Context> {
-        absl::StatusOr<Source> s = Capture(path);
-        if (!s.ok()) return s.status();
-        return Context{s->store, s->default_type, s->now_ns, s->name, s->capture};
-      });
+      answer = Diff(c, args, [this](const std::string& path) { return Capture(path); });
     }
   }
   if (!answer.ok()) {

@@ -21,6 +21,15 @@ namespace kiln::app {
 
 class McpTools {
  public:
+  // What a tool reads: a store (the main one or a capture's), opened by Call.
+  struct Source {
+    storage::Store* store = nullptr;
+    std::string name;   // the store directory or capture file
+    bool capture = false;
+    int64_t now_ns = 0;  // what relative times count back from
+    std::optional<storage::SampleType> default_type;  // a capture's own (pprof's default_sample_type)
+  };
+
   // A store directory (opened read-only, again for a call when the last
   // opening is older than a second) or, with `input`, a capture imported
   // into a temporary store.
@@ -40,13 +49,6 @@ class McpTools {
 
  private:
   McpTools() = default;
-  struct Source {
-    storage::Store* store = nullptr;
-    std::string name;   // the store directory or capture file
-    bool capture = false;
-    int64_t now_ns = 0;  // what relative times count back from
-    std::optional<storage::SampleType> default_type;  // a capture's own (pprof's default_sample_type)
-  };
   // The main source, reopened when stale.
   absl::StatusOr<Source> Main();
   // A capture file named by a diff side, imported once.

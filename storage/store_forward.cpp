@@ -17,6 +17,13 @@ std::string ForwardPart::Key(const std::string& destination, uint64_t seq) {
   return key;
 }
 
+void ForwardPart::PopThrough(Queue* q, uint64_t seq) {
+  while (!q->entries.empty() && q->entries.front().seq <= seq) {
+    q->bytes -= q->entries.front().bytes;
+    q->entries.pop_front();
+  }
+}
+
 absl::Status ForwardPart::Load() {
   if (cf_ == nullptr) return absl::OkStatus();
   std::lock_guard lock(mutex_);
@@ -91,13 +98,7 @@ absl::StatusOr<uint64_t> ForwardPart::Bound(uint64_t max_bytes) {
   // Deleting must work on a full disk: it is what makes room.
   if (absl::Status s = writer_->CommitAlways(&wb, "dropping forward requests over the bound"); !s.ok()) return s;
   std::lock_guard lock(mutex_);
-  for (const auto& [destination, last] : cuts) {
-    Queue& q = queues_[destination];
-    while (!q.entries.empty() && q.entries.front().seq <= last) {
-      q.bytes -= q.entries.front().bytes;
-      q.entries.pop_front();
-    }
-  }
+  for (const auto& [destination, last] : cuts) PopThrough(&queues_[destination], last);
   return dropped;
 }
 
@@ -130,11 +131,7 @@ absl::Status ForwardPart::Ack(const std::string& destination, uint64_t seq) {
   std::lock_guard lock(mutex_);
   auto it = queues_.find(destination);
   if (it == queues_.end()) return absl::OkStatus();
-  Queue& q = it->second;
-  while (!q.entries.empty() && q.entries.front().seq <= seq) {
-    q.bytes -= q.entries.front().bytes;
-    q.entries.pop_front();
-  }
+  PopThrough(&it->second, seq);
   return absl::OkStatus();
 }
 

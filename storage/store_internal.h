@@ -835,6 +835,8 @@ class ForwardPart {
     uint64_t bytes = 0;
     uint64_t next_seq = 1;
   };
+  // Removes `q`'s entries up to and including `seq` (acked or dropped).
+  static void PopThrough(Queue* q, uint64_t seq);
   rocksdb::DB* const db_;
   rocksdb::ColumnFamilyHandle* const cf_;
   PartWriter* const writer_;
