@@ -689,9 +689,11 @@ absl::StatusOr<Answer> HotPaths(const Context& c, const json& args) {
   const storage::SampleType& t = sel->query.sample_type;
   const int64_t whole = (*slice)->total_weight;
   const int64_t fn_total = sandwich.callers.nodes.empty() ? 0 : sandwich.callers.nodes[0].total;
+  // The callees tree holds the function under its root: its self there is
+  // the weight of the stacks that end in it (no second table needed).
   int64_t fn_self = 0;
-  for (const storage::TopFunctionRow& r : storage::BuildTopFunctions(stacks)) {
-    if (r.function == *function) fn_self += r.self;
+  for (const storage::FlameNode& n : sandwich.callees.nodes) {
+    if (n.depth == 1) fn_self += n.self;
   }
   Answer a;
   a.text = SliceHeader(**slice, *sel, c.now_ns, *c.store);
