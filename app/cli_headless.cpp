@@ -178,14 +178,7 @@ int RunHeadless(const HeadlessOptions& options) {
         last_forward.resize(fs.size());
         for (size_t i = 0; i < fs.size(); ++i) {
           const ingest::ForwardStatus& f = fs[i];
-          std::string line = absl::StrCat(
-              "forwarding to ", f.target, ": ", f.connected ? "delivering" : "not connected", ", ",
-              f.backlog.requests, " requests (", storage::FormatBytes(f.backlog.bytes), ") owed",
-              f.backlog.requests > 0
-                  ? absl::StrCat(", oldest ", storage::FormatDuration(storage::UnixNowNs() - f.backlog.oldest_ns))
-                  : "",
-              ", ", f.delivered, " delivered", f.rejected > 0 ? absl::StrCat(", ", f.rejected, " refused") : "",
-              f.last_error.empty() ? "" : absl::StrCat(" (", f.last_error, ")"));
+          const std::string line = ingest::DescribeForwardStatus(f, storage::UnixNowNs());
           std::string state = absl::StrCat(f.connected, f.backlog.requests, f.delivered, f.rejected, f.last_error);
           if (state != last_forward[i]) {
             last_forward[i] = state;

@@ -335,7 +335,10 @@ std::shared_ptr<const ui::StatusSnapshot> GuiWorker::PollStatus() {
   out->taken_ns = storage::UnixNowNs();
   out->data_dir = data_dir_;
   out->stats = store_.Stats();
-  if (receiver_) out->receiver = receiver_->stats();  // nullopt while not listening
+  if (receiver_) {
+    out->receiver = receiver_->stats();  // nullopt while not listening
+    out->forwarding = receiver_->forward_status();
+  }
   out->log = store_.ReadLog(kLogEntries);
   // Read the version before the statuses: a change in between shows up as a
   // newer version at the next poll, never as a missed one.

@@ -89,6 +89,7 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
     return 2;
   }
   auto receiver = std::make_unique<ReceiverControl>(**store);
+  receiver->SetForwarder(forwarder->get());  // reset after the receiver, below
   if (receive) {
     if (absl::Status started = receiver->Start(*resolved); !started.ok()) {
       // The window is still useful without a listener (viewing stored

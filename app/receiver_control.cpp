@@ -109,4 +109,14 @@ ResolvedReceiver ReceiverControl::resolved() const {
   return resolved_;
 }
 
+void ReceiverControl::SetForwarder(const ingest::Forwarder* forwarder) {
+  std::lock_guard lock(mu_);
+  forwarder_ = forwarder;
+}
+
+std::vector<ingest::ForwardStatus> ReceiverControl::forward_status() const {
+  std::lock_guard lock(mu_);  // held while reading: SetForwarder(nullptr) waits for it
+  return forwarder_ ? forwarder_->Status() : std::vector<ingest::ForwardStatus>{};
+}
+
 }  // namespace kiln::app

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "ingest/forward/forwarder.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
 
@@ -66,12 +67,18 @@ class ReceiverControl {
   // nullopt while not listening.
   std::optional<ingest::ReceiverStats> stats() const;
   ResolvedReceiver resolved() const;
+  // --forward: where the requests this receiver accepts go on to, for the
+  // window's status line. `forwarder` (null: none) must outlive this, or be
+  // set to null before it goes.
+  void SetForwarder(const ingest::Forwarder* forwarder);
+  std::vector<ingest::ForwardStatus> forward_status() const;  // empty without --forward
 
  private:
   storage::Store& store_;
   mutable std::mutex mu_;
   std::shared_ptr<ingest::OtlpReceiver> receiver_;  // guarded by mu_; stats() copies it
   ResolvedReceiver resolved_;                       // guarded by mu_
+  const ingest::Forwarder* forwarder_ = nullptr;    // guarded by mu_
 };
 
 }  // namespace kiln::app

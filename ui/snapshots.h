@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "ingest/forward/forwarder.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/model/processes.h"
 #include "storage/model/sampling.h"
@@ -126,6 +127,7 @@ struct StatusSnapshot {
   int64_t taken_ns = 0;
   storage::StoreStats stats;
   std::optional<ingest::ReceiverStats> receiver;  // absent without a listener
+  std::vector<ingest::ForwardStatus> forwarding;  // one per --forward destination
   std::vector<storage::LogEntry> log;             // newest first
   std::vector<std::string> attribute_keys;
   std::map<std::string, std::vector<std::string>> attribute_values;  // for the filter bar

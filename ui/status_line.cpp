@@ -77,6 +77,36 @@ std::string SenderSummary(const ingest::PeerStats& peer) {
   return s;
 }
 
+std::string ForwardingSummary(const std::vector<ingest::ForwardStatus>& forwarding, int64_t now_ns, bool* alarm) {
+  *alarm = false;
+  if (forwarding.empty()) return "";
+  size_t down = 0;
+  storage::ForwardBacklog owed;
+  for (const ingest::ForwardStatus& f : forwarding) {
+    // Not connected means an attempt failed; before the first attempt the
+    // forwarder has simply had nothing to send.
+    const bool failing = !f.connected && !f.last_error.empty();
+    down += failing ? 1 : 0;
+    if (failing && f.backlog.requests > 0) *alarm = true;
+    owed.requests += f.backlog.requests;
+    owed.bytes += f.backlog.bytes;
+    if (f.backlog.requests > 0 && (owed.oldest_ns == 0 || f.backlog.oldest_ns < owed.oldest_ns)) {
+      owed.oldest_ns = f.backlog.oldest_ns;
+    }
+  }
+  const size_t n = forwarding.size();
+  std::string s = n == 1 ? "forwarding to " + forwarding[0].target
+                         : "forwarding to " + std::to_string(n) + " destinations";
+  if (down == 0 && owed.requests == 0) return s;
+  const std::string requests = FormatCount(owed.requests) + (owed.requests == 1 ? " request" : " requests");
+  if (down == 0) return s + ": " + requests + " owed";  // catching up
+  s = n == 1 ? s + ": not connected"
+             : "forwarding: " + std::to_string(down) + " of " + std::to_string(n) + " destinations not connected";
+  if (owed.requests == 0) return s;
+  return s + ", " + requests + " (" + FormatBytes(owed.bytes) + ") owed, oldest " +
+         FormatDuration(now_ns - owed.oldest_ns);
+}
+
 namespace {
 
 // A red status-line button: something needs the user (an open receiver,
@@ -266,6 +296,28 @@ void DrawAlarms(const StatusSnapshot& status, SessionState& session, StatusLineA
   }
 }
 
+// Forwarding, per destination in the tooltip; red while data waits on a
+// destination that is down (click for the Log, which says why).
+void DrawForwarding(const StatusSnapshot& status, SessionState& session) {
+  bool alarm = false;
+  const std::string summary = ForwardingSummary(status.forwarding, status.taken_ns, &alarm);
+  if (summary.empty()) return;
+  StatusSeparator();
+  if (alarm) {
+    if (AlarmButton(summary)) session.requested_tab = "log";
+  } else {
+    ImGui::TextDisabled("%s", summary.c_str());
+  }
+  if (ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    for (const ingest::ForwardStatus& f : status.forwarding) {
+      ImGui::TextUnformatted(ingest::DescribeForwardStatus(f, status.taken_ns).c_str());
+    }
+    ImGui::TextDisabled("What is owed is kept in the store until delivered%s", alarm ? "; click for the Log" : "");
+    ImGui::EndTooltip();
+  }
+}
+
 }  // namespace
 
 StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* status,
@@ -289,6 +341,7 @@ StatusLineActions DrawStatusLine(SessionState& session, const StatusSnapshot* st
   // (rates, counts, "updating"), so a badge stays where the user is about
   // to click it.
   DrawAlarms(*status, session, actions);
+  DrawForwarding(*status, session);
   if (status->receiver) {
     const auto& r = *status->receiver;
     StatusSeparator();

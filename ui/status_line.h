@@ -46,6 +46,15 @@ std::string AgentRatesSummary(const std::vector<ingest::PeerStats>& peers);
 // address ("build-7 (10.0.0.5): On-CPU 19/s, Off-CPU 3.0/s, 120 requests").
 std::string SenderSummary(const ingest::PeerStats& peer);
 
+// The status line's forwarding item (kiln --forward), over every
+// destination: "forwarding to HOST:PORT" while each delivers and owes
+// nothing; how much is owed while catching up; which are not connected,
+// with what is owed and how old it is. `alarm` is set when a destination
+// that failed its last attempt is owed requests: data waits on it. A
+// destination not tried yet (nothing accepted since kiln started) is not
+// "not connected". "" without destinations.
+std::string ForwardingSummary(const std::vector<ingest::ForwardStatus>& forwarding, int64_t now_ns, bool* alarm);
+
 // How to get data in: the agent command line, a button for the Connect an
 // agent dialog (other hosts, the Collector, ssh), opening a capture, the
 // demo. Returns true when that button was clicked. `local_agent` as

@@ -82,15 +82,18 @@ grpc::Status Send(int port, const std::string& token, collector::ExportProfilesS
 // kiln on a free port of `host`, in its own XDG folders and store, its
 // window found. Stopped (and checked to exit cleanly) at the end.
 struct KilnWindow {
-  explicit KilnWindow(const std::string& host) : dir(MakeTempDir()), port(testing::FreePort()) {
+  explicit KilnWindow(const std::string& host, std::vector<std::string> more_args = {})
+      : dir(MakeTempDir()), port(testing::FreePort()) {
     testing::TestDisplay::Get(KILN_TEST_NAME);
     unsetenv("KILN_AUTH_TOKEN");
     unsetenv("DEBUGINFOD_URLS");
     setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
     setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
     REQUIRE(port != 0);
-    kiln.emplace(testing::SpawnChild({KILN_BIN, "--listen", host + ":" + std::to_string(port), "--data-dir",
-                                      dir + "/store", "--size", "1100x650"}));
+    std::vector<std::string> argv{KILN_BIN, "--listen", host + ":" + std::to_string(port), "--data-dir",
+                                  dir + "/store", "--size", "1100x650"};
+    argv.insert(argv.end(), more_args.begin(), more_args.end());
+    kiln.emplace(testing::SpawnChild(argv));
     d = XOpenDisplay(nullptr);
     REQUIRE(d != nullptr);
     w = testing::WaitForKilnWindow(d);
@@ -227,6 +230,47 @@ TEST_CASE("a refused profile turns the status line red; a click opens Data quali
       "the click opened no Data quality panel with a reason marked; the window: " << testing::SavePpm(
           panel, (fs::temp_directory_path() / "gui_status_line_test-data-quality.ppm").string()));
   CHECK(marked.y1 - marked.y0 <= badge.y1 - badge.y0);  // one line of text (the badge's), not several
+}
+
+TEST_CASE("a forwarding destination that is down turns the status line red while requests wait; up, they go") {
+  // The destination: a free port nothing listens on yet.
+  const int destination = testing::FreePort();
+  REQUIRE(destination != 0);
+  const std::string target = "127.0.0.1:" + std::to_string(destination);
+  KilnWindow window("127.0.0.1", {"--forward", target});
+  const Colors colors = ThemeColors();
+  Image quiet;
+  REQUIRE(!WaitFor(
+               window.d, window.w, [&](const Image& im) { return Find(im, colors.button); }, &quiet)
+               .empty());
+  CHECK_MESSAGE(Find(quiet, colors.alarm).empty(), "red before anything was owed");
+
+  const uint64_t now = static_cast<uint64_t>(storage::UnixNowNs());
+  const grpc::Status sent = Send(window.port, "", Samples({now, now + 1000, now + 2000}, false));
+  REQUIRE_MESSAGE(sent.ok(), sent.error_message());
+  // The forwarder's first attempt fails: the request waits, the line is red.
+  Image down;
+  const Box badge = WaitFor(
+      window.d, window.w, [&](const Image& im) { return Find(im, colors.alarm); }, &down);
+  REQUIRE_MESSAGE(!badge.empty(), "no red forwarding badge while the destination is down");
+  CHECK(badge.y0 > down.height * 3 / 4);
+
+  // The destination comes up (another kiln): the backlog is delivered at
+  // the forwarder's next attempt and the red goes.
+  const std::string b_dir = window.dir + "/destination";
+  testing::ScopedChild b(testing::SpawnChild({KILN_BIN, "--headless", "--listen", target, "--data-dir", b_dir},
+                                             testing::ChildOutput::File(window.dir + "/destination.log")));
+  const Box gone = WaitFor(
+      window.d, window.w,
+      [&](const Image& im) {
+        return Find(im, colors.alarm).empty() && Find(im, colors.alarm_hovered).empty() ? Box{0, 0, 0, 0} : Box{};
+      },
+      nullptr, std::chrono::seconds(45));
+  CHECK_MESSAGE(!gone.empty(), "the status line is still red with the destination up");
+  auto store = storage::Store::Open(b_dir, storage::Store::Mode::kReadOnly);
+  REQUIRE_MESSAGE(store.ok(), store.status().message());
+  CHECK((*store)->Stats().samples == 3);
+  CHECK(b.Stop(SIGTERM) == 0);
 }
 
 TEST_CASE("Store settings by keyboard: an age typed in deletes older samples at once and is saved") {

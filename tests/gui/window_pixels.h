@@ -130,11 +130,12 @@ inline Box FirstNewArea(const Image& now, const Image& before, ui::Rgba color) {
   return Find(now, color, &before, all.y0, y);
 }
 
-// Waits (up to 20 s) until `found(picture)` gives a non-empty box; the
-// last picture is left in `picture`.
+// Waits (up to `timeout`) until `found(picture)` gives a non-empty box;
+// the last picture is left in `picture`.
 template <typename F>
-Box WaitFor(Display* d, Window w, F found, Image* picture = nullptr) {
-  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);;) {
+Box WaitFor(Display* d, Window w, F found, Image* picture = nullptr,
+            std::chrono::seconds timeout = std::chrono::seconds(20)) {
+  for (auto deadline = std::chrono::steady_clock::now() + timeout;;) {
     Image now = Grab(d, w);
     Box box = now.width ? found(now) : Box{};
     if (!box.empty() || std::chrono::steady_clock::now() > deadline) {
