@@ -9,6 +9,7 @@
 #include <future>
 #include <iterator>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "storage/model/data_loss.h"
@@ -203,7 +204,9 @@ void Forwarder::Run(Destination* d) {
       }
       // Down, or refusing for a reason that may pass (a token, overload):
       // the request stays owed and is tried again.
-      const std::string error = absl::StrCat(status.error_code(), ": ", status.error_message());
+      // gRPC's codes are absl's: "UNAUTHENTICATED: ...", not "16: ...".
+      const std::string error = absl::StrCat(
+          absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())), ": ", status.error_message());
       {
         std::lock_guard lock(d->mutex);
         d->connected = false;

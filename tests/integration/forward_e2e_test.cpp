@@ -8,12 +8,17 @@
 //      with the configured header; while the receiver is down the queue's
 //      bound drops the oldest and counts them; a request it refuses as
 //      invalid is dropped, counted and not retried.
+//   3. A forwards over TLS with a token to a kiln B requiring both: a CA
+//      that did not sign B's certificate, then a wrong token, deliver
+//      nothing and drop nothing; fixed, everything owed arrives.
 #include <doctest/doctest.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
@@ -27,6 +32,7 @@
 #include "tests/free_port.h"
 #include "tests/integration/kiln_process.h"
 #include "tests/integration/otlp_send.h"
+#include "tests/secret_file.h"
 #include "tests/temp_dir.h"
 
 namespace kiln::testing {
@@ -77,6 +83,11 @@ bool Holds(const std::string& data_dir, const std::map<std::string, int>& want) 
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return false;
+}
+
+std::string TlsFile(const std::string& name) {
+  const char* source = std::getenv("KILN_SOURCE_DIR");
+  return std::string(source ? source : ".") + "/tests/data/tls/" + name;
 }
 
 std::string Stats(const std::string& data_dir) {
@@ -262,6 +273,57 @@ TEST_CASE("kiln --forward: bytes unchanged and in order, the bound drops the old
   CHECK(stats.find("forward_dropped      error               7") != std::string::npos);
   CHECK(stats.find("forward_rejected     error               1") != std::string::npos);
   CHECK(stats.find("samples:        1300") != std::string::npos);
+}
+
+TEST_CASE("kiln --forward over TLS with a token: a wrong CA or token delivers nothing and loses nothing") {
+  TempDir dir;
+  const std::string a_dir = dir.path + "/a", b_dir = dir.path + "/b";
+  // B: TLS with the test CA's server certificate (for 127.0.0.1), and a token.
+  const std::string key = SecretCopy(TlsFile("server.key"), dir.path);
+  const std::string token_file = dir.path + "/token";
+  {
+    std::ofstream(token_file) << "forward-s3cret\n";
+    std::filesystem::permissions(token_file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  }
+  const std::string b_target = "127.0.0.1:" + std::to_string(FreePort());
+  HeadlessKiln b(b_dir, {"--tls-cert", TlsFile("server.pem"), "--tls-key", key, "--auth-token-file", token_file},
+                 b_target);
+  auto start_a = [&](const std::string& ca, const std::string& token) {
+    return std::make_unique<HeadlessKiln>(
+        a_dir, std::vector<std::string>{"--forward", b_target, "--forward-ca-file", ca, "--forward-header",
+                                        "authorization=Bearer " + token});
+  };
+  // A CA that did not sign B's certificate: the handshake fails, A retries.
+  auto a = start_a(TlsFile("other_ca.pem"), "forward-s3cret");
+  for (int i = 0; i < 3; ++i) Send(a->target(), Request(i));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  CHECK(Stored(b_dir).empty());
+  CHECK(a->Stop(SIGTERM) == 0);
+  INFO(a->output());
+  CHECK(a->output().find("forwarding to " + b_target + ": not connected, 3 requests") != std::string::npos);
+  CHECK(Stats(a_dir).find("forwarding to " + b_target + ": 3 requests") != std::string::npos);
+
+  // The right CA, a wrong token: B refuses (UNAUTHENTICATED), A keeps them.
+  a = start_a(TlsFile("ca.pem"), "not-the-token");
+  Send(a->target(), Request(3));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  CHECK(Stored(b_dir).empty());
+  CHECK(a->Stop(SIGTERM) == 0);
+  INFO(a->output());
+  CHECK(a->output().find("UNAUTHENTICATED") != std::string::npos);
+  CHECK(Stats(a_dir).find("forwarding to " + b_target + ": 4 requests") != std::string::npos);
+
+  // Both right: everything owed arrives, in order, once; nothing dropped.
+  a = start_a(TlsFile("ca.pem"), "forward-s3cret");
+  Send(a->target(), Request(4));
+  CHECK(Holds(b_dir, Expected(0, 4)));
+  CHECK(a->Stop(SIGTERM) == 0);
+  const std::string stats = Stats(a_dir);
+  INFO(stats);
+  CHECK(stats.find("forwarding to") == std::string::npos);
+  CHECK(stats.find("forward_dropped      error               0") != std::string::npos);
+  CHECK(stats.find("forward_rejected     error               0") != std::string::npos);
+  CHECK(b.Stop(SIGTERM) == 0);
 }
 
 }  // namespace kiln::testing
