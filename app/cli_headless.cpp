@@ -112,7 +112,8 @@ int RunHeadless(const HeadlessOptions& options) {
     absl::StatusOr<std::shared_ptr<void>> started = StartMetricsListen(
         options.metrics_listen,
         [r = receiver->get()]() -> std::optional<ingest::ReceiverStats> { return r->stats(); }, **store,
-        security.auth_token, &symbolizer);
+        security.auth_token, &symbolizer,
+        [f = forwarder->get()] { return f ? f->Status() : std::vector<ingest::ForwardStatus>{}; });
     if (!started.ok()) {
       std::fprintf(stderr, "kiln: %s\n", std::string(started.status().message()).c_str());
       return 1;

@@ -106,7 +106,7 @@ int RunWindow(const HeadlessOptions& where, GuiOptions gui, bool receive) {
   if (!where.metrics_listen.empty()) {
     absl::StatusOr<std::shared_ptr<void>> started = StartMetricsListen(
         where.metrics_listen, [r = receiver.get()] { return r->stats(); }, **store,
-        resolved->options.security.auth_token, &metrics_symbolizer);
+        resolved->options.security.auth_token, &metrics_symbolizer, [r = receiver.get()] { return r->forward_status(); });
     gui.metrics_symbolizer = &metrics_symbolizer;
     if (!started.ok()) {
       std::fprintf(stderr, "kiln: %s\n", std::string(started.status().message()).c_str());

@@ -11,11 +11,12 @@ namespace kiln::app {
 absl::StatusOr<std::shared_ptr<void>> StartMetricsListen(
     const std::string& address, std::function<std::optional<ingest::ReceiverStats>()> receiver,
     const storage::Store& store, const std::string& token,
-    const SymbolizerSlot* symbols) {
+    const SymbolizerSlot* symbols, std::function<std::vector<ingest::ForwardStatus>()> forwarding) {
 #ifdef KILN_HAVE_METRICS
   ingest::MetricsSources sources;
   sources.receiver = std::move(receiver);
   sources.store = [&store] { return store.Stats(); };
+  sources.forwarding = std::move(forwarding);
   if (symbols) {
     sources.symbols = [symbols]() -> std::optional<ingest::SymbolizerFacts> {
       std::optional<SymbolProgress> p = symbols->Progress();
@@ -37,6 +38,7 @@ absl::StatusOr<std::shared_ptr<void>> StartMetricsListen(
   (void)store;
   (void)token;
   (void)symbols;
+  (void)forwarding;
   return absl::UnimplementedError(
       "--metrics-listen: this kiln was built without prometheus-cpp (prometheus-cpp-dev, or brew install "
       "prometheus-cpp)");

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "app/symbol_service.h"
+#include "ingest/forward/forwarder.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
 
@@ -17,13 +18,15 @@ namespace kiln::app {
 
 // Serves /metrics on `address` until the handle is dropped. `receiver`
 // gives the receiver's stats at each scrape (nullopt: not receiving), and
-// `symbols` the background symbolizer's progress (null, or empty: none);
-// they and the store must outlive the handle. With a token, scrapes must
+// `symbols` the background symbolizer's progress (null, or empty: none),
+// `forwarding` each --forward destination's state (empty: none); they and
+// the store must outlive the handle. With a token, scrapes must
 // send it as basic auth's password. Prints where it serves. An error when
 // it cannot bind, or when this build has no prometheus-cpp.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<void>> StartMetricsListen(
     const std::string& address, std::function<std::optional<ingest::ReceiverStats>()> receiver,
     const storage::Store& store, const std::string& token,
-    const SymbolizerSlot* symbols = nullptr);
+    const SymbolizerSlot* symbols = nullptr,
+    std::function<std::vector<ingest::ForwardStatus>()> forwarding = {});
 
 }  // namespace kiln::app

@@ -138,6 +138,24 @@ void AddStore(const storage::StoreStats& s, Families& f) {
   }
 }
 
+// --forward: each destination's state as the forwarder has it (what is
+// owed is the store's, above).
+void AddForwarding(const std::vector<ForwardStatus>& forwarding, Families& f) {
+  MetricFamily& connected = f.Add("kiln_forward_connected",
+                                  "1 when the last attempt to a --forward destination delivered, else 0",
+                                  MetricType::Gauge);
+  MetricFamily& delivered = f.Add("kiln_forward_delivered_requests_total",
+                                  "Requests a --forward destination accepted since kiln started", MetricType::Counter);
+  MetricFamily& refused = f.Add("kiln_forward_refused_requests_total",
+                                "Requests a --forward destination refused as invalid (dropped) since kiln started",
+                                MetricType::Counter);
+  for (const ForwardStatus& s : forwarding) {
+    connected.metric.push_back(Families::GaugeValue(s.connected ? 1 : 0, {{"destination", s.target}}));
+    delivered.metric.push_back(Families::CounterValue(D(s.delivered), {{"destination", s.target}}));
+    refused.metric.push_back(Families::CounterValue(D(s.rejected), {{"destination", s.target}}));
+  }
+}
+
 void AddSymbolizer(const SymbolizerFacts& s, Families& f) {
   f.Gauge("kiln_symbolizer_busy", "1 while the symbolizer reads or downloads symbols for an executable, else 0",
           s.busy ? 1 : 0);
@@ -152,7 +170,8 @@ class Collector : public prometheus::Collectable {
   std::vector<MetricFamily> Collect() const override {
     std::optional<ReceiverStats> receiver = sources_.receiver ? sources_.receiver() : std::nullopt;
     std::optional<SymbolizerFacts> symbols = sources_.symbols ? sources_.symbols() : std::nullopt;
-    return MetricFamilies(receiver ? &*receiver : nullptr, sources_.store(), symbols ? &*symbols : nullptr);
+    return MetricFamilies(receiver ? &*receiver : nullptr, sources_.store(), symbols ? &*symbols : nullptr,
+                          sources_.forwarding ? sources_.forwarding() : std::vector<ForwardStatus>{});
   }
 
  private:
@@ -177,10 +196,12 @@ class ExporterImpl : public MetricsExporter {
 }  // namespace
 
 std::vector<MetricFamily> MetricFamilies(const ReceiverStats* receiver, const storage::StoreStats& store,
-                                         const SymbolizerFacts* symbols) {
+                                         const SymbolizerFacts* symbols,
+                                         const std::vector<ForwardStatus>& forwarding) {
   Families f;
   if (receiver) AddReceiver(*receiver, f);
   AddStore(store, f);
+  if (!forwarding.empty()) AddForwarding(forwarding, f);
   if (symbols) AddSymbolizer(*symbols, f);
   return f.Take();
 }

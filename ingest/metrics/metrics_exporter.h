@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ingest/forward/forwarder.h"
 #include "ingest/otlp_receiver.h"
 #include "prometheus/metric_family.h"
 #include "storage/store.h"
@@ -33,9 +34,11 @@ struct SymbolizerFacts {
 
 // The families for one scrape. `receiver` is null when kiln is not
 // receiving (a window opened on captures), `symbols` when no symbolizer
-// reports: their families are then absent, not zero. Pure.
+// reports: their families are then absent, not zero; `forwarding` has a
+// status per --forward destination (empty without). Pure.
 std::vector<prometheus::MetricFamily> MetricFamilies(const ReceiverStats* receiver, const storage::StoreStats& store,
-                                                     const SymbolizerFacts* symbols = nullptr);
+                                                     const SymbolizerFacts* symbols = nullptr,
+                                                     const std::vector<ForwardStatus>& forwarding = {});
 
 // The families as Prometheus text (what /metrics answers). Pure.
 std::string MetricsText(const std::vector<prometheus::MetricFamily>& families);
@@ -45,6 +48,7 @@ struct MetricsSources {
   std::function<std::optional<ReceiverStats>()> receiver;
   std::function<storage::StoreStats()> store;
   std::function<std::optional<SymbolizerFacts>()> symbols;  // may be empty
+  std::function<std::vector<ForwardStatus>()> forwarding;   // may be empty (no --forward)
 };
 
 class MetricsExporter {

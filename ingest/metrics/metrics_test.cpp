@@ -85,6 +85,22 @@ TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Pr
   CHECK(with_symbols.at("kiln_symbolizer_busy{}") == 1);
   CHECK(with_symbols.at("kiln_symbolizer_queued_files{}") == 4);
   CHECK(with_symbols.at("kiln_symbolizer_files_done_total{}") == 17);
+  CHECK(with_symbols.count("kiln_forward_connected{destination=\"b:4317\"}") == 0);  // no forwarder: absent
+
+  // The forwarder: one destination delivering, one down after a refusal.
+  ForwardStatus up, down;
+  up.target = "b:4317";
+  up.connected = true;
+  up.delivered = 250;
+  down.target = "c:4040";
+  down.rejected = 2;
+  down.last_error = "UNAVAILABLE: connection refused";
+  const std::map<std::string, double> forwarding =
+      ParsePrometheus(MetricsText(MetricFamilies(&r, s, nullptr, {up, down})));
+  CHECK(forwarding.at("kiln_forward_connected{destination=\"b:4317\"}") == 1);
+  CHECK(forwarding.at("kiln_forward_connected{destination=\"c:4040\"}") == 0);
+  CHECK(forwarding.at("kiln_forward_delivered_requests_total{destination=\"b:4317\"}") == 250);
+  CHECK(forwarding.at("kiln_forward_refused_requests_total{destination=\"c:4040\"}") == 2);
 }
 
 // One process, `samples` on-CPU samples.

@@ -5,6 +5,13 @@
 // store write) so a slow figure points at its stage. Asserts nothing.
 //
 //   ingest_bench [--requests N] [--streams S] [--cpus C] [--stage-repeat K] [--gzip]
+//                [--paced-ms MS] [--forward up|down]
+//
+// --forward: the receiver forwards every request (kiln --forward) to a
+// second receiver and store in this process, B. "up": B runs throughout;
+// prints when B holds every sample, so forwarding's throughput stands beside
+// plain ingest's. "down": B starts only after the clients are done (the
+// requests wait in A's store), then how fast the backlog drains.
 //
 // Request shape (like the OpenTelemetry eBPF profiler at 20 Hz): a 5 s
 // window, C CPUs ticking at 20 Hz (C = 100 gives 10,000 samples), 8
@@ -31,11 +38,13 @@
 #include <thread>
 #include <vector>
 
+#include "ingest/forward/forwarder.h"
 #include "ingest/message_decompression.h"
 #include "ingest/otlp_normalizer.h"
 #include "ingest/otlp_receiver.h"
 #include "ingest/otlp_request_builder.h"
 #include "storage/store.h"
+#include "tests/free_port.h"
 
 namespace kiln::ingest {
 namespace {
@@ -298,6 +307,41 @@ struct Options {
   // so a run of a minute sees as many flushes per sample as a day of a
   // 8-CPU laptop at 20 Hz does with the default 5-minute limit.
   int paced_ms = 0;
+  std::string forward;  // "", "up" or "down"
+};
+
+// A receiver and its store in a temporary directory (the benchmark's
+// kiln, and the forwarding destination B).
+struct BenchKiln {
+  std::string dir;
+  std::unique_ptr<storage::Store> store;
+  std::unique_ptr<OtlpReceiver> receiver;
+
+  bool Open(const storage::StoreOptions& store_options) {
+    dir = (std::filesystem::temp_directory_path() / "kiln-ingest-bench-XXXXXX").string();
+    if (mkdtemp(dir.data()) == nullptr) return false;
+    auto opened = storage::Store::Open(dir, storage::Store::Mode::kReadWrite, store_options);
+    if (!opened.ok()) return false;
+    store = std::move(*opened);
+    return true;
+  }
+  bool Listen(const std::string& address) {
+    ReceiverOptions options;
+    options.listen_address = address;
+    auto started = OtlpReceiver::Start(store.get(), options);
+    if (!started.ok()) {
+      std::printf("%s\n", started.status().ToString().c_str());
+      return false;
+    }
+    receiver = std::move(*started);
+    return true;
+  }
+  ~BenchKiln() {
+    if (receiver) receiver->Stop();
+    receiver.reset();
+    store.reset();
+    if (!dir.empty()) std::filesystem::remove_all(dir);
+  }
 };
 
 int Main(int argc, char** argv) {
@@ -316,10 +360,13 @@ int Main(int argc, char** argv) {
       o.stage_repeat = std::atoi(argv[++i]);
     } else if (has_value && !std::strcmp(argv[i], "--paced-ms")) {
       o.paced_ms = std::atoi(argv[++i]);
+    } else if (has_value && !std::strcmp(argv[i], "--forward") &&
+               (!std::strcmp(argv[i + 1], "up") || !std::strcmp(argv[i + 1], "down"))) {
+      o.forward = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: ingest_bench [--requests N] [--streams S] [--cpus C] [--stage-repeat K] "
-                   "[--gzip] [--paced-ms MS]\n");
+                   "[--gzip] [--paced-ms MS] [--forward up|down]\n");
       return 2;
     }
   }
@@ -432,6 +479,19 @@ int Main(int argc, char** argv) {
   std::unique_ptr<storage::Store> store = std::move(*opened);
   ReceiverOptions options;
   options.listen_address = "127.0.0.1:0";
+  // --forward: this receiver (A) forwards to B, which listens from the
+  // start ("up") or from when the clients are done ("down").
+  BenchKiln b;
+  std::unique_ptr<Forwarder> forwarder;
+  std::string b_address;
+  if (!o.forward.empty()) {
+    if (!b.Open({})) return 1;
+    b_address = "127.0.0.1:" + std::to_string(testing::FreePort());
+    if (o.forward == "up" && !b.Listen(b_address)) return 1;
+    forwarder = std::make_unique<Forwarder>(store.get(), std::vector<ForwardTarget>{{.target = b_address}});
+    options.forward_destinations = {b_address};
+    options.on_forwarded = [f = forwarder.get()] { f->Notify(); };
+  }
   auto started = OtlpReceiver::Start(store.get(), options);
   if (!started.ok()) {
     std::printf("%s\n", started.status().ToString().c_str());
@@ -478,6 +538,37 @@ int Main(int argc, char** argv) {
   const double seconds = Seconds(t);
   const double cpu = CpuSeconds() - cpu_before;
   receiver->Stop();
+  if (!o.forward.empty()) {
+    // B holds every acknowledged sample: forwarding's end to end. "down":
+    // B starts now, and the forwarder's next attempt (its backoff reaches
+    // up to 30 s while B is down) begins the drain.
+    const storage::ForwardBacklog owed = store->ForwardBacklogOf(b_address);
+    auto tb = std::chrono::steady_clock::now();
+    if (o.forward == "down" && !b.Listen(b_address)) return 1;
+    double first = -1;
+    while (b.store->Stats().samples < acknowledged.load() && Seconds(tb) < 600) {
+      if (first < 0 && b.store->Stats().samples > 0) first = Seconds(tb);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const double done = Seconds(tb);
+    const uint64_t in_b = b.store->Stats().samples;
+    if (o.forward == "up") {
+      std::printf(
+          "forwarding to B (up throughout): %llu of %zu samples in B %.2f s after the last acknowledgement, "
+          "%.2f s after the first request = %.2f M samples/s forwarded; %llu requests (%.1f MiB) owed when the "
+          "clients finished\n",
+          static_cast<unsigned long long>(in_b), acknowledged.load(), done, seconds + done,
+          in_b / (seconds + done) / 1e6, static_cast<unsigned long long>(owed.requests), owed.bytes / 1048576.0);
+    } else {
+      std::printf(
+          "forwarding to B (down while the clients sent): %llu requests (%.1f MiB) owed; B up: first samples "
+          "after %.2f s (the forwarder's backoff), all %llu of %zu after %.2f s = %.2f M samples/s drained\n",
+          static_cast<unsigned long long>(owed.requests), owed.bytes / 1048576.0, first,
+          static_cast<unsigned long long>(in_b), acknowledged.load(), done,
+          first >= 0 && done > first ? in_b / (done - first) / 1e6 : 0.0);
+    }
+    forwarder.reset();
+  }
   const double peak_rss = PeakRssMiB();
 
   // Disk as a user leaves it: kiln stopped (the store closed as kiln closes
