@@ -56,6 +56,7 @@ struct SymbolFlags {
 // --forward and its companions (ingest/forward/forwarder.h).
 struct ForwardFlags {
   std::vector<std::string> targets;  // --forward HOST:PORT, repeatable
+  std::vector<std::string> http_urls;  // --forward-http URL, repeatable
   bool tls = false;                  // --forward-tls
   std::string ca_file;               // --forward-ca-file (implies TLS)
   std::vector<std::string> headers;  // --forward-header KEY=VALUE, repeatable

@@ -98,11 +98,12 @@ int RunHeadless(const HeadlessOptions& options) {
                   ? " and at most " + storage::FormatBytes(options.retention_size_bytes)
                   : std::string()))
                 .c_str());
-  for (const std::string& target : options.forward.targets) {
+  for (const std::string& target : resolved->options.forward_destinations) {
     const storage::ForwardBacklog owed = (*store)->ForwardBacklogOf(target);
-    std::printf("kiln: forwarding every accepted request to %s%s (%llu owed from before)\n", target.c_str(),
-                options.forward.tls || !options.forward.ca_file.empty() ? " over TLS" : "",
-                static_cast<unsigned long long>(owed.requests));
+    const bool http = target.find("://") != std::string::npos;
+    const bool tls = http ? target.rfind("https://", 0) == 0 : options.forward.tls || !options.forward.ca_file.empty();
+    std::printf("kiln: forwarding every accepted request to %s%s%s (%llu owed from before)\n", target.c_str(),
+                http ? " (OTLP/HTTP)" : "", tls ? " over TLS" : "", static_cast<unsigned long long>(owed.requests));
   }
   std::fflush(stdout);
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "listening on " + (*receiver)->stats().listen_address);

@@ -58,6 +58,10 @@ struct ForwardBacklog {
   uint64_t requests = 0;
   uint64_t bytes = 0;
   int64_t oldest_ns = 0;  // Unix ns of the oldest owed request; 0 when none
+  // Dropped over the bound (StoreOptions::max_forward_bytes) since the
+  // store was opened; the store's total across restarts and destinations
+  // is DataLoss::kForwardDropped's.
+  uint64_t dropped = 0;
   bool operator==(const ForwardBacklog&) const = default;
 };
 

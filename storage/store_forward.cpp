@@ -98,7 +98,12 @@ absl::StatusOr<uint64_t> ForwardPart::Bound(uint64_t max_bytes) {
   // Deleting must work on a full disk: it is what makes room.
   if (absl::Status s = writer_->CommitAlways(&wb, "dropping forward requests over the bound"); !s.ok()) return s;
   std::lock_guard lock(mutex_);
-  for (const auto& [destination, last] : cuts) PopThrough(&queues_[destination], last);
+  for (const auto& [destination, last] : cuts) {
+    Queue& q = queues_[destination];
+    const size_t before = q.entries.size();
+    PopThrough(&q, last);
+    q.dropped += before - q.entries.size();
+  }
   return dropped;
 }
 
@@ -140,7 +145,7 @@ ForwardBacklog ForwardPart::Backlog(const std::string& destination) const {
   auto it = queues_.find(destination);
   if (it == queues_.end()) return {};
   const Queue& q = it->second;
-  return {q.entries.size(), q.bytes, q.entries.empty() ? 0 : q.entries.front().enqueued_ns};
+  return {q.entries.size(), q.bytes, q.entries.empty() ? 0 : q.entries.front().enqueued_ns, q.dropped};
 }
 
 std::vector<std::string> ForwardPart::Destinations() const {

@@ -834,6 +834,7 @@ class ForwardPart {
     std::deque<Meta> entries;
     uint64_t bytes = 0;
     uint64_t next_seq = 1;
+    uint64_t dropped = 0;  // over the bound, since open
   };
   // Removes `q`'s entries up to and including `seq` (acked or dropped).
   static void PopThrough(Queue* q, uint64_t seq);

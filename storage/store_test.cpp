@@ -1788,6 +1788,11 @@ TEST_CASE("forward queues: past the bound the oldest requests are dropped and co
   REQUIRE(store.WriteAndForward(ProfileBatch{}, std::string(9000, 'y'), {"b"}).ok());
   CHECK(store.PeekForward("b", 100).size() == 1);
   CHECK(store.DataLossTotals()[static_cast<size_t>(DataLoss::kForwardDropped)] == 5);
+  // Per destination too, for its status line and metrics: a second
+  // destination within the bound has dropped nothing.
+  REQUIRE(store.WriteAndForward(ProfileBatch{}, "small", {"c"}).ok());
+  CHECK(store.ForwardBacklogOf("b").dropped == 5);
+  CHECK(store.ForwardBacklogOf("c").dropped == 0);
 }
 
 }  // namespace kiln::storage

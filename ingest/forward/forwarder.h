@@ -1,6 +1,7 @@
-// Forwarding (kiln --forward): every request kiln accepts, passed on as its
-// bytes (no re-encoding) to each destination, an OTLP profiles receiver
-// (another kiln, Pyroscope, Parca, an OpenTelemetry Collector).
+// Forwarding (kiln --forward, --forward-http): every request kiln accepts,
+// passed on as its bytes (no re-encoding) to each destination, an OTLP
+// profiles receiver (another kiln, Pyroscope, Parca, an OpenTelemetry
+// Collector), over gRPC or OTLP/HTTP (a POST of the same protobuf bytes).
 //
 // The receiver queues each accepted request in the store for every
 // destination in the same write as its samples (Store::WriteAndForward),
@@ -9,9 +10,10 @@
 // queue holds, oldest first, and acknowledges each request the destination
 // accepted; while a destination is down it retries with backoff (1 s
 // doubling to 30 s). A request the destination refuses as invalid
-// (INVALID_ARGUMENT) is dropped and counted (DataLoss::kForwardRejected);
-// every other failure is retried, so a wrong token or TLS setting loses
-// nothing once it is fixed.
+// (gRPC INVALID_ARGUMENT; HTTP 400 Bad Request or 413 Content Too Large) is
+// dropped and counted (DataLoss::kForwardRejected); every other failure is
+// retried, so a wrong token or TLS setting loses nothing once it is fixed
+// (OTLP/HTTP's rule drops on every other 4xx as well; a 401 kiln retries).
 //
 // Threads: one per destination; Status and Notify from any thread.
 #pragma once
@@ -34,17 +36,24 @@ namespace kiln::ingest {
 // Where to forward, and how (--forward, --forward-tls, --forward-ca-file,
 // --forward-header).
 struct ForwardTarget {
-  std::string target;   // host:port, as gRPC takes it; names the queue
+  // host:port, as gRPC takes it; with `http`, the URL requests are POSTed
+  // to. Names the queue.
+  std::string target;
+  bool http = false;    // OTLP/HTTP (--forward-http); TLS for https:// URLs
   bool tls = false;     // else plaintext
   std::string ca_file;  // TLS: trust these roots (PEM) instead of the system's
   std::vector<std::pair<std::string, std::string>> headers;  // sent with every request
 };
 
-// The flags' targets, checked (host:port, a readable CA file, KEY=VALUE
-// headers with lowercase-able keys); an error names the bad one.
+// The flags' targets, checked (host:port; http:// or https:// URLs, to which
+// a bare host gets OTLP's /v1development/profiles; a readable CA file;
+// KEY=VALUE headers with lowercase-able keys); an error names the bad one.
 [[nodiscard]] absl::StatusOr<std::vector<ForwardTarget>> ParseForwardTargets(
     const std::vector<std::string>& targets, bool tls, const std::string& ca_file,
-    const std::vector<std::string>& headers);
+    const std::vector<std::string>& headers, const std::vector<std::string>& http_urls = {});
+
+// Whether this build can forward over OTLP/HTTP (it needs libcurl).
+bool ForwardHttpAvailable();
 
 // The queue names of `targets`, for ReceiverOptions::forward_destinations.
 std::vector<std::string> ForwardQueueNames(const std::vector<ForwardTarget>& targets);
@@ -55,7 +64,6 @@ struct ForwardStatus {
   storage::ForwardBacklog backlog;
   uint64_t delivered = 0;  // requests accepted by the destination since start
   uint64_t rejected = 0;   // refused as invalid (dropped) since start
-  uint64_t dropped = 0;    // over the queue's bound, since the store was created
   std::string last_error;  // "" after a success
   bool operator==(const ForwardStatus&) const = default;
 };

@@ -149,7 +149,12 @@ void AddForwarding(const std::vector<ForwardStatus>& forwarding, Families& f) {
   MetricFamily& refused = f.Add("kiln_forward_refused_requests_total",
                                 "Requests a --forward destination refused as invalid (dropped) since kiln started",
                                 MetricType::Counter);
+  MetricFamily& dropped = f.Add("kiln_forward_dropped_requests_total",
+                                "Requests owed to a --forward destination dropped over --forward-max-queue since "
+                                "kiln started",
+                                MetricType::Counter);
   for (const ForwardStatus& s : forwarding) {
+    dropped.metric.push_back(Families::CounterValue(D(s.backlog.dropped), {{"destination", s.target}}));
     connected.metric.push_back(Families::GaugeValue(s.connected ? 1 : 0, {{"destination", s.target}}));
     delivered.metric.push_back(Families::CounterValue(D(s.delivered), {{"destination", s.target}}));
     refused.metric.push_back(Families::CounterValue(D(s.rejected), {{"destination", s.target}}));

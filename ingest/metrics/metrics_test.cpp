@@ -94,6 +94,7 @@ TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Pr
   up.delivered = 250;
   down.target = "c:4040";
   down.rejected = 2;
+  down.backlog.dropped = 7;
   down.last_error = "UNAVAILABLE: connection refused";
   const std::map<std::string, double> forwarding =
       ParsePrometheus(MetricsText(MetricFamilies(&r, s, nullptr, {up, down})));
@@ -101,6 +102,8 @@ TEST_CASE("metrics: counters, the data-loss table and the store's parts, as a Pr
   CHECK(forwarding.at("kiln_forward_connected{destination=\"c:4040\"}") == 0);
   CHECK(forwarding.at("kiln_forward_delivered_requests_total{destination=\"b:4317\"}") == 250);
   CHECK(forwarding.at("kiln_forward_refused_requests_total{destination=\"c:4040\"}") == 2);
+  CHECK(forwarding.at("kiln_forward_dropped_requests_total{destination=\"c:4040\"}") == 7);
+  CHECK(forwarding.at("kiln_forward_dropped_requests_total{destination=\"b:4317\"}") == 0);
 }
 
 // One process, `samples` on-CPU samples.

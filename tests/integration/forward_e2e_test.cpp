@@ -11,6 +11,11 @@
 //   3. A forwards over TLS with a token to a kiln B requiring both: a CA
 //      that did not sign B's certificate, then a wrong token, deliver
 //      nothing and drop nothing; fixed, everything owed arrives.
+//   4. --forward-http: A POSTs to an OTLP/HTTP receiver (Python's
+//      http.server, tests/integration/otlp_http_recorder.py) that is down
+//      at first: the bytes arrive unchanged, in order, at
+//      /v1development/profiles with the header; a 400 is not retried.
+//   5. Bad forwarding flags: a clear error and a non-zero exit.
 #include <doctest/doctest.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -26,9 +31,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ingest/otlp_request_builder.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "tests/child_process.h"
 #include "tests/free_port.h"
 #include "tests/integration/kiln_process.h"
 #include "tests/integration/otlp_send.h"
@@ -324,6 +331,82 @@ TEST_CASE("kiln --forward over TLS with a token: a wrong CA or token delivers no
   CHECK(stats.find("forward_dropped      error               0") != std::string::npos);
   CHECK(stats.find("forward_rejected     error               0") != std::string::npos);
   CHECK(b.Stop(SIGTERM) == 0);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_CASE("kiln --forward-http: OTLP/HTTP, bytes unchanged and in order through a destination that was down") {
+  TempDir dir;
+  const std::string a_dir = dir.path + "/a", got = dir.path + "/got";
+  std::filesystem::create_directories(got);
+  const int port = FreePort();
+  REQUIRE(port != 0);
+  // A bare host: kiln adds OTLP's path.
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  HeadlessKiln a(a_dir, {"--forward-http", url, "--forward-header", "Authorization=Bearer s3cret"});
+  CHECK(a.output().find("forwarding every accepted request to " + url + "/v1development/profiles (OTLP/HTTP)") !=
+        std::string::npos);
+  std::vector<std::string> sent;
+  for (int i = 0; i < 2; ++i) {
+    Send(a.target(), Request(i));
+    sent.push_back(Request(i).SerializeAsString());
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  CHECK(Stats(a_dir).find("forwarding to " + url + "/v1development/profiles: 2 requests") != std::string::npos);
+
+  // The receiver comes up; request 2 it refuses (400), request 3 it takes.
+  ScopedChild recorder(SpawnChild({"/usr/bin/python3", std::string(std::getenv("KILN_SOURCE_DIR")) +
+                                                           "/tests/integration/otlp_http_recorder.py",
+                                   std::to_string(port), got}));
+  for (int i = 2; i < 4; ++i) {
+    Send(a.target(), Request(i));
+    sent.push_back(Request(i).SerializeAsString());
+  }
+  REQUIRE(WaitFor([&] { return std::filesystem::exists(got + "/002.bin"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // nothing more comes: request 2 is not retried
+  CHECK_FALSE(std::filesystem::exists(got + "/003.bin"));
+  const std::vector<int> delivered = {0, 1, 3};
+  for (size_t k = 0; k < delivered.size(); ++k) {
+    const std::string base = got + "/00" + std::to_string(k);
+    CHECK(ReadFile(base + ".bin") == sent[delivered[k]]);  // byte for byte, in order
+    CHECK(ReadFile(base + ".meta") == "/v1development/profiles\napplication/x-protobuf\nBearer s3cret\n");
+  }
+  CHECK(a.Stop(SIGTERM) == 0);
+  INFO(a.output());
+  CHECK(a.output().find("HTTP 400: refused for the test") == std::string::npos);  // in the Log, not stdout
+  const std::string stats = Stats(a_dir);
+  INFO(stats);
+  CHECK(stats.find("forwarding to") == std::string::npos);  // nothing owed
+  CHECK(stats.find("forward_rejected     error               1") != std::string::npos);
+  CHECK(stats.find("samples:        400") != std::string::npos);
+}
+
+TEST_CASE("bad forwarding flags: a clear error, a non-zero exit") {
+  TempDir dir;
+  struct Case {
+    std::vector<std::string> flags;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--forward", "nohostport"}, "--forward \"nohostport\": want HOST:PORT"},
+      {{"--forward-header", "authorization=Bearer x"}, "need --forward or --forward-http"},
+      {{"--forward", "b:4317", "--forward-ca-file", dir.path + "/missing.pem"},
+       "--forward-ca-file " + dir.path + "/missing.pem: cannot read it"},
+      {{"--forward", "b:4317", "--forward-header", "novalue"}, "--forward-header \"novalue\": want KEY=VALUE"},
+      {{"--forward", "b:4317", "--forward", "b:4317"}, "--forward b:4317 is given twice"},
+      {{"--forward-http", "ftp://b:4318"}, "want http://HOST:PORT[/PATH] or https://"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--headless", "--listen", "127.0.0.1:0", "--data-dir", dir.path + "/store"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const CommandResult r = RunKiln(args);
+    INFO(absl::StrJoin(c.flags, " "), " -> ", r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find(c.says) != std::string::npos);
+  }
 }
 
 }  // namespace kiln::testing
