@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "app/symbol_service.h"
-#include "ingest/forward/forwarder.h"
+#include "ingest/forward/forward_status.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
 

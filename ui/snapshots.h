@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ingest/forward/forwarder.h"
+#include "ingest/forward/forward_status.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/model/processes.h"
 #include "storage/model/sampling.h"

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ingest/forward/forward_status.h"
 #include "storage/store.h"
 
 namespace kiln::ingest {
@@ -57,21 +58,6 @@ bool ForwardHttpAvailable();
 
 // The queue names of `targets`, for ReceiverOptions::forward_destinations.
 std::vector<std::string> ForwardQueueNames(const std::vector<ForwardTarget>& targets);
-
-struct ForwardStatus {
-  std::string target;
-  bool connected = false;  // the last attempt delivered
-  storage::ForwardBacklog backlog;
-  uint64_t delivered = 0;  // requests accepted by the destination since start
-  uint64_t rejected = 0;   // refused as invalid (dropped) since start
-  std::string last_error;  // "" after a success
-  bool operator==(const ForwardStatus&) const = default;
-};
-
-// One destination as kiln --headless prints it and the window's status line
-// tooltip shows it: "forwarding to HOST:PORT: not connected, 12 requests
-// (1.2 MiB) owed, oldest 3m 10s, 40 delivered (UNAVAILABLE: ...)".
-std::string DescribeForwardStatus(const ForwardStatus& status, int64_t now_ns);
 
 class Forwarder {
  public:

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ingest/forward/forwarder.h"
+#include "ingest/forward/forward_status.h"
 #include "ingest/otlp_receiver.h"
 #include "prometheus/metric_family.h"
 #include "storage/store.h"
