@@ -258,3 +258,19 @@ TEST_CASE("an OTLP export of a store range keeps every sample's time: the round 
     CHECK(after == before);
   }
 }
+
+TEST_CASE("kiln mcp refuses what it cannot answer from: a missing store names it, a non-capture says why") {
+  TempDir dir;
+  const std::string err = dir.path + "/stderr";
+  auto run = [&](const std::vector<std::string>& argv) {
+    // stdin is the test's: kiln mcp must exit before reading it.
+    const int code = WaitChild(SpawnChild(argv, ChildOutput::Null(), ChildOutput::File(err)));
+    return std::pair{code, ReadWholeFile(err)};
+  };
+  const auto [missing_code, missing] = run({Kiln(), "mcp", "--data-dir", dir.path + "/no-store"});
+  CHECK(missing_code != 0);
+  CHECK(missing.find("no kiln store in " + dir.path + "/no-store") != std::string::npos);
+  const auto [passwd_code, passwd] = run({Kiln(), "mcp", "--input", "/etc/passwd"});
+  CHECK(passwd_code != 0);
+  CHECK(passwd.find("/etc/passwd: no folded stack lines") != std::string::npos);
+}
