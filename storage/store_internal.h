@@ -64,6 +64,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -1318,6 +1319,28 @@ class RocksStore final : public Store, private PartWriter {
   std::unique_ptr<LogPart> log_;
   std::unique_ptr<LossesPart> losses_;
   std::unique_ptr<ForwardPart> forward_;
+
+  // Names from symbol tables, per dictionary frame, kept across queries. A
+  // live window queries its range again at every new batch, and on a busy
+  // host the tables in use (tens of MB each) are more than the table cache
+  // holds: each query decoded again the ones the last evicted, a fifth of
+  // the window's CPU and swings of 100 MB in its RSS. With the names kept,
+  // a query loads a table only for frames it has not named before. Valid
+  // for one dictionary epoch and symbols version; emptied past kMaxFrames.
+  struct NamedFrames {
+    static constexpr size_t kMaxFrames = size_t{1} << 20;
+    struct Name {
+      std::string_view function, file;  // views into `strings`
+      int64_t line = 0;
+    };
+    std::mutex mu;  // held by a query while it maps its frames
+    uint64_t epoch = std::numeric_limits<uint64_t>::max();
+    uint64_t symbols_version = std::numeric_limits<uint64_t>::max();
+    // Innermost first, as SymbolTable::Lookup gives them; empty: no name.
+    absl::flat_hash_map<uint32_t, std::vector<Name>> frames;
+    std::unordered_set<std::string> strings;  // node-based: views into it stay valid
+  };
+  mutable NamedFrames named_frames_;
 
   SummariesPart summaries_;
   std::mutex summarize_mutex_;  // one Summarize() or ForgetUnused() at a time

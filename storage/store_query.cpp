@@ -308,9 +308,28 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::RunOnce(const Qu
     }
     return it->second;
   };
-  // Tables are looked up per executable when its first frame needs one,
-  // and held here for the rest of the call.
+  // Tables are looked up per executable when its first frame not named
+  // before (named_frames_) needs one, and held here for the rest of the
+  // call. The names kept are for this dictionary epoch and the symbols
+  // version read before any table is: a table stored meanwhile moves the
+  // version, and the next query starts afresh.
   const bool has_symbols = symbols_->Any();
+  std::unique_lock named_lock(named_frames_.mu, std::defer_lock);
+  if (has_symbols) {
+    named_lock.lock();
+    const uint64_t version = symbols_->Version();
+    if (named_frames_.epoch != epoch || named_frames_.symbols_version != version ||
+        named_frames_.frames.size() > NamedFrames::kMaxFrames) {
+      named_frames_.frames.clear();
+      named_frames_.strings.clear();
+      named_frames_.epoch = epoch;
+      named_frames_.symbols_version = version;
+    }
+  }
+  auto keep_string = [&](std::string_view text) -> std::string_view {
+    if (text.empty()) return {};
+    return *named_frames_.strings.emplace(text).first;
+  };
   std::vector<std::shared_ptr<const SymbolTable>> tables;
   std::vector<uint8_t> table_looked_up;
   if (has_symbols) {
@@ -330,12 +349,28 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::RunOnce(const Qu
   // chain: frame_map holds the first of its slice frames (consecutive, root
   // first) and frame_span how many.
   std::vector<uint8_t> frame_span(g.frames.size(), 1);
-  std::vector<SymbolizedFrame> chain;
+  std::vector<SymbolizedFrame> looked_up;
+  // The frame's names, innermost first (empty: none), from named_frames_
+  // or its table, kept for the next query.
+  auto names_of = [&](uint32_t id, const Frame& f) -> const std::vector<NamedFrames::Name>* {
+    if (!has_symbols || !SymbolizableFrame(f)) return nullptr;
+    auto [it, inserted] = named_frames_.frames.try_emplace(id);
+    if (inserted) {
+      const SymbolTable* table = table_for(f);
+      if (table != nullptr && table->Lookup(f.address, &looked_up)) {
+        for (const SymbolizedFrame& s : looked_up) {
+          it->second.push_back({keep_string(s.function), keep_string(s.file), s.line});
+        }
+      }
+    }
+    return &it->second;
+  };
   auto map_frame = [&](uint32_t id) {
     if (frame_map[id] == kNone) {
       Frame f = g.frames[id];
-      const SymbolTable* table = table_for(f);
-      if (table != nullptr && table->Lookup(f.address, &chain)) {
+      const std::vector<NamedFrames::Name>* names = names_of(id, f);
+      if (names != nullptr && !names->empty()) {
+        const std::vector<NamedFrames::Name>& chain = *names;
         // Chains are innermost first; stacks are root first. Deeper than
         // 255 levels of inlining is not real code: keep the outermost.
         size_t n = std::min<size_t>(chain.size(), 255);

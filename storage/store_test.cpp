@@ -431,6 +431,24 @@ TEST_CASE("symbol tables past the cache's budget are dropped and read again when
   }
 }
 
+TEST_CASE("names kept from one query to the next give way to a table stored after them") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  const std::pair<std::string, std::string> first = {"00112233445566778899aabbccddeef1", "beef11"};
+  const std::pair<std::string, std::string> second = {"00112233445566778899aabbccddeef2", "beef12"};
+  REQUIRE(store->Write(NativeBatch(first.first, first.second)).ok());
+  REQUIRE(store->Write(NativeBatch(second.first, second.second)).ok());
+  REQUIRE(store->PutSymbols(SymbolKeys(first.first, first.second), testing::NestedSymbolTable(), {}).ok());
+  // The second build has no table yet: its frames stay raw, and that is
+  // what the query keeps for them, twice.
+  const std::vector<std::string> half = {"app+0x1ff 2", "f 2", "f;g;h;producer_leaf 1", "producer_name;producer_leaf 1"};
+  CHECK(Folded(*store) == half);
+  CHECK(Folded(*store) == half);
+  // Its table arrives: the next query names it.
+  REQUIRE(store->PutSymbols(SymbolKeys(second.first, second.second), testing::NestedSymbolTable(), {}).ok());
+  CHECK(Folded(*store) == std::vector<std::string>{"f 4", "f;g;h;producer_leaf 2"});
+}
+
 TEST_CASE("a table stored under a build id applies to executables that only carry the build id") {
   TempDir dir;
   auto store = OpenOrDie(dir.path);
