@@ -1328,7 +1328,7 @@ class RocksStore final : public Store, private PartWriter {
   // a query loads a table only for frames it has not named before. Valid
   // for one dictionary epoch and symbols version; emptied past kMaxFrames.
   struct NamedFrames {
-    static constexpr size_t kMaxFrames = size_t{1} << 20;
+    static constexpr size_t kMaxFrames = size_t{1} << 18;  // about 30 MB of names at most
     struct Name {
       std::string_view function, file;  // views into `strings`
       int64_t line = 0;
