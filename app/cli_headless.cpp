@@ -15,7 +15,6 @@
 #include "app/retention_limits.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
-#include "absl/strings/str_cat.h"
 #include "ingest/forward/forwarder.h"
 #include "ingest/otlp_receiver.h"
 #include "storage/store.h"
@@ -98,12 +97,12 @@ int RunHeadless(const HeadlessOptions& options) {
                   ? " and at most " + storage::FormatBytes(options.retention_size_bytes)
                   : std::string()))
                 .c_str());
-  for (const std::string& target : resolved->options.forward_destinations) {
-    const storage::ForwardBacklog owed = (*store)->ForwardBacklogOf(target);
-    const bool http = target.find("://") != std::string::npos;
-    const bool tls = http ? target.rfind("https://", 0) == 0 : options.forward.tls || !options.forward.ca_file.empty();
-    std::printf("kiln: forwarding every accepted request to %s%s%s (%llu owed from before)\n", target.c_str(),
-                http ? " (OTLP/HTTP)" : "", tls ? " over TLS" : "", static_cast<unsigned long long>(owed.requests));
+  const std::vector<ingest::ForwardTarget> forward_targets =
+      *forwarder ? (*forwarder)->Targets() : std::vector<ingest::ForwardTarget>{};
+  for (const ingest::ForwardTarget& t : forward_targets) {
+    const storage::ForwardBacklog owed = (*store)->ForwardBacklogOf(t.target);
+    std::printf("kiln: forwarding every accepted request to %s%s%s (%llu owed from before)\n", t.target.c_str(),
+                t.http ? " (OTLP/HTTP)" : "", t.tls ? " over TLS" : "", static_cast<unsigned long long>(owed.requests));
   }
   std::fflush(stdout);
   (void)(*store)->AppendLog(storage::LogLevel::kInfo, "listening on " + (*receiver)->stats().listen_address);
@@ -160,7 +159,7 @@ int RunHeadless(const HeadlessOptions& options) {
   };
   std::thread reporter([&] {
     uint64_t last_samples = 0, last_rejected = 0;
-    std::vector<std::string> last_forward;
+    std::vector<ingest::ForwardStatus> last_forward;
     while (!stop.load()) {
       for (int i = 0; i < 50 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       echo_log();
@@ -179,14 +178,10 @@ int RunHeadless(const HeadlessOptions& options) {
         std::vector<ingest::ForwardStatus> fs = (*forwarder)->Status();
         last_forward.resize(fs.size());
         for (size_t i = 0; i < fs.size(); ++i) {
-          const ingest::ForwardStatus& f = fs[i];
-          const std::string line = ingest::DescribeForwardStatus(f, storage::UnixNowNs());
-          std::string state = absl::StrCat(f.connected, f.backlog.requests, f.delivered, f.rejected, f.last_error);
-          if (state != last_forward[i]) {
-            last_forward[i] = state;
-            std::printf("kiln: %s\n", line.c_str());
-            std::fflush(stdout);
-          }
+          if (fs[i] == last_forward[i]) continue;
+          last_forward[i] = fs[i];
+          std::printf("kiln: %s\n", ingest::DescribeForwardStatus(fs[i], storage::UnixNowNs()).c_str());
+          std::fflush(stdout);
         }
       }
     }

@@ -186,16 +186,23 @@ absl::StatusOr<std::vector<ForwardTarget>> ParseForwardTargets(const std::vector
     if (!ok) return absl::InvalidArgumentError(absl::StrCat("--forward-ca-file ", ca_file, ": cannot read it"));
   }
   std::vector<ForwardTarget> out;
+  // Adds `t` unless its queue name is taken: one queue per destination.
+  auto add = [&out](ForwardTarget t, const char* flag) -> absl::Status {
+    for (const ForwardTarget& seen : out) {
+      if (seen.target == t.target) return absl::InvalidArgumentError(absl::StrCat(flag, " ", t.target, " is given twice"));
+    }
+    out.push_back(std::move(t));
+    return absl::OkStatus();
+  };
   for (const std::string& t : targets) {
     const size_t colon = t.rfind(':');
     if (t.empty() || colon == std::string::npos || colon == 0 || colon + 1 == t.size() ||
         t.find_first_of(" \t/") != std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat("--forward \"", t, "\": want HOST:PORT"));
     }
-    for (const ForwardTarget& seen : out) {
-      if (seen.target == t) return absl::InvalidArgumentError(absl::StrCat("--forward ", t, " is given twice"));
-    }
-    out.push_back({.target = t, .tls = tls || !ca_file.empty(), .ca_file = ca_file, .headers = parsed_headers});
+    absl::Status added =
+        add({.target = t, .tls = tls || !ca_file.empty(), .ca_file = ca_file, .headers = parsed_headers}, "--forward");
+    if (!added.ok()) return added;
   }
   for (const std::string& u : http_urls) {
     const bool https = absl::StartsWith(u, "https://");
@@ -215,10 +222,9 @@ absl::StatusOr<std::vector<ForwardTarget>> ParseForwardTargets(const std::vector
     if (slash == std::string::npos || slash + 1 == u.size()) {
       url = u.substr(0, slash) + "/v1development/profiles";
     }
-    for (const ForwardTarget& seen : out) {
-      if (seen.target == url) return absl::InvalidArgumentError(absl::StrCat("--forward-http ", url, " is given twice"));
-    }
-    out.push_back({.target = url, .http = true, .tls = https, .ca_file = ca_file, .headers = parsed_headers});
+    absl::Status added = add(
+        {.target = url, .http = true, .tls = https, .ca_file = ca_file, .headers = parsed_headers}, "--forward-http");
+    if (!added.ok()) return added;
   }
   return out;
 }
@@ -269,6 +275,12 @@ void Forwarder::Notify() {
     ++generation_;
   }
   wake_.notify_all();
+}
+
+std::vector<ForwardTarget> Forwarder::Targets() const {
+  std::vector<ForwardTarget> out;
+  for (const auto& d : destinations_) out.push_back(d->target);
+  return out;
 }
 
 std::vector<ForwardStatus> Forwarder::Status() const {

@@ -70,6 +70,7 @@ class Forwarder {
   // New requests are queued: wake the senders.
   void Notify();
   std::vector<ForwardStatus> Status() const;
+  std::vector<ForwardTarget> Targets() const;  // as given, in order
 
  private:
   struct Destination;
