@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdio>
+#include <iterator>
+
+#include "storage/model/sample_type.h"
 
 namespace kiln::ui {
 
@@ -30,18 +35,28 @@ StackChartLayout LayoutStackChart(std::span<const ChartSample> samples,
       box.end_ns = std::max(box.end_ns, end);
       ++box.samples;
     }
-    for (size_t d = common; d < frames.size(); ++d) {
+    // Rows never overlap: a box of the samples before that reaches past
+    // this sample's time (an off-CPU interval longer than the gap to the
+    // next sample) is cut where this one begins, at every depth this
+    // sample does not continue, so each sample keeps its own time.
+    for (size_t d = common; d < out.depths.size(); ++d) {
       std::vector<ChartBox>& row = out.depths[d];
-      // Rows never overlap: an off-CPU interval reaching past the next
-      // sample's time is cut where the next box begins.
-      const int64_t start = row.empty() ? s.time_ns : std::max(s.time_ns, row.back().end_ns);
-      row.push_back({start, std::max(start, end), frames[d], static_cast<uint32_t>(i), 1});
+      if (!row.empty() && row.back().end_ns > s.time_ns) row.back().end_ns = std::max(row.back().start_ns, s.time_ns);
+    }
+    for (size_t d = common; d < frames.size(); ++d) {
+      out.depths[d].push_back({s.time_ns, end, frames[d], static_cast<uint32_t>(i), 1});
     }
     if (first || s.time_ns < out.start_ns) out.start_ns = s.time_ns;
     out.end_ns = first ? end : std::max(out.end_ns, end);
     first = false;
     previous = &frames;
     previous_end = contiguous ? std::max(previous_end, end) : end;
+  }
+  for (std::vector<ChartBox>& row : out.depths) {
+    for (size_t i = row.size(); i-- > 0;) {
+      const bool same = i + 1 < row.size() && row[i + 1].function == row[i].function;
+      row[i].same_until = same ? row[i + 1].same_until : static_cast<uint32_t>(i);
+    }
   }
   return out;
 }
@@ -74,23 +89,66 @@ std::vector<ChartRect> VisibleChartRects(const StackChartLayout& layout, int64_t
       const int64_t c1_ns = view_start_ns + static_cast<int64_t>(std::ceil(c1 * ns_per_px));
       auto run_end = std::partition_point(it, row.end(), [&](const ChartBox& b) { return b.start_ns < c1_ns; });
       if (run_end == it) run_end = it + 1;  // rounding: always move on
-      auto longest = std::max_element(it, run_end, [](const ChartBox& a, const ChartBox& b) {
-        return a.end_ns - a.start_ns < b.end_ns - b.start_ns;
-      });
-      out.push_back({c0, std::min(c1, width), static_cast<uint32_t>(d), static_cast<uint32_t>(longest - row.begin()),
-                     run_end - it > 1});
+      // The longest of at most kLookedAt boxes spread over the run: a run
+      // under one pixel may hold a million boxes, and looking at them all
+      // would cost what the data does again.
+      constexpr ptrdiff_t kLookedAt = 16;
+      const ptrdiff_t n = run_end - it;
+      const ptrdiff_t stride = std::max<ptrdiff_t>(1, n / kLookedAt);
+      auto longest = it;
+      for (auto b = it; b < run_end; b += std::min(stride, run_end - b)) {
+        if (b->end_ns - b->start_ns > longest->end_ns - longest->start_ns) longest = b;
+      }
+      const bool mixed = it->same_until < static_cast<uint32_t>(run_end - row.begin() - 1);
+      const uint32_t index_of_longest = static_cast<uint32_t>(longest - row.begin());
+      ChartRect* before = out.empty() ? nullptr : &out.back();
+      if (!mixed && before != nullptr && before->depth == d && before->merged && !before->mixed &&
+          row[before->box].function == it->function && before->x1 >= c0 - 0.5f) {
+        before->x1 = std::min(c1, width);  // the same function's run goes on
+      } else {
+        out.push_back({c0, std::min(c1, width), static_cast<uint32_t>(d), index_of_longest, true, mixed});
+      }
       it = run_end;
     }
   }
   return out;
 }
 
-int ChartBoxAt(const StackChartLayout& layout, int64_t time_ns, int depth) {
+int ChartBoxAt(const StackChartLayout& layout, int64_t time_ns, int depth, int64_t slack_ns) {
   if (depth < 0 || static_cast<size_t>(depth) >= layout.depths.size()) return -1;
   const std::vector<ChartBox>& row = layout.depths[depth];
   auto it = std::partition_point(row.begin(), row.end(), [&](const ChartBox& b) { return b.end_ns <= time_ns; });
-  if (it == row.end() || it->start_ns > time_ns) return -1;
-  return static_cast<int>(it - row.begin());
+  if (it != row.end() && it->start_ns <= time_ns) return static_cast<int>(it - row.begin());
+  // In a gap: the box after it or the one before it, whichever is nearer.
+  int64_t best = slack_ns;
+  int found = -1;
+  if (it != row.end() && it->start_ns - time_ns <= best) {
+    best = it->start_ns - time_ns;
+    found = static_cast<int>(it - row.begin());
+  }
+  if (it != row.begin() && time_ns - std::prev(it)->end_ns < best + (found < 0 ? 1 : 0)) {
+    found = static_cast<int>(std::prev(it) - row.begin());
+  }
+  return found;
+}
+
+int64_t ChartTickStep(double min_ns) {
+  int64_t step = 1;
+  while (step < min_ns && step < INT64_MAX / 10) {
+    if (step * 2 >= min_ns) return step * 2;
+    if (step * 5 >= min_ns) return step * 5;
+    step *= 10;
+  }
+  return step;
+}
+
+std::string ChartTickLabel(int64_t offset_ns, int64_t step_ns) {
+  if (step_ns >= 1'000'000'000) return "+" + storage::FormatDuration(offset_ns);
+  int decimals = 0;
+  for (int64_t s = step_ns; s < 1'000'000'000; s *= 10) ++decimals;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "+%.*f s", decimals, static_cast<double>(offset_ns) / 1e9);
+  return buf;
 }
 
 }  // namespace kiln::ui

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace kiln::ui {
@@ -34,6 +35,11 @@ struct ChartBox {
   uint32_t function = 0;  // the frame, as the stacks name it
   uint32_t first_sample = 0;  // samples [first_sample, first_sample + samples)
   uint32_t samples = 0;
+  // The index of the last box of this row's run of consecutive boxes of
+  // the same function (gaps between them allowed): what lets a row of
+  // one function's short waits, narrower than pixels, draw as one
+  // labelled rect while a row of alternating functions cannot.
+  uint32_t same_until = 0;
   bool operator==(const ChartBox&) const = default;
 };
 
@@ -54,19 +60,30 @@ StackChartLayout LayoutStackChart(std::span<const ChartSample> samples,
 struct ChartRect {
   float x0 = 0, x1 = 0;  // pixels from the chart's left edge, clipped to [0, width]
   uint32_t depth = 0;
-  uint32_t box = 0;  // index in depths[depth]: the box, or the longest of a merged run
+  uint32_t box = 0;  // index in depths[depth]: the box, or the longest of up to 16 spread over a merged run
   bool merged = false;  // several boxes narrower than a pixel, drawn as one
+  bool mixed = false;   // ... of more than one function (no label names them)
 };
 
 // The rects of every depth for the time range starting at `view_start_ns`
 // at `ns_per_px` across `width` pixels: a box at least `min_width` pixels
 // wide is its own rect; runs of narrower ones are merged into rects of
 // `min_width` (a pixel column each), so a row draws at most about
-// width / min_width rects whatever the number of boxes.
+// width / min_width rects whatever the number of boxes. Neighbouring
+// merged columns of one function's boxes become one rect.
 std::vector<ChartRect> VisibleChartRects(const StackChartLayout& layout, int64_t view_start_ns, double ns_per_px,
                                          float width, float min_width = 1.0f);
 
-// The box at `time_ns` in row `depth`, as an index in depths[depth], or -1.
-int ChartBoxAt(const StackChartLayout& layout, int64_t time_ns, int depth);
+// The box at `time_ns` in row `depth`, as an index in depths[depth], or -1;
+// in a gap, the nearest box within `slack_ns` (a pixel or two: boxes
+// narrower than the pointer's aim can still be hovered).
+int ChartBoxAt(const StackChartLayout& layout, int64_t time_ns, int depth, int64_t slack_ns = 0);
+
+// The time axis: tick spacing of 1, 2 or 5 x 10^k ns, at least `min_ns`;
+// and a tick's label, its offset from the range's start with as many
+// digits as the spacing needs ("+5m 01s" for seconds apart, "+301.0245 s"
+// for a tenth of a millisecond apart: neighbouring ticks never read alike).
+int64_t ChartTickStep(double min_ns);
+std::string ChartTickLabel(int64_t offset_ns, int64_t step_ns);
 
 }  // namespace kiln::ui

@@ -90,14 +90,19 @@ TEST_CASE("stack chart: off-CPU samples drawn over their blocked interval") {
         "1 poll 300-400 (1)\n"
         "1 read 1000-1020 (1)\n");
   // An interval reaching past the next sample's time is cut there: rows
-  // never overlap.
+  // never overlap, and each sample keeps its own time (a long wait does
+  // not push every later box to its end).
   Fixture overlap;
   overlap.Add(0, 300, "main;read");
-  overlap.Add(100, 50, "main;poll");
+  overlap.Add(100, 50, "main;poll;futex");
+  overlap.Add(120, 50, "main;poll");
+  overlap.Add(140, 50, "main;read");
   CHECK(overlap.Layout() ==
-        "0 main 0-300 (2)\n"
-        "1 read 0-300 (1)\n"
-        "1 poll 300-300 (1)\n");
+        "0 main 0-300 (4)\n"
+        "1 read 0-100 (1)\n"
+        "1 poll 100-140 (2)\n"
+        "1 read 140-190 (1)\n"
+        "2 futex 100-120 (1)\n");
 }
 
 TEST_CASE("stack chart: an empty selection and a stack index out of range") {
@@ -133,6 +138,9 @@ TEST_CASE("stack chart: what one frame draws; boxes under a pixel merge, so 100 
   CHECK(row0 == 1);
   CHECK(row1 == 1000);
   CHECK(merged == 1000);
+  size_t mixed = 0;
+  for (const ChartRect& r : all) mixed += r.mixed ? 1 : 0;
+  CHECK(mixed == 1000);  // a and b in every column: no label can name it
   CHECK(covered == doctest::Approx(1000.0f));
 
   // Zoomed to 10 ms across 1,000 px: ten boxes of 100 px, each its own.
@@ -152,6 +160,27 @@ TEST_CASE("stack chart: what one frame draws; boxes under a pixel merge, so 100 
   CHECK(zoomed.front().x1 == 1000);
 }
 
+TEST_CASE("stack chart: one function's short waits, apart and narrower than pixels, draw as one labelled rect") {
+  // 1,000 waits of 1 ms in read, 10 ms apart (the thread runs, unsampled,
+  // in between), then 1,000 in poll.
+  Fixture f;
+  for (int i = 0; i < 2000; ++i) f.Add(i * 10, 1, i < 1000 ? "main;read" : "main;poll");
+  const StackChartLayout layout = LayoutStackChart(f.samples, f.stacks);
+  REQUIRE(layout.depths.size() == 2);
+  CHECK(layout.depths[0].size() == 2000);  // gaps break every box
+  // 20 s across 200 px: 100 ms a pixel, ten waits in each.
+  std::string text;
+  for (const ChartRect& r : VisibleChartRects(layout, 0, 100.0 * kMs, 200)) {
+    text += std::to_string(r.depth) + " " + f.names[layout.depths[r.depth][r.box].function] + " " +
+            std::to_string(static_cast<int>(r.x0)) + "-" + std::to_string(static_cast<int>(r.x1)) +
+            (r.merged ? " merged" : "") + (r.mixed ? " mixed" : "") + "\n";
+  }
+  CHECK(text ==
+        "0 main 0-200 merged\n"
+        "1 read 0-100 merged\n"
+        "1 poll 100-200 merged\n");
+}
+
 TEST_CASE("stack chart: the box under the mouse") {
   Fixture f;
   f.Add(0, 50, "main;a");
@@ -165,6 +194,24 @@ TEST_CASE("stack chart: the box under the mouse") {
   CHECK(ChartBoxAt(layout, 520 * kMs, 0) == 1);
   CHECK(ChartBoxAt(layout, 10 * kMs, 2) == -1);
   CHECK(ChartBoxAt(layout, 10 * kMs, -1) == -1);
+  // In the gap (100-500 ms), with a slack: the nearer box within it.
+  CHECK(ChartBoxAt(layout, 110 * kMs, 0, 20 * kMs) == 0);
+  CHECK(ChartBoxAt(layout, 490 * kMs, 0, 20 * kMs) == 1);
+  CHECK(ChartBoxAt(layout, 300 * kMs, 0, 20 * kMs) == -1);
+  CHECK(ChartBoxAt(layout, 600 * kMs, 1, 60 * kMs) == 2);
+}
+
+TEST_CASE("stack chart axis: ticks 1-2-5 apart, labelled with the digits their spacing needs") {
+  CHECK(ChartTickStep(1) == 1);
+  CHECK(ChartTickStep(110) == 200);
+  CHECK(ChartTickStep(3'000'000) == 5'000'000);
+  CHECK(ChartTickStep(6'000'000) == 10'000'000);
+  CHECK(ChartTickLabel(301'000'000'000, 100'000'000'000) == "+5m 01s");
+  CHECK(ChartTickLabel(2'000'000'000, 1'000'000'000) == "+2.00 s");
+  // A tenth of a millisecond apart, five minutes in: neighbours differ.
+  CHECK(ChartTickLabel(301'024'500'000, 100'000) == "+301.0245 s");
+  CHECK(ChartTickLabel(301'024'600'000, 100'000) == "+301.0246 s");
+  CHECK(ChartTickLabel(1'500'000'000, 500'000'000) == "+1.5 s");
 }
 
 }  // namespace

@@ -3,6 +3,10 @@
 //   kiln_gui_bench frame|frame-balanced|frame-comb [NODES] [FRAMES]
 //                                           UI CPU time per frame drawing a
 //                                           synthetic flame tree at 1920x1080
+//   kiln_gui_bench stackchart [SAMPLES] [FRAMES]
+//                                           the Stack Chart's worker build and
+//                                           UI CPU per frame with SAMPLES
+//                                           (default 1 M) in the range
 //   kiln_gui_bench fill DIR [SAMPLES]       writes SAMPLES (default 10 M) demo
 //                                           samples ending 20 minutes ago into
 //                                           DIR, for the start-up figures:
@@ -30,10 +34,14 @@
 
 #include "app/demo_profile.h"
 #include "app/gui_screenshot.h"
+#include "storage/model/query.h"
+#include "storage/model/sample_type.h"
 #include "storage/store.h"
 #include "ui/flame_layout.h"
 #include "ui/flame_search.h"
 #include "ui/flamegraph_view.h"
+#include "ui/stack_chart_data.h"
+#include "ui/stack_chart_view.h"
 #include "ui/test_trees.h"
 #include "ui/theme.h"
 
@@ -100,7 +108,12 @@ storage::FlameTree CombTree(uint32_t nodes, uint32_t width) {
   return tree;
 }
 
-int BenchFrame(uint32_t nodes, int frames, bool balanced, bool comb) {
+// A 1920x1080 window and `frames` frames (after 10 warm-up frames, which
+// build the font atlas and the views' caches), each drawing `draw` in a
+// full-window ImGui window with the pointer at `pointer(f)`; prints the
+// UI thread's CPU per frame. Returns 77 without a display.
+template <typename Draw, typename Pointer>
+int RunFrames(int frames, Draw&& draw, Pointer&& pointer) {
   if (!glfwInit()) {
     std::fprintf(stderr, "kiln_gui_bench: no display\n");
     return 77;
@@ -119,6 +132,60 @@ int BenchFrame(uint32_t nodes, int frames, bool balanced, bool comb) {
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 150");
 
+  std::vector<double> ui_cpu, frame_cpu, frame_wall;
+  size_t vertices = 0;
+  for (int f = 0; f < frames + 10; ++f) {
+    const auto wall = Clock::now();
+    const double cpu0 = ThreadCpuMs();
+    glfwPollEvents();
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGuiIO& io = ImGui::GetIO();
+    pointer(f, &io);
+    ImGui::NewFrame();
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(io.DisplaySize);
+    ImGui::Begin("bench", nullptr, ImGuiWindowFlags_NoDecoration);
+    draw(f);
+    ImGui::End();
+    ImGui::Render();
+    const double cpu1 = ThreadCpuMs();
+    int w, h;
+    glfwGetFramebufferSize(window, &w, &h);
+    glViewport(0, 0, w, h);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    if (f == frames + 9 && std::getenv("KILN_BENCH_PNG")) {
+      std::string error;
+      if (!app::WriteFramebufferPng(std::getenv("KILN_BENCH_PNG"), w, h, &error))
+        std::fprintf(stderr, "%s\n", error.c_str());
+    }
+    glfwSwapBuffers(window);
+    const double cpu2 = ThreadCpuMs();
+    if (f >= 10) {
+      ui_cpu.push_back(cpu1 - cpu0);
+      frame_cpu.push_back(cpu2 - cpu0);
+      frame_wall.push_back(MsSince(wall));
+      vertices = ImGui::GetDrawData()->TotalVtxCount;
+    }
+  }
+  const Stats a = Summarize(ui_cpu), b = Summarize(frame_cpu), c = Summarize(frame_wall);
+  std::printf("frames: %d at 1920x1080, %zu vertices in the last\n", frames, vertices);
+  std::printf("UI CPU per frame (NewFrame..Render):      mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n",
+              a.mean, a.p50, a.p95, a.max);
+  std::printf("UI thread CPU incl. GL submit + swap:     mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n",
+              b.mean, b.p50, b.p95, b.max);
+  std::printf("wall per frame (Mesa llvmpipe rasterizes): mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n",
+              c.mean, c.p50, c.p95, c.max);
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window);
+  glfwTerminate();
+  return 0;
+}
+
+int BenchFrame(uint32_t nodes, int frames, bool balanced, bool comb) {
   auto t0 = Clock::now();
   auto tree = std::make_shared<const storage::FlameTree>(
       comb ? CombTree(nodes, 1800) : ui::testing::SyntheticTree(nodes, balanced ? 3 : 6, 64, balanced));
@@ -144,59 +211,103 @@ int BenchFrame(uint32_t nodes, int frames, bool balanced, bool comb) {
   ui::SessionState session;
   ui::ViewContext context;
   context.session = &session;
-  std::vector<double> ui_cpu, frame_cpu, frame_wall;
-  size_t vertices = 0;
-  for (int f = 0; f < frames + 10; ++f) {
-    const auto wall = Clock::now();
-    const double cpu0 = ThreadCpuMs();
-    glfwPollEvents();
-    ImGui_ImplOpenGL3_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
-    // Sweep the pointer over the graph so hover, hit testing and the
-    // tooltip are part of every frame.
-    ImGuiIO& io = ImGui::GetIO();
-    io.MousePos = ImVec2(40.f + (f * 37) % 1840, 120.f + (f * 13) % 700);
-    ImGui::NewFrame();
-    ImGui::SetNextWindowPos(ImVec2(0, 0));
-    ImGui::SetNextWindowSize(io.DisplaySize);
-    ImGui::Begin("bench", nullptr, ImGuiWindowFlags_NoDecoration);
-    view.DrawTree(context, tree, left);
-    ImGui::End();
-    ImGui::Render();
-    const double cpu1 = ThreadCpuMs();
-    int w, h;
-    glfwGetFramebufferSize(window, &w, &h);
-    glViewport(0, 0, w, h);
-    glClear(GL_COLOR_BUFFER_BIT);
-    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    if (f == frames + 9 && std::getenv("KILN_BENCH_PNG")) {
-      std::string error;
-      if (!app::WriteFramebufferPng(std::getenv("KILN_BENCH_PNG"), w, h, &error))
-        std::fprintf(stderr, "%s\n", error.c_str());
-    }
-    glfwSwapBuffers(window);
-    const double cpu2 = ThreadCpuMs();
-    if (f >= 10) {  // the first frames build the font atlas and the layout cache
-      ui_cpu.push_back(cpu1 - cpu0);
-      frame_cpu.push_back(cpu2 - cpu0);
-      frame_wall.push_back(MsSince(wall));
-      vertices = ImGui::GetDrawData()->TotalVtxCount;
+  // Sweep the pointer over the graph so hover, hit testing and the
+  // tooltip are part of every frame.
+  return RunFrames(
+      frames, [&](int) { view.DrawTree(context, tree, left); },
+      [](int f, ImGuiIO* io) { io->MousePos = ImVec2(40.f + (f * 37) % 1840, 120.f + (f * 13) % 700); });
+}
+
+// One thread's `samples` samples at 1 kHz, as a program runs: each sample
+// keeps the one before it (90 %) or returns from a few frames and calls
+// new ones, so boxes have the lengths of real calls; 8-40 frames deep.
+storage::ProfileBatch ChartBatch(uint64_t samples) {
+  storage::ProfileBatch batch;
+  auto& dict = batch.dict;
+  constexpr int kMaxDepth = 40, kVariants = 24;
+  static const storage::FrameType kBands[] = {storage::FrameType::kNative, storage::FrameType::kGo,
+                                              storage::FrameType::kPython, storage::FrameType::kKernel};
+  std::vector<uint32_t> frame_ids;
+  for (int d = 0; d < kMaxDepth; ++d) {
+    for (int k = 0; k < kVariants; ++k) {
+      storage::Frame f;
+      f.function = dict.AddString("app::module" + std::to_string(d) + "::Step<Kind" + std::to_string(k) +
+                                  ">::Run(State&)");
+      f.type = kBands[std::min(d / 12, 3)];
+      frame_ids.push_back(static_cast<uint32_t>(dict.frames.size()));
+      dict.frames.push_back(f);
     }
   }
-  const Stats a = Summarize(ui_cpu), b = Summarize(frame_cpu), c = Summarize(frame_wall);
-  std::printf("frames: %d at 1920x1080, %zu vertices per frame\n", frames, vertices);
-  std::printf("UI CPU per frame (NewFrame..Render):      mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n",
-              a.mean, a.p50, a.p95, a.max);
-  std::printf("UI thread CPU incl. GL submit + swap:     mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n",
-              b.mean, b.p50, b.p95, b.max);
-  std::printf("wall per frame (Mesa llvmpipe rasterizes): mean %.2f ms, p50 %.2f, p95 %.2f, max %.2f\n",
-              c.mean, c.p50, c.p95, c.max);
-  ImGui_ImplOpenGL3_Shutdown();
-  ImGui_ImplGlfw_Shutdown();
-  ImGui::DestroyContext();
-  glfwDestroyWindow(window);
-  glfwTerminate();
-  return 0;
+  const uint32_t attrs = dict.AddAttributeSet({{dict.AddString("process.executable.name"), dict.AddString("app")},
+                                               {dict.AddString("process.pid"), dict.AddString("4242")},
+                                               {dict.AddString("thread.id"), dict.AddString("4243")},
+                                               {dict.AddString("thread.name"), dict.AddString("main")}});
+  const uint32_t type = dict.AddSampleType({storage::OnCpuSamples(), "cpu", "nanoseconds", 1'000'000});
+  uint64_t rng = 88172645463325252ull;
+  auto next = [&rng] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  std::vector<uint32_t> stack = {frame_ids[0]};
+  uint32_t stack_id = dict.AddStack(stack);
+  const int64_t start = kiln::storage::UnixNowNs() - static_cast<int64_t>(samples) * 1'000'000;
+  batch.samples.reserve(samples);
+  for (uint64_t i = 0; i < samples; ++i) {
+    if (next() % 10 == 0) {
+      const size_t keep = std::max<size_t>(1, stack.size() - std::min<size_t>(stack.size(), 1 + next() % 4));
+      stack.resize(keep);
+      const size_t target = 8 + next() % (kMaxDepth - 8);
+      while (stack.size() < target) stack.push_back(frame_ids[stack.size() * kVariants + next() % kVariants]);
+      stack_id = dict.AddStack(stack);
+    }
+    storage::Sample s;
+    s.time_ns = start + static_cast<int64_t>(i) * 1'000'000;
+    s.stack = stack_id;
+    s.attribute_set = attrs;
+    s.sample_type = type;
+    batch.samples.push_back(s);
+  }
+  return batch;
+}
+
+// The Stack Chart with `samples` samples in the range: the worker's build
+// (the slice's samples into one thread's boxes), then frames of the view
+// at the whole range and while zooming in around the pointer.
+int BenchStackChart(uint64_t samples, int frames) {
+  auto t0 = Clock::now();
+  const storage::ProfileBatch batch = ChartBatch(samples);
+  std::printf("stack chart: %zu samples over %zu stacks, one thread (made in %.0f ms)\n", batch.samples.size(),
+              batch.dict.StackCount(), MsSince(t0));
+  storage::Query q;
+  q.keep_samples = true;
+  t0 = Clock::now();
+  const auto slice = storage::SliceFromBatch(batch, q);
+  std::printf("slice with every sample's time: %.0f ms\n", MsSince(t0));
+  t0 = Clock::now();
+  auto data = std::make_shared<const ui::StackChartData>(ui::StackChartDataOf(slice, {}, "", 1'000'000));
+  size_t boxes = 0;
+  for (const auto& row : data->layout.depths) boxes += row.size();
+  std::printf("worker: the thread's samples, stacks and layout: %.0f ms, %zu boxes in %zu rows\n", MsSince(t0),
+              boxes, data->layout.depths.size());
+
+  ui::StackChartView view;
+  ui::SessionState session;
+  ui::AnalysisSnapshot snapshot;
+  snapshot.slice = slice;
+  snapshot.view_results[std::string(view.Id())] = data;
+  ui::ViewContext context;
+  context.session = &session;
+  context.analysis = &snapshot;
+  // The first half of the frames show all of it (the most merging); the
+  // second half zoom in a notch a frame around a sweeping pointer.
+  return RunFrames(
+      frames, [&](int) { view.Draw(context); },
+      [frames](int f, ImGuiIO* io) {
+        io->MousePos = ImVec2(40.f + (f * 37) % 1840, 200.f + (f * 13) % 600);
+        if (f >= 10 + frames / 2) io->MouseWheel = 1.f;
+      });
 }
 
 int Fill(const std::string& dir, uint64_t samples) {
@@ -302,12 +413,15 @@ int main(int argc, char** argv) {
     return BenchFrame(argc > 2 ? static_cast<uint32_t>(std::atol(argv[2])) : 1'000'000,
                       argc > 3 ? std::atoi(argv[3]) : 200, mode == "frame-balanced", mode == "frame-comb");
   }
+  if (mode == "stackchart") {
+    return BenchStackChart(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 1'000'000, argc > 3 ? std::atoi(argv[3]) : 200);
+  }
   if (mode == "fill-tree" && argc > 2)
     return FillTree(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1'000'000);
   if (mode == "fill" && argc > 2)
     return Fill(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10'000'000);
   std::fprintf(stderr,
                "usage: kiln_gui_bench frame|frame-balanced|frame-comb [NODES] [FRAMES] | fill DIR [SAMPLES] "
-               "| fill-tree DIR [NODES]\n");
+               "| fill-tree DIR [NODES] | stackchart [SAMPLES] [FRAMES]\n");
   return 2;
 }

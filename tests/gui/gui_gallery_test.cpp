@@ -281,6 +281,13 @@ TEST_CASE("gallery of view states over the demo store") {
       std::set<ui::Rgba> colors(p.data.begin() + p.width * p.height / 4, p.data.end());
       CHECK(colors.size() > 20);
     }
+    SUBCASE("Stack Chart of the demo's off-CPU time: the heaviest thread, each wait over its interval") {
+      gallery.session().SetSampleType(storage::OffCpuTime());
+      const Pixels p = Load(gallery.Shoot("stackchart-offcpu", "stackchart"));
+      // Boxes of many functions below the timeline, not an empty chart.
+      std::set<ui::Rgba> colors(p.data.begin() + p.width * p.height / 3, p.data.end());
+      CHECK(colors.size() > 20);
+    }
     SUBCASE("source of a function whose file is not on this machine") {
       gallery.session().view_args["source"] = "fib";
       const Pixels p = Load(gallery.Shoot("source-missing", "source"));

@@ -3,7 +3,8 @@
 // window's pixels read back from the X server. A capture "main;aaa 1 /
 // main;bbb 99" makes the change visible by colour: Down goes to the heavy
 // bbb, not the aaa sliver left of it; Left, Enter zoom into aaa, which then
-// fills its row, and Esc or a double-click brings bbb back.
+// fills its row, and Esc or a double-click brings bbb back. The Stack
+// Chart's keys and click on a two-thread perf script capture, the same way.
 //
 // Needs a display (its own Xvfb when DISPLAY is unset); without one it
 // exits 77.
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <cstdlib>
 #include <fstream>
@@ -56,26 +58,29 @@ bool WaitForPicture(Display* d, Window w, ui::Rgba a_color, ui::Rgba b_color, si
   }
 }
 
-// kiln in a 900x600 window on the capture "main;aaa 1 / main;bbb 99", with
+// kiln in a 900x600 window on the capture "main;aaa 1 / main;bbb 99" (or another), with
 // settings of its own (icicle, the defaults), its flamegraph drawn.
 struct TwoFrameWindow {
   const std::string dir = MakeTempDir();
-  const std::string capture = dir + "/two.folded";
+  const std::string capture;
   const ui::Rgba a_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "aaa");
   const ui::Rgba b_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "bbb");
   std::optional<testing::ScopedChild> kiln;
   Display* d = nullptr;
   Window w = 0;
 
-  TwoFrameWindow() {
+  // `name` and `text`: another capture, `tab` another view.
+  explicit TwoFrameWindow(const std::string& name = "two.folded", const std::string& text = "main;aaa 1\nmain;bbb 99\n",
+                          const std::string& tab = "flamegraph")
+      : capture(dir + "/" + name) {
     testing::TestDisplay::Get(KILN_TEST_NAME);
     unsetenv("DEBUGINFOD_URLS");
     setenv("XDG_CONFIG_HOME", (dir + "/config").c_str(), 1);
     setenv("XDG_STATE_HOME", (dir + "/state").c_str(), 1);
-    std::ofstream(capture) << "main;aaa 1\nmain;bbb 99\n";
+    std::ofstream(capture) << text;
     REQUIRE(a_color != b_color);
     kiln.emplace(testing::SpawnChild({KILN_BIN, "--listen", "127.0.0.1:0", "--data-dir", dir + "/store", "--size",
-                                      "900x600", "--tab", "flamegraph", capture}));
+                                      "900x600", "--tab", tab, capture}));
     d = XOpenDisplay(nullptr);
     REQUIRE(d != nullptr);
     w = testing::WaitForKilnWindow(d);
@@ -172,6 +177,73 @@ TEST_CASE("the frame menu's Show in Sandwich opens the view with its data, and n
   }
   CHECK_MESSAGE(bars > 500, "the Sandwich of bbb drew " << bars << " px of total bars");
   CHECK(CountColor(d, w, b_color) == 0);  // the flamegraph is gone
+  CHECK(t.kiln->Stop(SIGTERM) == 0);
+}
+
+// perf script text: thread 101 of prog runs main;aaa for its first 10
+// samples and main;bbb for the next 90, 10 ms apart; thread 102 runs
+// main;ccc 20 times over the same second.
+std::string TwoThreadsPerfScript() {
+  std::string text;
+  char header[96];
+  for (int i = 0; i < 100; ++i) {
+    std::snprintf(header, sizeof header, "prog 100/101 [000] %d.%03d: 1 cycles: \n", 1000 + i / 100, (i % 100) * 10);
+    text += header;
+    text += std::string("\t    401000 ") + (i < 10 ? "aaa" : "bbb") + " (/usr/bin/prog)\n\t    400500 main (/usr/bin/prog)\n\n";
+    if (i % 5 == 0) {
+      std::snprintf(header, sizeof header, "prog 100/102 [001] %d.%03d: 1 cycles: \n", 1000 + i / 100, (i % 100) * 10 + 1);
+      text += header;
+      text += "\t    402000 ccc (/usr/bin/prog)\n\t    400500 main (/usr/bin/prog)\n\n";
+    }
+  }
+  return text;
+}
+
+TEST_CASE("the Stack Chart in the real window: the busiest thread along time, keys zoom, a click selects in every view") {
+  TwoFrameWindow t("threads.perf", TwoThreadsPerfScript(), "stackchart");
+  Display* d = t.d;
+  const Window w = t.w;
+  const ui::Rgba a_color = t.a_color, b_color = t.b_color;
+  const ui::Rgba c_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "ccc");
+  const ui::Rgba main_color = ui::NodeColor(storage::NodeKind::kFrame, storage::FrameType::kNative, "main");
+  size_t aaa = 0, bbb = 0;
+  // Thread 101 (100 samples) is shown, not 102 (20): aaa's first tenth of
+  // the time, then bbb's nine tenths, main over both.
+  CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
+                               [](size_t a, size_t b) { return b > 5000 && a > b / 20 && a < b / 5; }),
+                "aaa " << aaa << " px, bbb " << bbb << " px");
+  CHECK(CountColor(d, w, c_color) == 0);
+  CHECK(CountColor(d, w, main_color) > bbb / 2);
+  t.Focus();
+
+  // '=' zooms in twice around the middle (bbb's time): aaa's first tenth
+  // leaves the view, bbb fills the row.
+  const size_t bbb_whole = bbb;
+  testing::TypeKey(d, XK_equal);
+  CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
+                               [&](size_t a, size_t b) { return a == 0 && b > bbb_whole; }),
+                "after '=': aaa " << aaa << " px, bbb " << bbb << " px");
+  // '0' shows the whole range again.
+  testing::TypeKey(d, XK_0);
+  CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
+                               [&](size_t a, size_t b) { return a > b / 20 && b > bbb_whole / 2; }),
+                "after '0': aaa " << aaa << " px, bbb " << bbb << " px");
+
+  // A click on bbb selects it: every other box dims (main's colour is
+  // gone), here and in the flamegraph (Ctrl+1).
+  const Image before = testing::Grab(d, w);
+  int bbb_y = -1;
+  for (int y = 150; y < 560 && bbb_y < 0; ++y)
+    if (before.pixels[static_cast<size_t>(y) * before.width + 600] == b_color) bbb_y = y + 5;
+  REQUIRE_MESSAGE(bbb_y > 0, "bbb's row not found");
+  testing::ClickAt(d, w, 600, bbb_y);
+  CHECK_MESSAGE(WaitForPicture(d, w, main_color, b_color, &aaa, &bbb,
+                               [&](size_t m, size_t b) { return m == 0 && b > 1000; }),
+                "after clicking bbb: main " << aaa << " px, bbb " << bbb << " px");
+  testing::TypeKey(d, XK_1, XK_Control_L);
+  CHECK_MESSAGE(WaitForPicture(d, w, main_color, b_color, &aaa, &bbb,
+                               [&](size_t m, size_t b) { return m == 0 && b > 1000; }),
+                "the flamegraph after clicking bbb: main " << aaa << " px, bbb " << bbb << " px");
   CHECK(t.kiln->Stop(SIGTERM) == 0);
 }
 
