@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/model/spans.h"
+
 namespace kiln::app {
 
 namespace {
@@ -145,8 +147,12 @@ class DemoWriter {
         {String(std::string(storage::attr::kThreadId)), String(std::to_string(w.tid))},
         {String(std::string(storage::attr::kHostName)), String("demo-host")},
     };
-    if (!w.service.empty())
+    if (!w.service.empty()) {
       attrs.push_back({String(std::string(storage::attr::kServiceName)), String(w.service)});
+      // What its requests' spans are called (as a pprof span_name label).
+      attrs.push_back({String(std::string(storage::attr::kSpanName)),
+                       String(w.service == "orders-api" ? "POST /orders" : "GET /report")});
+    }
     if (!w.container.empty()) {
       attrs.push_back({String(std::string(storage::attr::kContainerId)), String(w.container)});
     }
@@ -376,8 +382,34 @@ std::vector<Workload> DemoWorkloads() {
 
 }  // namespace
 
+namespace {
+
+// The link of request `request` of workload `w`'s thread: the trace is the
+// service's request (its threads share it), the span the thread's part.
+uint32_t RequestLink(storage::ProfileDictionary* dict, std::map<std::pair<int, int>, uint32_t>* links,
+                     const Workload& w, int request) {
+  auto [it, added] = links->try_emplace(std::pair{w.tid, request}, 0);
+  if (added) {
+    uint64_t h = 1469598103934665603ull;
+    for (char c : w.service) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    const uint64_t trace_hi = h ^ static_cast<uint64_t>(request) * 0x9e3779b97f4a7c15ull;
+    const uint64_t trace_lo = trace_hi * 31 + 7;
+    const uint64_t span = (trace_hi ^ static_cast<uint64_t>(w.tid)) * 0xff51afd7ed558ccdull;
+    std::string trace_id, span_id;
+    for (int b = 7; b >= 0; --b) trace_id.push_back(static_cast<char>(trace_hi >> (8 * b)));
+    for (int b = 7; b >= 0; --b) trace_id.push_back(static_cast<char>(trace_lo >> (8 * b)));
+    for (int b = 7; b >= 0; --b) span_id.push_back(static_cast<char>(span >> (8 * b)));
+    it->second = static_cast<uint32_t>(dict->links.size());
+    dict->links.push_back({trace_id, span_id});
+  }
+  return it->second;
+}
+
+}  // namespace
+
 ProfileBatch BuildDemoProfile(int64_t now_ns) {
   ProfileBatch batch;
+  std::map<std::pair<int, int>, uint32_t> links;  // (thread, request) -> link
   DemoWriter writer(&batch);
   const uint32_t off_cpu_type = batch.dict.AddSampleType({storage::OffCpuTime()});
   const std::vector<Workload> workloads = DemoWorkloads();
@@ -414,6 +446,10 @@ ProfileBatch BuildDemoProfile(int64_t now_ns) {
             w.off_cpu
                 ? w.off_cpu_ns / 2 + static_cast<int64_t>(next() % static_cast<uint64_t>(w.off_cpu_ns))
                 : 1;
+        // The services' threads each serve one request at a time, about
+        // 3 s long: their samples link to its trace and span (the Spans
+        // view, trace filters).
+        if (!w.service.empty()) sample.link = RequestLink(&batch.dict, &links, w, (s + w.tid % 3) / 3);
         batch.samples.push_back(sample);
       }
     }

@@ -82,7 +82,8 @@ json SelectionProperties() {
        {{"type", "object"},
         {"description",
          "Attribute filters, KEY: VALUE or KEY: [VALUES] (values of one key OR, keys AND), e.g. "
-         "{\"process.executable.name\": \"python3\"}. See attribute_values for keys and values."},
+         "{\"process.executable.name\": \"python3\"}. See attribute_values for keys and values. "
+         "trace_id and span_id (lowercase hex) select the samples taken in those traces or spans."},
         {"additionalProperties", FilterValueSchema()}}},
   };
 }

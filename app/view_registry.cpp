@@ -10,6 +10,7 @@
 #include "ui/heatmap_view.h"
 #include "ui/sandwich_view.h"
 #include "ui/source_view.h"
+#include "ui/spans_view.h"
 #include "ui/stack_chart_view.h"
 #include "ui/log_view.h"
 #include "ui/top_functions_view.h"
@@ -24,6 +25,7 @@ std::vector<std::unique_ptr<ui::View>> CreateViews() {
   views.push_back(std::make_unique<ui::SandwichView>());
   views.push_back(std::make_unique<ui::HeatmapView>());
   views.push_back(std::make_unique<ui::StackChartView>());
+  views.push_back(std::make_unique<ui::SpansView>());
   views.push_back(std::make_unique<ui::SourceView>());
   views.push_back(std::make_unique<ui::ExecutablesView>());
   views.push_back(std::make_unique<ui::LogView>());

@@ -4,6 +4,7 @@
 //
 //   flame_tree_bench [samples] [stacks]
 //   flame_tree_bench --long-range [millions...]   (default 10 40 110)
+//   flame_tree_bench --traces [millions]           (default 28: a day of 16 CPUs)
 //
 // --long-range: a 64-CPU host sampled at 20 Hz written as it arrives (the
 // same stacks), and at each size (110 M = a day) the flamegraph of the
@@ -17,11 +18,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <thread>
 
 #include "storage/model/diff.h"
 #include "storage/model/flame_tree.h"
+#include "storage/model/spans.h"
 #include "storage/model/top_functions.h"
 #include "storage/model/transforms.h"
 #include "storage/store.h"
@@ -269,7 +272,87 @@ int LongRange(const std::vector<int64_t>& millions) {
 
 }  // namespace
 
+// --traces: a day of a traced service (16 CPUs at 20 Hz, each CPU's
+// samples in a 2 s span of its own trace), then one trace's samples found
+// by --filter trace_id as `kiln export` and the window ask, in the store
+// reopened.
+int Traces(int64_t millions) {
+  std::string dir = (std::filesystem::temp_directory_path() / "kiln-traces-XXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) return 1;
+  std::mt19937_64 rng(1);
+  const int kStacks = 100'000, kCpus = 16;
+  const int64_t kSpanNs = 2'000'000'000;
+  ProfileBatch batch;
+  batch.dict = MakeDictionary(kStacks, rng);
+  const ProfileDictionary base = batch.dict;
+  SampleSource source(batch.dict, kStacks, kCpus);
+  auto store = OpenStore(dir, true);
+  Timer write_timer;
+  int64_t written = 0, links = 0;
+  std::string some_trace;
+  while (written < millions * 1'000'000) {
+    source.Fill(&batch, std::min<int64_t>(200'000, millions * 1'000'000 - written), rng);
+    // A batch's own links: (cpu, span number) -> link.
+    batch.dict.links.resize(1);
+    std::map<std::pair<int64_t, int>, uint32_t> link_of;
+    for (Sample& sample : batch.samples) {
+      const int cpu = static_cast<int>(sample.attribute_set % kCpus);
+      const int64_t span = sample.time_ns / kSpanNs;
+      auto [it, added] = link_of.try_emplace(std::pair{span, cpu}, 0);
+      if (added) {
+        std::string trace(16, '\0'), id(8, '\0');
+        for (int b = 0; b < 8; ++b) trace[b] = static_cast<char>(span >> (8 * b));
+        trace[8] = static_cast<char>(cpu);
+        for (int b = 0; b < 8; ++b) id[b] = static_cast<char>((span * 31 + cpu) >> (8 * b));
+        it->second = static_cast<uint32_t>(batch.dict.links.size());
+        batch.dict.links.push_back({trace, id});
+        ++links;
+      }
+      sample.link = it->second;
+    }
+    if (written >= millions * 500'000 && some_trace.empty()) some_trace = HexId(batch.dict.links[1].trace_id);
+    written += static_cast<int64_t>(batch.samples.size());
+    if (auto s = store->Write(batch); !s.ok()) {
+      std::fprintf(stderr, "write: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+  }
+  const double write_s = write_timer.WallMs() / 1e3;
+  if (!store->Flush().ok()) return 1;
+  const StoreStats st = store->Stats();
+  store.reset();
+  auto reopened = OpenStore(dir, true);
+  Query q;
+  q.filters = {{"trace_id", {some_trace}}};
+  q.keep_samples = true;
+  uint64_t found = 0;
+  double first = 0;
+  const uint64_t blocks_before = reopened->Stats().blocks_read;
+  const double best = BestOf(3, [&] { found = (*reopened->Run(q))->total_events; }, &first);
+  const uint64_t blocks = (reopened->Stats().blocks_read - blocks_before) / 3;
+  Query whole;
+  const double scan = BestOf(1, [&] { (void)reopened->Run(whole); });
+  uint64_t span_index_bytes = 0;
+  for (const auto& p : reopened->Stats().part_bytes) {
+    if (p.part == "span index") span_index_bytes = p.bytes;
+  }
+  std::printf(
+      "%lld M samples (%.1f h, %lld spans) written in %.0f s; disk %.2f bytes/sample, span index %.2f\n"
+      "one trace (%llu samples) by trace_id: %.1f ms (first %.1f), %llu blocks read; "
+      "the whole range's flamegraph query: %.0f ms\n",
+      static_cast<long long>(millions), static_cast<double>(st.last_sample_ns - st.first_sample_ns) / 3.6e12,
+      static_cast<long long>(links), write_s, static_cast<double>(st.disk_bytes) / static_cast<double>(written),
+      static_cast<double>(span_index_bytes) / static_cast<double>(written), static_cast<unsigned long long>(found),
+      best, first, static_cast<unsigned long long>(blocks), scan);
+  reopened.reset();
+  std::filesystem::remove_all(dir);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "--traces") {
+    return Traces(argc > 2 ? std::atoll(argv[2]) : 28);
+  }
   if (argc > 1 && std::string_view(argv[1]) == "--long-range") {
     std::vector<int64_t> millions;
     for (int i = 2; i < argc; ++i) millions.push_back(std::atoll(argv[i]));

@@ -125,7 +125,8 @@ StoreStats RocksStore::Stats() const {
                                                                         {"log", log_cf()},
                                                                         {"symbols", symbols_cf()},
                                                                         {"summaries", summaries_cf()},
-                                                                        {"forward queue", forward_cf()}};
+                                                                        {"forward queue", forward_cf()},
+                                                                        {"span index", spans_cf()}};
   for (const auto& [part, family] : parts) {
     if (family == nullptr) continue;
     uint64_t tables = 0, blobs = 0;
@@ -145,6 +146,7 @@ StoreStats RocksStore::Stats() const {
   st.retention_problem = retention_.Problem();
   st.summarized_hours = summaries_.Size();
   st.summary_hours_read = summaries_.hours_read.load();
+  st.blocks_read = blocks_read_.load();
   if (disk_) {
     const DiskState d = disk_->state();
     st.disk_free_bytes = d.free_bytes;

@@ -111,6 +111,9 @@ struct StoreStats {
   // read from a summary instead of their samples since open.
   uint64_t summarized_hours = 0;
   uint64_t summary_hours_read = 0;
+  // Sample blocks queries decoded since open (a span filter reads only the
+  // blocks the span index names).
+  uint64_t blocks_read = 0;
   // The store's filesystem, as the disk guard last saw it (read-write
   // stores; 0 otherwise), and why new data is refused ("" = accepted).
   uint64_t disk_free_bytes = 0;

@@ -44,6 +44,7 @@
 #pragma once
 
 #include <rocksdb/cache.h>
+#include <rocksdb/compaction_filter.h>
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/options.h>
@@ -59,6 +60,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -122,6 +124,9 @@ inline int64_t KeyBucket(const char* key) {
   return static_cast<int64_t>(GetBigEndian64(key + 4) ^ (uint64_t{1} << 63));
 }
 inline constexpr size_t kSummaryKeySize = 12;
+// The span index's compaction filter: drops entries of buckets before
+// `*floor` (store_spans.cpp).
+std::unique_ptr<rocksdb::CompactionFilter> NewSpanIndexFilter(std::shared_ptr<std::atomic<int64_t>> floor);
 // An hour is summarized once the newest sample is this far past its end:
 // agents send a few seconds late, and a late write only costs a rebuild.
 inline constexpr int64_t kSummaryGraceNs = 120'000'000'000;
@@ -1248,6 +1253,29 @@ class RocksStore final : public Store, private PartWriter {
   rocksdb::ColumnFamilyHandle* summaries_cf() const { return handles_.size() > 4 ? handles_[4] : nullptr; }
   // Null for a store opened read-only that was written before forwarding.
   rocksdb::ColumnFamilyHandle* forward_cf() const { return handles_.size() > 5 ? handles_[5] : nullptr; }
+  // The span index (store_spans.cpp); null for a store opened read-only
+  // that was written before it.
+  rocksdb::ColumnFamilyHandle* spans_cf() const { return handles_.size() > 6 ? handles_[6] : nullptr; }
+  // Index entries for the blocks of one write: `runs` are (block key, the
+  // batch's sample indices in it).
+  void IndexSpans(const ProfileBatch& batch, const std::vector<std::pair<std::string, std::vector<uint32_t>>>& runs,
+                  rocksdb::WriteBatch* wb) const;
+  // The keys of the blocks of `type_id` in buckets [first, end) whose
+  // samples may be in the spans `selector` asks for, sorted; nullopt when
+  // the index cannot answer (no index, or samples older than it in range).
+  std::optional<std::vector<std::string>> IndexedBlocks(const SampleSelector& selector, uint32_t type_id,
+                                                        int64_t first, int64_t end, int64_t from_ns,
+                                                        const rocksdb::Snapshot* snapshot) const;
+  // Samples at or after this time are in the span index (the blocks
+  // written before it existed are not); max() when there is none.
+  int64_t span_index_since_ns_ = std::numeric_limits<int64_t>::max();
+  // Index entries of buckets before this one are dropped at compaction:
+  // retention deleted their blocks.
+  std::shared_ptr<std::atomic<int64_t>> span_index_floor_ =
+      std::make_shared<std::atomic<int64_t>>(std::numeric_limits<int64_t>::min());
+  absl::Status OpenSpanIndex();
+  mutable std::atomic<uint64_t> blocks_read_{0};
+  std::unique_ptr<rocksdb::CompactionFilter> span_index_filter_;  // outlives db_ (declared before it is closed)
   // Write, and with `destinations` the request queued for each.
   absl::Status WriteImpl(const ProfileBatch& batch, std::string_view request,
                          const std::vector<std::string>* destinations);

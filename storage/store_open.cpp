@@ -162,6 +162,13 @@ absl::Status RocksStore::OpenDb() {
   forward_options.min_blob_size = 1024;
   forward_options.blob_compression_type = rocksdb::kZSTD;
 
+  // The span index: small keys, no values; its filter drops the entries
+  // of buckets retention deleted (store_spans.cpp).
+  rocksdb::ColumnFamilyOptions span_options;
+  span_options.compression = rocksdb::kLZ4Compression;
+  span_index_filter_ = NewSpanIndexFilter(span_index_floor_);
+  span_options.compaction_filter = span_index_filter_.get();
+
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, meta_options},
       {"blocks", block_options},
@@ -169,6 +176,7 @@ absl::Status RocksStore::OpenDb() {
       {"symbols", symbol_options},
       {"summaries", summary_options},
       {"forward", forward_options},
+      {"spans", span_options},
   };
   rocksdb::Status s;
   if (read_only_) {
@@ -324,6 +332,7 @@ absl::Status RocksStore::UpgradeFromSchema1() {
 
 absl::Status RocksStore::LoadMeta() {
   if (auto st = samples_.Load(db_, meta_cf()); !st.ok()) return st;
+  if (auto st = OpenSpanIndex(); !st.ok()) return st;
   // As the last pass left it, so `kiln stats` (read-only) shows it too.
   if (std::string v; db_->Get(rocksdb::ReadOptions(), meta_cf(), kRetentionProblemKey, &v).ok()) {
     retention_.SetProblem(std::move(v));

@@ -61,6 +61,9 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
   size_t set_count = 0;
   std::vector<ScanItem> items;
   int64_t lo = 0, hi = 0;  // the buckets from the first to the last sample known
+  // With span filters: the blocks the span index names, read instead of
+  // the range (store_spans.cpp); none when it cannot answer.
+  std::optional<std::vector<std::string>> indexed;
   // One snapshot for every shard: together they see one state of the store.
   std::shared_ptr<const rocksdb::Snapshot> snapshot;
   // The ids of blocks written before the last forgetting pass, as of the
@@ -86,6 +89,8 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
     const Counters counters = samples_.Get();
     lo = BucketOf(counters.first_sample_ns);
     hi = BucketOf(counters.last_sample_ns);
+    indexed = IndexedBlocks(*selector, type_id, first, end, std::max(query.from_ns, counters.first_sample_ns),
+                            snapshot.get());
     // Raw ranges are cut in pieces so that shards can share them out.
     auto add_raw = [&](int64_t a, int64_t b) {
       if (a >= b) return;
@@ -99,7 +104,8 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
       items.push_back({a, b, false});
     };
     int64_t cur = first;
-    if (use_summaries && options_.use_summaries && hi >= lo) {
+    // A summary has no links: span filters read the samples themselves.
+    if (use_summaries && options_.use_summaries && hi >= lo && selector->spans().empty()) {
       // Hours wholly inside the range (clamped to the hours that hold
       // data first, so that the arithmetic stays far from int64's ends).
       const int64_t from = std::max(query.from_ns, FloorDiv(lo, kBucketsPerSummary) * kSummaryNs);
@@ -114,6 +120,35 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
       }
     }
     add_raw(cur, end);
+  }
+
+  // One block's selected samples into `state`.
+  auto read_block = [&](State& state, const char* key, std::string_view value,
+                        std::vector<BlockSample>* samples) -> absl::Status {
+    if (auto s = DecodeSampleBlock(value, samples); !s.ok()) return s;
+    blocks_read_.fetch_add(1, std::memory_order_relaxed);
+    remaps->Translate(KeySeq(key), samples);
+    for (const BlockSample& s : *samples) {
+      if (s.attribute_set >= set_count || s.stack >= stack_count) {
+        return absl::DataLossError("sample block refers to a stack or attribute set that does not exist");
+      }
+      if (selector->Selects(type_id, s.time_ns, s.attribute_set, s.link)) visit(state, s);
+    }
+    return absl::OkStatus();
+  };
+  if (indexed) {
+    states->push_back(make(stack_count));
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snapshot.get();
+    std::vector<BlockSample> samples;
+    std::string value;
+    for (const std::string& key : *indexed) {
+      const rocksdb::Status got = db_->Get(ro, blocks_cf(), key, &value);
+      if (got.IsNotFound()) continue;  // retention deleted it; its index entries go at a compaction
+      if (!got.ok()) return FromRocks(got, "reading sample blocks");
+      if (auto s = read_block(states->front(), key.data(), value, &samples); !s.ok()) return s;
+    }
+    return absl::OkStatus();
   }
 
   // Contiguous runs of items per shard, of about equal cost: a bucket that
@@ -158,16 +193,10 @@ absl::Status RocksStore::Scan(const Query& query, bool use_summaries, const Make
       for (it->Seek(lower); it->Valid(); it->Next()) {
         rocksdb::Slice key = it->key();
         if (key.size() != kBlockKeySize || GetBigEndian32(key.data()) != type_id) break;
-        if (auto s = DecodeSampleBlock(std::string_view(it->value().data(), it->value().size()), &samples);
+        if (auto s = read_block(state, key.data(), std::string_view(it->value().data(), it->value().size()),
+                                &samples);
             !s.ok()) {
           return s;
-        }
-        remaps->Translate(KeySeq(key.data()), &samples);
-        for (const BlockSample& s : samples) {
-          if (s.attribute_set >= set_count || s.stack >= stack_count) {
-            return absl::DataLossError("sample block refers to a stack or attribute set that does not exist");
-          }
-          if (selector->Selects(type_id, s.time_ns, s.attribute_set)) visit(state, s);
         }
       }
       return FromRocks(it->status(), "reading sample blocks");
@@ -242,7 +271,7 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::RunOnce(const Qu
         return part;
       },
       [](Part& part, const BlockSample& b) {
-        part.aggregator->Add(b.stack, b.attribute_set, b.time_ns, b.value);
+        part.aggregator->Add(b.stack, b.attribute_set, b.time_ns, b.value, b.link);
       },
       [](Part& part, const StackSummary& summary, const SampleSelector& selector, std::vector<int64_t>*) {
         if (!summary.has_stacks) return false;
@@ -418,6 +447,17 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::RunOnce(const Qu
     }
     w.stack = stack_map[w.stack];
     w.attribute_set = set_map[w.attribute_set];
+  }
+  // The kept samples' links (their traces and spans).
+  if (!slice->samples.empty()) {
+    absl::flat_hash_map<uint32_t, uint32_t> link_map;
+    for (SliceSample& s : slice->samples) {
+      if (s.link == 0) continue;
+      if (s.link >= g.links.size()) return absl::DataLossError("sample block refers to a link that does not exist");
+      auto [it, added] = link_map.try_emplace(s.link, static_cast<uint32_t>(out.links.size()));
+      if (added) out.links.push_back(g.links[s.link]);
+      s.link = it->second;
+    }
   }
   return std::shared_ptr<const ProfileSlice>(std::move(slice));
 }

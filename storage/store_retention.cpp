@@ -111,6 +111,8 @@ absl::StatusOr<RetentionReport> RocksStore::ApplyRetention(int64_t now_ns) {
   } else if (new_first != std::numeric_limits<int64_t>::max()) {
     counters.first_sample_ns = new_first;
   }
+  // The span index's entries of deleted buckets go at their next compaction.
+  if (counters.samples() > 0) span_index_floor_->store(BucketOf(counters.first_sample_ns));
   wb.Put(meta_cf(), kStatsKey, counters.Encode());
   if (rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &wb); !s.ok()) {
     if (disk_) disk_->NoteWriteError(s.ToString());
@@ -200,7 +202,8 @@ RocksStore::StoreSizes RocksStore::MeasureDirectory() const {
     return tables + blobs;
   };
   sizes.dictionary = live(meta_cf());
-  sizes.kept_parts = live(log_cf()) + live(symbols_cf()) + live(summaries_cf()) + live(forward_cf());
+  sizes.kept_parts =
+      live(log_cf()) + live(symbols_cf()) + live(summaries_cf()) + live(forward_cf()) + live(spans_cf());
   return sizes;
 }
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "storage/model/flame_tree.h"
 #include "storage/model/folded.h"
+#include "storage/model/spans.h"
 #include "storage/model/test_fixtures.h"
 #include "storage/symbol_table_fixture.h"
 #include "storage/varint.h"
@@ -32,14 +33,14 @@ using ::kiln::testing::TempDir;
 // writes, to make a store what an older kiln (or damage) left.
 struct RawStore {
   rocksdb::DB* db = nullptr;
-  std::vector<rocksdb::ColumnFamilyHandle*> cf;  // default (meta), blocks, log, symbols, summaries, forward
+  // default (meta), blocks, log, symbols, summaries, forward, spans: every
+  // family the store has, in the order it made them.
+  std::vector<rocksdb::ColumnFamilyHandle*> cf;
   explicit RawStore(const std::string& dir) {
-    const std::vector<rocksdb::ColumnFamilyDescriptor> families = {{rocksdb::kDefaultColumnFamilyName, {}},
-                                                                   {"blocks", {}},
-                                                                   {"log", {}},
-                                                                   {"symbols", {}},
-                                                                   {"summaries", {}},
-                                                                   {"forward", {}}};
+    std::vector<std::string> names;
+    REQUIRE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    for (const std::string& name : names) families.push_back({name, {}});
     REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, families, &cf, &db).ok());
   }
   ~RawStore() {
@@ -105,7 +106,7 @@ TEST_CASE("Stats names where the disk goes: each part's files, within the direct
   std::vector<std::string> names;
   for (const auto& p : st.part_bytes) names.push_back(p.part);
   CHECK(names == std::vector<std::string>{"dictionary", "sample blocks", "log", "symbols", "summaries",
-                                          "forward queue"});
+                                          "forward queue", "span index"});
   const auto part = [](const StoreStats& s, std::string_view name) {
     for (const auto& p : s.part_bytes) {
       if (p.part == name) return p.bytes;
@@ -255,10 +256,11 @@ TEST_CASE(
   }
   {
     // Make it what kiln wrote before summaries: no such family (nor the
-    // forward queue, which came later), version 2.
+    // forward queue and the span index, which came later), version 2.
     RawStore raw_store(dir.path);
     rocksdb::DB* raw = raw_store.db;
     const std::vector<rocksdb::ColumnFamilyHandle*>& handles = raw_store.cf;
+    REQUIRE(raw->DropColumnFamily(handles[6]).ok());
     REQUIRE(raw->DropColumnFamily(handles[5]).ok());
     REQUIRE(raw->DropColumnFamily(handles[4]).ok());
     REQUIRE(raw->Put(rocksdb::WriteOptions(), handles[0], "meta:schema", std::string("\0\0\0\x02", 4)).ok());
@@ -322,6 +324,108 @@ TEST_CASE("links and unsymbolized frames survive storage") {
   batch.samples[0].link = 1;
   REQUIRE(store->Write(batch).ok());
   CHECK(Folded(*store) == std::vector<std::string>{"main;libfoo.so+0x1a2b 1"});
+}
+
+namespace {
+
+// Minute `m` of a service whose requests are spans: 6,000 samples, 10 ms
+// apart, each in one of 60 traces of the minute (spans of 100 samples, one
+// link each), so a trace is a second's blocks, not the store's.
+ProfileBatch TracedMinute(int64_t t0, int m) {
+  ProfileBatch batch = testing::BatchFromFolded("main;serve;query 6000\n", {.first_time_ns = t0, .process = "svc"});
+  ProfileDictionary& d = batch.dict;
+  for (int k = 0; k < 60; ++k) {
+    std::string trace(16, '\0'), span(8, '\0');
+    trace[0] = static_cast<char>(m);
+    trace[15] = static_cast<char>(k + 1);
+    span[7] = static_cast<char>(k + 1);
+    span[0] = static_cast<char>(m);
+    d.links.push_back({trace, span});
+  }
+  for (size_t i = 0; i < batch.samples.size(); ++i) {
+    batch.samples[i].time_ns = t0 + m * 60'000'000'000LL + static_cast<int64_t>(i) * 10'000'000;
+    batch.samples[i].link = 1 + static_cast<uint32_t>(i / 100);
+  }
+  return batch;
+}
+
+std::string TraceHex(int m, int k) {
+  std::string trace(16, '\0');
+  trace[0] = static_cast<char>(m);
+  trace[15] = static_cast<char>(k + 1);
+  return HexId(trace);
+}
+
+}  // namespace
+
+TEST_CASE("a trace id finds its samples through the span index, not a scan of the range") {
+  TempDir dir;
+  const int64_t t0 = 1'760'000'000'000'000'000;
+  {
+    auto store = OpenOrDie(dir.path);
+    for (int m = 0; m < 10; ++m) REQUIRE(store->Write(TracedMinute(t0, m)).ok());
+  }
+  auto store = OpenOrDie(dir.path);  // as kiln leaves it: flushed, reopened
+  Query all;
+  REQUIRE((*store->Run(all))->total_events == 60'000);
+  const uint64_t full_scan = store->Stats().blocks_read;
+
+  Query q;
+  q.keep_samples = true;
+  q.filters = {{"trace_id", {TraceHex(7, 12)}}};
+  const uint64_t before = store->Stats().blocks_read;
+  auto slice = store->Run(q);
+  REQUIRE(slice.ok());
+  CHECK((*slice)->total_events == 100);
+  for (const SliceSample& s : (*slice)->samples) {
+    CHECK(SpanOf((*slice)->dict, s.link, 0).trace == TraceHex(7, 12));
+    CHECK(s.time_ns >= t0 + 7 * 60'000'000'000LL + 1200 * 10'000'000LL);
+    CHECK(s.time_ns < t0 + 7 * 60'000'000'000LL + 1300 * 10'000'000LL);
+  }
+  const uint64_t read = store->Stats().blocks_read - before;
+  MESSAGE("blocks read: ", read, " for one trace, ", full_scan, " for the whole store");
+  CHECK(read <= 2);  // its second, which may straddle two 10 s buckets
+  CHECK(full_scan >= 60);
+
+  // Two traces, and a span id; a trace of nothing.
+  q.filters = {{"trace_id", {TraceHex(7, 12), TraceHex(2, 0)}}};
+  CHECK((*store->Run(q))->total_events == 200);
+  std::string span(8, '\0');
+  span[0] = 3;
+  span[7] = 5;
+  q.filters = {{"span_id", {HexId(span)}}};
+  CHECK((*store->Run(q))->total_events == 100);
+  q.filters = {{"trace_id", {TraceHex(11, 1)}}};
+  CHECK((*store->Run(q))->total_events == 0);
+  // The time range still applies.
+  q.filters = {{"trace_id", {TraceHex(7, 12)}}};
+  q.from_ns = t0 + 8 * 60'000'000'000LL;
+  CHECK((*store->Run(q))->total_events == 0);
+}
+
+TEST_CASE("a store from before the span index: its trace filters scan and stay exact; what comes later is indexed") {
+  TempDir dir;
+  const int64_t t0 = 1'760'000'000'000'000'000;
+  {
+    auto store = OpenOrDie(dir.path);
+    REQUIRE(store->Write(TracedMinute(t0, 0)).ok());
+  }
+  {  // What an older kiln left: no index, no start mark.
+    RawStore raw(dir.path);
+    REQUIRE(raw.cf.size() == 7);
+    REQUIRE(raw.db->Delete(rocksdb::WriteOptions(), raw.cf[0], "meta:span_index_since").ok());
+    REQUIRE(raw.db->DeleteRange(rocksdb::WriteOptions(), raw.cf[6], "", "\xff").ok());
+  }
+  auto store = OpenOrDie(dir.path);
+  REQUIRE(store->Write(TracedMinute(t0, 1)).ok());
+  Query q;
+  q.filters = {{"trace_id", {TraceHex(0, 3)}}};
+  CHECK((*store->Run(q))->total_events == 100);  // by a scan: the index does not know minute 0
+  q.filters = {{"trace_id", {TraceHex(1, 3)}}};
+  q.from_ns = t0 + 60'000'000'000LL;
+  const uint64_t before = store->Stats().blocks_read;
+  CHECK((*store->Run(q))->total_events == 100);
+  CHECK(store->Stats().blocks_read - before <= 2);  // minute 1 came after: indexed
 }
 
 namespace {
@@ -1174,8 +1278,10 @@ TEST_CASE("retention after a crash counts the write-ahead log and keeps as much 
   for (int pass = 0; pass < 3; ++pass) REQUIRE(store->ApplyRetention(t0 + 3'600'000'000'000).ok());
   REQUIRE(store->Compact().ok());
   const uint64_t kept = store->Stats().samples;
-  // Kept about 90 % of half: the issue's case kept 0.7 % of the samples.
-  CHECK(kept > before * 3 / 10);
+  // Kept most of half: the issue's case kept 0.7 % of the samples. At
+  // this 0.8 MB limit RocksDB's own files are a quarter of it (its LOG
+  // dumps every part's options at each open, 7 parts now): 25-30 % kept.
+  CHECK(kept > before * 2 / 10);
   CHECK(kept < before * 6 / 10);
   CHECK(DirectoryBytes(dir.path) <= limit);
 }

@@ -369,6 +369,7 @@ absl::Status RocksStore::WriteImpl(const ProfileBatch& batch, std::string_view r
     uint32_t sample_type;
     int64_t bucket;
     BlockSample sample;
+    uint32_t index;  // in batch.samples: the span index reads the batch's own ids
   };
   std::vector<Keyed> keyed;
   keyed.reserve(batch.samples.size());
@@ -376,7 +377,8 @@ absl::Status RocksStore::WriteImpl(const ProfileBatch& batch, std::string_view r
     keyed.push_back(
         {interner.sample_types_[s.sample_type], BucketOf(s.time_ns),
          BlockSample{s.time_ns, interner.stacks_[s.stack], interner.attribute_sets_[s.attribute_set],
-                     interner.links_[s.link], s.value}});
+                     interner.links_[s.link], s.value},
+         static_cast<uint32_t>(keyed.size())});
     // A forgetting pass is counting from a snapshot: these ids are in use.
     if (dictionary_.watch().active) dictionary_.watch().Note(keyed.back().sample);
   }
@@ -386,6 +388,7 @@ absl::Status RocksStore::WriteImpl(const ProfileBatch& batch, std::string_view r
   });
   Counters counters = samples_.Get();
   std::vector<BlockSample> run;
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> span_runs;  // block key, batch samples
   for (size_t i = 0; i < keyed.size();) {
     size_t j = i;
     run.clear();
@@ -400,6 +403,12 @@ absl::Status RocksStore::WriteImpl(const ProfileBatch& batch, std::string_view r
     std::string key = BlockKeyPrefix(keyed[i].sample_type, keyed[i].bucket);
     PutBigEndian64(&key, counters.next_block_seq++);
     wb.Put(blocks_cf(), key, EncodeSampleBlock(run));
+    if (spans_cf() != nullptr) {
+      std::vector<uint32_t> members;
+      members.reserve(j - i);
+      for (size_t k = i; k < j; ++k) members.push_back(keyed[k].index);
+      span_runs.emplace_back(key, std::move(members));
+    }
     counters.blocks++;
     counters.Add(keyed[i].sample_type, run.size());
     int64_t first = run.front().time_ns, last = run.front().time_ns;
@@ -413,6 +422,7 @@ absl::Status RocksStore::WriteImpl(const ProfileBatch& batch, std::string_view r
     if (counters.samples() == run.size() || last > counters.last_sample_ns) counters.last_sample_ns = last;
     i = j;
   }
+  IndexSpans(batch, span_runs, &wb);
   wb.Put(meta_cf(), kStatsKey, counters.Encode());
   // The request owed to each destination, in the same write: acknowledged
   // to its sender means stored and owed.

@@ -157,7 +157,19 @@ StackChartData StackChartDataOf(std::shared_ptr<const storage::ProfileSlice> sli
   out.duration_ns = blocked ? 0 : each;
   out.samples.reserve(picked.size());
   out.values.reserve(picked.size());
+  out.span_of.reserve(picked.size());
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> span_index;  // (link, set) -> spans
   for (const auto& [sample, stack] : picked) {
+    const uint32_t set = s.weights[sample->entry].attribute_set;
+    auto [it, added] = span_index.try_emplace(std::pair{sample->link, set}, 0);
+    if (added) {
+      storage::SpanIdentity id = storage::SpanOf(dict, sample->link, set);
+      if (!id.empty()) {
+        it->second = static_cast<uint32_t>(out.spans.size());
+        out.spans.push_back(std::move(id));
+      }
+    }
+    out.span_of.push_back(it->second);
     int64_t duration = each;
     if (blocked) {
       const double p = ProbabilityOf(dict, s.weights[sample->entry].attribute_set);

@@ -12,6 +12,7 @@
 
 #include "storage/model/flame_tree.h"
 #include "storage/model/profile_model.h"
+#include "storage/model/spans.h"
 #include "storage/model/stacks.h"
 #include "ui/stack_chart_layout.h"
 
@@ -34,6 +35,10 @@ struct StackChartData {
   std::vector<std::vector<uint32_t>> stacks;  // function ids, root first
   std::vector<ChartSample> samples;          // the thread's, in time order
   std::vector<int64_t> values;               // per sample: its weight in the sample type's unit
+  // The spans the samples were taken in: span_of[i] indexes spans, 0 = in
+  // none (spans[0] is empty).
+  std::vector<storage::SpanIdentity> spans{storage::SpanIdentity{}};
+  std::vector<uint32_t> span_of;
   StackChartLayout layout;
   // How the samples' durations were found, for the view to say.
   enum class Durations : uint8_t { kPeriod, kSpacing, kBlocked } durations = Durations::kPeriod;

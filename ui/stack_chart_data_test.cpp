@@ -77,11 +77,26 @@ TEST_CASE("stack chart data: threads heaviest first, the heaviest shown unless o
         "50 +10 main;work;parse\n");
   CHECK(d.layout.depths.at(0).size() == 1);  // main runs throughout: one box
 
+  CHECK(d.span_of == std::vector<uint32_t>(6, 0));  // no links: in no span
+
   d = StackChartDataOf(slice, {}, "10/12", 10 * kMs);
   CHECK(d.thread == "10/12");
   CHECK(Print(d) == "5 +10 main;log\n15 +10 main;log\n");
   // A thread no longer in the range: the heaviest instead.
   CHECK(StackChartDataOf(slice, {}, "10/99", 10 * kMs).thread == "10/11");
+}
+
+TEST_CASE("stack chart data: each sample's span, for the tooltip") {
+  storage::ProfileBatch batch = TwoThreads();
+  batch.dict.links.resize(1);
+  batch.dict.links.push_back({std::string(16, '\x01'), std::string(8, '\x02')});
+  batch.samples[1].link = 1;  // the sample at 0 ms
+  const StackChartData d = StackChartDataOf(Kept(batch), {}, "", 10 * kMs);
+  REQUIRE(d.span_of.size() == 6);
+  REQUIRE(d.span_of[0] != 0);
+  CHECK(d.spans[d.span_of[0]].span == "0202020202020202");
+  CHECK(d.spans[d.span_of[0]].trace == "01010101010101010101010101010101");
+  CHECK(d.span_of[1] == 0);
 }
 
 TEST_CASE("stack chart data: the session's transforms apply, and what they leave out is counted") {

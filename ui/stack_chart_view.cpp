@@ -289,6 +289,10 @@ void StackChartView::DrawChart(const ViewContext& context, const StackChartData&
       stack += "\n  " + functions[frames[i]].name;
     }
     if (frames.size() > kTooltipFrames) stack += "\n  ... " + std::to_string(frames.size() - kTooltipFrames) + " more";
+    if (s < data.span_of.size() && data.span_of[s] != 0) {
+      const storage::SpanIdentity& span = data.spans[data.span_of[s]];
+      stack += "\n\nIn span " + span.span + " of trace " + span.trace;
+    }
     ImGui::SetTooltip(
         "%s  (%s)\n%s for %s, %u samples\n\nThe sample at %s, weighing %s; its stack, innermost first:%s", fn.name.c_str(),
         std::string(FrameTypeDisplayName(fn.type)).c_str(), FormatClock(box.start_ns, true).c_str(),

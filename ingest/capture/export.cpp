@@ -93,20 +93,31 @@ class OtlpWriter {
   // One sample per stack weight: a single value, no timestamps; or, when
   // the slice lists its samples (Query::keep_samples), a value per
   // timestamp, in time order, so the timeline survives the export.
+  // Listed samples keep their links too: one OTLP sample per (stack
+  // weight, link).
   collector::ExportProfilesServiceRequest Build(const ProfileSlice& slice) {
-    std::vector<otlp::Sample*> of_entry(slice.weights.size());
-    for (size_t e = 0; e < slice.weights.size(); ++e) {
-      const storage::StackWeight& w = slice.weights[e];
-      of_entry[e] = NewSample(w.attribute_set);
-      of_entry[e]->set_stack_index(Stack(w.stack));
-      if (slice.samples.empty()) of_entry[e]->add_values(w.weight);
+    if (slice.samples.empty()) {
+      for (const storage::StackWeight& w : slice.weights) {
+        otlp::Sample* out = NewSample(w.attribute_set);
+        out->set_stack_index(Stack(w.stack));
+        out->add_values(w.weight);
+      }
+      return std::move(req_);
     }
     std::vector<storage::SliceSample> samples = slice.samples;
     std::stable_sort(samples.begin(), samples.end(),
                      [](const storage::SliceSample& a, const storage::SliceSample& b) { return a.time_ns < b.time_ns; });
+    absl::flat_hash_map<std::pair<uint32_t, uint32_t>, otlp::Sample*> of_entry;  // (entry, link) -> sample
     for (const storage::SliceSample& s : samples) {
-      of_entry[s.entry]->add_values(s.value);
-      of_entry[s.entry]->add_timestamps_unix_nano(static_cast<uint64_t>(s.time_ns));
+      otlp::Sample*& out = of_entry[std::pair{s.entry, s.link}];
+      if (out == nullptr) {
+        const storage::StackWeight& w = slice.weights[s.entry];
+        out = NewSample(w.attribute_set);
+        out->set_stack_index(Stack(w.stack));
+        out->set_link_index(LinkIndex(slice.dict, s.link));
+      }
+      out->add_values(s.value);
+      out->add_timestamps_unix_nano(static_cast<uint64_t>(s.time_ns));
     }
     return std::move(req_);
   }

@@ -188,6 +188,7 @@ struct StackWeight {
 // One selected sample of a slice: `entry` indexes ProfileSlice::weights.
 struct SliceSample {
   uint32_t entry = 0;
+  uint32_t link = 0;  // into the slice's dict.links: the sample's trace and span
   int64_t time_ns = 0;
   int64_t value = 0;
 };

@@ -1,8 +1,10 @@
 #include "storage/model/query.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "absl/container/flat_hash_map.h"
+#include "storage/model/spans.h"
 
 namespace kiln::storage {
 
@@ -50,11 +52,57 @@ absl::StatusOr<std::vector<AttributeFilter>> ParseFilterArguments(const std::vec
   return filters;
 }
 
+namespace {
+
+bool IsSpanKey(std::string_view key) { return key == attr::kTraceId || key == attr::kSpanId; }
+
+std::vector<AttributeFilter> AttributeFiltersOnly(const std::vector<AttributeFilter>& filters) {
+  std::vector<AttributeFilter> out;
+  for (const AttributeFilter& f : filters) {
+    if (!IsSpanKey(f.key)) out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace
+
 SampleSelector::SampleSelector(const ProfileDictionary& dict, const Query& query)
     : sample_type_(dict.SampleTypeIndex(query.sample_type).value_or(kNoType)),
       from_ns_(query.from_ns),
       to_ns_(query.to_ns),
-      passes_(MatchAttributeSets(dict, query.filters)) {}
+      passes_(MatchAttributeSets(dict, AttributeFiltersOnly(query.filters))) {
+  for (const AttributeFilter& f : query.filters) {
+    if (!IsSpanKey(f.key)) continue;
+    AttributeFilter lower = f;
+    for (std::string& v : lower.values) {
+      for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    span_filters_.push_back(std::move(lower));
+  }
+  if (span_filters_.empty()) return;
+  // A link passes when its ids pass every span filter; a sample without a
+  // link's ids may still pass by its attributes (lowercased as SpanOf does).
+  link_passes_.assign(dict.links.size(), 0);
+  for (size_t l = 1; l < dict.links.size(); ++l) {
+    const std::string ids[2] = {HexId(dict.links[l].trace_id), HexId(dict.links[l].span_id)};
+    bool all = true;
+    for (const AttributeFilter& f : span_filters_) {
+      const std::string& id = ids[f.key == attr::kTraceId ? 0 : 1];
+      all = all && std::find(f.values.begin(), f.values.end(), id) != f.values.end();
+    }
+    link_passes_[l] = all ? 1 : 0;
+  }
+  span_set_passes_.assign(dict.AttributeSetCount(), 0);
+  for (uint32_t set = 0; set < span_set_passes_.size(); ++set) {
+    const SpanIdentity id = SpanOf(dict, 0, set);
+    bool all = true;
+    for (const AttributeFilter& f : span_filters_) {
+      const std::string& v = f.key == attr::kTraceId ? id.trace : id.span;
+      all = all && std::find(f.values.begin(), f.values.end(), v) != f.values.end();
+    }
+    span_set_passes_[set] = all ? 1 : 0;
+  }
+}
 
 SliceAggregator::SliceAggregator(ProfileSlice* slice, size_t stack_count, bool keep_samples)
     : slice_(*slice), stack_count_(stack_count), keep_samples_(keep_samples) {}
@@ -80,7 +128,7 @@ void SliceAggregator::AddTimes(int64_t first_ns, int64_t last_ns) {
   any_ = true;
 }
 
-void SliceAggregator::Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value) {
+void SliceAggregator::Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value, uint32_t link) {
   const uint32_t e = Entry(stack, attribute_set);
   StackWeight& w = slice_.weights[e];
   w.weight += value;
@@ -88,7 +136,7 @@ void SliceAggregator::Add(uint32_t stack, uint32_t attribute_set, int64_t time_n
   slice_.total_weight += value;
   slice_.total_events += 1;
   AddTimes(time_ns, time_ns);
-  if (keep_samples_) slice_.samples.push_back({e, time_ns, value});
+  if (keep_samples_) slice_.samples.push_back({e, link, time_ns, value});
 }
 
 void SliceAggregator::AddSummed(uint32_t stack, uint32_t attribute_set, int64_t weight, uint64_t events) {
@@ -111,7 +159,7 @@ void SliceAggregator::Merge(const ProfileSlice& part) {
   slice_.total_weight += part.total_weight;
   slice_.total_events += part.total_events;
   if (part.total_events > 0) AddTimes(part.first_sample_ns, part.last_sample_ns);
-  for (const SliceSample& s : part.samples) slice_.samples.push_back({entry_of[s.entry], s.time_ns, s.value});
+  for (const SliceSample& s : part.samples) slice_.samples.push_back({entry_of[s.entry], s.link, s.time_ns, s.value});
 }
 
 TimeSpan TimelineSpan(const Query& query, int64_t source_first_ns, int64_t source_last_ns) {
@@ -164,8 +212,8 @@ std::shared_ptr<const ProfileSlice> SliceFromBatch(const ProfileBatch& batch, co
   slice->to_ns = query.to_ns;
   SliceAggregator aggregator(slice.get(), d.StackCount(), query.keep_samples);
   for (const Sample& s : batch.samples) {
-    if (s.stack < d.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set)) {
-      aggregator.Add(s.stack, s.attribute_set, s.time_ns, s.value);
+    if (s.stack < d.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set, s.link)) {
+      aggregator.Add(s.stack, s.attribute_set, s.time_ns, s.value, s.link);
     }
   }
   return slice;
@@ -176,7 +224,7 @@ std::vector<uint32_t> SelectSamples(const ProfileBatch& batch, const Query& quer
   std::vector<uint32_t> out;
   for (uint32_t i = 0; i < batch.samples.size(); ++i) {
     const Sample& s = batch.samples[i];
-    if (s.stack < batch.dict.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set)) {
+    if (s.stack < batch.dict.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set, s.link)) {
       out.push_back(i);
     }
   }
@@ -193,7 +241,7 @@ Timeline TimelineFromBatch(const ProfileBatch& batch, const Query& query, int bu
   Timeline t = EmptyTimeline(TimelineSpan(query, first, last), bucket_count);
   SampleSelector selector(batch.dict, query);
   for (const Sample& s : batch.samples) {
-    if (s.stack < batch.dict.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set)) {
+    if (s.stack < batch.dict.StackCount() && selector.Selects(s.sample_type, s.time_ns, s.attribute_set, s.link)) {
       AddToTimeline(&t, s.time_ns, s.value);
     }
   }

@@ -67,21 +67,34 @@ class SampleSelector {
   // can match; a source may skip its scan).
   bool any_type() const { return sample_type_ != kNoType; }
   uint32_t sample_type() const { return sample_type_; }
-  bool Selects(uint32_t sample_type, int64_t time_ns, uint32_t attribute_set) const {
+  bool Selects(uint32_t sample_type, int64_t time_ns, uint32_t attribute_set, uint32_t link = 0) const {
     return sample_type == sample_type_ && time_ns >= from_ns_ && time_ns < to_ns_ &&
-           SelectsSet(attribute_set);
+           SelectsSet(attribute_set) && SelectsSpan(attribute_set, link);
   }
-  // The filters alone: for pre-aggregated samples already known to be of
-  // the type and in the range.
+  // The attribute filters alone: for pre-aggregated samples already known
+  // to be of the type and in the range. A summary has no links: a source
+  // with span filters (spans()) must not use one.
   bool SelectsSet(uint32_t attribute_set) const {
     return attribute_set < passes_.size() && passes_[attribute_set] != 0;
   }
+  // Filters on "trace_id" / "span_id" (lowercase hex): matched against the
+  // sample's link, or where it has none, its attributes of those names
+  // (spans.h). Their values, by key; empty when there are none.
+  const std::vector<AttributeFilter>& spans() const { return span_filters_; }
 
  private:
+  bool SelectsSpan(uint32_t attribute_set, uint32_t link) const {
+    if (span_filters_.empty()) return true;
+    return (link < link_passes_.size() && link_passes_[link] != 0) ||
+           (attribute_set < span_set_passes_.size() && span_set_passes_[attribute_set] != 0);
+  }
   static constexpr uint32_t kNoType = UINT32_MAX;
   uint32_t sample_type_;
   int64_t from_ns_, to_ns_;
   std::vector<uint8_t> passes_;
+  std::vector<AttributeFilter> span_filters_;
+  std::vector<uint8_t> link_passes_;      // per link: its ids pass every span filter
+  std::vector<uint8_t> span_set_passes_;  // per attribute set, for samples without a link's ids
 };
 
 // Adds selected samples into a slice: weight = sum of values, events =
@@ -92,7 +105,7 @@ class SliceAggregator {
   // `stack_count`: stacks are < this (dense ids index an array).
   // `keep_samples`: also list each sample added (Query::keep_samples).
   SliceAggregator(ProfileSlice* slice, size_t stack_count, bool keep_samples = false);
-  void Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value);
+  void Add(uint32_t stack, uint32_t attribute_set, int64_t time_ns, int64_t value, uint32_t link = 0);
   // Pre-aggregated samples (a store's summary): their sums, and the first
   // and last time of the samples summed, given separately.
   void AddSummed(uint32_t stack, uint32_t attribute_set, int64_t weight, uint64_t events);

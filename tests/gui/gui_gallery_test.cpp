@@ -288,6 +288,11 @@ TEST_CASE("gallery of view states over the demo store") {
       std::set<ui::Rgba> colors(p.data.begin() + p.width * p.height / 3, p.data.end());
       CHECK(colors.size() > 20);
     }
+    SUBCASE("Spans of the demo's services: requests' traces and spans with their weight") {
+      const Pixels p = Load(gallery.Shoot("spans", "spans"));
+      // A weight bar per visible row.
+      CHECK(CountNear(p, ui::CurrentPalette().total_bar, 8) > 2000);
+    }
     SUBCASE("source of a function whose file is not on this machine") {
       gallery.session().view_args["source"] = "fib";
       const Pixels p = Load(gallery.Shoot("source-missing", "source"));

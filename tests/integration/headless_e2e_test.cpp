@@ -4,9 +4,11 @@
 #include <doctest/doctest.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <set>
 #include <thread>
@@ -14,7 +16,10 @@
 #include "absl/strings/str_split.h"
 #include "ingest/otlp_request_builder.h"
 #include "opentelemetry/proto/collector/profiles/v1development/profiles_service.grpc.pb.h"
+#include "pprof/profile.pb.h"
 #include "storage/model/profile_model.h"
+#include "storage/model/spans.h"
+#include "storage/store.h"
 #include "tests/integration/kiln_process.h"
 
 namespace kiln::testing {
@@ -130,6 +135,176 @@ TEST_CASE("agent data survives stop and restart and comes back through kiln expo
   CHECK(stats.out.find("samples:        16") != std::string::npos);  // 12 on-CPU + 4 off-CPU events
   CHECK(stats.out.find("stacks:         3") != std::string::npos);
   CHECK(stats.out.find("time range:     2025-10-09T") != std::string::npos);
+}
+
+namespace {
+
+// Two traces and three spans, as the OpenTelemetry profiler links samples
+// to the span their thread was in: trace A's span 1 (4 samples on main,
+// handle), A's span 2 (2 on worker, query), B's span 3 (1 on main); 3
+// samples in no span; and 2 more whose span a pprof-style label says.
+struct SpanFixture {
+  std::string trace_a = std::string("\x0a\xf7\x65\x19\x16\xcd\x43\xdd\x84\x48\xeb\x21\x1c\x80\x31\x9c", 16);
+  std::string trace_b = std::string(16, '\x5b');
+  std::string span1 = std::string("\xb7\xad\x6b\x71\x69\x20\x33\x1a", 8);
+  std::string span2 = std::string(8, '\x22');
+  std::string span3 = std::string(8, '\x33');
+
+  otlp::ExportProfilesServiceRequest Request(uint64_t t0) const {
+    OtlpRequestBuilder b;
+    auto* rp = b.Resource({{"process.executable.name", "svc"}, {"process.pid", "77"}});
+    auto* profile = b.AddProfile(rp, "samples", "count", "cpu", "nanoseconds", t0);
+    int32_t exe = b.Mapping("/usr/bin/svc");
+    int32_t main_loc = b.Location(exe, 0x1000, {{"main"}});
+    int32_t handle = b.Location(exe, 0x1100, {{"handle"}});
+    int32_t query = b.Location(exe, 0x1200, {{"query"}});
+    int32_t idle = b.Location(exe, 0x1300, {{"idle"}});
+    int32_t main_thread = b.StringAttribute("thread.name", "main");
+    int32_t worker = b.StringAttribute("thread.name", "worker");
+    int32_t labelled_trace = b.StringAttribute("trace_id", "c0ffee00c0ffee00c0ffee00c0ffee00");
+    int32_t labelled_span = b.StringAttribute("span_id", "00000000000000c0");
+    int32_t s_handle = b.Stack({handle, main_loc});
+    int32_t s_query = b.Stack({query, main_loc});
+    int32_t s_idle = b.Stack({idle, main_loc});
+    auto times = [t0](int first, int n) {
+      std::vector<uint64_t> out;
+      for (int i = 0; i < n; ++i) out.push_back(t0 + static_cast<uint64_t>(first + i) * 1'000'000);
+      return out;
+    };
+    OtlpRequestBuilder::AddSample(profile, s_handle, {main_thread}, times(0, 4))->set_link_index(b.Link(trace_a, span1));
+    OtlpRequestBuilder::AddSample(profile, s_query, {worker}, times(10, 2))->set_link_index(b.Link(trace_a, span2));
+    OtlpRequestBuilder::AddSample(profile, s_handle, {main_thread}, times(20, 1))->set_link_index(b.Link(trace_b, span3));
+    OtlpRequestBuilder::AddSample(profile, s_idle, {main_thread}, times(30, 3));
+    OtlpRequestBuilder::AddSample(profile, s_query, {worker, labelled_trace, labelled_span}, times(40, 2));
+    return std::move(b.request);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("spans: samples linked to two traces and three spans, found by trace and span id, exactly") {
+  TempDir dir;
+  const SpanFixture f;
+  {
+    HeadlessKiln kiln(dir.path);
+    otlp::ExportProfilesServiceResponse response;
+    REQUIRE(Send(kiln.target(), f.Request(kT0), &response).ok());
+    CHECK(kiln.Stop(SIGTERM) == 0);
+  }
+  const std::string a = storage::HexId(f.trace_a), s1 = storage::HexId(f.span1), s2 = storage::HexId(f.span2);
+  CHECK(a == "0af7651916cd43dd8448eb211c80319c");  // as OTLP/JSON writes it
+  auto folded = [&](const std::string& filter) {
+    CommandResult r = RunKiln({"export", "--data-dir", dir.path, "--group-by", "thread", "--filter", filter});
+    CHECK_MESSAGE(r.exit_code == 0, r.err);
+    return r.out;
+  };
+  CHECK(folded("trace_id=" + a) == "svc;main;main;handle 4\nsvc;worker;main;query 2\n");
+  CHECK(folded("span_id=" + s2) == "svc;worker;main;query 2\n");
+  CHECK(folded("span_id=" + storage::HexId(f.span3)) == "svc;main;main;handle 1\n");
+  CHECK(folded("trace_id=c0ffee00c0ffee00c0ffee00c0ffee00") == "svc;worker;main;query 2\n");
+  CHECK(folded("trace_id=" + std::string(32, '0')).empty());
+
+  // The OTLP export of a span: every sample's link is that span, decoded
+  // by the official protobuf classes.
+  const std::string out = dir.path + "/span.otlp";
+  CommandResult r = RunKiln({"export", "--data-dir", dir.path, "--format", "otlp", "-o", out, "--filter", "span_id=" + s1});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  otlp::ExportProfilesServiceRequest exported;
+  {
+    // kiln writes OTLP files gzip-compressed.
+    gzFile in = gzopen(out.c_str(), "rb");
+    REQUIRE(in != nullptr);
+    std::string bytes;
+    char buf[1 << 14];
+    for (int n; (n = gzread(in, buf, sizeof buf)) > 0;) bytes.append(buf, static_cast<size_t>(n));
+    gzclose(in);
+    REQUIRE(exported.ParseFromString(bytes));
+  }
+  size_t events = 0;
+  for (const auto& rp : exported.resource_profiles()) {
+    for (const auto& sp : rp.scope_profiles()) {
+      for (const auto& p : sp.profiles()) {
+        for (const auto& sample : p.samples()) {
+          REQUIRE(sample.link_index() > 0);
+          const auto& link = exported.dictionary().link_table(sample.link_index());
+          CHECK(link.trace_id() == f.trace_a);
+          CHECK(link.span_id() == f.span1);
+          events += static_cast<size_t>(sample.timestamps_unix_nano_size());
+        }
+      }
+    }
+  }
+  CHECK(events == 4);
+
+  // What the Spans view shows: the store's samples per span.
+  auto store = storage::Store::Open(dir.path, storage::Store::Mode::kReadOnly);
+  REQUIRE(store.ok());
+  storage::Query q;
+  q.keep_samples = true;
+  auto slice = (*store)->Run(q);
+  REQUIRE(slice.ok());
+  uint64_t unspanned = 0;
+  const std::vector<storage::SpanRow> rows = storage::SpansOf(**slice, &unspanned);
+  CHECK(unspanned == 3);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[0].id == storage::SpanIdentity{a, s1});
+  CHECK(rows[0].samples == 4);
+  CHECK(rows[0].first_ns == static_cast<int64_t>(kT0));
+  CHECK(rows[0].last_ns == static_cast<int64_t>(kT0 + 3'000'000));
+  CHECK(rows[0].threads == std::vector<std::string>{"svc \xc2\xb7 main"});
+  CHECK(rows[1].id == storage::SpanIdentity{a, s2});
+  CHECK(rows[1].samples == 2);
+  CHECK(rows[2].id.trace == "c0ffee00c0ffee00c0ffee00c0ffee00");
+  CHECK(rows[3].id.span == storage::HexId(f.span3));
+  CHECK(rows[3].samples == 1);
+}
+
+TEST_CASE("spans: a pprof whose samples carry span_id and trace_id labels (Go's, Java's, Python's SDKs)") {
+  TempDir dir;
+  perftools::profiles::Profile p;
+  for (const char* s : {"", "cpu", "nanoseconds", "main", "handler", "span_id", "trace_id", "0000000000000abc",
+                        "4bf92f3577b34da6a3ce929d0e0e4736", "0000000000000def"}) {
+    p.add_string_table(s);
+  }
+  auto* st = p.add_sample_type();
+  st->set_type(1);
+  st->set_unit(2);
+  for (int i = 1; i <= 2; ++i) {
+    auto* f = p.add_function();
+    f->set_id(i);
+    f->set_name(2 + i);
+    auto* l = p.add_location();
+    l->set_id(i);
+    l->add_line()->set_function_id(i);
+  }
+  auto add = [&](int64_t value, int64_t span) {
+    auto* s = p.add_sample();
+    s->add_location_id(2);
+    s->add_location_id(1);
+    s->add_value(value);
+    auto* label = s->add_label();
+    label->set_key(5);
+    label->set_str(span);
+    label = s->add_label();
+    label->set_key(6);
+    label->set_str(8);
+  };
+  add(30, 7);  // span abc: 30 ns
+  add(50, 9);  // span def: 50 ns
+  const std::string file = dir.path + "/spans.pb";
+  {
+    std::ofstream out(file, std::ios::binary);
+    REQUIRE(p.SerializeToOstream(&out));
+  }
+  auto export_span = [&](const std::string& filter) {
+    CommandResult r = RunKiln({"export", "--input", file, "--group-by", "none", "--filter", filter});
+    CHECK_MESSAGE(r.exit_code == 0, r.err);
+    return r.out;
+  };
+  CHECK(export_span("span_id=0000000000000abc") == "main;handler 30\n");
+  CHECK(export_span("span_id=0000000000000def") == "main;handler 50\n");
+  CHECK(export_span("trace_id=4bf92f3577b34da6a3ce929d0e0e4736") == "main;handler 80\n");
+  CHECK(export_span("span_id=0000000000000123").empty());
 }
 
 TEST_CASE("a bad profile is rejected while the good one in the same request is stored") {

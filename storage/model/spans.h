@@ -1,0 +1,50 @@
+// Spans: which trace and span a sample was taken in (issue 31), and the
+// weight of each span over a selection. A sample's span is its OTLP link
+// (trace and span ids, raw bytes) or, where a sender put them as
+// attributes (pprof labels "trace_id" / "span_id", as Go's, Java's and
+// Python's SDKs write them), those; both are spelled as lowercase hex, as
+// OTLP/JSON writes ids and as `--filter trace_id=HEX` takes them. Pure
+// (model_test).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/model/profile_model.h"
+
+namespace kiln::storage {
+
+namespace attr {
+inline constexpr std::string_view kTraceId = "trace_id";
+inline constexpr std::string_view kSpanId = "span_id";
+inline constexpr std::string_view kSpanName = "span_name";
+}  // namespace attr
+
+// Lowercase hex of raw bytes ("" for none).
+std::string HexId(std::string_view bytes);
+
+struct SpanIdentity {
+  std::string trace;  // lowercase hex, "" when not said
+  std::string span;
+  bool empty() const { return trace.empty() && span.empty(); }
+  bool operator==(const SpanIdentity&) const = default;
+};
+// The link's ids where it has them, else the attribute set's (lowercased).
+SpanIdentity SpanOf(const ProfileDictionary& dict, uint32_t link, uint32_t attribute_set);
+
+// One span's share of a selection.
+struct SpanRow {
+  SpanIdentity id;
+  std::string name;  // the span_name attribute, when a sender gave it
+  int64_t weight = 0;
+  uint64_t samples = 0;
+  int64_t first_ns = 0, last_ns = 0;
+  std::vector<std::string> threads;  // "python3 [1234] · MainThread", sorted, distinct
+};
+// Per span of `slice`'s kept samples (Query::keep_samples), heaviest
+// first; samples in no span are counted in `*unspanned` (may be null).
+std::vector<SpanRow> SpansOf(const ProfileSlice& slice, uint64_t* unspanned = nullptr);
+
+}  // namespace kiln::storage
