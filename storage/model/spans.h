@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,8 +23,10 @@ inline constexpr std::string_view kSpanId = "span_id";
 inline constexpr std::string_view kSpanName = "span_name";
 }  // namespace attr
 
-// Lowercase hex of raw bytes ("" for none).
+// Lowercase hex of raw bytes ("" for none), and back (either case);
+// nullopt for text that is not an even number of hex digits.
 std::string HexId(std::string_view bytes);
+std::optional<std::string> BytesOfHex(std::string_view hex);
 
 struct SpanIdentity {
   std::string trace;  // lowercase hex, "" when not said

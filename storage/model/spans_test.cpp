@@ -64,6 +64,11 @@ std::shared_ptr<const ProfileSlice> Select(const ProfileBatch& batch, std::vecto
 TEST_CASE("spans: ids as lowercase hex, from the link or else the attributes") {
   CHECK(HexId(kSpan1) == "0102030405060708");
   CHECK(HexId("") == "");
+  CHECK(BytesOfHex("0102030405060708") == kSpan1);
+  CHECK(BytesOfHex("AAaa") == std::string(2, '\xaa'));
+  CHECK_FALSE(BytesOfHex("abc").has_value());
+  CHECK_FALSE(BytesOfHex("zz").has_value());
+  CHECK_FALSE(BytesOfHex("").has_value());
   const ProfileBatch batch = Fixture();
   CHECK(SpanOf(batch.dict, 1, 0) == SpanIdentity{std::string(32, 'a'), "0102030405060708"});
   const uint32_t labelled = batch.samples[8].attribute_set;
