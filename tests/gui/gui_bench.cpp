@@ -60,6 +60,17 @@ double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
+// xorshift64: the same synthetic data every run.
+struct XorShift {
+  uint64_t state = 88172645463325252ull;
+  uint64_t operator()() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  }
+};
+
 struct Stats {
   double mean, p50, p95, max;
 };
@@ -243,13 +254,7 @@ storage::ProfileBatch ChartBatch(uint64_t samples) {
                                                {dict.AddString("thread.id"), dict.AddString("4243")},
                                                {dict.AddString("thread.name"), dict.AddString("main")}});
   const uint32_t type = dict.AddSampleType({storage::OnCpuSamples(), "cpu", "nanoseconds", 1'000'000});
-  uint64_t rng = 88172645463325252ull;
-  auto next = [&rng] {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-  };
+  XorShift next;
   std::vector<uint32_t> stack = {frame_ids[0]};
   uint32_t stack_id = dict.AddStack(stack);
   const int64_t start = kiln::storage::UnixNowNs() - static_cast<int64_t>(samples) * 1'000'000;
@@ -367,13 +372,7 @@ int FillTree(const std::string& dir, uint64_t nodes) {
   const uint32_t attrs =
       dict.AddAttributeSet({{dict.AddString("process.executable.name"), dict.AddString("big-service")},
                             {dict.AddString("thread.name"), dict.AddString("worker")}});
-  uint64_t rng = 88172645463325252ull;
-  auto next = [&rng] {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-  };
+  XorShift next;
   const int64_t now = kiln::storage::UnixNowNs();
   // Beyond the shared top levels each stack adds about kDepth - 5 new nodes.
   const uint64_t stacks = nodes / (kDepth - 5);
