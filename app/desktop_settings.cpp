@@ -111,6 +111,12 @@ std::vector<std::string> ParseSettings(std::string_view text, std::string_view f
       } else {
         settings->listen = std::string(value);
       }
+    } else if (key == "trace_url") {
+      if (!value.empty() && value.find("{trace_id}") == std::string_view::npos) {
+        bad("a URL with {trace_id}");
+      } else {
+        settings->trace_url = std::string(value);
+      }
     } else if (key == "retention_size" || key == "retention_age") {
       // Checked where they are applied (app/retention_limits.h), which names
       // the problem in the window.
@@ -164,6 +170,7 @@ std::string PrintPreferences(const DesktopSettings& s) {
   if (!s.listen.empty()) out << "listen = " << s.listen << "\n";
   if (!s.retention_size.empty()) out << "retention_size = " << s.retention_size << "\n";
   if (!s.retention_age.empty()) out << "retention_age = " << s.retention_age << "\n";
+  if (!s.trace_url.empty()) out << "trace_url = " << s.trace_url << "\n";
   return out.str();
 }
 

@@ -47,6 +47,9 @@ struct DesktopSettings {
   // the default), as written there: "4GiB", "14d", "0" (app/retention_limits.h).
   std::string retention_size;
   std::string retention_age;
+  // The user's trace backend, a URL with {trace_id} (the Spans view opens a
+  // span's trace there; --trace-url for one run); "" = none.
+  std::string trace_url;
   // State (state.ini). A window position of kUnset lets the desktop place it.
   static constexpr int kUnset = INT32_MIN;
   int window_x = kUnset, window_y = kUnset;

@@ -20,6 +20,7 @@ TEST_CASE("settings round-trip through their two files") {
   s.listen = "127.0.0.1:11000";
   s.retention_size = "1GiB";  // File > Store settings
   s.retention_age = "14d";
+  s.trace_url = "http://localhost:16686/trace/{trace_id}";  // the Spans view
   s.window_x = -1200;  // a monitor left of the primary one
   s.window_y = 40;
   s.window_width = 1700;
@@ -41,6 +42,10 @@ TEST_CASE("settings round-trip through their two files") {
   DesktopSettings bad;
   CHECK(ParseSettings("kiln-settings 1\nlisten = nowhere\n", "settings.ini", &bad) ==
         std::vector<std::string>{"settings.ini:2: listen: want HOST:PORT, got \"nowhere\""});
+  CHECK(ParseSettings("kiln-settings 1\ntrace_url = http://jaeger/trace/\n", "settings.ini", &bad) ==
+        std::vector<std::string>{
+            "settings.ini:2: trace_url: want a URL with {trace_id}, got \"http://jaeger/trace/\""});
+  CHECK(bad.trace_url.empty());
 }
 
 TEST_CASE("an unset window position is not written, so the desktop places the window") {

@@ -201,6 +201,7 @@ struct App {
   // What the window remembers (app/desktop_settings.h): loaded before the
   // window opens, written when it closes (never by --screenshot).
   DesktopSettings settings;
+  std::string trace_url;  // what the views open a trace with (--trace-url, else the preference)
   SettingsPaths settings_paths;
   bool restyle_requested = false;  // theme or scale changed: rebuilt between frames
   bool quit_requested = false;     // File > Quit, Ctrl+Q
@@ -251,6 +252,7 @@ struct App {
         data_dir(options.data_dir),
         startup(options),
         settings(loaded),
+        trace_url(options.trace_url.empty() ? loaded.trace_url : options.trace_url),
         settings_paths(paths),
         views(CreateViews()),
         window_keys(ui::WindowKeys(views.size())) {
@@ -485,6 +487,7 @@ struct App {
     }
     context.other_sources = &other_sources;
     context.function_actions = &function_actions;
+    context.trace_url = &trace_url;
     // The view draws with the window's preferences (the menu may have just
     // changed them, or switched the source) and its toggles go back to them.
     src.session.flame = settings.flame;
@@ -505,6 +508,10 @@ struct App {
     view_requests.retry_symbol_keys.clear();
     if (std::exchange(view_requests.add_symbol_files, false)) dialogs.RequestAddSymbols();
     if (std::exchange(view_requests.show_shortcuts, false)) show_shortcuts = true;
+    if (std::optional<std::string> url = std::exchange(view_requests.trace_url, std::nullopt)) {
+      trace_url = *url;
+      settings.trace_url = *url;  // saved as the window closes, with the rest
+    }
     ImGui::EndChild();
     ImGui::Separator();
     const ui::StatusLineActions change =

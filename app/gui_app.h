@@ -49,6 +49,8 @@ struct GuiOptions {
   // --compare previous|SOURCE: every source starts compared with the period
   // before its range, or with the source of that name (a capture's file name).
   std::string compare;
+  // --trace-url: the trace backend for this run (over the saved preference).
+  std::string trace_url;
   // Where "Require a token" saves the token it generates
   // (SavedTokenFile(settings.ini)); a later start picks it up.
   std::string saved_token_file;

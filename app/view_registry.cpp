@@ -41,6 +41,12 @@ WindowFlags::WindowFlags(CLI::App& cli, GuiOptions* options) : options_(options)
     list += (list.empty() ? "" : ", ") + ids.back();
   }
   cli.add_option("--tab", options->tab, "Initial view: " + list)->check(CLI::IsMember(ids));
+  cli.add_option("--trace-url", options->trace_url,
+                 "Your trace backend, where the Spans view opens a span's trace: a URL with {trace_id}, e.g. "
+                 "'http://localhost:16686/trace/{trace_id}' (kept as a preference when set in the window)")
+      ->check([](const std::string& url) {
+        return url.find("{trace_id}") == std::string::npos ? std::string("the URL needs {trace_id}") : std::string();
+      });
   for (const auto& view : views) {
     for (ui::View::Flag& flag : view->Flags()) {
       Given& given = given_.emplace_back(Given{flag.key, flag.encode, {}});

@@ -54,7 +54,7 @@ std::vector<Shortcut> KeyboardShortcuts(const std::vector<std::string>& view_tit
       {"Double-click", "Flamegraph: zoom out one level"},
       {"Mouse wheel, drag", "Stack Chart: zoom around the pointer, pan"},
       {"Left / Right, + / -, 0", "Stack Chart: pan, zoom, show the whole range"},
-      {"Click", "Stack Chart: select the box's function in every view (the flamegraph's search)"},
+      {"Click", "Stack Chart: select the box's function in every view (the flamegraph's search, Top functions' row)"},
       {"Click / drag", "Timeline: clear / select a range"},
       {"Mouse wheel", "Timeline: zoom around the pointer"},
       {"Tab, arrows, Space", "Move between and use controls (Dear ImGui keyboard navigation)"},

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -22,7 +23,6 @@ namespace kiln::ui {
 namespace {
 
 constexpr const char* kId = "spans";
-constexpr const char* kTraceUrlArg = "trace_url";
 
 struct SpansResult {
   std::vector<storage::SpanRow> rows;
@@ -103,13 +103,6 @@ View::Product SpansView::OwnProduct() const {
           .only_while_shown = true};
 }
 
-std::vector<View::Flag> SpansView::Flags() const {
-  return {{.name = "--trace-url",
-           .help = "Open a span's trace in your trace backend: a URL with {trace_id}, e.g. "
-                   "'http://localhost:16686/trace/{trace_id}'",
-           .key = kTraceUrlArg}};
-}
-
 void SpansView::Draw(const ViewContext& context) {
   settled_ = false;
   const AnalysisSnapshot* a = context.analysis;
@@ -149,7 +142,32 @@ void SpansView::Draw(const ViewContext& context) {
       if (f.key == storage::attr::kTraceId && f.values.size() == 1) shown_trace = f.values[0];
     }
   }
-  const std::string& url_template = session ? session->ViewArg(kTraceUrlArg) : std::string();
+  // The trace backend: where the right-click menu's Open trace goes.
+  const std::string url_template = context.trace_url ? *context.trace_url : std::string();
+  if (!editing_url_) std::snprintf(url_, sizeof url_, "%s", url_template.c_str());
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Trace backend");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 30);
+  ImGui::InputTextWithHint("##trace_url", "http://localhost:16686/trace/{trace_id}", url_, sizeof url_);
+  editing_url_ = ImGui::IsItemActive();
+  if (ImGui::IsItemDeactivatedAfterEdit()) {
+    const std::string typed = url_;
+    if (typed.empty() || !TraceUrl(typed, "x").empty()) {
+      if (context.requests) context.requests->trace_url = typed;
+      url_error_.clear();
+    } else {
+      url_error_ = "The URL needs {trace_id} where the trace id goes";
+    }
+  }
+  if (ImGui::IsItemHovered()) {
+    ImGui::SetTooltip("Where a span's trace opens (right-click a span > Open trace): your Jaeger, Tempo or other "
+                      "trace backend's trace page, {trace_id} where the id goes. Kept as a preference.");
+  }
+  if (!url_error_.empty()) {
+    ImGui::SameLine();
+    ImGui::TextColored(CurrentPalette().error_text, "%s", url_error_.c_str());
+  }
 
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                 ImGuiTableFlags_Resizable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_Hideable |
@@ -237,7 +255,7 @@ void SpansView::Draw(const ViewContext& context) {
         const std::string url = TraceUrl(url_template, r.id.trace);
         if (ImGui::MenuItem("Open trace", nullptr, false, !url.empty() && !r.id.trace.empty())) OpenInBrowser(url);
         if (url.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
-          ImGui::SetTooltip("Start kiln with --trace-url 'https://.../trace/{trace_id}'");
+          ImGui::SetTooltip("Type your trace backend's URL above (with {trace_id}), or start kiln with --trace-url");
         }
         ImGui::EndPopup();
       }

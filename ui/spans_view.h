@@ -3,7 +3,9 @@
 // weight, samples, first and last time and threads; sortable and
 // searchable. Clicking a span filters every view to its samples
 // (span_id=HEX, a filter chip like any other), its trace id to the
-// trace's; with --trace-url the trace opens in the user's trace backend.
+// trace's; the right-click menu opens the trace in the user's trace
+// backend (its URL with {trace_id}: --trace-url, or typed in this view and
+// kept as a preference).
 // Its table is this view's own product (storage::SpansOf over the
 // selection's samples, the span filters left out so the list stays).
 #pragma once
@@ -23,12 +25,14 @@ class SpansView : public View {
   void Draw(const ViewContext& context) override;
   bool Settled() const override { return settled_; }
   Product OwnProduct() const override;
-  std::vector<Flag> Flags() const override;
 
  private:
   const void* seen_ = nullptr;  // the result order_ is for
   std::vector<uint32_t> order_;  // filtered, sorted rows
   char search_[128] = {};
+  char url_[512] = {};  // the trace backend field
+  bool editing_url_ = false;
+  std::string url_error_;
   std::string searched_;
   bool order_dirty_ = true;
   bool settled_ = false;

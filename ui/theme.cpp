@@ -40,6 +40,7 @@ const Palette kDarkPalette = {
     .shade = PackRgba(0, 0, 0, 110),
     .total_bar = PackRgba(0x3a, 0x4a, 0x60),
     .weight_bar = PackRgba(0x7a, 0x5a, 0x2a),
+    .selected_row = PackRgba(0x38, 0x40, 0x4f),
     .error_text = ImVec4(1.f, 0.45f, 0.4f, 1.f),
     .warning_text = ImVec4(1.f, 0.8f, 0.35f, 1.f),
     .info_text = ImVec4(0.55f, 0.8f, 1.f, 1.f),
@@ -62,6 +63,7 @@ const Palette kLightPalette = {
     .shade = PackRgba(0xff, 0xff, 0xff, 140),
     .total_bar = PackRgba(0xa9, 0xbf, 0xdc),
     .weight_bar = PackRgba(0xe3, 0xc0, 0x86),
+    .selected_row = PackRgba(0xc5, 0xd8, 0xf3),
     .error_text = ImVec4(0.78f, 0.12f, 0.1f, 1.f),
     .warning_text = ImVec4(0.62f, 0.42f, 0.f, 1.f),
     .info_text = ImVec4(0.1f, 0.38f, 0.7f, 1.f),
@@ -93,6 +95,7 @@ void LightColors(ImGuiStyle& style) {
   c[ImGuiCol_CheckMark] = ImVec4(0.8f, 0.4f, 0.05f, 1.f);
   c[ImGuiCol_SliderGrab] = ImVec4(0.8f, 0.4f, 0.05f, 1.f);
   c[ImGuiCol_TextSelectedBg] = ImVec4(0.95f, 0.6f, 0.25f, 0.35f);
+  c[ImGuiCol_Header] = FromRgba(kLightPalette.selected_row);
 }
 
 void Sizes(ImGuiStyle& style) {
@@ -121,7 +124,7 @@ void DarkColors(ImGuiStyle& style) {
   c[ImGuiCol_Button] = ImVec4(0.20f, 0.22f, 0.27f, 1.f);
   c[ImGuiCol_ButtonHovered] = ImVec4(0.30f, 0.33f, 0.40f, 1.f);
   c[ImGuiCol_ButtonActive] = ImVec4(0.80f, 0.45f, 0.15f, 1.f);
-  c[ImGuiCol_Header] = ImVec4(0.22f, 0.25f, 0.31f, 1.f);
+  c[ImGuiCol_Header] = FromRgba(kDarkPalette.selected_row);
   c[ImGuiCol_HeaderHovered] = ImVec4(0.30f, 0.34f, 0.42f, 1.f);
   c[ImGuiCol_HeaderActive] = ImVec4(0.35f, 0.39f, 0.48f, 1.f);
   c[ImGuiCol_Tab] = ImVec4(0.16f, 0.17f, 0.21f, 1.f);

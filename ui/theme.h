@@ -21,6 +21,7 @@ struct Palette {
   Rgba shade;            // outside the selected range (with alpha)
   Rgba total_bar;        // Top functions' total column
   Rgba weight_bar;       // Executables' weight column
+  Rgba selected_row;     // a selected row or item (ImGui's Header colour, opaque)
   ImVec4 error_text, warning_text, info_text, ok_text, muted_text, accent_text, live_text;
   ImVec4 alarm_button, alarm_button_hovered;  // the "N rejected" badge
 };

@@ -234,8 +234,23 @@ void TopFunctionsView::Draw(const ViewContext& context) {
     order_dirty_ = false;
   }
 
+  // The function selected elsewhere (a Stack Chart box, the flamegraph's
+  // exact search "=NAME") is the highlighted row, scrolled to once.
+  const std::string& search = context.session ? context.session->search_text : std::string();
+  const std::string selected = search.size() > 1 && search[0] == '=' ? search.substr(1) : std::string();
+  int scroll_to = -1;
+  if (selected != scrolled_to_) {
+    scrolled_to_ = selected;
+    for (size_t i = 0; i < order_.size() && !selected.empty(); ++i) {
+      if ((*rows_)[order_[i]].function == selected) {
+        scroll_to = static_cast<int>(i);
+        break;
+      }
+    }
+  }
   ImGuiListClipper clipper;
   clipper.Begin(static_cast<int>(order_.size()));
+  if (scroll_to >= 0) clipper.ForceDisplayRangeByIndices(scroll_to, scroll_to + 1);
   while (clipper.Step()) {
     for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
       const TopFunctionRow& row = (*rows_)[order_[i]];
@@ -252,7 +267,8 @@ void TopFunctionsView::Draw(const ViewContext& context) {
       ImGui::TableSetColumnIndex(kFunction);
       const std::string function =
           FitToWidth(row.function, FunctionKeepFrom(row.function), ImGui::GetContentRegionAvail().x);
-      if (ImGui::Selectable(function.c_str(), false,
+      if (i == scroll_to) ImGui::SetScrollHereY(0.3f);
+      if (ImGui::Selectable(function.c_str(), !selected.empty() && row.function == selected,
                             ImGuiSelectableFlags_SpanAllColumns | ImGuiSelectableFlags_AllowItemOverlap)) {
         context.session->flame_search = "=" + row.function;
         ++context.session->flame_search_serial;

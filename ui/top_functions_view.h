@@ -1,10 +1,13 @@
 // Top functions tab: one row per function with self and total weight,
 // sortable, filterable, clipped to the visible rows. Clicking a row shows
 // that function in the flamegraph (highlighted and zoomed to the common
-// ancestor of its occurrences); right-click offers the transforms.
+// ancestor of its occurrences); right-click offers the transforms. A
+// function selected in another view (a Stack Chart box) is the highlighted
+// row, scrolled into view.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ui/frame_menu.h"
@@ -27,6 +30,7 @@ class TopFunctionsView : public View {
   std::shared_ptr<const std::vector<storage::TopFunctionRow>> rows_;
   std::vector<uint32_t> order_;  // filtered, sorted indices into *rows_
   char filter_[256] = {};
+  std::string scrolled_to_;  // the selected function last scrolled to
   bool order_dirty_ = true;
   bool settled_ = false;
   FrameMenu menu_;

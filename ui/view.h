@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,10 +36,14 @@ struct ViewContext {
     std::vector<std::string> retry_symbol_keys;  // SymbolService::Retry
     bool add_symbol_files = false;               // open the file picker for ELF files
     bool show_shortcuts = false;                 // '?': the keyboard shortcut list
+    std::optional<std::string> trace_url;        // the trace backend's URL, set (and saved)
   };
   Requests* requests = nullptr;  // may be null (no actions possible)
   // Every view's items for the right-click menu on a function; may be null.
   const std::vector<FunctionAction>* function_actions = nullptr;
+  // The user's trace backend, a URL with {trace_id} (--trace-url or the
+  // preference); may be null or empty.
+  const std::string* trace_url = nullptr;
 };
 
 class View {

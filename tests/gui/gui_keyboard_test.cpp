@@ -229,6 +229,16 @@ TEST_CASE("the Stack Chart in the real window: the busiest thread along time, ke
                                [&](size_t a, size_t b) { return a > b / 20 && b > bbb_whole / 2; }),
                 "after '0': aaa " << aaa << " px, bbb " << bbb << " px");
 
+  // Top functions (Ctrl+2) before anything is selected: no selected row.
+  testing::TypeKey(d, XK_2, XK_Control_L);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const size_t selected_before = CountColor(d, w, ui::CurrentPalette().selected_row);
+  CHECK(selected_before < 1000);
+  testing::TypeKey(d, XK_6, XK_Control_L);  // back to the Stack Chart
+  CHECK_MESSAGE(WaitForPicture(d, w, a_color, b_color, &aaa, &bbb,
+                               [&](size_t a, size_t b) { return a > b / 20 && b > bbb_whole / 2; }),
+                "back on the Stack Chart: aaa " << aaa << " px, bbb " << bbb << " px");
+
   // A click on bbb selects it: every other box dims (main's colour is
   // gone), here and in the flamegraph (Ctrl+1).
   const Image before = testing::Grab(d, w);
@@ -244,6 +254,16 @@ TEST_CASE("the Stack Chart in the real window: the busiest thread along time, ke
   CHECK_MESSAGE(WaitForPicture(d, w, main_color, b_color, &aaa, &bbb,
                                [&](size_t m, size_t b) { return m == 0 && b > 1000; }),
                 "the flamegraph after clicking bbb: main " << aaa << " px, bbb " << bbb << " px");
+  // Top functions (Ctrl+2): bbb's row is the selected one, a row of the
+  // selection colour across the table.
+  testing::TypeKey(d, XK_2, XK_Control_L);
+  size_t selected = 0;
+  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
+    selected = CountColor(d, w, ui::CurrentPalette().selected_row);
+    if (selected > 4000) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK_MESSAGE(selected > 4000, "Top functions' selected row: " << selected << " px");
   CHECK(t.kiln->Stop(SIGTERM) == 0);
 }
 
