@@ -28,6 +28,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "ingest/message_text.h"
+#include "storage/model/sampling.h"
 
 namespace kiln::ingest {
 
@@ -838,7 +839,7 @@ void Normalizer::EmitProfile(const otlp::Profile& profile, size_t event_count) {
     const double p = kv.value().value_case() == common::AnyValue::kDoubleValue ? kv.value().double_value() : 0;
     // Below one in a million it is not a sampling rate anyone uses: left
     // unscaled rather than multiplied into nonsense.
-    if (p >= 1e-6 && p < 1) scale = 1 / p;
+    if (storage::ScalesByProbability(p)) scale = 1 / p;
   }
   auto scaled = [scale](int64_t v) -> int64_t {
     if (scale == 1) return v;

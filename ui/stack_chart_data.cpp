@@ -2,27 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "storage/model/sampling.h"
 #include "storage/model/transforms.h"
 
 namespace kiln::ui {
 namespace {
 
 using storage::ProfileDictionary;
-
-// The share of events the sender recorded, from the attribute the
-// normalizer scaled the value by (1 when none).
-double ProbabilityOf(const ProfileDictionary& dict, uint32_t set) {
-  const std::string_view p = dict.AttributeValue(set, storage::attr::kSamplingProbability);
-  if (p.empty()) return 1;
-  char* end = nullptr;
-  const std::string text(p);
-  const double v = std::strtod(text.c_str(), &end);
-  return end != text.c_str() && v > 0 && v <= 1 ? v : 1;
-}
 
 std::string ThreadTrackLabel(const ProfileDictionary& dict, uint32_t set, const storage::OwnProcess& own) {
   std::string label = storage::ProcessInstanceLabel(dict, set, own);
@@ -172,7 +161,7 @@ StackChartData StackChartDataOf(std::shared_ptr<const storage::ProfileSlice> sli
     out.span_of.push_back(it->second);
     int64_t duration = each;
     if (blocked) {
-      const double p = ProbabilityOf(dict, s.weights[sample->entry].attribute_set);
+      const double p = storage::ScaledProbability(dict, s.weights[sample->entry].attribute_set);
       duration = std::max<int64_t>(static_cast<int64_t>(std::llround(static_cast<double>(sample->value) * p)), 1);
     }
     out.samples.push_back({sample->time_ns, duration, stack});

@@ -18,6 +18,13 @@ std::string Number(double v) {
 
 }  // namespace
 
+double ScaledProbability(const ProfileDictionary& dict, uint32_t set) {
+  const std::string p(dict.AttributeValue(set, attr::kSamplingProbability));
+  if (p.empty()) return 1;
+  const double value = std::strtod(p.c_str(), nullptr);
+  return ScalesByProbability(value) ? value : 1;
+}
+
 SamplingNote SamplingNoteOf(const ProfileSlice& slice) {
   SamplingNote note;
   std::set<std::string> probabilities;
@@ -35,7 +42,7 @@ SamplingNote SamplingNoteOf(const ProfileSlice& slice) {
   for (const std::string& p : probabilities) {
     const double value = std::strtod(p.c_str(), nullptr);
     if (value >= 1) complete = true;
-    if (value < 1e-6 || value >= 1) continue;
+    if (!ScalesByProbability(value)) continue;
     list += (list.empty() ? "" : ", ") + p;
     factors += (factors.empty() ? "x" : ", x") + Number(1 / value);
   }

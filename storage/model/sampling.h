@@ -24,4 +24,12 @@ struct SamplingNote {
 // probability it does not send; else kNone.
 SamplingNote SamplingNoteOf(const ProfileSlice& slice);
 
+// Whether the normalizer scales a profile's values by 1 / `probability`
+// (attr::kSamplingProbability): from one in a million up to, not
+// including, 1. Below that it is not a rate anyone uses; 1 is every event.
+inline bool ScalesByProbability(double probability) { return probability >= 1e-6 && probability < 1; }
+// The probability attribute set `set`'s values were scaled by, 1 when
+// they were not (no attribute, or one ScalesByProbability refuses).
+double ScaledProbability(const ProfileDictionary& dict, uint32_t set);
+
 }  // namespace kiln::storage

@@ -41,5 +41,24 @@ TEST_CASE("sampling note: estimated where the sender said its share, may be samp
   CHECK(SamplingNoteOf(*testing::WholeSlice(testing::BatchFromFolded("main 2"))).kind == SamplingNote::Kind::kNone);
 }
 
+TEST_CASE("the probability a sample's values were scaled by: the normalizer's rule, in one place") {
+  auto set_with = [](const std::string& p) {
+    ProfileBatch b = testing::BatchFromFolded("main 1", {.attributes = Attrs{{"kiln.sampling.probability", p}}});
+    return std::pair{b.dict, b.samples[0].attribute_set};
+  };
+  auto scaled = [&](const std::string& p) {
+    const auto [dict, set] = set_with(p);
+    return ScaledProbability(dict, set);
+  };
+  CHECK(scaled("0.1") == doctest::Approx(0.1));
+  CHECK(scaled("1") == 1);            // every event: not scaled
+  CHECK(scaled("0.0000001") == 1);    // below one in a million: the normalizer left it
+  CHECK(scaled("nonsense") == 1);
+  const ProfileBatch none = testing::BatchFromFolded("main 1");
+  CHECK(ScaledProbability(none.dict, none.samples[0].attribute_set) == 1);
+  CHECK(ScalesByProbability(1e-6));
+  CHECK_FALSE(ScalesByProbability(1));
+}
+
 }  // namespace
 }  // namespace kiln::storage
