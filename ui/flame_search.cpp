@@ -20,6 +20,11 @@ char Lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned 
 bool LabelMatches(std::string_view label, std::string_view query) {
   if (query.empty()) return false;
   if (query.front() == '=') return label == query.substr(1);
+  return ContainsIgnoringCase(label, query);
+}
+
+bool ContainsIgnoringCase(std::string_view label, std::string_view query) {
+  if (query.empty()) return true;
   if (query.size() > label.size()) return false;
   // Scan for the query's first character in either case with memchr-like
   // speed, then compare the rest: searching a million labels per keystroke

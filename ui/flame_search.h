@@ -15,6 +15,9 @@ namespace kiln::ui {
 // asks for the whole label, exactly (case-sensitive), which is what
 // "show in flamegraph" from Top functions uses. Empty matches nothing.
 bool LabelMatches(std::string_view label, std::string_view query);
+// `part` occurs in `text`, ASCII case ignored (an empty part always does):
+// the substring half of LabelMatches, for the tables' search boxes.
+bool ContainsIgnoringCase(std::string_view text, std::string_view part);
 
 struct FlameSearchResult {
   std::string query;

@@ -11,6 +11,14 @@
 namespace kiln::ui {
 namespace {
 
+TEST_CASE("ContainsIgnoringCase: LabelMatches' substring half, for the tables' search boxes") {
+  CHECK(ContainsIgnoringCase("GET /Report", "report"));
+  CHECK(ContainsIgnoringCase("0af7651916cd43dd", "CD43"));
+  CHECK(ContainsIgnoringCase("anything", ""));  // an empty search keeps every row
+  CHECK_FALSE(ContainsIgnoringCase("abc", "abcd"));
+  CHECK_FALSE(LabelMatches("anything", ""));     // but an empty flamegraph search matches nothing
+}
+
 TEST_CASE("label matching: substring ignoring case, '=' for exact") {
   CHECK(LabelMatches("std::vector<int>::push_back", "PUSH_back"));
   CHECK_FALSE(LabelMatches("std::vector", "map"));

@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -13,6 +12,7 @@
 #include "storage/model/spans.h"
 #include "storage/store.h"
 
+#include "ui/flame_search.h"
 #include "ui/format.h"
 #include "ui/theme.h"
 #include "ui/widgets.h"
@@ -48,13 +48,6 @@ std::shared_ptr<const void> BuildSpans(const storage::Store& store, const Analys
   std::sort(traces.begin(), traces.end());
   result->traces = static_cast<size_t>(std::unique(traces.begin(), traces.end()) - traces.begin());
   return result;
-}
-
-bool ContainsFolded(const std::string& text, const std::string& query) {
-  if (query.empty()) return true;
-  auto lower = [](unsigned char c) { return static_cast<char>(std::tolower(c)); };
-  return std::search(text.begin(), text.end(), query.begin(), query.end(),
-                     [&](char a, char b) { return lower(a) == lower(b); }) != text.end();
 }
 
 // The session's filter on `key` becomes exactly `value` (a span or a
@@ -190,9 +183,9 @@ void SpansView::Draw(const ViewContext& context) {
     order_.clear();
     for (uint32_t i = 0; i < rows.size(); ++i) {
       const storage::SpanRow& r = rows[i];
-      bool match = ContainsFolded(r.id.trace, searched_) || ContainsFolded(r.id.span, searched_) ||
-                   ContainsFolded(r.name, searched_);
-      for (const std::string& t : r.threads) match = match || ContainsFolded(t, searched_);
+      bool match = ContainsIgnoringCase(r.id.trace, searched_) || ContainsIgnoringCase(r.id.span, searched_) ||
+                   ContainsIgnoringCase(r.name, searched_);
+      for (const std::string& t : r.threads) match = match || ContainsIgnoringCase(t, searched_);
       if (match) order_.push_back(i);
     }
     const int column = specs && specs->SpecsCount > 0 ? specs->Specs[0].ColumnIndex : kWeight;

@@ -246,9 +246,10 @@ void StackChartView::DrawChart(const ViewContext& context, const StackChartData&
     clamp_view();
   }
 
-  // What this frame draws: at most a rect per pixel column and row.
-  const ImVec2 clip_min = dl->GetClipRectMin(), clip_max = dl->GetClipRectMax();
+  // What this frame draws: at most a rect per pixel column and row, of the
+  // rows the child shows (its draw list and clip rect, not the window's).
   dl = ImGui::GetWindowDrawList();
+  const ImVec2 clip_min = dl->GetClipRectMin(), clip_max = dl->GetClipRectMax();
   const FontAdvance advance;
   const float ellipsis_w = advance.Ellipsis();
   const float text_dy = (row_h - advance.size) * 0.5f - 0.5f;

@@ -1,9 +1,9 @@
 #include "storage/model/query.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "storage/model/spans.h"
 
 namespace kiln::storage {
@@ -74,9 +74,7 @@ SampleSelector::SampleSelector(const ProfileDictionary& dict, const Query& query
   for (const AttributeFilter& f : query.filters) {
     if (!IsSpanKey(f.key)) continue;
     AttributeFilter lower = f;
-    for (std::string& v : lower.values) {
-      for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
+    for (std::string& v : lower.values) absl::AsciiStrToLower(&v);
     span_filters_.push_back(std::move(lower));
   }
   if (span_filters_.empty()) return;

@@ -1,10 +1,10 @@
 #include "storage/model/spans.h"
 
 #include <algorithm>
-#include <cctype>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
 #include "storage/model/flame_tree.h"
 
 namespace kiln::storage {
@@ -37,24 +37,20 @@ std::optional<std::string> BytesOfHex(std::string_view hex) {
   return out;
 }
 
-namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
-
 SpanIdentity SpanOf(const ProfileDictionary& dict, uint32_t link, uint32_t attribute_set) {
   SpanIdentity id;
   if (link != 0 && link < dict.links.size()) {
     id.trace = HexId(dict.links[link].trace_id);
     id.span = HexId(dict.links[link].span_id);
   }
-  if (id.trace.empty()) id.trace = Lower(dict.AttributeValue(attribute_set, attr::kTraceId));
-  if (id.span.empty()) id.span = Lower(dict.AttributeValue(attribute_set, attr::kSpanId));
+  // Labels may spell the ids in upper case; links are lowercase hex.
+  auto lower = [&](std::string_view key) {
+    std::string v(dict.AttributeValue(attribute_set, key));
+    absl::AsciiStrToLower(&v);
+    return v;
+  };
+  if (id.trace.empty()) id.trace = lower(attr::kTraceId);
+  if (id.span.empty()) id.span = lower(attr::kSpanId);
   return id;
 }
 
