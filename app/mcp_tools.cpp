@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ingest/capture/capture.h"
+#include "storage/model/spans.h"
 #include "storage/model/flame_tree.h"
 #include "storage/model/folded.h"
 #include "storage/model/processes.h"
@@ -201,6 +202,11 @@ absl::StatusOr<Selection> Select(const json& args, storage::Store& store,
       } else {
         return absl::InvalidArgumentError(
             absl::StrCat("filter \"", key, "\" must be a string or a non-empty list of strings"));
+      }
+      for (const std::string& v : filter.values) {
+        if (absl::Status s = storage::CheckSpanFilterValue(key, v); !s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("filter ", s.message()));
+        }
       }
       sel.query.filters.push_back(std::move(filter));
     }

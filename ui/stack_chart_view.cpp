@@ -62,9 +62,22 @@ View::Product StackChartView::OwnProduct() const {
 }
 
 std::vector<View::Flag> StackChartView::Flags() const {
+  // PID/TID as the thread picker keys threads: digits, either side may be
+  // empty (a sender that names no thread), not both.
+  auto encode = [](const std::vector<std::string>& values, std::string* error) -> std::string {
+    const std::string& v = values.back();
+    const size_t slash = v.find('/');
+    const bool digits = v.find_first_not_of("0123456789/") == std::string::npos;
+    if (slash == std::string::npos || v.find('/', slash + 1) != std::string::npos || !digits || v == "/") {
+      *error = "--chart-thread wants PID/TID (digits, e.g. 1234/1240), got \"" + v + "\"";
+      return "";
+    }
+    return v;
+  };
   return {{.name = "--chart-thread",
            .help = "The Stack Chart's thread, as PID/TID (default: the heaviest in the range)",
-           .key = kId}};
+           .key = kId,
+           .encode = encode}};
 }
 
 void StackChartView::Draw(const ViewContext& context) {
@@ -146,6 +159,12 @@ void StackChartView::DrawToolbar(const ViewContext& context, const StackChartDat
     }
     ImGui::SameLine();
     ImGui::TextDisabled("(%s)", left_out.c_str());
+  }
+  // A thread chosen (--chart-thread, or the picker before the range moved)
+  // that has no sample here: say so, rather than show another silently.
+  if (session && !session->ViewArg(kId).empty() && session->ViewArg(kId) != data.thread) {
+    ImGui::TextColored(CurrentPalette().warning_text, "Thread %s has no samples in this range: showing the heaviest.",
+                       session->ViewArg(kId).c_str());
   }
   ImGui::TextDisabled("Wheel: zoom  drag, Left/Right: pan  +/-: zoom  0 or double-click: all  click a box: select its function");
 }

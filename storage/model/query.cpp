@@ -45,6 +45,9 @@ absl::StatusOr<std::vector<AttributeFilter>> ParseFilterArguments(const std::vec
       return absl::InvalidArgumentError("--filter wants KEY=VALUE, got \"" + a + "\"");
     }
     const std::string key = a.substr(0, eq);
+    if (absl::Status s = CheckSpanFilterValue(key, std::string_view(a).substr(eq + 1)); !s.ok()) {
+      return absl::InvalidArgumentError("--filter " + std::string(s.message()));
+    }
     auto it = std::find_if(filters.begin(), filters.end(), [&](const AttributeFilter& f) { return f.key == key; });
     if (it == filters.end()) it = filters.insert(filters.end(), AttributeFilter{key, {}});
     it->values.push_back(a.substr(eq + 1));

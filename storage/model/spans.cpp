@@ -37,6 +37,14 @@ std::optional<std::string> BytesOfHex(std::string_view hex) {
   return out;
 }
 
+absl::Status CheckSpanFilterValue(std::string_view key, std::string_view value) {
+  if (key != attr::kTraceId && key != attr::kSpanId) return absl::OkStatus();
+  if (BytesOfHex(value)) return absl::OkStatus();
+  return absl::InvalidArgumentError(std::string(key) + " wants an id in hex, as OTLP/JSON writes it (" +
+                                    (key == attr::kTraceId ? "32" : "16") + " digits), got \"" +
+                                    std::string(value) + "\"");
+}
+
 SpanIdentity SpanOf(const ProfileDictionary& dict, uint32_t link, uint32_t attribute_set) {
   SpanIdentity id;
   if (link != 0 && link < dict.links.size()) {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "storage/model/profile_model.h"
 
 namespace kiln::storage {
@@ -27,6 +28,11 @@ inline constexpr std::string_view kSpanName = "span_name";
 // nullopt for text that is not an even number of hex digits.
 std::string HexId(std::string_view bytes);
 std::optional<std::string> BytesOfHex(std::string_view hex);
+
+// A filter value for trace_id or span_id must be an id in hex ("zz" would
+// select nothing and say nothing); an error naming the key and the value,
+// else OK (any other key: OK).
+absl::Status CheckSpanFilterValue(std::string_view key, std::string_view value);
 
 struct SpanIdentity {
   std::string trace;  // lowercase hex, "" when not said

@@ -94,6 +94,12 @@ TEST_CASE("spans: --filter trace_id / span_id select exactly a trace's or a span
   CHECK(weight({{"trace_id", {std::string(32, 'a')}}, {"thread.id", {"11"}}}) == std::pair<uint64_t, int64_t>{0, 0});
   CHECK(weight({{"trace_id", {std::string(32, 'b')}}, {"thread.id", {"11"}}}) == std::pair<uint64_t, int64_t>{1, 5});
   CHECK(weight({{"trace_id", {"not hex"}}}) == std::pair<uint64_t, int64_t>{0, 0});
+  // From the command line, such a value is refused with the reason.
+  auto parsed = ParseFilterArguments({"trace_id=zz"});
+  REQUIRE_FALSE(parsed.ok());
+  CHECK(parsed.status().message() ==
+        "--filter trace_id wants an id in hex, as OTLP/JSON writes it (32 digits), got \"zz\"");
+  CHECK(ParseFilterArguments({"span_id=0102030405060708", "thread.name=zz"}).ok());
 }
 
 TEST_CASE("spans: each span's weight, samples, times and threads; samples in no span counted") {
