@@ -28,7 +28,7 @@ void CallTreeTable::Adopt(const std::shared_ptr<const FlameTree>& tree) {
   if (tree == tree_) return;
   tree_ = tree;
   rows_dirty_ = true;
-  selected_ = 0;
+  selected_ = kNone;
   expanded_.assign(tree_ ? tree_->nodes.size() : 0, 0);
   if (!tree_ || tree_->nodes.empty()) return;
   if (expanded_paths_.empty()) {
@@ -71,7 +71,27 @@ void CallTreeTable::Toggle(uint32_t node) {
   rows_dirty_ = true;
 }
 
-void CallTreeTable::RebuildRows() {
+bool CallTreeTable::Reveal(const std::string& function) {
+  if (!tree_) return false;
+  uint32_t best = 0;
+  for (uint32_t i = 1; i < tree_->nodes.size(); ++i) {
+    const FlameNode& n = tree_->nodes[i];
+    if (n.kind == storage::NodeKind::kFrame && tree_->Label(i) == function &&
+        (best == 0 || n.total > tree_->nodes[best].total)) {
+      best = i;
+    }
+  }
+  if (best == 0) return false;
+  for (uint32_t n = tree_->nodes[best].parent;; n = tree_->nodes[n].parent) {
+    if (!expanded_[n]) Toggle(n);
+    if (n == 0) break;
+  }
+  selected_ = best;
+  scroll_to_selected_ = true;
+  return true;
+}
+
+void CallTreeTable::RebuildRows() const {
   rows_.clear();
   rows_dirty_ = false;
   if (!tree_ || tree_->nodes.empty()) return;
@@ -94,9 +114,24 @@ void CallTreeTable::RebuildRows() {
 
 void CallTreeTable::Draw(const char* id, const std::shared_ptr<const FlameTree>& tree, const storage::SampleType& type,
                          SessionState* session, const std::vector<FunctionAction>* actions, float height) {
+  const bool new_tree = tree != tree_;
   Adopt(tree);
+  if (follow_ && session != nullptr && tree_) {
+    if (session->SelectedFunction() != followed_) {
+      followed_ = session->SelectedFunction();
+      if (!followed_.empty()) Reveal(followed_);
+    } else if (new_tree && !followed_.empty() && Reveal(followed_)) {
+      scroll_to_selected_ = false;  // live data: the selection stays, the scroll is the user's
+    }
+  }
   if (rows_dirty_) RebuildRows();
   if (!tree_ || tree_->nodes.empty()) return;
+  int scroll_row = -1;
+  if (scroll_to_selected_) {
+    scroll_to_selected_ = false;
+    const auto at = std::find(rows_.begin(), rows_.end(), selected_);
+    if (at != rows_.end()) scroll_row = static_cast<int>(at - rows_.begin());
+  }
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
   if (!ImGui::BeginTable(id, 4, flags, ImVec2(0, height))) return;
@@ -111,11 +146,13 @@ void CallTreeTable::Draw(const char* id, const std::shared_ptr<const FlameTree>&
   uint32_t toggle = UINT32_MAX;
   ImGuiListClipper clipper;
   clipper.Begin(static_cast<int>(rows_.size()));
+  if (scroll_row >= 0) clipper.ForceDisplayRangeByIndices(scroll_row, scroll_row + 1);
   while (clipper.Step()) {
     for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
       const uint32_t node = rows_[i];
       const FlameNode& n = tree_->nodes[node];
       ImGui::TableNextRow();
+      if (i == scroll_row) ImGui::SetScrollHereY(0.3f);
       ImGui::PushID(static_cast<int>(node));
       ImGui::TableSetColumnIndex(0);
       InlineBar(n.total / total, CurrentPalette().total_bar,

@@ -10,6 +10,7 @@ namespace kiln::ui {
 
 class CallTreeView : public View {
  public:
+  CallTreeView() { table_.FollowSelection(); }
   std::string_view Id() const override { return "calltree"; }
   std::string_view Title() const override { return "Call tree"; }
   void Draw(const ViewContext& context) override;

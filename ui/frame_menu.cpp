@@ -32,6 +32,13 @@ void Push(SessionState* session, Transform::Kind kind, std::string argument, std
 
 }  // namespace
 
+void SelectFunction(SessionState* session, const std::string& function, const std::vector<FunctionAction>* actions) {
+  if (session == nullptr) return;
+  session->search_text = function.empty() ? std::string() : "=" + function;
+  if (function.empty() || actions == nullptr) return;
+  for (const FunctionAction& action : *actions) session->SetViewArg(action.view, function);
+}
+
 FrameMenuTarget FrameMenuTargetOf(const storage::FlameTree& tree, uint32_t node) {
   FrameMenuTarget t;
   const storage::FlameNode& n = tree.nodes[node];

@@ -42,6 +42,12 @@ struct FunctionAction {
   std::string tooltip;
 };
 
+// Selects `function` in every view: the flamegraph, Top functions, the
+// call tree and the Stack Chart highlight it (SessionState::SelectedFunction)
+// and each view with a function action (the Sandwich, Source) is set to it,
+// to show when opened. An empty name clears the selection alone.
+void SelectFunction(SessionState* session, const std::string& function, const std::vector<FunctionAction>* actions);
+
 class FrameMenu {
  public:
   // Call on a right-click; the menu opens in the current window.

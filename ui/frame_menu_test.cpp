@@ -75,4 +75,30 @@ TEST_CASE("the shortcut list is the table of keys the window acts on: Ctrl+N nam
   CHECK(WindowKeys(12).size() == WindowKeys(9).size());
 }
 
+TEST_CASE("a function selected in one view is followed by the others") {
+  SessionState s;
+  s.view_args["source"] = "parse";
+  s.view_args["source/file"] = "/src/parse.c";
+  s.view_args["sandwich"] = "main";
+  const std::vector<FunctionAction> actions = {{.view = "sandwich", .label = "Show in Sandwich", .tooltip = ""},
+                                               {.view = "source", .label = "Show source", .tooltip = ""}};
+  SelectFunction(&s, "read", &actions);
+  CHECK(s.SelectedFunction() == "read");
+  CHECK(s.search_text == "=read");  // the flamegraph's exact search
+  CHECK(s.ViewArg("sandwich") == "read");
+  CHECK(s.ViewArg("source") == "read");
+  CHECK(s.ViewArg("source/file").empty());  // that file was parse's
+  CHECK(s.requested_tab.empty());           // the shown view stays
+  // The same function again keeps what its views chose since.
+  s.view_args["source/file"] = "/src/read_inline.h";
+  SelectFunction(&s, "read", &actions);
+  CHECK(s.ViewArg("source/file") == "/src/read_inline.h");
+  // Nothing selected: the views keep their functions; no exact search.
+  SelectFunction(&s, "", &actions);
+  CHECK(s.SelectedFunction().empty());
+  CHECK(s.ViewArg("sandwich") == "read");
+  s.search_text = "rea";  // a substring search selects no one function
+  CHECK(s.SelectedFunction().empty());
+}
+
 }  // namespace kiln::ui

@@ -75,12 +75,24 @@ struct SessionState {
     return it == view_args.end() ? kNone : it->second;
   }
   void OpenView(const std::string& view_id, std::string arg) {
+    SetViewArg(view_id, std::move(arg));
+    requested_tab = view_id;
+  }
+  // The same without switching to the view: it shows `arg` when next
+  // opened (a function selected elsewhere, which every view follows).
+  void SetViewArg(const std::string& view_id, std::string arg) {
+    if (ViewArg(view_id) == arg) return;  // its file, say, stays
     const std::string prefix = view_id + "/";
     for (auto it = view_args.lower_bound(prefix); it != view_args.end() && it->first.rfind(prefix, 0) == 0;) {
       it = view_args.erase(it);
     }
     view_args[view_id] = std::move(arg);
-    requested_tab = view_id;
+  }
+  // The function selected in some view and followed by the others: the
+  // exact search "=NAME" (a Stack Chart box, a Top functions row, the
+  // flamegraph's "=" search); "" when the search is not exact.
+  std::string SelectedFunction() const {
+    return search_text.size() > 1 && search_text[0] == '=' ? search_text.substr(1) : std::string();
   }
 
   // What the views compare with (a diff): nothing, the period just before

@@ -188,7 +188,7 @@ void SpansView::Draw(const ViewContext& context) {
       for (const std::string& t : r.threads) match = match || ContainsIgnoringCase(t, searched_);
       if (match) order_.push_back(i);
     }
-    const int column = specs && specs->SpecsCount > 0 ? specs->Specs[0].ColumnIndex : kWeight;
+    const int column = specs && specs->SpecsCount > 0 ? static_cast<int>(specs->Specs[0].ColumnIndex) : static_cast<int>(kWeight);
     const bool ascending = specs && specs->SpecsCount > 0 && specs->Specs[0].SortDirection == ImGuiSortDirection_Ascending;
     std::stable_sort(order_.begin(), order_.end(), [&](uint32_t x, uint32_t y) {
       const storage::SpanRow &p = rows[ascending ? x : y], &q = rows[ascending ? y : x];

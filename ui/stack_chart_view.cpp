@@ -319,7 +319,7 @@ void StackChartView::DrawChart(const ViewContext& context, const StackChartData&
         FormatDuration(box.end_ns - box.start_ns).c_str(), box.samples, FormatClock(sample.time_ns, true).c_str(),
         FormatValue(type, data.values[s]).c_str(), stack.c_str());
     if (ImGui::IsItemDeactivated() && !dragged && session) {
-      session->search_text = "=" + fn.name;  // the flamegraph highlights it; this chart too
+      SelectFunction(session, fn.name, context.function_actions);  // every view follows
     }
     if (ImGui::IsItemClicked(ImGuiMouseButton_Right)) {
       std::vector<std::string> path;
@@ -330,7 +330,7 @@ void StackChartView::DrawChart(const ViewContext& context, const StackChartData&
   } else if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
     zoomed_ = false;
   } else if (hovered && ImGui::IsItemDeactivated() && !dragged && session) {
-    session->search_text.clear();  // a click on empty space: nothing selected
+    SelectFunction(session, "", context.function_actions);  // a click on empty space: nothing selected
   }
   ImGui::EndChild();
 }

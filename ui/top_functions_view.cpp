@@ -236,8 +236,7 @@ void TopFunctionsView::Draw(const ViewContext& context) {
 
   // The function selected elsewhere (a Stack Chart box, the flamegraph's
   // exact search "=NAME") is the highlighted row, scrolled to once.
-  const std::string& search = context.session ? context.session->search_text : std::string();
-  const std::string selected = search.size() > 1 && search[0] == '=' ? search.substr(1) : std::string();
+  const std::string selected = context.session ? context.session->SelectedFunction() : std::string();
   int scroll_to = -1;
   if (selected != scrolled_to_) {
     scrolled_to_ = selected;

@@ -264,6 +264,25 @@ TEST_CASE("the Stack Chart in the real window: the busiest thread along time, ke
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   CHECK_MESSAGE(selected > 4000, "Top functions' selected row: " << selected << " px");
+  // The call tree (Ctrl+3): opened down to bbb, its row selected.
+  testing::TypeKey(d, XK_3, XK_Control_L);
+  selected = 0;
+  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
+    selected = CountColor(d, w, ui::CurrentPalette().selected_row);
+    if (selected > 4000) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK_MESSAGE(selected > 4000, "the call tree's selected row: " << selected << " px");
+  // The Sandwich (Ctrl+4), which had no function, shows bbb's: its
+  // tables' total bars.
+  testing::TypeKey(d, XK_4, XK_Control_L);
+  size_t bars = 0;
+  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
+    bars = CountColor(d, w, ui::CurrentPalette().total_bar);
+    if (bars > 500) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK_MESSAGE(bars > 500, "the Sandwich of bbb drew " << bars << " px of total bars");
   CHECK(t.kiln->Stop(SIGTERM) == 0);
 }
 
