@@ -50,6 +50,8 @@ absl::StatusOr<LoadedSide> LoadSide(const DiffSide& side, const DiffOptions& opt
   absl::StatusOr<std::vector<storage::AttributeFilter>> filters = storage::ParseFilterArguments(filter_args);
   if (!filters.ok()) return filters.status();
   query.filters = *std::move(filters);
+  storage::FlameTreeOptions grouping;
+  query.keep_samples = storage::ParseGroupBy(options.group_by, &grouping) && storage::NeedsSamples(grouping);
 
   // The sample type: the one named, else the source's default.
   auto choose = [&](const std::vector<storage::SampleType>& types, const storage::SampleType& fallback,
@@ -99,7 +101,7 @@ absl::StatusOr<LoadedSide> LoadSide(const DiffSide& side, const DiffOptions& opt
 int RunDiff(const DiffOptions& options) {
   storage::FlameTreeOptions tree;
   if (!storage::ParseGroupBy(options.group_by, &tree)) {
-    std::cerr << "kiln diff: --group-by wants none, process, thread or an attribute key\n";
+    std::cerr << "kiln diff: --group-by wants " << storage::kGroupByChoices << "\n";
     return 2;
   }
   tree.show_inline = !options.hide_inline;
@@ -173,7 +175,7 @@ Subcommand AddDiffCommand(CLI::App& cli) {
   cmd->add_option("--format", o.format, "folded (difffolded.pl style), json or svg")->capture_default_str();
   cmd->add_option("--sample-type", o.sample_type, "The sample type to compare (default: each side's)");
   cmd->add_option("--group-by", o.group_by,
-                  "none, process, thread, instance (process and pid), instance-thread or an attribute key")
+                  std::string(storage::kGroupByChoices))
       ->capture_default_str();
   cmd->add_option("--filter", o.filters, "KEY=VALUE attribute filter for both sides (repeatable)");
   cmd->add_flag("--absolute", o.absolute, "Compare weights instead of shares of each side's total");

@@ -22,7 +22,7 @@ int RunExport(const ExportOptions& options) {
   storage::Query query;
   capture::ExportOptions export_options;
   if (!storage::ParseGroupBy(options.group_by, &export_options.tree)) {
-    std::cerr << "kiln export: --group-by wants none, process, thread or an attribute key\n";
+    std::cerr << "kiln export: --group-by wants " << storage::kGroupByChoices << "\n";
     return 2;
   }
   if (!capture::ParseExportFormat(options.format, &export_options.format)) {
@@ -67,7 +67,8 @@ int RunExport(const ExportOptions& options) {
   }
   // OTLP keeps every sample's time (pprof and the rest aggregate); with
   // transforms the stacks change, and so does what a time belongs to.
-  query.keep_samples = export_options.format == capture::ExportFormat::kOtlp && options.transforms.empty();
+  query.keep_samples = (export_options.format == capture::ExportFormat::kOtlp && options.transforms.empty()) ||
+                       storage::NeedsSamples(export_options.tree);
   auto slice = (*store)->Run(query);
   if (!slice.ok()) {
     std::cerr << "kiln export: " << slice.status().message() << "\n";
@@ -113,7 +114,7 @@ Subcommand AddExportCommand(CLI::App& cli, const std::string& default_data_dir) 
   cmd->add_option("--input", f->input, "Read this capture file instead of a store (a converter)");
   cmd->add_option("--format", o.format, "folded, otlp, pprof or svg")->capture_default_str();
   f->group_by = cmd->add_option("--group-by", o.group_by,
-                                "none, process, thread, instance (process and pid), instance-thread or an attribute key")
+                                std::string(storage::kGroupByChoices))
                     ->capture_default_str();
   cmd->add_option("--sample-type,--kind", o.sample_type,
                   "The sample type to write: a type name (cpu, alloc_space), type/unit, or on-cpu, off-cpu, "

@@ -142,9 +142,11 @@ using Request = ui::AnalysisRequest;
 using Snapshot = ui::AnalysisSnapshot;
 
 // Whether two requests select the same samples apart from the time range:
-// the same sample type and filters over the same stored data.
+// the same sample type and filters over the same stored data, with each
+// sample kept or not (a tree grouped by span reads them).
 bool SameSource(const Request& a, const Request& b) {
   return a.query.sample_type == b.query.sample_type && a.query.filters == b.query.filters &&
+         a.query.keep_samples == b.query.keep_samples &&
          a.data_version == b.data_version && a.symbols_version == b.symbols_version;
 }
 

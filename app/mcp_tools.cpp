@@ -475,7 +475,7 @@ std::vector<Tool> BuildTools() {
       {"flamegraph",
        "The selection as folded stacks (\"outer;...;leaf weight\", one line per distinct stack), heaviest "
        "lines first and capped: the whole shape in text.",
-       Schema(with({{"group_by", {{"type", "string"}, {"description", "none (default), process, thread, instance (process and pid) or an attribute key"}}},
+       Schema(with({{"group_by", {{"type", "string"}, {"description", "none (default), process, thread, instance (process and pid), instance-thread, span (the trace span each sample was taken in) or an attribute key"}}},
                     {"limit", LimitProperty(200, kMaxFoldedLines, "lines")}}))},
   };
 }
@@ -790,8 +790,9 @@ absl::StatusOr<Answer> Flamegraph(const Context& c, const json& args) {
   if (!limit.ok()) return limit.status();
   storage::FlameTreeOptions options;
   if (!storage::ParseGroupBy(*group_by, &options)) {
-    return absl::InvalidArgumentError("\"group_by\" wants none, process, thread, instance or an attribute key");
+    return absl::InvalidArgumentError("\"group_by\" wants " + std::string(storage::kGroupByChoices));
   }
+  sel->query.keep_samples = storage::NeedsSamples(options);  // a span is each sample's own
   absl::StatusOr<std::shared_ptr<const storage::ProfileSlice>> slice = c.store->Run(sel->query);
   if (!slice.ok()) return slice.status();
   const storage::FlameTree tree = storage::BuildFlameTree(*slice, options);

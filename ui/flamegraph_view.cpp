@@ -253,6 +253,7 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
         {GroupBy::kInstanceThread, "By process and thread"},
         {GroupBy::kProcess, "By program name"},
         {GroupBy::kThread, "By program name and thread"},
+        {GroupBy::kSpan, "By span"},
     };
     const char* shown = "By attribute";
     for (const auto& [g, name] : kGroups) {
@@ -266,7 +267,9 @@ void FlamegraphView::DrawToolbar(const ViewContext& context) {
       ImGui::EndCombo();
     }
     if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("A process is one pid (\"python3 [1234]\"); by program name, every python3 is one block");
+      ImGui::SetTooltip(
+          "A process is one pid (\"python3 [1234]\"); by program name, every python3 is one block; by span, the "
+          "trace span each sample was taken in (its OTLP link or span_id label)");
     }
     ImGui::SameLine();
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/status/statusor.h"
+#include "storage/model/spans.h"
 #include "ui/format.h"
 
 namespace kiln::ui {
@@ -135,6 +136,13 @@ void FrameMenu::Draw(SessionState* session, const std::vector<FunctionAction>* a
     } else if (target_.kind == storage::NodeKind::kGroup && session->tree.group_by == storage::GroupBy::kAttribute) {
       ImGui::Separator();
       if (ImGui::MenuItem("Filter to this value")) session->AddFilterValue(session->tree.group_attribute, name);
+    } else if (target_.kind == storage::NodeKind::kGroup && session->tree.group_by == storage::GroupBy::kSpan) {
+      if (const auto filter = storage::SpanFilterOfGroupLabel(name)) {
+        ImGui::Separator();
+        if (ImGui::MenuItem(filter->first == storage::attr::kSpanId ? "Filter to this span" : "Filter to this trace")) {
+          session->AddFilterValue(filter->first, filter->second);
+        }
+      }
     }
     ImGui::EndPopup();
   }

@@ -70,6 +70,7 @@ AnalysisRequest RequestFor(const SessionState& session, uint64_t data_version, i
   r.query.to_ns = range.to_ns;
   r.query.filters = session.filters;
   r.tree_options = session.tree;
+  r.query.keep_samples = storage::NeedsSamples(session.tree);  // spans are each sample's own
   using Kind = SessionState::Baseline::Kind;
   const SessionState::Baseline& b = session.baseline;
   if (b.kind != Kind::kNone) {

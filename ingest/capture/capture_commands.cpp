@@ -130,7 +130,7 @@ int RunConvertCommand(const ConvertCommand& command, std::ostream& out, std::ost
   }
   storage::Query query;
   if (!command.group_by.empty() && !storage::ParseGroupBy(command.group_by, &export_options.tree)) {
-    err << "kiln export: --group-by wants none, process, thread or an attribute key\n";
+    err << "kiln export: --group-by wants " << storage::kGroupByChoices << "\n";
     return 2;
   }
   absl::StatusOr<std::vector<storage::AttributeFilter>> filters = storage::ParseFilterArguments(command.filters);

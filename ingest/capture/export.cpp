@@ -499,7 +499,9 @@ absl::StatusOr<std::string> ExportBatch(const storage::ProfileBatch& batch, cons
     }
     return GzipCompress(bytes);
   }
-  return ExportSlice(storage::SliceFromBatch(batch, query), options);
+  storage::Query selection = query;
+  selection.keep_samples = selection.keep_samples || storage::NeedsSamples(options.tree);
+  return ExportSlice(storage::SliceFromBatch(batch, selection), options);
 }
 
 perftools::profiles::Profile BuildPprofProfile(const ProfileSlice& slice) {

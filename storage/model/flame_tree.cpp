@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "storage/model/spans.h"
 
 namespace kiln::storage {
 
@@ -16,6 +17,7 @@ bool ParseGroupBy(std::string_view name, FlameTreeOptions* options) {
   else if (name == "thread") options->group_by = GroupBy::kThread;
   else if (name == "instance") options->group_by = GroupBy::kInstance;
   else if (name == "instance-thread") options->group_by = GroupBy::kInstanceThread;
+  else if (name == "span") options->group_by = GroupBy::kSpan;
   else if (name.empty()) return false;
   else {
     options->group_by = GroupBy::kAttribute;
@@ -111,6 +113,7 @@ FlameTree BuildFlameTree(const Stacks& stacks, const FlameTreeOptions& options) 
 }
 
 Stacks StacksFor(std::shared_ptr<const ProfileSlice> slice, const FlameTreeOptions& options) {
+  if (options.group_by == GroupBy::kSpan) slice = SliceWithSpanAttributes(std::move(slice));
   return ApplyTransforms(StacksOf(std::move(slice), options.show_inline), options.transforms);
 }
 
@@ -164,6 +167,12 @@ FlameTree BuildUnionTree(const std::vector<const Stacks*>& inputs, const FlameTr
   }
   if (g == GroupBy::kThread || g == GroupBy::kInstanceThread) {
     levels.push_back({NodeKind::kThread, labels.Intern(std::string(kUnknownThread)), thread});
+  }
+  if (g == GroupBy::kSpan) {
+    levels.push_back({NodeKind::kGroup, labels.Intern(std::string(kNoSpan)),
+                      [](const ProfileDictionary& d, uint32_t set, const FlameTreeOptions&) {
+                        return SpanGroupLabel(d, set);
+                      }});
   }
   if (g == GroupBy::kAttribute) {
     levels.push_back({NodeKind::kGroup, labels.Intern("no " + options.group_attribute), attribute});

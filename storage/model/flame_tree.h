@@ -26,6 +26,10 @@ enum class GroupBy : uint8_t {
   // name merged: two python3 scripts, or every kiln on a host.
   kInstance,        // root -> process instance -> frames
   kInstanceThread,  // root -> process instance -> thread name -> frames
+  // root -> the sample's span (SpanGroupLabel) -> frames. A span is a
+  // sample's link, which only kept samples carry: queries for such a tree
+  // keep them (NeedsSamples).
+  kSpan,
   // A level no sample has information for (every one "unknown") is left
   // out of the tree.
 };
@@ -53,6 +57,12 @@ struct FlameTreeOptions {
 // text as an attribute key ("service.version", "container.id"). False for
 // an empty name.
 bool ParseGroupBy(std::string_view name, FlameTreeOptions* options);
+// What ParseGroupBy takes, for errors and help: "none, process, ...".
+inline constexpr std::string_view kGroupByChoices =
+    "none, process, thread, instance (process and pid), instance-thread, span or an attribute key";
+// True when a tree with `options` is built from the slice's samples
+// (Query::keep_samples), not from its weights alone: grouping by span.
+inline bool NeedsSamples(const FlameTreeOptions& options) { return options.group_by == GroupBy::kSpan; }
 
 struct FlameNode {
   uint32_t parent = 0;       // root's parent is 0 (itself)

@@ -62,6 +62,83 @@ SpanIdentity SpanOf(const ProfileDictionary& dict, uint32_t link, uint32_t attri
   return id;
 }
 
+std::shared_ptr<const ProfileSlice> SliceWithSpanAttributes(std::shared_ptr<const ProfileSlice> slice) {
+  if (!slice || slice->samples.empty()) return slice;
+  const ProfileSlice& in = *slice;
+  // Only what was kept sample by sample can be split by link: a slice whose
+  // weights hold more (summed hours) is left whole rather than half split.
+  uint64_t kept = 0;
+  bool linked = false;
+  for (const SliceSample& s : in.samples) {
+    ++kept;
+    linked = linked || (s.link != 0 && s.link < in.dict.links.size());
+  }
+  if (!linked || kept != in.total_events) return slice;
+  auto out = std::make_shared<ProfileSlice>();
+  out->dict = in.dict;
+  out->sample_type = in.sample_type;
+  out->from_ns = in.from_ns;
+  out->to_ns = in.to_ns;
+  out->first_sample_ns = in.first_sample_ns;
+  out->last_sample_ns = in.last_sample_ns;
+  out->total_weight = in.total_weight;
+  out->total_events = in.total_events;
+  ProfileDictionary& dict = out->dict;
+  const uint32_t trace_key = dict.AddString(attr::kTraceId);
+  const uint32_t span_key = dict.AddString(attr::kSpanId);
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> set_of;    // (set, link) -> set
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> entry_of;  // (stack, set) -> entry
+  out->samples.reserve(in.samples.size());
+  for (const SliceSample& s : in.samples) {
+    if (s.entry >= in.weights.size()) continue;
+    const StackWeight& w = in.weights[s.entry];
+    uint32_t set = w.attribute_set;
+    if (s.link != 0 && s.link < in.dict.links.size()) {
+      auto [it, fresh] = set_of.try_emplace(std::pair{set, s.link}, 0);
+      if (fresh) {
+        const auto span = in.dict.AttributeSet(set);
+        std::vector<Attribute> attributes(span.begin(), span.end());
+        // Appended last, so they win over a sender's attributes of the same name.
+        const Link& link = in.dict.links[s.link];
+        if (!link.trace_id.empty()) attributes.push_back({trace_key, dict.AddString(HexId(link.trace_id))});
+        if (!link.span_id.empty()) attributes.push_back({span_key, dict.AddString(HexId(link.span_id))});
+        it->second = dict.AddAttributeSet(std::move(attributes));
+      }
+      set = it->second;
+    }
+    auto [e, added] = entry_of.try_emplace(std::pair{w.stack, set}, static_cast<uint32_t>(out->weights.size()));
+    if (added) out->weights.push_back({w.stack, set, 0, 0});
+    StackWeight& to = out->weights[e->second];
+    to.weight += s.value;
+    to.events += 1;
+    out->samples.push_back({e->second, s.link, s.time_ns, s.value});
+  }
+  return out;
+}
+
+std::string SpanGroupLabel(const ProfileDictionary& dict, uint32_t attribute_set) {
+  const SpanIdentity id = SpanOf(dict, 0, attribute_set);
+  if (id.span.empty()) return id.trace.empty() ? std::string(kNoSpan) : "trace " + id.trace;
+  const std::string_view name = dict.AttributeValue(attribute_set, attr::kSpanName);
+  return name.empty() ? "span " + id.span : std::string(name) + " (span " + id.span + ")";
+}
+
+std::optional<std::pair<std::string, std::string>> SpanFilterOfGroupLabel(std::string_view label) {
+  auto hex = [](std::string_view id) { return !id.empty() && BytesOfHex(id).has_value(); };
+  if (label.rfind("trace ", 0) == 0 && hex(label.substr(6))) {
+    return std::pair{std::string(attr::kTraceId), std::string(label.substr(6))};
+  }
+  if (label.rfind("span ", 0) == 0 && hex(label.substr(5))) {
+    return std::pair{std::string(attr::kSpanId), std::string(label.substr(5))};
+  }
+  const size_t at = label.rfind(" (span ");
+  if (at != std::string_view::npos && label.back() == ')') {
+    const std::string_view id = label.substr(at + 7, label.size() - at - 8);
+    if (hex(id)) return std::pair{std::string(attr::kSpanId), std::string(id)};
+  }
+  return std::nullopt;
+}
+
 std::vector<SpanRow> SpansOf(const ProfileSlice& slice, uint64_t* unspanned) {
   const ProfileDictionary& dict = slice.dict;
   std::vector<SpanRow> rows;

@@ -8,9 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -42,6 +44,22 @@ struct SpanIdentity {
 };
 // The link's ids where it has them, else the attribute set's (lowercased).
 SpanIdentity SpanOf(const ProfileDictionary& dict, uint32_t link, uint32_t attribute_set);
+
+// `slice` with each kept sample's link (Query::keep_samples) written into
+// its attribute set as trace_id and span_id, and the weights aggregated
+// again per (stack, attribute set): trees are built from those weights, so
+// this is what grouping a tree by span reads. A link's ids win over
+// attributes of those names (as in SpanOf). A slice without kept samples
+// or links is returned as it is.
+std::shared_ptr<const ProfileSlice> SliceWithSpanAttributes(std::shared_ptr<const ProfileSlice> slice);
+
+// The group of a tree by span (GroupBy::kSpan): "NAME (span HEX)", or
+// "span HEX" without a span_name, "trace HEX" with a trace id alone, or
+// kNoSpan; and back, the filter that selects a group's samples (key
+// trace_id or span_id and the id; nullopt for kNoSpan and other text).
+inline constexpr std::string_view kNoSpan = "no span";
+std::string SpanGroupLabel(const ProfileDictionary& dict, uint32_t attribute_set);
+std::optional<std::pair<std::string, std::string>> SpanFilterOfGroupLabel(std::string_view label);
 
 // One span's share of a selection.
 struct SpanRow {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "storage/model/flame_tree.h"
 #include "storage/model/query.h"
 #include "storage/model/test_fixtures.h"
 
@@ -121,6 +122,54 @@ TEST_CASE("spans: each span's weight, samples, times and threads; samples in no 
   CHECK(rows[2].threads == std::vector<std::string>{"svc \xc2\xb7 io"});
   CHECK(rows[3].id.trace == std::string(32, 'c'));
   CHECK(rows[3].weight == 1);
+}
+
+TEST_CASE("spans: a tree grouped by span, from the links and from the labels; a group's filter") {
+  const ProfileBatch batch = Fixture();
+  FlameTreeOptions options;
+  REQUIRE(ParseGroupBy("span", &options));
+  CHECK(options.group_by == GroupBy::kSpan);
+  CHECK(NeedsSamples(options));
+  const auto slice = Select(batch, {});
+  const FlameTree tree = BuildFlameTree(slice, options);
+  CHECK(PrintFlameTree(tree) ==
+        "all 78\n"
+        "  GET /items (span 3333333333333333) 5\n"
+        "    main 5\n"
+        "      poll 5 self=5\n"
+        "  no span 2\n"
+        "    main 2\n"
+        "      idle 2 self=2\n"
+        "  span 0102030405060708 30\n"
+        "    main 30\n"
+        "      handle 30\n"
+        "        parse 30 self=30\n"
+        "  span 2222222222222222 40\n"
+        "    main 40\n"
+        "      handle 40\n"
+        "        query 40 self=40\n"
+        "  span 4444444444444444 1\n"
+        "    main 1\n"
+        "      labelled 1 self=1\n");
+  // The slice itself is not changed: the other views' trees are as before.
+  CHECK(PrintFlameTree(BuildFlameTree(slice, {.group_by = GroupBy::kNone})).find("span") == std::string::npos);
+  // Each group's label gives back the filter that selects its samples.
+  using Filter = std::pair<std::string, std::string>;
+  CHECK(SpanFilterOfGroupLabel("GET /items (span 3333333333333333)") == Filter{"span_id", "3333333333333333"});
+  CHECK(SpanFilterOfGroupLabel("span 0102030405060708") == Filter{"span_id", "0102030405060708"});
+  CHECK(SpanFilterOfGroupLabel("trace " + std::string(32, 'a')) == Filter{"trace_id", std::string(32, 'a')});
+  CHECK_FALSE(SpanFilterOfGroupLabel("no span").has_value());
+  CHECK_FALSE(SpanFilterOfGroupLabel("span of life").has_value());
+  CHECK_FALSE(SpanFilterOfGroupLabel("lifespan (span xyz)").has_value());
+  const auto chosen = Select(batch, {{"span_id", {"3333333333333333"}}});
+  CHECK(chosen->total_weight == 5);
+  // A trace id without a span id is its own group.
+  ProfileBatch trace_only = Fixture();
+  trace_only.dict.links[3].span_id.clear();
+  CHECK(PrintFlameTree(BuildFlameTree(Select(trace_only, {}), options))
+            .find("  GET /items (span") == std::string::npos);
+  CHECK(PrintFlameTree(BuildFlameTree(Select(trace_only, {}), options)).find("  trace " + std::string(32, 'b') + " 5\n") !=
+        std::string::npos);
 }
 
 }  // namespace

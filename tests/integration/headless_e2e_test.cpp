@@ -203,6 +203,16 @@ TEST_CASE("spans: samples linked to two traces and three spans, found by trace a
   CHECK(folded("span_id=" + storage::HexId(f.span3)) == "svc;main;main;handle 1\n");
   CHECK(folded("trace_id=c0ffee00c0ffee00c0ffee00c0ffee00") == "svc;worker;main;query 2\n");
   CHECK(folded("trace_id=" + std::string(32, '0')).empty());
+  // Grouped by span: each sample under the span it was taken in, from its
+  // link or its labels.
+  CommandResult by_span = RunKiln({"export", "--data-dir", dir.path, "--group-by", "span"});
+  CHECK_MESSAGE(by_span.exit_code == 0, by_span.err);
+  CHECK(by_span.out ==
+        "no span;main;idle 3\n"
+        "span 00000000000000c0;main;query 2\n"
+        "span 2222222222222222;main;query 2\n"
+        "span 3333333333333333;main;handle 1\n"
+        "span " + s1 + ";main;handle 4\n");
 
   // The OTLP export of a span: every sample's link is that span, decoded
   // by the official protobuf classes.

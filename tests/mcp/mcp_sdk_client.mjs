@@ -205,6 +205,25 @@ check("--input: a capture's functions, and a diff of two captures", () => {
 });
 await capture.close();
 
+// Spans: a pprof whose samples carry span_id and trace_id labels (written by
+// mcp_sdk_test.cpp: handler 30 ns in span ...abc, parse 50 ns in span ...def,
+// one trace; idle 20 ns in none).
+const spans = await connect(["--input", process.env.KILN_MCP_SPANS_PPROF]);
+const bySpan = (await call(spans, "flamegraph", { group_by: "span" })).structuredContent;
+const oneSpan = (await call(spans, "top_functions", { filters: { span_id: "0000000000000DEF" } })).structuredContent;
+const oneTrace = (await call(spans, "flamegraph", { filters: { trace_id: "4bf92f3577b34da6a3ce929d0e0e4736" } }))
+  .structuredContent;
+const badSpan = await call(spans, "top_functions", { filters: { span_id: "zz" } }, true);
+check("spans: flamegraph by span, and span_id / trace_id filters select exactly their samples", () => {
+  assert.deepEqual([...bySpan.folded].sort(),
+    ["no span;main;idle 20", "span 0000000000000abc;main;handler 30", "span 0000000000000def;main;parse 50"]);
+  assert.equal(oneSpan.total, 50);
+  assert.deepEqual(oneSpan.functions.map((f) => f.function).sort(), ["main", "parse"]);
+  assert.deepEqual([...oneTrace.folded].sort(), ["main;handler 30", "main;parse 50"]);
+  assert.match(badSpan.content[0].text, /span_id wants an id in hex/);
+});
+await spans.close();
+
 // pprof files against go tool pprof: flat = self, cum = total, per function,
 // in the file's default sample type and its unit.
 for (const file of pprofFiles) {

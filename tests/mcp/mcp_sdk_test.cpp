@@ -14,6 +14,7 @@
 #include <fstream>
 #include <string>
 
+#include "pprof/profile.pb.h"
 #include "tests/child_process.h"
 #include "tests/integration/kiln_process.h"
 #include "tests/temp_dir.h"
@@ -58,6 +59,42 @@ std::string InstallSdk() {
   return dir;
 }
 
+// A pprof as Go's, Java's and Python's tracing SDKs label it: main;handler
+// 30 ns in span ...abc, main;parse 50 ns in span ...def (one trace), and
+// main;idle 20 ns in no span.
+void WriteSpansPprof(const std::string& path) {
+  perftools::profiles::Profile p;
+  for (const char* s : {"", "cpu", "nanoseconds", "main", "handler", "parse", "idle", "span_id", "trace_id",
+                        "0000000000000abc", "0000000000000def", "4bf92f3577b34da6a3ce929d0e0e4736"}) {
+    p.add_string_table(s);
+  }
+  p.add_sample_type()->set_type(1);
+  p.mutable_sample_type(0)->set_unit(2);
+  for (int f = 1; f <= 4; ++f) {  // functions and locations 1..4: main, handler, parse, idle
+    p.add_function()->set_id(f);
+    p.mutable_function(f - 1)->set_name(2 + f);
+    p.add_location()->set_id(f);
+    p.mutable_location(f - 1)->add_line()->set_function_id(f);
+  }
+  auto add = [&](uint64_t leaf, int64_t value, int64_t span) {
+    perftools::profiles::Sample* s = p.add_sample();
+    s->add_location_id(leaf);
+    s->add_location_id(1);
+    s->add_value(value);
+    if (span == 0) return;
+    for (auto [key, str] : {std::pair<int64_t, int64_t>{7, span}, {8, 11}}) {
+      perftools::profiles::Label* l = s->add_label();
+      l->set_key(key);
+      l->set_str(str);
+    }
+  };
+  add(2, 30, 9);
+  add(3, 50, 10);
+  add(4, 20, 0);
+  std::ofstream out(path, std::ios::binary);
+  REQUIRE(p.SerializeToOstream(&out));
+}
+
 }  // namespace
 
 TEST_CASE("kiln mcp answers the official MCP SDK client, checked against the imported files") {
@@ -84,11 +121,15 @@ TEST_CASE("kiln mcp answers the official MCP SDK client, checked against the imp
     REQUIRE(r.exit_code == 0);
   }
   HeadlessKiln running(data);  // holds the store, as a live kiln does
+  const std::string spans = dir.path + "/spans.pb";
+  WriteSpansPprof(spans);
+  setenv("KILN_MCP_SPANS_PPROF", spans.c_str(), 1);
 
   const int rc = WaitChild(SpawnChild({node, SourceDir() + "/tests/mcp/mcp_sdk_client.mjs", sdk, KilnBinary(), data,
                                        before, after, std::to_string(kSplitNs), go,
                                        SourceDir() + "/tests/data/corpus/parca/fib.pb.gz",
                                        SourceDir() + "/tests/data/corpus/pprof/sample.cpu.pb.gz"}));
+  unsetenv("KILN_MCP_SPANS_PPROF");
   CHECK(rc == 0);
   CHECK(running.Stop(SIGTERM) == 0);
 }
