@@ -13,21 +13,6 @@ namespace {
 
 using storage::ProfileDictionary;
 
-std::string ThreadTrackLabel(const ProfileDictionary& dict, uint32_t set, const storage::OwnProcess& own) {
-  std::string label = storage::ProcessInstanceLabel(dict, set, own);
-  const std::string_view tid = dict.AttributeValue(set, storage::attr::kThreadId);
-  const std::string_view name = dict.AttributeValue(set, storage::attr::kThreadName);
-  if (tid.empty() && name.empty()) return label;
-  label += " \xc2\xb7 ";  // a middle dot
-  if (!name.empty()) {
-    label += name;
-    if (!tid.empty()) label += " [" + std::string(tid) + "]";
-  } else {
-    label += "tid " + std::string(tid);
-  }
-  return label;
-}
-
 }  // namespace
 
 std::string ChartThreadKey(const ProfileDictionary& dict, uint32_t attribute_set) {
@@ -54,7 +39,7 @@ StackChartData StackChartDataOf(std::shared_ptr<const storage::ProfileSlice> sli
     if (added) {
       std::string key = ChartThreadKey(dict, set);
       auto [t, new_thread] = thread_index.try_emplace(key, static_cast<uint32_t>(out.threads.size()));
-      if (new_thread) out.threads.push_back({std::move(key), ThreadTrackLabel(dict, set, options.own), 0, 0});
+      if (new_thread) out.threads.push_back({std::move(key), storage::ThreadInstanceLabel(dict, set, options.own), 0, 0});
       it->second = t->second;
     }
     thread_of_entry[e] = it->second;

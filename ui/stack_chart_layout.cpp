@@ -132,16 +132,6 @@ int ChartBoxAt(const StackChartLayout& layout, int64_t time_ns, int depth, int64
   return found;
 }
 
-int64_t ChartTickStep(double min_ns) {
-  int64_t step = 1;
-  while (step < min_ns && step < INT64_MAX / 10) {
-    if (step * 2 >= min_ns) return step * 2;
-    if (step * 5 >= min_ns) return step * 5;
-    step *= 10;
-  }
-  return step;
-}
-
 std::string ChartTickLabel(int64_t offset_ns, int64_t step_ns) {
   if (step_ns >= 1'000'000'000) return "+" + storage::FormatDuration(offset_ns);
   int decimals = 0;

@@ -79,11 +79,10 @@ std::vector<ChartRect> VisibleChartRects(const StackChartLayout& layout, int64_t
 // narrower than the pointer's aim can still be hovered).
 int ChartBoxAt(const StackChartLayout& layout, int64_t time_ns, int depth, int64_t slack_ns = 0);
 
-// The time axis: tick spacing of 1, 2 or 5 x 10^k ns, at least `min_ns`;
-// and a tick's label, its offset from the range's start with as many
-// digits as the spacing needs ("+5m 01s" for seconds apart, "+301.0245 s"
-// for a tenth of a millisecond apart: neighbouring ticks never read alike).
-int64_t ChartTickStep(double min_ns);
+// The time axis ticks by TickStepAtLeast (timeline_math.h). A tick's
+// label: its offset from the range's start with as many digits as the
+// spacing needs ("+5m 01s" for seconds apart, "+301.0245 s" for a tenth of
+// a millisecond apart: neighbouring ticks never read alike).
 std::string ChartTickLabel(int64_t offset_ns, int64_t step_ns);
 
 }  // namespace kiln::ui

@@ -201,11 +201,7 @@ TEST_CASE("stack chart: the box under the mouse") {
   CHECK(ChartBoxAt(layout, 600 * kMs, 1, 60 * kMs) == 2);
 }
 
-TEST_CASE("stack chart axis: ticks 1-2-5 apart, labelled with the digits their spacing needs") {
-  CHECK(ChartTickStep(1) == 1);
-  CHECK(ChartTickStep(110) == 200);
-  CHECK(ChartTickStep(3'000'000) == 5'000'000);
-  CHECK(ChartTickStep(6'000'000) == 10'000'000);
+TEST_CASE("stack chart axis: ticks labelled with the digits their spacing needs") {
   CHECK(ChartTickLabel(301'000'000'000, 100'000'000'000) == "+5m 01s");
   CHECK(ChartTickLabel(2'000'000'000, 1'000'000'000) == "+2.00 s");
   // A tenth of a millisecond apart, five minutes in: neighbours differ.

@@ -14,6 +14,7 @@
 #include "ui/format.h"
 #include "ui/stack_chart_data.h"
 #include "ui/theme.h"
+#include "ui/timeline_math.h"
 #include "ui/widgets.h"
 
 namespace kiln::ui {
@@ -210,7 +211,7 @@ void StackChartView::DrawChart(const ViewContext& context, const StackChartData&
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 axis_origin = ImGui::GetCursorScreenPos();
   ImGui::Dummy(ImVec2(width, axis_h));
-  const int64_t step = ChartTickStep(ns_per_px_ * 110.0);
+  const int64_t step = TickStepAtLeast(ns_per_px_ * 110.0);
   const ImU32 tick_color = ImGui::GetColorU32(ImGuiCol_TextDisabled);
   for (int64_t t = (view_start_ns_ - layout.start_ns) / step * step;
        static_cast<double>(t - (view_start_ns_ - layout.start_ns)) < width * ns_per_px_; t += step) {

@@ -86,37 +86,41 @@ int BucketAt(int64_t start_ns, int64_t bucket_ns, int count, int64_t t_ns) {
   return i < count ? static_cast<int>(i) : -1;
 }
 
-int64_t TickStep(int64_t span_ns, float width, float min_px) {
-  static constexpr int64_t kSteps[] = {1'000,
-                                       10'000,
-                                       100'000,
-                                       1'000'000,
-                                       10'000'000,
-                                       100'000'000,
-                                       kNsPerSecond,
-                                       2 * kNsPerSecond,
-                                       5 * kNsPerSecond,
-                                       10 * kNsPerSecond,
-                                       15 * kNsPerSecond,
-                                       30 * kNsPerSecond,
-                                       60 * kNsPerSecond,
-                                       120 * kNsPerSecond,
-                                       300 * kNsPerSecond,
-                                       600 * kNsPerSecond,
-                                       900 * kNsPerSecond,
-                                       1800 * kNsPerSecond,
-                                       3600 * kNsPerSecond,
-                                       3 * 3600 * kNsPerSecond,
-                                       6 * 3600 * kNsPerSecond,
-                                       12 * 3600 * kNsPerSecond,
-                                       24 * 3600 * kNsPerSecond,
-                                       7 * 24 * 3600 * kNsPerSecond};
-  if (width <= 0 || span_ns <= 0) return kSteps[std::size(kSteps) - 1];
-  const double ns_per_px = static_cast<double>(span_ns) / width;
-  for (int64_t step : kSteps) {
-    if (step / ns_per_px >= min_px) return step;
+int64_t TickStepAtLeast(double min_ns) {
+  // Below a second 1, 2 or 5 x 10^k ns; from a second on, what clocks
+  // divide into (15 s, 30 s, 1 min, 5 min, ... a week).
+  static constexpr int64_t kClockSteps[] = {kNsPerSecond,
+                                            2 * kNsPerSecond,
+                                            5 * kNsPerSecond,
+                                            10 * kNsPerSecond,
+                                            15 * kNsPerSecond,
+                                            30 * kNsPerSecond,
+                                            60 * kNsPerSecond,
+                                            120 * kNsPerSecond,
+                                            300 * kNsPerSecond,
+                                            600 * kNsPerSecond,
+                                            900 * kNsPerSecond,
+                                            1800 * kNsPerSecond,
+                                            3600 * kNsPerSecond,
+                                            3 * 3600 * kNsPerSecond,
+                                            6 * 3600 * kNsPerSecond,
+                                            12 * 3600 * kNsPerSecond,
+                                            24 * 3600 * kNsPerSecond,
+                                            7 * 24 * 3600 * kNsPerSecond};
+  for (int64_t step = 1; step < kNsPerSecond; step *= 10) {
+    for (int64_t m : {1, 2, 5}) {
+      if (static_cast<double>(step * m) >= min_ns) return step * m;
+    }
   }
-  return kSteps[std::size(kSteps) - 1];
+  for (int64_t step : kClockSteps) {
+    if (static_cast<double>(step) >= min_ns) return step;
+  }
+  return kClockSteps[std::size(kClockSteps) - 1];
+}
+
+int64_t TickStep(int64_t span_ns, float width, float min_px) {
+  if (width <= 0 || span_ns <= 0) return TickStepAtLeast(static_cast<double>(INT64_MAX));
+  return TickStepAtLeast(static_cast<double>(span_ns) / width * min_px);
 }
 
 TimeRange HeatmapGrid::Cell(int column, int row) const {

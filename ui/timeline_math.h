@@ -69,8 +69,12 @@ HeatmapGrid HeatmapGridFor(TimeRange window, int64_t period_ns = 0, int max_rows
 // column, then on to the next), as FlameScope selects.
 TimeRange HeatmapSelection(const HeatmapGrid& grid, int column_a, int row_a, int column_b, int row_b);
 
-// A "nice" tick step (1/2/5 x 10^k seconds, or minutes/hours) so ticks are
-// at least `min_px` apart on a window of `span_ns` over `width` pixels.
+// A "nice" tick step of at least `min_ns`: 1, 2 or 5 x 10^k ns below a
+// second, then 1, 2, 5, 10, 15, 30 s, minutes and hours up to a week. What
+// every time axis ticks by (the timeline, the Stack Chart).
+int64_t TickStepAtLeast(double min_ns);
+// The step that puts ticks at least `min_px` apart on a window of
+// `span_ns` over `width` pixels.
 int64_t TickStep(int64_t span_ns, float width, float min_px);
 
 }  // namespace kiln::ui

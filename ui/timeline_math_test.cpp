@@ -50,6 +50,16 @@ TEST_CASE("buckets and ticks") {
   CHECK(BucketAt(100, 10, 5, 99) == -1);
   // 15 minutes over 1500 px with ticks >= 80 px apart: one per minute.
   CHECK(TickStep(900 * kS, 1500.f, 80.f) == 60 * kS);
+  // 1-2-5 below a second, clock steps above it, a week at most.
+  CHECK(TickStepAtLeast(1) == 1);
+  CHECK(TickStepAtLeast(110) == 200);
+  CHECK(TickStepAtLeast(3'000'000) == 5'000'000);
+  CHECK(TickStepAtLeast(6'000'000) == 10'000'000);
+  CHECK(TickStepAtLeast(600'000'000) == kS);
+  CHECK(TickStepAtLeast(11 * kS) == 15 * kS);
+  CHECK(TickStepAtLeast(100 * kS) == 120 * kS);
+  CHECK(TickStepAtLeast(1e18) == 7 * 24 * 3600 * kS);
+  CHECK(TickStep(0, 100.f, 10.f) == 7 * 24 * 3600 * kS);
 }
 
 }  // namespace

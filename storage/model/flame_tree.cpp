@@ -76,6 +76,21 @@ std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set) {
   return std::string(kUnknownThread);
 }
 
+std::string ThreadInstanceLabel(const ProfileDictionary& dict, uint32_t attribute_set, const OwnProcess& own) {
+  std::string label = ProcessInstanceLabel(dict, attribute_set, own);
+  const std::string_view tid = dict.AttributeValue(attribute_set, attr::kThreadId);
+  const std::string_view name = dict.AttributeValue(attribute_set, attr::kThreadName);
+  if (tid.empty() && name.empty()) return label;
+  label += " \xc2\xb7 ";  // a middle dot
+  if (!name.empty()) {
+    label += name;
+    if (!tid.empty()) label += " [" + std::string(tid) + "]";
+  } else {
+    label += "tid " + std::string(tid);
+  }
+  return label;
+}
+
 std::string AttributeGroupLabel(const ProfileDictionary& dict, uint32_t attribute_set, std::string_view key) {
   if (auto v = dict.AttributeValue(attribute_set, key); !v.empty()) return std::string(v);
   return "no " + std::string(key);

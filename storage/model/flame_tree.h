@@ -138,6 +138,10 @@ std::string ThreadLabel(const ProfileDictionary& dict, uint32_t attribute_set);
 // pid on `own`'s host (host.name; a sample without one counts as this host
 // when a loopback sender sent it).
 std::string ProcessInstanceLabel(const ProfileDictionary& dict, uint32_t attribute_set, const OwnProcess& own);
+// One thread of one process: ProcessInstanceLabel, a middle dot and the
+// thread's name with its tid, "python3 [2200] · MainThread [2200]" ("tid
+// N" without a name; the process alone when the sample names no thread).
+std::string ThreadInstanceLabel(const ProfileDictionary& dict, uint32_t attribute_set, const OwnProcess& own);
 // The pid of a process instance label, "" when it names none.
 std::string_view InstancePid(std::string_view label);
 // The node label of GroupBy::kAttribute: the value, or "no KEY".

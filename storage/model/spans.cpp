@@ -175,15 +175,7 @@ std::vector<SpanRow> SpansOf(const ProfileSlice& slice, uint64_t* unspanned) {
     row.last_ns = std::max(row.last_ns, s.time_ns);
   }
   for (size_t r = 0; r < rows.size(); ++r) {
-    for (uint32_t set : sets_of_row[r]) {
-      std::string label = ProcessLabel(dict, set);
-      const std::string_view tid = dict.AttributeValue(set, attr::kThreadId);
-      const std::string_view thread = dict.AttributeValue(set, attr::kThreadName);
-      if (!thread.empty() || !tid.empty()) {
-        label += " \xc2\xb7 " + (thread.empty() ? "tid " + std::string(tid) : std::string(thread));
-      }
-      rows[r].threads.push_back(std::move(label));
-    }
+    for (uint32_t set : sets_of_row[r]) rows[r].threads.push_back(ThreadInstanceLabel(dict, set, {}));
     std::sort(rows[r].threads.begin(), rows[r].threads.end());
     rows[r].threads.erase(std::unique(rows[r].threads.begin(), rows[r].threads.end()), rows[r].threads.end());
   }

@@ -68,7 +68,7 @@ struct SpanRow {
   int64_t weight = 0;
   uint64_t samples = 0;
   int64_t first_ns = 0, last_ns = 0;
-  std::vector<std::string> threads;  // "python3 [1234] · MainThread", sorted, distinct
+  std::vector<std::string> threads;  // ThreadInstanceLabel: "python3 [1234] · MainThread [1234]", sorted, distinct
 };
 // Per span of `slice`'s kept samples (Query::keep_samples), heaviest
 // first; samples in no span are counted in `*unspanned` (may be null).

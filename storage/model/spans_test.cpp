@@ -113,13 +113,13 @@ TEST_CASE("spans: each span's weight, samples, times and threads; samples in no 
   CHECK(rows[0].samples == 2);
   CHECK(rows[0].first_ns == 1'003'000'000);
   CHECK(rows[0].last_ns == 1'004'000'000);
-  CHECK(rows[0].threads == std::vector<std::string>{"svc \xc2\xb7 worker"});
+  CHECK(rows[0].threads == std::vector<std::string>{"svc [9] \xc2\xb7 worker [10]"});
   CHECK(rows[1].id.span == "0102030405060708");
   CHECK(rows[1].weight == 30);
   CHECK(rows[1].samples == 3);
   CHECK(rows[2].id.trace == std::string(32, 'b'));
   CHECK(rows[2].name == "GET /items");
-  CHECK(rows[2].threads == std::vector<std::string>{"svc \xc2\xb7 io"});
+  CHECK(rows[2].threads == std::vector<std::string>{"svc [9] \xc2\xb7 io [11]"});
   CHECK(rows[3].id.trace == std::string(32, 'c'));
   CHECK(rows[3].weight == 1);
 }

@@ -261,7 +261,7 @@ TEST_CASE("spans: samples linked to two traces and three spans, found by trace a
   CHECK(rows[0].samples == 4);
   CHECK(rows[0].first_ns == static_cast<int64_t>(kT0));
   CHECK(rows[0].last_ns == static_cast<int64_t>(kT0 + 3'000'000));
-  CHECK(rows[0].threads == std::vector<std::string>{"svc \xc2\xb7 main"});
+  CHECK(rows[0].threads == std::vector<std::string>{"svc [77] \xc2\xb7 main"});
   CHECK(rows[1].id == storage::SpanIdentity{a, s2});
   CHECK(rows[1].samples == 2);
   CHECK(rows[2].id.trace == "c0ffee00c0ffee00c0ffee00c0ffee00");
