@@ -45,6 +45,18 @@ size_t CountColor(Display* d, Window w, ui::Rgba color) {
   return static_cast<size_t>(std::count(image.pixels.begin(), image.pixels.end(), color));
 }
 
+// Waits up to `seconds` for at least `at_least` pixels of `color`; the
+// last count.
+size_t WaitForColor(Display* d, Window w, ui::Rgba color, size_t at_least, int seconds = 10) {
+  size_t count = 0;
+  for (auto deadline = Clock::now() + std::chrono::seconds(seconds); Clock::now() < deadline;) {
+    count = CountColor(d, w, color);
+    if (count >= at_least) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return count;
+}
+
 // Waits until `done(aaa pixels, bbb pixels)` holds for the window's
 // current picture; the last counts are left in `aaa` and `bbb`.
 template <typename F>
@@ -168,13 +180,7 @@ TEST_CASE("the frame menu's Show in Sandwich opens the view with its data, and n
   testing::ClickAt(d, w, 450, bbb_y, 1, 3);
   testing::ClickAt(d, w, 450 + 65, bbb_y + 123);
   // Sandwich's tables draw total bars; the flamegraph draws none.
-  const ui::Rgba bar = ui::CurrentPalette().total_bar;
-  size_t bars = 0;
-  for (auto deadline = Clock::now() + std::chrono::seconds(5); Clock::now() < deadline;) {
-    bars = CountColor(d, w, bar);
-    if (bars > 500) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  size_t bars = WaitForColor(d, w, ui::CurrentPalette().total_bar, 501, 5);
   CHECK_MESSAGE(bars > 500, "the Sandwich of bbb drew " << bars << " px of total bars");
   CHECK(CountColor(d, w, b_color) == 0);  // the flamegraph is gone
   CHECK(t.kiln->Stop(SIGTERM) == 0);
@@ -257,31 +263,16 @@ TEST_CASE("the Stack Chart in the real window: the busiest thread along time, ke
   // Top functions (Ctrl+2): bbb's row is the selected one, a row of the
   // selection colour across the table.
   testing::TypeKey(d, XK_2, XK_Control_L);
-  size_t selected = 0;
-  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
-    selected = CountColor(d, w, ui::CurrentPalette().selected_row);
-    if (selected > 4000) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  size_t selected = WaitForColor(d, w, ui::CurrentPalette().selected_row, 4001, 10);
   CHECK_MESSAGE(selected > 4000, "Top functions' selected row: " << selected << " px");
   // The call tree (Ctrl+3): opened down to bbb, its row selected.
   testing::TypeKey(d, XK_3, XK_Control_L);
-  selected = 0;
-  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
-    selected = CountColor(d, w, ui::CurrentPalette().selected_row);
-    if (selected > 4000) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  selected = WaitForColor(d, w, ui::CurrentPalette().selected_row, 4001, 10);
   CHECK_MESSAGE(selected > 4000, "the call tree's selected row: " << selected << " px");
   // The Sandwich (Ctrl+4), which had no function, shows bbb's: its
   // tables' total bars.
   testing::TypeKey(d, XK_4, XK_Control_L);
-  size_t bars = 0;
-  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline;) {
-    bars = CountColor(d, w, ui::CurrentPalette().total_bar);
-    if (bars > 500) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
+  size_t bars = WaitForColor(d, w, ui::CurrentPalette().total_bar, 501, 10);
   CHECK_MESSAGE(bars > 500, "the Sandwich of bbb drew " << bars << " px of total bars");
   CHECK(t.kiln->Stop(SIGTERM) == 0);
 }
