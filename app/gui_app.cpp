@@ -47,7 +47,7 @@
 #include "app/local_addresses.h"
 #include "app/file_dialogs.h"
 #include "app/receiver_control.h"
-#include "app/retention_limits.h"
+#include "app/store_settings_dialog.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "app/view_registry.h"
@@ -206,11 +206,6 @@ struct App {
   bool restyle_requested = false;  // theme or scale changed: rebuilt between frames
   bool quit_requested = false;     // File > Quit, Ctrl+Q
   bool show_connect = false, show_shortcuts = false, show_about = false, show_data_quality = false;
-  // File > Store settings: the retention limits as typed, and why Apply
-  // refused them.
-  bool show_store_settings = false;
-  char retention_age_text[32] = {}, retention_size_text[32] = {};
-  std::string store_settings_error;
   std::vector<std::string> addresses;  // for Connect an agent, read when it opens
   const std::string local_agent = LocalAgent();  // how this machine runs kiln-agent
   std::vector<std::unique_ptr<ui::View>> views;
@@ -235,6 +230,13 @@ struct App {
   std::map<storage::Store*, std::unique_ptr<SymbolService>> symbolizers;
   ui::ViewContext::Requests view_requests;
   ui::SymbolActivity symbol_activity;
+  StoreSettingsDialog store_settings{{.store = main_store,
+                                      .data_dir = data_dir,
+                                      .settings = &settings,
+                                      .paths = &settings_paths,
+                                      .notify = [this](bool error, const std::string& text) {
+                                        sources.Notify(error, text);
+                                      }}};
 
   // File > Open, Add symbols, Export and Save PNG (app/file_dialogs.h).
   FileDialogs dialogs{{.open = [this](const std::string& path) { OpenPath(path); },
@@ -255,7 +257,8 @@ struct App {
         trace_url(options.trace_url.empty() ? loaded.trace_url : options.trace_url),
         settings_paths(paths),
         views(CreateViews()),
-        window_keys(ui::WindowKeys(views.size())) {
+        window_keys(ui::WindowKeys(views.size())),
+        main_store(&s) {
     for (auto& v : views) {
       view_ptrs.push_back(v.get());
       for (ui::FunctionAction& action : v->FunctionActions()) function_actions.push_back(std::move(action));
@@ -277,9 +280,12 @@ struct App {
     }
     symbol_options.debug_dirs = options.debug_dirs;
     symbol_options.debuginfod_urls = DebuginfodUrls(options.debuginfod_urls);
-    main_store = &s;
     // Retention chosen in Store settings, unless the command line chose.
-    if (!options.demo) ApplySavedRetention();
+    if (!options.demo) {
+      const absl::Status saved = ApplySavedRetention(main_store, settings, options.retention_age_given,
+                                                     options.retention_size_given);
+      if (!saved.ok()) sources.Notify(true, "Settings: " + std::string(saved.message()));
+    }
     main_request_dir = SymbolRequestDir(options.data_dir);
     for (const std::string& path : options.open_files) OpenPath(path);
   }
@@ -518,10 +524,10 @@ struct App {
         ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing, &symbol_activity);
     if (change.receiver != ui::ReceiverChange::kNone) ChangeReceiver(change.receiver);
     if (change.open_data_quality) show_data_quality = true;
-    if (change.open_store_settings && !src.IsCapture() && !startup.demo) OpenStoreSettings();
+    if (change.open_store_settings && !src.IsCapture() && !startup.demo) store_settings.Open();
     ui::DrawDataQualityDialog(&show_data_quality, src.status.get(), src.session);
     DrawDialogs();
-    DrawStoreSettings();
+    store_settings.Draw(sources.sources().front()->status.get());
     ImGui::End();
     DrawNotices();
     DrawHelpWindows();
@@ -539,119 +545,6 @@ struct App {
     ui::ReceiverAccess access = ui::AccessOf(*stats);
     access.token_file = receiver->resolved().token_file;
     return access;
-  }
-
-  // =========================================================================
-  // [SECTION] Store settings (retention)
-  // =========================================================================
-
-  void ApplySavedRetention() {
-    const storage::StoreStats st = main_store->Stats();
-    std::chrono::nanoseconds age(st.retention_age_ns);
-    uint64_t size = st.retention_size_bytes;
-    if (!settings.retention_age.empty() && !startup.retention_age_given) {
-      absl::StatusOr<std::chrono::nanoseconds> parsed = ParseRetentionAge(settings.retention_age);
-      if (!parsed.ok()) {
-        sources.Notify(true, "Settings: retention_age " + std::string(parsed.status().message()));
-        return;
-      }
-      age = *parsed;
-    }
-    if (!settings.retention_size.empty() && !startup.retention_size_given) {
-      absl::StatusOr<uint64_t> parsed = ParseRetentionSize(settings.retention_size);
-      if (!parsed.ok()) {
-        sources.Notify(true, "Settings: retention_size " + std::string(parsed.status().message()));
-        return;
-      }
-      size = *parsed;
-    }
-    main_store->SetRetention(age, size);
-  }
-
-  void OpenStoreSettings() {
-    const storage::StoreStats st = main_store->Stats();
-    std::snprintf(retention_size_text, sizeof retention_size_text, "%s",
-                  FormatRetentionSize(st.retention_size_bytes).c_str());
-    std::snprintf(retention_age_text, sizeof retention_age_text, "%s",
-                  FormatRetentionAge(std::chrono::nanoseconds(st.retention_age_ns)).c_str());
-    store_settings_error.clear();
-    show_store_settings = true;
-    ImGui::SetWindowFocus("Store settings");
-  }
-
-  void ApplyStoreSettings() {
-    absl::StatusOr<uint64_t> size = ParseRetentionSize(retention_size_text);
-    absl::StatusOr<std::chrono::nanoseconds> age = ParseRetentionAge(retention_age_text);
-    if (!size.ok()) {
-      store_settings_error = "Keep at most: " + std::string(size.status().message());
-      return;
-    }
-    if (!age.ok()) {
-      store_settings_error = "Delete samples older than: " + std::string(age.status().message());
-      return;
-    }
-    main_store->SetRetention(*age, *size);
-    // Saved as typed (it parsed): "14d" stays "14d".
-    settings.retention_size = retention_size_text;
-    settings.retention_age = retention_age_text;
-    if (std::string error = SaveSettings(settings_paths, settings); !error.empty()) {
-      sources.Notify(true, "Settings: " + error);
-    }
-    const std::string done =
-        *size == 0 && age->count() == 0
-            ? std::string("Retention off: the store keeps everything")
-            : "Retention: the store keeps " +
-                  (*size > 0 ? "at most " + storage::FormatBytes(*size) : std::string("any size")) +
-                  (age->count() > 0 ? " of the last " + settings.retention_age : std::string(" of any age")) +
-                  "; the oldest samples past that are deleted within seconds, then every minute";
-    (void)main_store->AppendLog(storage::LogLevel::kInfo, done);
-    sources.Notify(false, done);
-    show_store_settings = false;
-  }
-
-  void DrawStoreSettings() {
-    if (!show_store_settings) return;
-    const float em = ImGui::GetFontSize();
-    // Height 0: fitted every frame, so an error line never hides the buttons.
-    ImGui::SetNextWindowSize(ImVec2(36 * em, 0), ImGuiCond_Always);
-    if (!ImGui::Begin("Store settings", &show_store_settings, ImGuiWindowFlags_NoCollapse)) {
-      ImGui::End();
-      return;
-    }
-    if (ui::EscapeCloses()) show_store_settings = false;
-    ImGui::TextWrapped("Store: %s", data_dir.c_str());
-    // The live store's status as the worker last read it: Stats() walks the
-    // data directory, too much to do every frame.
-    if (const ui::StatusSnapshot* status = sources.sources().front()->status.get()) {
-      ImGui::Text("It holds %s samples in %s.", ui::FormatCount(status->stats.samples).c_str(),
-                  storage::FormatBytes(status->stats.disk_bytes).c_str());
-    }
-    ImGui::Separator();
-    ImGui::TextWrapped(
-        "Retention deletes the oldest samples, ten seconds of them at a time, while the store is past either "
-        "limit (0 = no limit):");
-    ImGui::SetNextItemWidth(10 * em);
-    ImGui::InputTextWithHint("Keep at most (size)", "4GiB", retention_size_text, sizeof retention_size_text);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("e.g. 4GiB, 512MiB, 2GB; 0 = no size limit");
-    ImGui::SetNextItemWidth(10 * em);
-    ImGui::InputTextWithHint("Delete samples older than", "14d", retention_age_text,
-                             sizeof retention_age_text);
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip(
-          "e.g. 90s, 30m, 12h, 14d, 2w; 0 = keep every age.\nCaptures imported into the store "
-          "keep their own times: an age limit deletes old ones too.");
-    }
-    ImGui::TextDisabled("Applied now and saved for the next start. --retention-age and --retention-size");
-    ImGui::TextDisabled("on the command line take precedence over what is saved here.");
-    if (!store_settings_error.empty()) {
-      ImGui::PushStyleColor(ImGuiCol_Text, ui::CurrentPalette().error_text);
-      ImGui::TextWrapped("%s", store_settings_error.c_str());
-      ImGui::PopStyleColor();
-    }
-    if (ImGui::Button("Apply")) ApplyStoreSettings();
-    ImGui::SameLine();
-    if (ImGui::Button("Cancel")) show_store_settings = false;
-    ImGui::End();
   }
 
   // The status line's "Require a token" and "Listen on loopback only": the
@@ -828,7 +721,7 @@ struct App {
       }
       if (ImGui::MenuItem("Add symbols from a file...")) dialogs.RequestAddSymbols();
       // The demo's store is a temporary one: its limits are not the user's.
-      if (ImGui::MenuItem("Store settings...", nullptr, false, !startup.demo)) OpenStoreSettings();
+      if (ImGui::MenuItem("Store settings...", nullptr, false, !startup.demo)) store_settings.Open();
       if (ImGui::MenuItem("Import into store", nullptr, false, capture)) sources.ImportIntoLive(Src().path);
       if (ImGui::IsItemHovered() && !capture) ImGui::SetTooltip("Select an opened capture first");
       if (ImGui::MenuItem("Export...", "Ctrl+E", false, Src().analysis && Src().analysis->slice)) {

@@ -239,8 +239,11 @@ void CheckChain(const FoldedProfile& profile, const Interpreter& in, const std::
   const double split = leaf_b ? double(leaf_a) / double(leaf_b) : 0;
   Check(split > 2.0 && split < 4.5, v + "leaf_a:leaf_b is 3:1 (" + std::to_string(split) + ")");
   Check(late > 50, v + "the thread started late is read (late_worker)");
-  Check(sorted_samples > 50 && c_between == sorted_samples,
-        v + "Python > sorted (C) > Python: native frames between via_sorted and key_fn in every such sample");
+  // Not every one: a sample taken while sorted() enters or leaves the
+  // key function can catch the interpreter between its two frame records
+  // (1 of 338 such samples in one run of python3.13m, 2026-11-29).
+  Check(sorted_samples > 50 && c_between * 100 >= sorted_samples * 99,
+        v + "Python > sorted (C) > Python: native frames between via_sorted and key_fn in 99 % of such samples");
   // Files and lines: every place a function was seen at is a line of its
   // body in the script, and the line a caller waits on (the call) or the
   // loop's body is among them.
