@@ -186,6 +186,61 @@ TEST_CASE("the frame menu's Show in Sandwich opens the view with its data, and n
   CHECK(t.kiln->Stop(SIGTERM) == 0);
 }
 
+// Export and Save PNG of view write their default names (kiln-export.folded,
+// kiln-flamegraph.png) into the directory kiln runs in.
+TEST_CASE("Export (Ctrl+E) and Save PNG of view (File menu), by keyboard: the files hold what the view shows") {
+  const fs::path here = fs::current_path();
+  const std::string out = MakeTempDir();
+  fs::current_path(out);  // kiln runs here
+  TwoFrameWindow t;
+  fs::current_path(here);
+  Display* d = t.d;
+  const Window w = t.w;
+  size_t aaa = 0, bbb = 0;
+  REQUIRE(WaitForPicture(d, w, t.a_color, t.b_color, &aaa, &bbb, [](size_t, size_t b) { return b > 5000; }));
+  t.Focus();
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  // Ctrl+E: the dialog opens on its format (folded); Down to the file
+  // name, Down to Export, Space.
+  testing::TypeKey(d, XK_e, XK_Control_L);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (KeySym k : {XK_Down, XK_Down, XK_space}) testing::TypeKey(d, k);
+  std::string folded;
+  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline && folded.empty();) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    folded = read(out + "/kiln-export.folded");
+  }
+  CHECK(folded == "main;aaa 1\nmain;bbb 99\n");
+  // File > Save PNG of view...: Alt, Down opens File on Open...; then Open
+  // Recent (the capture), Add symbols, Store settings, Import into store,
+  // Export, Save PNG. In the dialog: Down to Save, Space.
+  testing::TypeKey(d, XK_Alt_L);
+  for (int i = 0; i < 7; ++i) testing::TypeKey(d, XK_Down);
+  testing::TypeKey(d, XK_space);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (KeySym k : {XK_Down, XK_space}) testing::TypeKey(d, k);
+  const std::string png = out + "/kiln-flamegraph.png";
+  for (auto deadline = Clock::now() + std::chrono::seconds(10); Clock::now() < deadline && !fs::exists(png);) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // written whole
+  const Image saved = LoadPng(png);
+  const Image shown = testing::Grab(d, w);
+  CHECK(saved.width == shown.width);
+  CHECK(saved.height == shown.height);
+  // The view without the dialog: bbb as wide as in the window.
+  const auto count = [](const Image& im, ui::Rgba c) {
+    return static_cast<size_t>(std::count(im.pixels.begin(), im.pixels.end(), c));
+  };
+  CHECK(count(saved, t.b_color) > 5000);
+  CHECK(count(saved, t.b_color) == count(shown, t.b_color));
+  CHECK(t.kiln->Stop(SIGTERM) == 0);
+  fs::remove_all(out);
+}
+
 // perf script text: thread 101 of prog runs main;aaa for its first 10
 // samples and main;bbb for the next 90, 10 ms apart; thread 102 runs
 // main;ccc 20 times over the same second.
