@@ -141,8 +141,8 @@ int main(int argc, char** argv) {
   // and freed within a second, come from the heap arenas, whose freed
   // pages stay in RSS between queries. A fixed threshold hands every block
   // of 1 MiB or more back to the system when it is freed (issue 29: the
-  // live window's RSS 300-350 MiB became 286-296, its start-up peak 444
-  // MiB became 346; tests/bench/window_live_rss.sh).
+  // live window's RSS 293-342 MiB became 280-289, its start-up peak
+  // 435-451 MiB became 338-342; tests/bench/window_live_rss.sh).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
 #endif
 
