@@ -41,7 +41,8 @@ class Stores {
   std::map<std::string, std::unique_ptr<storage::Store>> open_;
 };
 
-absl::StatusOr<LoadedSide> LoadSide(const DiffSide& side, const DiffOptions& options, std::string_view name,
+absl::StatusOr<LoadedSide> LoadSide(const DiffSide& side, const DiffOptions& options,
+                                    const storage::FlameTreeOptions& tree, std::string_view name,
                                     Stores* stores) {
   storage::Query query;
   if (absl::Status s = ParseTimeRange(side.from, side.to, &query.from_ns, &query.to_ns); !s.ok()) return s;
@@ -50,8 +51,7 @@ absl::StatusOr<LoadedSide> LoadSide(const DiffSide& side, const DiffOptions& opt
   absl::StatusOr<std::vector<storage::AttributeFilter>> filters = storage::ParseFilterArguments(filter_args);
   if (!filters.ok()) return filters.status();
   query.filters = *std::move(filters);
-  storage::FlameTreeOptions grouping;
-  query.keep_samples = storage::ParseGroupBy(options.group_by, &grouping) && storage::NeedsSamples(grouping);
+  query.keep_samples = storage::NeedsSamples(tree);
 
   // The sample type: the one named, else the source's default.
   auto choose = [&](const std::vector<storage::SampleType>& types, const storage::SampleType& fallback,
@@ -119,12 +119,12 @@ int RunDiff(const DiffOptions& options) {
     }
   }
   Stores stores;
-  absl::StatusOr<LoadedSide> base = LoadSide(options.base, options, "baseline", &stores);
+  absl::StatusOr<LoadedSide> base = LoadSide(options.base, options, tree, "baseline", &stores);
   if (!base.ok()) {
     std::cerr << "kiln diff: baseline: " << base.status().message() << "\n";
     return 1;
   }
-  absl::StatusOr<LoadedSide> target = LoadSide(options.target, options, "target", &stores);
+  absl::StatusOr<LoadedSide> target = LoadSide(options.target, options, tree, "target", &stores);
   if (!target.ok()) {
     std::cerr << "kiln diff: target: " << target.status().message() << "\n";
     return 1;

@@ -475,7 +475,7 @@ std::vector<Tool> BuildTools() {
       {"flamegraph",
        "The selection as folded stacks (\"outer;...;leaf weight\", one line per distinct stack), heaviest "
        "lines first and capped: the whole shape in text.",
-       Schema(with({{"group_by", {{"type", "string"}, {"description", "none (default), process, thread, instance (process and pid), instance-thread, span (the trace span each sample was taken in) or an attribute key"}}},
+       Schema(with({{"group_by", {{"type", "string"}, {"description", std::string(storage::kGroupByChoices) + "; default none. span: the trace span each sample was taken in"}}},
                     {"limit", LimitProperty(200, kMaxFoldedLines, "lines")}}))},
   };
 }

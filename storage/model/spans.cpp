@@ -67,13 +67,10 @@ std::shared_ptr<const ProfileSlice> SliceWithSpanAttributes(std::shared_ptr<cons
   const ProfileSlice& in = *slice;
   // Only what was kept sample by sample can be split by link: a slice whose
   // weights hold more (summed hours) is left whole rather than half split.
-  uint64_t kept = 0;
-  bool linked = false;
-  for (const SliceSample& s : in.samples) {
-    ++kept;
-    linked = linked || (s.link != 0 && s.link < in.dict.links.size());
-  }
-  if (!linked || kept != in.total_events) return slice;
+  const bool linked = std::any_of(in.samples.begin(), in.samples.end(), [&](const SliceSample& s) {
+    return s.link != 0 && s.link < in.dict.links.size();
+  });
+  if (!linked || in.samples.size() != in.total_events) return slice;
   auto out = std::make_shared<ProfileSlice>();
   out->dict = in.dict;
   out->sample_type = in.sample_type;
