@@ -110,6 +110,10 @@ absl::Status RocksStore::OpenDb() {
   // keep every WAL file since their last flush alive; past this total,
   // RocksDB flushes them so old WAL files can go.
   db_options.max_total_wal_size = MaxTotalWalSize(options_.retention_size_bytes);
+  // Every column family's memtable may grow to 64 MiB (RocksDB's default)
+  // before it is flushed, and the window's RSS held 50 MB of them minutes
+  // after start-up. One budget for all: past it the largest is flushed.
+  db_options.db_write_buffer_size = 32 << 20;
 
   rocksdb::ColumnFamilyOptions meta_options;
   meta_options.compression = rocksdb::kLZ4Compression;
@@ -146,6 +150,10 @@ absl::Status RocksStore::OpenDb() {
   symbol_options.enable_blob_files = true;
   symbol_options.min_blob_size = 4096;
   symbol_options.blob_compression_type = rocksdb::kZSTD;
+  // A table (tens of MB serialized for a large C++ program) is flushed to
+  // its blob file soon after it is written rather than kept in the
+  // memtable, a second copy beside the loaded table.
+  symbol_options.write_buffer_size = 4 << 20;
   // Summaries are read whole by key, and their keys alone are listed at
   // open: blob files keep that listing from reading the values.
   rocksdb::ColumnFamilyOptions summary_options;

@@ -132,9 +132,10 @@ size_t SymbolTable::MemoryBytes() const {
 // [SECTION] Builder
 
 uint32_t SymbolTableBuilder::Intern(std::string_view s) {
-  auto [it, inserted] = string_ids_.try_emplace(std::string(s), static_cast<uint32_t>(strings_.size()));
-  if (inserted) strings_.emplace_back(s);
-  return it->second;
+  if (auto it = string_ids_.find(s); it != string_ids_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(strings_.size());
+  string_ids_.emplace(strings_.emplace_back(s), id);  // the key views the deque's copy
+  return id;
 }
 
 uint32_t SymbolTableBuilder::AddScope(uint32_t name, uint32_t parent, uint32_t call_file, int64_t call_line) {
@@ -256,13 +257,21 @@ SymbolTable SymbolTableBuilder::Build() && {
   }
   lines_ = {};
 
+  // The names of a large C++ program are tens of MB: each is copied into
+  // the text once, into a text reserved to its size (grown by doubling it
+  // was twice that), and freed as it is copied.
+  string_ids_ = {};
+  size_t text_bytes = 0;
+  for (const std::string& str : strings_) text_bytes += str.size();
+  t.text_.reserve(text_bytes);
   t.string_end_.reserve(strings_.size() - 1);
   for (size_t i = 1; i < strings_.size(); ++i) {
     t.text_ += strings_[i];
+    std::string().swap(strings_[i]);
     t.string_end_.push_back(static_cast<uint32_t>(t.text_.size()));
   }
   strings_ = {""};
-  string_ids_ = {{"", 0}};
+  string_ids_ = {{strings_.front(), 0}};
   return t;
 }
 

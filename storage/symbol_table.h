@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -84,6 +85,10 @@ class SymbolTable {
 class SymbolTableBuilder {
  public:
   static constexpr uint32_t kNoScope = UINT32_MAX;
+  SymbolTableBuilder() = default;
+  // A copy's string map would view the original's strings.
+  SymbolTableBuilder(const SymbolTableBuilder&) = delete;
+  SymbolTableBuilder& operator=(const SymbolTableBuilder&) = delete;
 
   // Interned string id; Intern("") == 0.
   uint32_t Intern(std::string_view s);
@@ -120,8 +125,10 @@ class SymbolTableBuilder {
     uint32_t file;  // kNoLine for a sequence end
     uint32_t line;
   };
-  std::vector<std::string> strings_{""};
-  std::unordered_map<std::string, uint32_t> string_ids_{{"", 0}};
+  // Each string once: the map's keys view the deque's elements, which
+  // never move.
+  std::deque<std::string> strings_{""};
+  std::unordered_map<std::string_view, uint32_t> string_ids_{{strings_.front(), 0}};
   std::vector<uint32_t> scope_name_, scope_parent_, scope_call_file_, scope_call_line_;
   std::vector<Range> ranges_;
   std::vector<ElfSymbol> symbols_;

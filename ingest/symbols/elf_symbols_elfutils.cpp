@@ -131,24 +131,35 @@ absl::StatusOr<std::optional<std::string>> DecompressZstdSections(const ElfImage
 }
 #endif  // _ELFUTILS_VERSION < 189
 
-// Walks one Dwarf into a DwarfTableWriter.
+// Walks one file's DWARF into a DwarfTableWriter.
 class DwarfReader {
  public:
   // `pages`: the file's mapped DWARF sections, dropped every kUnitsPerDrop
   // units.
-  DwarfReader(Dwarf* dbg, DwarfTableWriter& writer, const MappedSectionPages& pages)
-      : dbg_(dbg), writer_(writer), pages_(pages) {}
+  DwarfReader(Elf* elf, DwarfTableWriter& writer, const MappedSectionPages& pages)
+      : elf_(elf), writer_(writer), pages_(pages) {}
+  ~DwarfReader() { Close(); }
+  DwarfReader(const DwarfReader&) = delete;
+  DwarfReader& operator=(const DwarfReader&) = delete;
 
-  // InvalidArgument when no unit header is readable; *broken_unit when the
-  // walk stopped at a broken one after reading others.
-  absl::Status ReadAll(bool* broken_unit) {
+  // InvalidArgument when the DWARF or no unit header is readable;
+  // *broken_unit (with its message) when the walk stopped at a broken one
+  // after reading others.
+  absl::Status ReadAll(bool* broken_unit, std::string* broken_message) {
+    dbg_ = dwarf_begin_elf(elf_, DWARF_C_READ, nullptr);
+    if (!dbg_) return absl::InvalidArgumentError(absl::StrCat("DWARF unreadable: ", dwarf_errmsg(-1)));
+    const size_t rows_per_open = writer_.options().dwarf_line_rows_per_open > 0
+                                     ? writer_.options().dwarf_line_rows_per_open
+                                     : kLineRowsPerOpen;
     Dwarf_CU* cu = nullptr;
     Dwarf_Half version = 0;
     uint8_t unit_type = 0;
     Dwarf_Die cudie, subdie;
-    size_t units = 0;
+    size_t units = 0;   // compile and partial units read
+    size_t passed = 0;  // every unit header passed, in dwarf_get_units order
     int rc;
     while ((rc = dwarf_get_units(dbg_, cu, &cu, &version, &unit_type, &cudie, &subdie)) == 0) {
+      ++passed;
       if (!writer_.StartUnit(dwarf_dieoffset(&cudie)))
         return absl::CancelledError("reading symbols cancelled");
       if (unit_type == DW_UT_type || unit_type == DW_UT_split_type) continue;
@@ -162,10 +173,17 @@ class DwarfReader {
       // being built). Pages a later unit needs again come back from the
       // page cache.
       if (units % kUnitsPerDrop == 0) pages_.Drop();
+      // libdw has no call to free one unit's line table: a new handle,
+      // moved past the units read, lets them all go.
+      if (rows_held_ >= rows_per_open) {
+        rc = Reopen(passed, &cu);
+        if (rc != 0) break;
+      }
     }
     if (rc < 0 && units == 0)
       return absl::InvalidArgumentError(absl::StrCat("DWARF units unreadable: ", dwarf_errmsg(-1)));
     *broken_unit = rc < 0;  // stop at the first broken unit header, keep what came before
+    if (*broken_unit) *broken_message = dwarf_errmsg(-1);
     return absl::OkStatus();
   }
 
@@ -224,6 +242,7 @@ class DwarfReader {
     Dwarf_Lines* lines = nullptr;
     size_t n = 0;
     if (dwarf_getsrclines(cudie, &lines, &n) != 0) return;
+    rows_held_ += n;
     // libdw returns the rows sorted by address (stable, an end of sequence
     // before a row at the same address). Rows of one sequence stay together
     // once sequences outside the code sections are dropped, with one
@@ -373,8 +392,40 @@ class DwarfReader {
   }
   static constexpr int kCountOtherFromDepth = 8;
 
+  // Ends the handle and opens a new one positioned after the first
+  // `passed` units (their headers are read again, nothing else). Pointers
+  // into the old handle's memory (file names, the current unit's) go with
+  // it. 0, or -1 when the new handle cannot reach the same place.
+  int Reopen(size_t passed, Dwarf_CU** cu) {
+    Close();
+    file_ids_.clear();
+    writer_.ForgetNameAddresses();
+    comp_dir_ = nullptr;
+    files_ = nullptr;
+    rows_held_ = 0;
+    dbg_ = dwarf_begin_elf(elf_, DWARF_C_READ, nullptr);
+    if (!dbg_) return -1;
+    *cu = nullptr;
+    Dwarf_Half version = 0;
+    uint8_t unit_type = 0;
+    Dwarf_Die cudie, subdie;
+    for (size_t i = 0; i < passed; ++i) {
+      if (dwarf_get_units(dbg_, *cu, cu, &version, &unit_type, &cudie, &subdie) != 0) return -1;
+    }
+    return 0;
+  }
+  void Close() {
+    if (dbg_) dwarf_end(dbg_);
+    dbg_ = nullptr;
+  }
+
   static constexpr size_t kUnitsPerDrop = 8;
-  Dwarf* dbg_;
+  // libdw's line rows cost about 40 bytes each with their unit's file
+  // table; 250,000 of them are about 10 MB.
+  static constexpr size_t kLineRowsPerOpen = 250'000;
+  Elf* const elf_;
+  Dwarf* dbg_ = nullptr;
+  size_t rows_held_ = 0;  // line rows libdw holds for units read with this handle
   DwarfTableWriter& writer_;
   const MappedSectionPages& pages_;
   uint64_t walk_work_ = 0;  // DIEs x (depth + 1), all units so far
@@ -460,17 +511,16 @@ class ElfutilsSymbolSource final : public SymbolSource {
   }
 
   absl::Status ReadDwarf(DwarfTableWriter& writer, std::vector<std::string>* warnings) override {
-    Dwarf* dbg = dwarf_begin_elf(image_.elf(), DWARF_C_READ, nullptr);
-    if (!dbg)
-      return absl::InvalidArgumentError(absl::StrCat(name(), ": DWARF unreadable: ", dwarf_errmsg(-1)));
     const MappedSectionPages pages(image_.elf(), {".debug_info", ".debug_line", ".debug_str", ".debug_line_str",
                                                    ".debug_abbrev", ".debug_ranges", ".debug_rnglists",
                                                    ".debug_addr", ".debug_str_offsets"});
-    DwarfReader reader(dbg, writer, pages);
+    DwarfReader reader(image_.elf(), writer, pages);
     bool broken_unit = false;
-    absl::Status s = reader.ReadAll(&broken_unit);
-    std::string broken_message = broken_unit ? dwarf_errmsg(-1) : "";
-    dwarf_end(dbg);
+    std::string broken_message;
+    absl::Status s = reader.ReadAll(&broken_unit, &broken_message);
+    // The last units' pages too: the file stays open while the table is
+    // built, the read's peak.
+    pages.Drop();
     if (s.code() == absl::StatusCode::kCancelled) return s;
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(name(), ": ", s.message()));
     if (broken_unit)

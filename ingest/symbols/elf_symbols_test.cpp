@@ -424,3 +424,30 @@ TEST_CASE("a real program (this test binary) matches addr2line at 3000 random ad
   CHECK(cmp.renamed < cmp.compared / 4);
   CHECK(cmp.inline_chains > 0);
 }
+
+TEST_CASE("DWARF read with a new libdw handle after every unit gives the same table") {
+  // The elfutils backend ends its libdw handle now and then to free the
+  // line tables of units already read (SymbolReadOptions::
+  // dwarf_line_rows_per_open); reopening must lose and repeat nothing. This
+  // test binary has hundreds of units, with inline chains and lambdas; c_gz
+  // has zlib-compressed sections, which libelf decompresses into the file's
+  // handle on the first open.
+  char self[4096] = {};
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  REQUIRE(n > 0);
+  for (const std::string& file : {std::string(self), TestBin("c_gz")}) {
+    CAPTURE(file);
+    auto id = ReadElfIdentity(file);
+    REQUIRE(id.ok());
+    if (!id->has_debug_info) continue;
+    auto whole = ReadOk({file});
+    SymbolReadOptions options;
+    options.dwarf_line_rows_per_open = 1;
+    auto reopened = ReadSymbols({file}, options);
+    REQUIRE_MESSAGE(reopened.ok(), reopened.status().ToString());
+    CHECK(reopened->warnings == whole.warnings);
+    CHECK(reopened->line_rows == whole.line_rows);
+    CHECK(reopened->inlined_calls == whole.inlined_calls);
+    CHECK(reopened->table.Serialize() == whole.table.Serialize());
+  }
+}

@@ -138,7 +138,11 @@ class DwarfTableWriter {
   // library's string, which must live as long as the writer: its address
   // is the cache key (names repeat in every unit that inlines a function).
   uint32_t InternName(const char* raw, bool linkage);
+  // The library's strings are about to go (the backend ends its DWARF
+  // handle mid-file): InternName's cache by address is emptied.
+  void ForgetNameAddresses() { name_ids_.clear(); }
   const DwarfCounts& counts() const { return counts_; }
+  const SymbolReadOptions& options() const { return options_; }
 
  private:
   struct Row {
