@@ -44,15 +44,14 @@
 #include "app/desktop_settings.h"
 #include "app/gui_screenshot.h"
 #include "app/gui_worker.h"
-#include "app/local_addresses.h"
 #include "app/file_dialogs.h"
 #include "app/receiver_control.h"
+#include "app/receiver_dialogs.h"
 #include "app/store_settings_dialog.h"
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "app/view_registry.h"
 #include "app/window_icon.h"
-#include "kiln_version.h"
 #include "storage/store.h"
 #include "ui/format.h"
 #include "ui/header_bar.h"
@@ -205,9 +204,7 @@ struct App {
   SettingsPaths settings_paths;
   bool restyle_requested = false;  // theme or scale changed: rebuilt between frames
   bool quit_requested = false;     // File > Quit, Ctrl+Q
-  bool show_connect = false, show_shortcuts = false, show_about = false, show_data_quality = false;
-  std::vector<std::string> addresses;  // for Connect an agent, read when it opens
-  const std::string local_agent = LocalAgent();  // how this machine runs kiln-agent
+  bool show_shortcuts = false, show_data_quality = false;
   std::vector<std::unique_ptr<ui::View>> views;
   std::vector<ui::FunctionAction> function_actions;  // every view's, for the right-click menu
   // The window's keys for these views (ui::WindowKeys), built once.
@@ -237,6 +234,17 @@ struct App {
                                       .notify = [this](bool error, const std::string& text) {
                                         sources.Notify(error, text);
                                       }}};
+
+  // Connect an agent, About, and the status line's receiver changes.
+  ReceiverDialogs receiver_dialogs{{.receiver = receiver,
+                                    .store = main_store,
+                                    .data_dir = data_dir,
+                                    .saved_token_file = startup.saved_token_file,
+                                    .settings = &settings,
+                                    .paths = &settings_paths,
+                                    .notify = [this](bool error, const std::string& text) {
+                                      sources.Notify(error, text);
+                                    }}};
 
   // File > Open, Add symbols, Export and Save PNG (app/file_dialogs.h).
   FileDialogs dialogs{{.open = [this](const std::string& path) { OpenPath(path); },
@@ -500,7 +508,7 @@ struct App {
     src.session.tree.show_inline = settings.show_inline;
     const bool empty_store = src.status && src.status->stats.samples == 0;
     if (empty_store && view->Id() != "log") {
-      if (ui::DrawEmptyStoreHelp(src.status.get(), local_agent)) OpenConnect();
+      if (ui::DrawEmptyStoreHelp(src.status.get(), receiver_dialogs.local_agent())) receiver_dialogs.OpenConnect();
       empty_help_drawn = true;
     } else {
       view->Draw(context);
@@ -522,7 +530,7 @@ struct App {
     ImGui::Separator();
     const ui::StatusLineActions change =
         ui::DrawStatusLine(src.session, src.status.get(), src.analysis.get(), computing, &symbol_activity);
-    if (change.receiver != ui::ReceiverChange::kNone) ChangeReceiver(change.receiver);
+    receiver_dialogs.Change(change.receiver);
     if (change.open_data_quality) show_data_quality = true;
     if (change.open_store_settings && !src.IsCapture() && !startup.demo) store_settings.Open();
     ui::DrawDataQualityDialog(&show_data_quality, src.status.get(), src.session);
@@ -531,59 +539,6 @@ struct App {
     ImGui::End();
     DrawNotices();
     DrawHelpWindows();
-  }
-
-  std::string ListenAddress() const {
-    std::optional<ingest::ReceiverStats> stats = receiver ? receiver->stats() : std::nullopt;
-    return stats ? stats->listen_address : std::string();
-  }
-
-  ui::ReceiverAccess Access() const {
-    if (!receiver) return {};
-    std::optional<ingest::ReceiverStats> stats = receiver->stats();
-    if (!stats) return {};
-    ui::ReceiverAccess access = ui::AccessOf(*stats);
-    access.token_file = receiver->resolved().token_file;
-    return access;
-  }
-
-  // The status line's "Require a token" and "Listen on loopback only": the
-  // receiver restarts with them (in-flight requests are answered first) and
-  // the choice is saved for the next start.
-  void ChangeReceiver(ui::ReceiverChange change) {
-    if (!receiver) return;
-    ResolvedReceiver next = receiver->resolved();
-    std::string done;
-    if (change == ui::ReceiverChange::kRequireToken) {
-      absl::StatusOr<std::string> token = ingest::GenerateToken();
-      absl::Status saved =
-          token.ok() ? ingest::WriteTokenFile(startup.saved_token_file, *token) : token.status();
-      if (!saved.ok()) {
-        sources.Notify(true, "Could not make a token: " + std::string(saved.message()));
-        return;
-      }
-      next.options.security.auth_token = *token;
-      next.token_file = startup.saved_token_file;
-      next.token_source = startup.saved_token_file + " (saved by the window)";
-      done = "A token is now required; it is in " + startup.saved_token_file +
-             " (readable by you only). Agents pass it with -auth-token-file (see Connect an agent).";
-    } else {
-      const std::string port = ui::PortOf(next.options.listen_address);
-      next.options.listen_address = "127.0.0.1:" + (port.empty() ? std::string("11000") : port);
-      settings.listen = next.options.listen_address;
-      if (std::string error = SaveSettings(settings_paths, settings); !error.empty()) {
-        sources.Notify(true, "Settings: " + error);
-      }
-      done = "Kiln now listens on " + next.options.listen_address +
-             " only; agents on other hosts need an ssh tunnel (see Connect an agent).";
-    }
-    if (absl::Status s = receiver->Start(next); !s.ok()) {
-      sources.Notify(true, "The receiver could not restart that way: " + std::string(s.message()));
-      return;
-    }
-    (void)main_store->AppendLog(storage::LogLevel::kInfo, done);
-    sources.Notify(false, done);
-    if (change == ui::ReceiverChange::kRequireToken) OpenConnect();
   }
 
   // =========================================================================
@@ -674,28 +629,16 @@ struct App {
 
   void DrawHelpMenu() {
     if (!ImGui::BeginMenu("Help")) return;
-    if (ImGui::MenuItem("Connect an agent...")) OpenConnect();
+    if (ImGui::MenuItem("Connect an agent...")) receiver_dialogs.OpenConnect();
     if (ImGui::MenuItem("Data quality...")) show_data_quality = true;
     if (ImGui::MenuItem("Keyboard shortcuts", "F1")) show_shortcuts = true;
-    if (ImGui::MenuItem("About Kiln")) show_about = true;
+    if (ImGui::MenuItem("About Kiln")) receiver_dialogs.OpenAbout();
     ImGui::EndMenu();
-  }
-
-  void OpenConnect() {
-    addresses = LocalAddresses();
-    show_connect = true;
   }
 
   void DrawHelpWindows() {
     if (show_shortcuts) ui::DrawShortcutsDialog(&show_shortcuts, ViewTitles());  // titles only when shown
-    if (!show_connect && !show_about) return;  // the receiver's stats are not free
-    const std::string listen = ListenAddress();
-    ui::DrawConnectDialog(&show_connect, listen, addresses, Access(), local_agent);
-    ui::DrawAboutDialog(&show_about, {.version = kVersion,
-                                      .store_path = data_dir,
-                                      .listen_address = listen,
-                                      .settings_path = settings_paths.preferences,
-                                      .state_path = settings_paths.state});
+    receiver_dialogs.Draw();
   }
 
   // The File menu and the source switcher. Dialog requests are recorded
