@@ -51,6 +51,7 @@
 #include "app/symbol_requests.h"
 #include "app/symbol_service.h"
 #include "app/view_registry.h"
+#include "app/window_menus.h"
 #include "app/window_icon.h"
 #include "storage/store.h"
 #include "ui/format.h"
@@ -470,7 +471,7 @@ struct App {
                                    ImGuiWindowFlags_MenuBar;
     ImGui::Begin("kiln", nullptr, flags);
     HandleShortcuts();
-    DrawMenuBar();
+    DrawMenus();
     Source& src = Src();
     const bool computing = src.worker->Busy();
     header.Draw(view_ptrs, &active_view, src.session, src.status.get(), src.analysis.get(), computing);
@@ -545,30 +546,15 @@ struct App {
   // [SECTION] Menus and keyboard shortcuts
   // =========================================================================
 
-  // The keys come from one table (ui::WindowKeys), which the shortcut
-  // list shows too.
-  static int KeyCode(const ui::WindowKey& k) {
-    // Dear ImGui 1.87 named every key; 1.86 (Debian 12) indexes its key
-    // state by the backend's key codes, GLFW's here.
-#if IMGUI_VERSION_NUM >= 18700
-    if (k.key >= 'A' && k.key <= 'Z') return ImGuiKey_A + (k.key - 'A');
-    if (k.key >= '0' && k.key <= '9') return ImGuiKey_0 + (k.key - '0');
-    return ImGuiKey_F1 + (k.function_key - 1);
-#else
-    // GLFW's codes for letters and digits are their ASCII codes.
-    return k.key != 0 ? k.key : GLFW_KEY_F1 + (k.function_key - 1);
-#endif
-  }
   std::vector<std::string> ViewTitles() const {
     std::vector<std::string> titles;
     for (const auto& v : views) titles.emplace_back(v->Title());
     return titles;
   }
+  // The keys come from one table (ui::WindowKeys), which the shortcut
+  // list shows too.
   void HandleShortcuts() {
-    const ImGuiIO& io = ImGui::GetIO();
-    for (const ui::WindowKey& k : window_keys) {
-      if (k.ctrl != io.KeyCtrl || (k.ctrl && (io.KeyShift || io.KeyAlt))) continue;
-      if (!ImGui::IsKeyPressed(KeyCode(k), false)) continue;
+    for (const ui::WindowKey& k : PressedWindowKeys(window_keys)) {
       switch (k.command) {
         case ui::WindowCommand::kShortcuts:
           show_shortcuts = !show_shortcuts;
@@ -593,111 +579,38 @@ struct App {
     }
   }
 
-  void DrawViewMenu() {
-    if (!ImGui::BeginMenu("View")) return;
-    if (ImGui::MenuItem("Dark theme", nullptr, settings.theme == Theme::kDark)) {
-      settings.theme = Theme::kDark;
-      restyle_requested = true;
-    }
-    if (ImGui::MenuItem("Light theme", nullptr, settings.theme == Theme::kLight)) {
-      settings.theme = Theme::kLight;
-      restyle_requested = true;
-    }
-    ImGui::Separator();
-    if (ImGui::BeginMenu("UI scale")) {
-      const std::pair<const char*, float> scales[] = {{"Monitor's", 0.f}, {"75%", 0.75f}, {"100%", 1.f},
-                                                      {"125%", 1.25f},    {"150%", 1.5f},  {"200%", 2.f}};
-      for (const auto& [label, scale] : scales) {
-        if (ImGui::MenuItem(label, nullptr, settings.ui_scale == scale)) {
-          settings.ui_scale = scale;
-          restyle_requested = true;
-        }
-      }
-      if (std::getenv("KILN_UI_SCALE")) ImGui::TextDisabled("KILN_UI_SCALE is set and wins");
-      ImGui::EndMenu();
-    }
-    ImGui::Separator();
-    ImGui::MenuItem("Flame graph (roots at the bottom)", nullptr, &settings.flame);
-    ImGui::MenuItem("Show inline frames", nullptr, &settings.show_inline);
-    ImGui::MenuItem("Demangle C++/Rust names in captures", nullptr, &settings.demangle);
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("perf script and folded files opened from now on; off keeps names as written "
-                        "(as stackcollapse-perf.pl prints them)");
-    }
-    ImGui::EndMenu();
-  }
-
-  void DrawHelpMenu() {
-    if (!ImGui::BeginMenu("Help")) return;
-    if (ImGui::MenuItem("Connect an agent...")) receiver_dialogs.OpenConnect();
-    if (ImGui::MenuItem("Data quality...")) show_data_quality = true;
-    if (ImGui::MenuItem("Keyboard shortcuts", "F1")) show_shortcuts = true;
-    if (ImGui::MenuItem("About Kiln")) receiver_dialogs.OpenAbout();
-    ImGui::EndMenu();
-  }
-
   void DrawHelpWindows() {
     if (show_shortcuts) ui::DrawShortcutsDialog(&show_shortcuts, ViewTitles());  // titles only when shown
     receiver_dialogs.Draw();
   }
 
-  // The File menu and the source switcher. Dialog requests are recorded
-  // here and opened at window level (a popup opened inside a menu would
-  // belong to the menu's ID stack).
-  void DrawMenuBar() {
-    if (!ImGui::BeginMenuBar()) return;
-    const bool capture = Src().IsCapture();
-    if (ImGui::BeginMenu("File")) {
-      if (ImGui::MenuItem("Open...", "Ctrl+O")) dialogs.RequestOpen();
-      if (ImGui::BeginMenu("Open Recent", !settings.recent.empty())) {
-        std::string chosen;
-        for (const std::string& path : settings.recent) {
-          std::error_code ec;
-          // A file that has gone stays listed (it may be on a drive that
-          // comes back) but cannot be picked.
-          if (ImGui::MenuItem(path.c_str(), nullptr, false, std::filesystem::exists(path, ec))) chosen = path;
-        }
-        ImGui::Separator();
-        if (ImGui::MenuItem("Clear list")) settings.recent.clear();
-        ImGui::EndMenu();
-        if (!chosen.empty()) OpenPath(chosen);
-      }
-      if (ImGui::MenuItem("Add symbols from a file...")) dialogs.RequestAddSymbols();
-      // The demo's store is a temporary one: its limits are not the user's.
-      if (ImGui::MenuItem("Store settings...", nullptr, false, !startup.demo)) store_settings.Open();
-      if (ImGui::MenuItem("Import into store", nullptr, false, capture)) sources.ImportIntoLive(Src().path);
-      if (ImGui::IsItemHovered() && !capture) ImGui::SetTooltip("Select an opened capture first");
-      if (ImGui::MenuItem("Export...", "Ctrl+E", false, Src().analysis && Src().analysis->slice)) {
-        dialogs.RequestExport();
-      }
-      if (ImGui::MenuItem("Save PNG of view...")) dialogs.RequestPng();
-      ImGui::Separator();
-      if (ImGui::MenuItem("Close capture", nullptr, false, capture)) CloseSource(sources.selected());
-      ImGui::Separator();
-      if (ImGui::MenuItem("Quit", "Ctrl+Q")) quit_requested = true;
-      ImGui::EndMenu();
+  // The menu bar (app/window_menus.h), then what the user picked in it.
+  // Dialog requests are recorded here and opened at window level (a popup
+  // opened inside a menu would belong to the menu's ID stack).
+  void DrawMenus() {
+    MenuFacts facts{.capture = Src().IsCapture(),
+                    .can_export = Src().analysis && Src().analysis->slice,
+                    .demo = startup.demo,
+                    .selected = sources.selected()};
+    for (const auto& source : sources.sources()) {
+      facts.sources.push_back({source->name, source->IsCapture() ? source->path : std::string()});
     }
-    DrawViewMenu();
-    DrawHelpMenu();
-    ImGui::TextDisabled("Source:");
-    const auto& list = sources.sources();
-    const std::string current = Src().name + (Src().IsCapture() ? "  (capture, read-only)" : "");
-    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 22.f);
-    if (ImGui::BeginCombo("##source", current.c_str())) {
-      for (size_t i = 0; i < list.size(); ++i) {
-        ImGui::PushID(static_cast<int>(i));
-        if (ImGui::Selectable(list[i]->name.c_str(), i == sources.selected())) sources.Select(i);
-        if (ImGui::IsItemHovered() && list[i]->IsCapture()) ImGui::SetTooltip("%s", list[i]->path.c_str());
-        ImGui::PopID();
-      }
-      ImGui::EndCombo();
-    }
-    if (ImGui::IsItemHovered()) {
-      ImGui::SetTooltip("%s", Src().IsCapture() ? Src().path.c_str()
-                                                : "The store the receiver writes to. Open or drop capture "
-                                                  "files to add sources.");
-    }
-    ImGui::EndMenuBar();
+    const MenuChoices c = DrawMenuBar(facts, &settings);
+    if (c.open) dialogs.RequestOpen();
+    if (!c.open_recent.empty()) OpenPath(c.open_recent);
+    if (c.add_symbols) dialogs.RequestAddSymbols();
+    if (c.store_settings) store_settings.Open();
+    if (c.import_into_store) sources.ImportIntoLive(Src().path);
+    if (c.export_view) dialogs.RequestExport();
+    if (c.save_png) dialogs.RequestPng();
+    if (c.close_capture) CloseSource(sources.selected());
+    if (c.quit) quit_requested = true;
+    if (c.source) sources.Select(*c.source);
+    if (c.connect) receiver_dialogs.OpenConnect();
+    if (c.data_quality) show_data_quality = true;
+    if (c.shortcuts) show_shortcuts = true;
+    if (c.about) receiver_dialogs.OpenAbout();
+    if (c.restyle) restyle_requested = true;
   }
 
   // Progress bars with Cancel for loads in flight, then the newest notice.
