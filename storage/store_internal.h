@@ -723,6 +723,12 @@ class SymbolsPart {
     return {statuses_.begin(), statuses_.end()};
   }
   uint64_t Version() const { return version_.load(); }
+  // Moves only when names already given may change: a table replaced,
+  // dropped or forgotten. Every other change (a status, a table for an
+  // executable that had none) can only name frames that had no name.
+  // Bumped before Version(), so a reader that sees a new Version() and
+  // then reads this sees its new value too.
+  uint64_t RenamesVersion() const { return renames_.load(); }
   // For a forgetting pass: the records of keys no kept executable has
   // (`live`), deleted in `wb`; returns them, for Forget once `wb` is
   // written. A CI fleet's executables each leave a status ("no symbols
@@ -761,6 +767,7 @@ class SymbolsPart {
   mutable uint64_t cached_bytes_ = 0;
   mutable uint64_t use_clock_ = 0;
   std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> renames_{0};
 };
 
 // The Log: numbered entries, the newest kMaxEntries kept.
@@ -1364,6 +1371,7 @@ class RocksStore final : public Store, private PartWriter {
     std::mutex mu;  // held by a query while it maps its frames
     uint64_t epoch = std::numeric_limits<uint64_t>::max();
     uint64_t symbols_version = std::numeric_limits<uint64_t>::max();
+    uint64_t renames_version = std::numeric_limits<uint64_t>::max();
     // Innermost first, as SymbolTable::Lookup gives them; empty: no name.
     absl::flat_hash_map<uint32_t, std::vector<Name>> frames;
     std::unordered_set<std::string> strings;  // node-based: views into it stay valid

@@ -340,20 +340,35 @@ absl::StatusOr<std::shared_ptr<const ProfileSlice>> RocksStore::RunOnce(const Qu
   // Tables are looked up per executable when its first frame not named
   // before (named_frames_) needs one, and held here for the rest of the
   // call. The names kept are for this dictionary epoch and the symbols
-  // version read before any table is: a table stored meanwhile moves the
-  // version, and the next query starts afresh.
+  // versions read before any table is. A table replaced or dropped
+  // meanwhile starts the next query afresh. Any other change (a status, a
+  // table for an executable that had none) forgets only the frames kept
+  // without a name: a developer's loop stores one for every program it
+  // builds, and starting afresh at each made the next query load the
+  // table of every executable in range at once (hundreds of MB with a
+  // few builds of a large C++ program).
   const bool has_symbols = symbols_->Any();
   std::unique_lock named_lock(named_frames_.mu, std::defer_lock);
   if (has_symbols) {
     named_lock.lock();
     const uint64_t version = symbols_->Version();
-    if (named_frames_.epoch != epoch || named_frames_.symbols_version != version ||
+    const uint64_t renames = symbols_->RenamesVersion();
+    if (named_frames_.epoch != epoch || named_frames_.renames_version != renames ||
         named_frames_.frames.size() > NamedFrames::kMaxFrames) {
       named_frames_.frames.clear();
       named_frames_.strings.clear();
       named_frames_.epoch = epoch;
-      named_frames_.symbols_version = version;
+      named_frames_.renames_version = renames;
+    } else if (named_frames_.symbols_version != version) {
+      for (auto it = named_frames_.frames.begin(); it != named_frames_.frames.end();) {
+        if (it->second.empty()) {
+          named_frames_.frames.erase(it++);
+        } else {
+          ++it;
+        }
+      }
     }
+    named_frames_.symbols_version = version;
   }
   auto keep_string = [&](std::string_view text) -> std::string_view {
     if (text.empty()) return {};

@@ -111,13 +111,17 @@ absl::Status SymbolsPart::Put(const std::vector<std::string>& keys, SymbolTable 
   for (const std::string& key : keys) wb.Put(cf_, SymbolRecordKey(kSymbolStatusTag, key), EncodeSymbolStatus(st));
   if (absl::Status s = writer_->Commit(&wb, "writing symbols"); !s.ok()) return s;
   auto shared = std::make_shared<const SymbolTable>(std::move(table));
+  bool replaced = false;
   {
     std::lock_guard lock(mutex_);
     for (const std::string& key : keys) {
+      auto old = statuses_.find(key);
+      replaced |= old != statuses_.end() && old->second.state == SymbolStatus::State::kSymbolized;
       statuses_[key] = st;
       Remember(key, shared);
     }
   }
+  if (replaced) renames_.fetch_add(1);  // before version_: see RenamesVersion
   version_.fetch_add(1);
   return absl::OkStatus();
 }
@@ -147,13 +151,17 @@ absl::Status SymbolsPart::PutStatus(const std::vector<std::string>& keys, const 
     }
   }
   if (absl::Status s = writer_->Commit(&wb, "writing symbol status"); !s.ok()) return s;
+  bool dropped = false;
   {
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < keys.size(); ++i) {
+      auto old = statuses_.find(keys[i]);
+      dropped |= drop_table && old != statuses_.end() && old->second.state == SymbolStatus::State::kSymbolized;
       statuses_[keys[i]] = written[i];
       if (drop_table) Drop(keys[i]);
     }
   }
+  if (dropped) renames_.fetch_add(1);
   version_.fetch_add(1);
   return absl::OkStatus();
 }
@@ -195,6 +203,7 @@ void SymbolsPart::Forget(const std::vector<std::string>& keys) {
       Drop(key);
     }
   }
+  renames_.fetch_add(1);
   version_.fetch_add(1);
 }
 

@@ -553,6 +553,37 @@ TEST_CASE("names kept from one query to the next give way to a table stored afte
   CHECK(Folded(*store) == std::vector<std::string>{"f 4", "f;g;h;producer_leaf 2"});
 }
 
+TEST_CASE("names kept across queries: a status or a new table leaves them, a replaced table renames") {
+  TempDir dir;
+  auto store = OpenOrDie(dir.path);
+  const std::pair<std::string, std::string> first = {"00112233445566778899aabbccddeef1", "beef11"};
+  const std::pair<std::string, std::string> second = {"00112233445566778899aabbccddeef2", "beef12"};
+  REQUIRE(store->Write(NativeBatch(first.first, first.second)).ok());
+  REQUIRE(store->Write(NativeBatch(second.first, second.second)).ok());
+  REQUIRE(store->PutSymbols(SymbolKeys(first.first, first.second), testing::NestedSymbolTable(), {}).ok());
+  const std::vector<std::string> half = {"app+0x1ff 2", "f 2", "f;g;h;producer_leaf 1", "producer_name;producer_leaf 1"};
+  CHECK(Folded(*store) == half);
+  // "No symbols" for the second build: the first's names stand, the
+  // second's frames stay raw.
+  REQUIRE(store
+              ->PutSymbolStatus(SymbolKeys(second.first, second.second),
+                                {.state = SymbolStatus::State::kNoSymbols, .detail = "no debug file"})
+              .ok());
+  CHECK(Folded(*store) == half);
+  // The first build's table replaced by one that names its code "renamed"
+  // (a user adding a better debug file): every name it gave changes.
+  SymbolTableBuilder other;
+  const uint32_t renamed = other.AddScope(other.Intern("renamed"), SymbolTableBuilder::kNoScope);
+  other.AddRange(renamed, 0x100, 0x400);
+  REQUIRE(store->PutSymbols(SymbolKeys(first.first, first.second), std::move(other).Build(), {}).ok());
+  CHECK(Folded(*store) ==
+        std::vector<std::string>{"app+0x1ff 2", "producer_name;producer_leaf 1", "renamed 2", "renamed;renamed 1"});
+  // The second build's table arrives: its frames are named, the first's
+  // keep the names the replacement gave.
+  REQUIRE(store->PutSymbols(SymbolKeys(second.first, second.second), testing::NestedSymbolTable(), {}).ok());
+  CHECK(Folded(*store) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1", "renamed 2", "renamed;renamed 1"});
+}
+
 TEST_CASE("a table stored under a build id applies to executables that only carry the build id") {
   TempDir dir;
   auto store = OpenOrDie(dir.path);
