@@ -535,7 +535,7 @@ TEST_CASE("symbol tables past the cache's budget are dropped and read again when
   }
 }
 
-TEST_CASE("names kept from one query to the next give way to a table stored after them") {
+TEST_CASE("names kept from one query to the next: a status leaves them, a new or replaced table renames") {
   TempDir dir;
   auto store = OpenOrDie(dir.path);
   const std::pair<std::string, std::string> first = {"00112233445566778899aabbccddeef1", "beef11"};
@@ -547,21 +547,6 @@ TEST_CASE("names kept from one query to the next give way to a table stored afte
   // what the query keeps for them, twice.
   const std::vector<std::string> half = {"app+0x1ff 2", "f 2", "f;g;h;producer_leaf 1", "producer_name;producer_leaf 1"};
   CHECK(Folded(*store) == half);
-  CHECK(Folded(*store) == half);
-  // Its table arrives: the next query names it.
-  REQUIRE(store->PutSymbols(SymbolKeys(second.first, second.second), testing::NestedSymbolTable(), {}).ok());
-  CHECK(Folded(*store) == std::vector<std::string>{"f 4", "f;g;h;producer_leaf 2"});
-}
-
-TEST_CASE("names kept across queries: a status or a new table leaves them, a replaced table renames") {
-  TempDir dir;
-  auto store = OpenOrDie(dir.path);
-  const std::pair<std::string, std::string> first = {"00112233445566778899aabbccddeef1", "beef11"};
-  const std::pair<std::string, std::string> second = {"00112233445566778899aabbccddeef2", "beef12"};
-  REQUIRE(store->Write(NativeBatch(first.first, first.second)).ok());
-  REQUIRE(store->Write(NativeBatch(second.first, second.second)).ok());
-  REQUIRE(store->PutSymbols(SymbolKeys(first.first, first.second), testing::NestedSymbolTable(), {}).ok());
-  const std::vector<std::string> half = {"app+0x1ff 2", "f 2", "f;g;h;producer_leaf 1", "producer_name;producer_leaf 1"};
   CHECK(Folded(*store) == half);
   // "No symbols" for the second build: the first's names stand, the
   // second's frames stay raw.
@@ -578,8 +563,8 @@ TEST_CASE("names kept across queries: a status or a new table leaves them, a rep
   REQUIRE(store->PutSymbols(SymbolKeys(first.first, first.second), std::move(other).Build(), {}).ok());
   CHECK(Folded(*store) ==
         std::vector<std::string>{"app+0x1ff 2", "producer_name;producer_leaf 1", "renamed 2", "renamed;renamed 1"});
-  // The second build's table arrives: its frames are named, the first's
-  // keep the names the replacement gave.
+  // The second build's table arrives: the next query names its frames, and
+  // the first's keep the names the replacement gave.
   REQUIRE(store->PutSymbols(SymbolKeys(second.first, second.second), testing::NestedSymbolTable(), {}).ok());
   CHECK(Folded(*store) == std::vector<std::string>{"f 2", "f;g;h;producer_leaf 1", "renamed 2", "renamed;renamed 1"});
 }
