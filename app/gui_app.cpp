@@ -588,8 +588,7 @@ struct App {
   // Dialog requests are recorded here and opened at window level (a popup
   // opened inside a menu would belong to the menu's ID stack).
   void DrawMenus() {
-    MenuFacts facts{.capture = Src().IsCapture(),
-                    .can_export = Src().analysis && Src().analysis->slice,
+    MenuFacts facts{.can_export = Src().analysis && Src().analysis->slice,
                     .demo = startup.demo,
                     .selected = sources.selected()};
     for (const auto& source : sources.sources()) {

@@ -28,12 +28,12 @@ void DrawFileMenu(const MenuFacts& facts, DesktopSettings* settings, MenuChoices
   }
   if (ImGui::MenuItem("Add symbols from a file...")) c->add_symbols = true;
   if (ImGui::MenuItem("Store settings...", nullptr, false, !facts.demo)) c->store_settings = true;
-  if (ImGui::MenuItem("Import into store", nullptr, false, facts.capture)) c->import_into_store = true;
-  if (ImGui::IsItemHovered() && !facts.capture) ImGui::SetTooltip("Select an opened capture first");
+  if (ImGui::MenuItem("Import into store", nullptr, false, facts.capture())) c->import_into_store = true;
+  if (ImGui::IsItemHovered() && !facts.capture()) ImGui::SetTooltip("Select an opened capture first");
   if (ImGui::MenuItem("Export...", "Ctrl+E", false, facts.can_export)) c->export_view = true;
   if (ImGui::MenuItem("Save PNG of view...")) c->save_png = true;
   ImGui::Separator();
-  if (ImGui::MenuItem("Close capture", nullptr, false, facts.capture)) c->close_capture = true;
+  if (ImGui::MenuItem("Close capture", nullptr, false, facts.capture())) c->close_capture = true;
   ImGui::Separator();
   if (ImGui::MenuItem("Quit", "Ctrl+Q")) c->quit = true;
   ImGui::EndMenu();
@@ -86,7 +86,7 @@ void DrawSourceSwitcher(const MenuFacts& facts, MenuChoices* c) {
   ImGui::TextDisabled("Source:");
   if (facts.sources.empty()) return;
   const MenuFacts::SourceItem& current = facts.sources[facts.selected];
-  const bool capture = !current.path.empty();
+  const bool capture = facts.capture();
   const std::string label = current.name + (capture ? "  (capture, read-only)" : "");
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 22.f);
   if (ImGui::BeginCombo("##source", label.c_str())) {

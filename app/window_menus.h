@@ -16,7 +16,6 @@ namespace kiln::app {
 
 // What the menus show as enabled, checked or listed this frame.
 struct MenuFacts {
-  bool capture = false;     // the selected source is an opened capture
   bool can_export = false;  // the view has a slice to export
   bool demo = false;        // the demo's temporary store: its limits are not the user's
   struct SourceItem {
@@ -25,6 +24,8 @@ struct MenuFacts {
   };
   std::vector<SourceItem> sources;
   size_t selected = 0;
+  // The selected source is an opened capture.
+  bool capture() const { return selected < sources.size() && !sources[selected].path.empty(); }
 };
 
 // What the user picked this frame (at most a few are set).

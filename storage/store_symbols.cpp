@@ -11,6 +11,17 @@ namespace kiln::storage::store_internal {
 // [SECTION] SymbolsPart
 // ============================================================================
 
+namespace {
+
+// Whether `key` has a table stored (its status says so); the part's mutex
+// held.
+bool HasTable(const std::map<std::string, SymbolStatus>& statuses, const std::string& key) {
+  auto it = statuses.find(key);
+  return it != statuses.end() && it->second.state == SymbolStatus::State::kSymbolized;
+}
+
+}  // namespace
+
 absl::Status SymbolsPart::Load() {
   if (cf_ == nullptr) return absl::OkStatus();
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_));
@@ -86,8 +97,7 @@ std::shared_ptr<const SymbolTable> SymbolsPart::TableFor(std::string_view htlhas
   for (const std::string& key : SymbolKeys(htlhash, gnu_build_id)) {
     {
       std::lock_guard lock(mutex_);
-      auto st = statuses_.find(key);
-      if (st == statuses_.end() || st->second.state != SymbolStatus::State::kSymbolized) continue;
+      if (!HasTable(statuses_, key)) continue;
     }
     if (auto table = TableForKey(key)) return table;
   }
@@ -115,8 +125,7 @@ absl::Status SymbolsPart::Put(const std::vector<std::string>& keys, SymbolTable 
   {
     std::lock_guard lock(mutex_);
     for (const std::string& key : keys) {
-      auto old = statuses_.find(key);
-      replaced |= old != statuses_.end() && old->second.state == SymbolStatus::State::kSymbolized;
+      replaced |= HasTable(statuses_, key);
       statuses_[key] = st;
       Remember(key, shared);
     }
@@ -130,12 +139,14 @@ absl::Status SymbolsPart::PutStatus(const std::vector<std::string>& keys, const 
                                     bool drop_table) {
   rocksdb::WriteBatch wb;
   std::vector<SymbolStatus> written;
+  bool dropped = false;  // a table goes: names it gave change
   {
     std::lock_guard lock(mutex_);
     for (const std::string& key : keys) {
       SymbolStatus st = status;
       auto old = statuses_.find(key);
-      bool has_table = old != statuses_.end() && old->second.state == SymbolStatus::State::kSymbolized;
+      const bool has_table = HasTable(statuses_, key);
+      dropped |= has_table && drop_table;
       if (has_table && !drop_table) {
         // The table stays in use: keep it described as it is, with the new
         // attempt's outcome as detail.
@@ -151,12 +162,9 @@ absl::Status SymbolsPart::PutStatus(const std::vector<std::string>& keys, const 
     }
   }
   if (absl::Status s = writer_->Commit(&wb, "writing symbol status"); !s.ok()) return s;
-  bool dropped = false;
   {
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < keys.size(); ++i) {
-      auto old = statuses_.find(keys[i]);
-      dropped |= drop_table && old != statuses_.end() && old->second.state == SymbolStatus::State::kSymbolized;
       statuses_[keys[i]] = written[i];
       if (drop_table) Drop(keys[i]);
     }
@@ -196,14 +204,16 @@ std::vector<std::string> SymbolsPart::ForgetRecords(const absl::flat_hash_set<st
 
 void SymbolsPart::Forget(const std::vector<std::string>& keys) {
   if (keys.empty()) return;
+  bool dropped = false;  // a fleet's forgotten keys are mostly statuses without a table
   {
     std::lock_guard lock(mutex_);
     for (const std::string& key : keys) {
+      dropped |= HasTable(statuses_, key);
       statuses_.erase(key);
       Drop(key);
     }
   }
-  renames_.fetch_add(1);
+  if (dropped) renames_.fetch_add(1);
   version_.fetch_add(1);
 }
 
